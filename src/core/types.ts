@@ -1,0 +1,154 @@
+/**
+ * The contracts every component is written against. Records flow as async iterables of
+ * batches (arrays of plain objects): per-record async overhead is what makes naive streaming slow.
+ */
+import type { z } from 'zod';
+
+/** One record: a plain JSON-compatible object. */
+export type Row = Record<string, unknown>;
+/** Thousands of records at a time. */
+export type Batch = Row[];
+
+/**
+ * A unit of work with a stable id: snapshot part k, SERP query q page p, reviews fid f page p, a deep-lookup
+ * download. Sinks commit a unit's records together with the unit's id, which is what makes reruns exactly-once.
+ */
+export interface WorkUnit {
+  /** Stable across runs of the same pipeline: e.g. `snapshot:snap_x:part:3`, `serp:<query>:start:20`. */
+  id: string;
+  /** What the unit reads; sources put whatever they need here (JSON-serialisable). */
+  params: Record<string, unknown>;
+  /** For `plan` and progress; undefined when unknown. */
+  estimatedRecords?: number;
+}
+
+/** A record that could not be decoded or transformed. It goes to the dead-letter file, never silently away. */
+export interface DeadLetter {
+  unit: string;
+  /** Byte offset in the unit's (decompressed) input, where known. */
+  offset?: number;
+  /** Which stage rejected it: decode, transform:<name>, sink:<name>. */
+  stage: string;
+  reason: string;
+  /** The offending input, truncated to a few KiB. */
+  raw?: string;
+}
+
+export type DeadLetterFn = (d: DeadLetter) => void;
+
+export interface Logger {
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+/** Counters the engine sums into the progress display and the run summary. */
+export interface Counters {
+  records: number;
+  bytes: number;
+  retries: number;
+  deadLetters: number;
+}
+
+/**
+ * Durable key/value state of one pipeline run, written atomically before the call returns.
+ * Used for things that must survive a crash *before* any unit commits: the snapshot id of a started filter job,
+ * a deep lookup's request id, pages discovered by a crawl.
+ */
+export interface StateStore {
+  get<T = unknown>(key: string): T | undefined;
+  set(key: string, value: unknown): Promise<void>;
+  delete(key: string): Promise<void>;
+}
+
+export interface SourceContext {
+  signal: AbortSignal;
+  log: Logger;
+  state: StateStore;
+  counters: Counters;
+  deadLetter: DeadLetterFn;
+  /** Directory of the pipeline file: relative paths in config resolve against it. */
+  baseDir: string;
+  /** `plan` must not start paid work (filter jobs, triggers, enrich). */
+  dryRun: boolean;
+}
+
+export interface Source {
+  /**
+   * Split the job into units. May start a paid job (filter, trigger) when not dryRun, and then must checkpoint
+   * its id in `ctx.state` before waiting on it. Sources whose units are discovered while reading (crawl pages)
+   * return the units known so far and yield more through `discover`.
+   */
+  plan(ctx: SourceContext): Promise<WorkUnit[]>;
+  /** Read one unit as batches. Must be safe to call again for the same unit after a crash. */
+  read(unit: WorkUnit, ctx: SourceContext): AsyncIterable<Batch>;
+  /**
+   * Optional: for crawls, units found while reading a unit (the next page). Called by the engine after `read`
+   * finished for `unit`. Returned units are scheduled unless already committed.
+   */
+  discover?(unit: WorkUnit, ctx: SourceContext): WorkUnit[];
+  close?(): Promise<void>;
+}
+
+export interface TransformContext {
+  log: Logger;
+  deadLetter: DeadLetterFn;
+  /** Id of the unit being transformed (for dead letters and derived columns). */
+  unitId: string;
+  /** The unit's params (e.g. query, page, fetch time), for normalizers that add context columns. */
+  unitParams: Record<string, unknown>;
+}
+
+/** Batches in, batches out; pure where it can be. */
+export type Transform = (batches: AsyncIterable<Batch>, ctx: TransformContext) => AsyncIterable<Batch>;
+
+export type WriteDisposition = 'append' | 'replace' | 'merge';
+
+export interface CommitResult {
+  /** false when the unit had been committed before: committing again is a no-op. */
+  committed: boolean;
+  records: number;
+}
+
+export interface SinkContext {
+  log: Logger;
+  deadLetter: DeadLetterFn;
+  baseDir: string;
+  /** Name of the pipeline: state tables and manifests are keyed by it. */
+  pipeline: string;
+  /** `--fresh`: forget committed units (and, for `replace`, start the new generation). */
+  fresh: boolean;
+}
+
+/**
+ * A sink owns its atomic commit: a unit's records and the unit's checkpoint become visible together or not at all.
+ * The engine serialises nothing: a sink must accept `writeUnit` calls for different units concurrently.
+ */
+export interface Sink {
+  open(ctx: SinkContext): Promise<void>;
+  /** Ids of units already committed by earlier runs of this pipeline into this sink. */
+  committedUnits(): Promise<Set<string>>;
+  /** Consume the unit's batches and commit them atomically with the unit id. No-op if already committed. */
+  writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult>;
+  /** Called once after every unit succeeded (e.g. `replace` swaps the new generation in here). */
+  finish(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Shared services a component may need when it is built. */
+export interface ComponentDeps {
+  log: Logger;
+  baseDir: string;
+  /** Creates the service client for the pipeline's `service` block (lazily starts the embedded emulator). */
+  client(): Promise<import('../client/index.js').ServiceClient>;
+}
+
+/** One registry entry: the config schema lives beside the constructor, in the component's own file. */
+export interface ComponentDef<K extends 'source' | 'transform' | 'sink', C = any, T = unknown> {
+  kind: K;
+  type: string;
+  description: string;
+  schema: z.ZodType<C>;
+  create(config: C, deps: ComponentDeps): T;
+}

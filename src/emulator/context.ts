@@ -1,0 +1,97 @@
+/** What every emulator route module gets: options, the scalable clock, and the counters tests read. */
+
+export interface EmulatorOptions {
+  /** 0 picks a free port. */
+  port: number;
+  host: string;
+  /** Seeds all generated data and fault decisions. */
+  seed: number;
+  /** Records per dataset. */
+  size: number;
+  apiKey: string;
+  /** >1 makes emulated time run faster (a 5-minute job limit passes in 5/timeScale minutes). */
+  timeScale: number;
+  /** Fault-injection config (see faults.ts); undefined = no faults. */
+  faults?: unknown;
+  /** Added to every response, in real milliseconds (crawl benchmarks use 100). */
+  latencyMs: number;
+}
+
+export const defaultEmulatorOptions: EmulatorOptions = {
+  port: 0,
+  host: '127.0.0.1',
+  seed: 1,
+  size: 10_000,
+  apiKey: 'emulator-key',
+  timeScale: 1,
+  latencyMs: 0,
+};
+
+/** Emulated time: real elapsed time multiplied by the time scale. */
+export class Clock {
+  private readonly start = Date.now();
+  constructor(readonly timeScale: number) {}
+  /** Emulated epoch milliseconds. */
+  now(): number {
+    return this.start + (Date.now() - this.start) * this.timeScale;
+  }
+  /** Real milliseconds that correspond to `emulatedMs` of emulated time. */
+  real(emulatedMs: number): number {
+    return emulatedMs / this.timeScale;
+  }
+}
+
+/** Counters readable by tests at `GET /_emulator/stats` and through the in-process handle. */
+export class Stats {
+  /** `METHOD pattern` → requests received (after auth). */
+  readonly routes: Record<string, number> = {};
+  /** Paid or account-changing operations actually started: filter, trigger, enrich, zone_create, ip_refresh, domain_perm. */
+  readonly paid: Record<string, number> = {};
+  /** Faults injected, by kind. */
+  readonly faults: Record<string, number> = {};
+  inFlight = 0;
+  maxInFlight = 0;
+  /** In-flight per route pattern, and its maximum (crawl tests assert `POST /request`). */
+  readonly routeInFlight: Record<string, number> = {};
+  readonly routeMaxInFlight: Record<string, number> = {};
+
+  countPaid(kind: string): void {
+    this.paid[kind] = (this.paid[kind] ?? 0) + 1;
+  }
+  countFault(kind: string): void {
+    this.faults[kind] = (this.faults[kind] ?? 0) + 1;
+  }
+  enter(route: string): void {
+    this.routes[route] = (this.routes[route] ?? 0) + 1;
+    this.inFlight++;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    const n = (this.routeInFlight[route] ?? 0) + 1;
+    this.routeInFlight[route] = n;
+    this.routeMaxInFlight[route] = Math.max(this.routeMaxInFlight[route] ?? 0, n);
+  }
+  leave(route: string): void {
+    this.inFlight--;
+    this.routeInFlight[route] = (this.routeInFlight[route] ?? 1) - 1;
+  }
+  reset(): void {
+    for (const o of [this.routes, this.paid, this.faults, this.routeInFlight, this.routeMaxInFlight])
+      for (const k of Object.keys(o)) delete o[k];
+    this.maxInFlight = this.inFlight;
+  }
+  toJSON(): unknown {
+    return {
+      routes: this.routes,
+      paid: this.paid,
+      faults: this.faults,
+      inFlight: this.inFlight,
+      maxInFlight: this.maxInFlight,
+      routeMaxInFlight: this.routeMaxInFlight,
+    };
+  }
+}
+
+export interface EmulatorContext {
+  options: EmulatorOptions;
+  clock: Clock;
+  stats: Stats;
+}
