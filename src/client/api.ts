@@ -99,7 +99,14 @@ export interface RequestApi {
    * `POST /request`, returning the target payload parsed as JSON (the `json` envelope is unwrapped).
    * An `x-brd-error` / `x-brd-err-code` header, or an empty 200, is a ServiceError even on HTTP 200.
    */
-  page(req: PageRequest, opts?: { signal?: AbortSignal }): Promise<{ payload: unknown; bytes: number; fetchedAt: Date }>;
+  page(
+    req: PageRequest,
+    opts?: {
+      signal?: AbortSignal;
+      /** Called before each retry of this call (429/5xx/network), so a crawl's rate limiter can slow down on 429s. */
+      onRetry?: (info: { status: number; delayMs: number; reason: string }) => void;
+    },
+  ): Promise<{ payload: unknown; bytes: number; fetchedAt: Date }>;
 }
 
 export interface ZoneCostBucket {

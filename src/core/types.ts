@@ -72,6 +72,11 @@ export interface SourceContext {
   baseDir: string;
   /** `plan` must not start paid work (filter jobs, triggers, enrich). */
   dryRun: boolean;
+  /**
+   * In dry runs, sources describe what a run would do: `request` for an HTTP call it would make (e.g.
+   * `POST /datasets/filter (paid: starts a filter job)`), `note` for anything else worth telling.
+   */
+  report?: (kind: 'request' | 'note', text: string) => void;
 }
 
 export interface Source {

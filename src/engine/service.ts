@@ -1,0 +1,87 @@
+/**
+ * The pipeline's connection to the service: the real one, or (base_url `emulator`) the embedded emulator started
+ * in-process on a random port. Created lazily, so pipelines that never call the service (file sources) start no
+ * server, and `plan` of a snapshot with a known id makes only free calls.
+ */
+import path from 'node:path';
+import { createClient, type ServiceClient } from '../client/index.js';
+import { registerSecret } from '../core/redact.js';
+import type { Logger } from '../core/types.js';
+import { loadFaultsFile, startEmulator, type EmulatorHandle } from '../emulator/server.js';
+
+export interface ServiceConfig {
+  base_url: string;
+  api_key: string;
+  connections?: number;
+  timeouts?: { connect?: number; headers?: number; body?: number };
+  retry?: { retries?: number; base_delay_ms?: number; max_delay_ms?: number };
+  emulator?: { seed?: number; size?: number; time_scale?: number; faults?: string; latency_ms?: number };
+}
+
+export interface RetryCounter {
+  retries: number;
+}
+
+export class ServiceConnection {
+  private client: Promise<ServiceClient> | undefined;
+  private emulator: EmulatorHandle | undefined;
+
+  constructor(
+    private readonly config: ServiceConfig,
+    private readonly baseDir: string,
+    private readonly log: Logger,
+    private readonly counter: RetryCounter,
+  ) {
+    registerSecret(config.api_key);
+  }
+
+  get(): Promise<ServiceClient> {
+    this.client ??= this.create();
+    return this.client;
+  }
+
+  /** The embedded emulator, when one was started (tests read its counters). */
+  get embedded(): EmulatorHandle | undefined {
+    return this.emulator;
+  }
+
+  private async create(): Promise<ServiceClient> {
+    let baseUrl = this.config.base_url;
+    if (baseUrl === 'emulator') {
+      const e = this.config.emulator ?? {};
+      this.emulator = await startEmulator({
+        apiKey: this.config.api_key,
+        ...(e.seed !== undefined && { seed: e.seed }),
+        ...(e.size !== undefined && { size: e.size }),
+        ...(e.time_scale !== undefined && { timeScale: e.time_scale }),
+        ...(e.latency_ms !== undefined && { latencyMs: e.latency_ms }),
+        ...(e.faults !== undefined && { faults: loadFaultsFile(path.resolve(this.baseDir, e.faults)) }),
+      });
+      baseUrl = this.emulator.url;
+      this.log.info(`embedded emulator listening on ${baseUrl}`);
+    }
+    const r = this.config.retry ?? {};
+    return createClient({
+      baseUrl,
+      apiKey: this.config.api_key,
+      ...(this.config.connections !== undefined && { connections: this.config.connections }),
+      ...(this.config.timeouts !== undefined && { timeouts: this.config.timeouts }),
+      retry: {
+        ...(r.retries !== undefined && { retries: r.retries }),
+        ...(r.base_delay_ms !== undefined && { baseDelayMs: r.base_delay_ms }),
+        ...(r.max_delay_ms !== undefined && { maxDelayMs: r.max_delay_ms }),
+      },
+      onRetry: (info) => {
+        this.counter.retries++;
+        this.log.warn(`retrying ${info.method} ${info.path} in ${Math.round(info.delayMs)} ms: ${info.reason}`, {
+          attempt: info.attempt,
+        });
+      },
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.client) await (await this.client.catch(() => undefined))?.close();
+    await this.emulator?.close();
+  }
+}

@@ -1,0 +1,239 @@
+/**
+ * Deep lookup: preview → trigger (paid) → wait → enrich (paid) → download. The request id is checkpointed the moment
+ * the trigger answers and every enrich column once requested, so a rerun never pays twice. `max_cost` is checked
+ * before each paid call against the worst case, and again against the service's own bound after the trigger.
+ */
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import type { ServiceClient } from '../client/index.js';
+import { SluiceError } from '../core/errors.js';
+import type { Batch, ComponentDef, ComponentDeps, Source, SourceContext, WorkUnit } from '../core/types.js';
+import { decode } from '../decode/index.js';
+import { countBytes } from './bytes.js';
+import { formatMoney, moneySchema, parseMoney } from './money.js';
+
+/** Published pricing (api-facts §4.4): $1.00 per matched record, +$0.05 per extra column per matched record. */
+const PRICE_PER_RECORD = 1.0;
+const PRICE_PER_EXTRA_COLUMN = 0.05;
+
+export const deepLookupSchema = z
+  .object({
+    type: z.literal('deep_lookup'),
+    query: z
+      .string()
+      .regex(/^Find all/i, 'a deep lookup query starts with "Find all"')
+      .optional()
+      .describe('Natural-language query ("Find all …"); a preview is created, then the full request triggered.'),
+    preview_id: z.string().regex(/^dld_/).optional().describe('Trigger from an existing preview (`dld_…`).'),
+    request_id: z
+      .string()
+      .regex(/^ai_/)
+      .optional()
+      .describe('Download an existing request (`ai_…`); nothing is triggered.'),
+    result_limit: z.number().int().positive().optional().describe('Maximum records the request may match.'),
+    enrich: z
+      .array(z.object({ column_name: z.string().min(1), query: z.string().min(1) }).strict())
+      .default([])
+      .describe('Columns to add to the request before downloading (paid per matched record).'),
+    max_cost: moneySchema
+      .optional()
+      .describe('Refuse to trigger or enrich when the worst-case cost would exceed this amount, e.g. "$50.00".'),
+    download: z
+      .object({ format: z.enum(['json', 'csv']).default('json').describe('Export format (excel is not available).') })
+      .strict()
+      .default({ format: 'json' }),
+    poll: z
+      .object({
+        interval_ms: z.number().int().min(10).default(1000),
+        timeout_s: z.number().positive().default(1800),
+      })
+      .strict()
+      .default({ interval_ms: 1000, timeout_s: 1800 })
+      .describe('Status polling of the preview, the request and enrichments.'),
+  })
+  .strict()
+  .refine((c) => [c.query, c.preview_id, c.request_id].filter((x) => x !== undefined).length === 1, {
+    message: 'set exactly one of `query`, `preview_id` or `request_id`',
+  });
+
+export type DeepLookupConfig = z.infer<typeof deepLookupSchema>;
+
+class DeepLookupSource implements Source {
+  constructor(
+    private readonly cfg: DeepLookupConfig,
+    private readonly deps: ComponentDeps,
+  ) {}
+
+  private get stateKey(): string {
+    const h = createHash('sha256')
+      .update(JSON.stringify([this.cfg.query, this.cfg.preview_id, this.cfg.result_limit]))
+      .digest('hex')
+      .slice(0, 16);
+    return `deep_lookup:request:${h}`;
+  }
+
+  async plan(ctx: SourceContext): Promise<WorkUnit[]> {
+    const client = await this.deps.client();
+    const requestId = await this.requestId(client, ctx);
+    if (requestId === undefined) return [];
+    const format = this.cfg.download.format;
+    const cols = this.cfg.enrich.map((e) => e.column_name).join(',');
+    const unit: WorkUnit = {
+      id: `deep_lookup:${requestId}:${format}${cols ? `:+${cols}` : ''}`,
+      params: { request_id: requestId },
+    };
+    if (ctx.dryRun) {
+      for (const e of this.cfg.enrich)
+        ctx.report?.('request', `POST …/request/${requestId}/enrich ${e.column_name} (paid: not made by plan)`);
+      return [unit];
+    }
+    await this.waitFor(ctx, `request ${requestId}`, async () => {
+      const s = await client.deepLookup.status(requestId);
+      if (s.status === 'failed' || s.status === 'cancelled')
+        throw new SluiceError(`deep lookup request ${requestId} ended ${s.status}`, {
+          hint: 'look at the request in the service; start a new one with `sluice run --fresh`',
+        });
+      return s.status === 'completed';
+    });
+    for (const e of this.cfg.enrich) await this.enrichColumn(client, ctx, requestId, e);
+    return [unit];
+  }
+
+  private async requestId(client: ServiceClient, ctx: SourceContext): Promise<string | undefined> {
+    if (this.cfg.request_id) return this.cfg.request_id;
+    const known = ctx.state.get<string>(this.stateKey);
+    if (known) {
+      ctx.log.info(`reusing deep lookup request ${known} triggered earlier (no new paid request)`);
+      return known;
+    }
+    const bound = this.triggerBound();
+    if (ctx.dryRun) {
+      ctx.report?.(
+        'request',
+        `POST /datasets/deep_lookup/v1/trigger (paid${bound !== undefined ? `, up to ${formatMoney(bound)}` : ''}: not made by plan)`,
+      );
+      return undefined;
+    }
+    this.checkBudget(bound, 0, 'trigger the request');
+    let previewId = this.cfg.preview_id;
+    if (!previewId && this.cfg.query) {
+      const preview = await client.deepLookup.createPreview(this.cfg.query);
+      previewId = preview.preview_id;
+      await this.waitFor(ctx, `preview ${previewId}`, async () => {
+        const p = await client.deepLookup.getPreview(previewId!);
+        if (p.status === 'failed')
+          throw new SluiceError(`deep lookup preview ${previewId} failed`, { hint: 'rephrase the query' });
+        if (p.status === 'completed') ctx.log.info(`preview ${previewId}: ${p.sample_data?.length ?? 0} sample rows`);
+        return p.status === 'completed';
+      });
+    }
+    const res = await client.deepLookup.trigger({
+      preview_id: previewId!,
+      ...(this.cfg.result_limit !== undefined && { result_limit: this.cfg.result_limit }),
+    });
+    await ctx.state.set(this.stateKey, res.request_id);
+    ctx.log.info(`deep lookup request ${res.request_id} triggered (service bound ${res.max_cost ?? 'not given'})`);
+    if (this.cfg.max_cost && res.max_cost && parseMoney(res.max_cost) > parseMoney(this.cfg.max_cost)) {
+      await client.deepLookup.cancel(res.request_id);
+      throw new SluiceError(
+        `cancelled deep lookup request ${res.request_id}: the service's cost bound ${res.max_cost} exceeds max_cost ${this.cfg.max_cost}`,
+        { hint: 'lower result_limit or raise max_cost' },
+      );
+    }
+    return res.request_id;
+  }
+
+  /** Worst case of the trigger: every allowed record matched. Unknown without result_limit. */
+  private triggerBound(): number | undefined {
+    return this.cfg.result_limit === undefined ? undefined : this.cfg.result_limit * PRICE_PER_RECORD;
+  }
+
+  private checkBudget(bound: number | undefined, spent: number, what: string): void {
+    if (!this.cfg.max_cost) return;
+    const max = parseMoney(this.cfg.max_cost);
+    if (bound === undefined)
+      throw new SluiceError(`refusing to ${what}: its cost cannot be bounded without result_limit`, {
+        hint: 'set source.result_limit, or remove max_cost',
+      });
+    if (spent + bound > max)
+      throw new SluiceError(
+        `refusing to ${what}: worst-case cost ${formatMoney(spent + bound)} exceeds max_cost ${this.cfg.max_cost}`,
+        { hint: 'lower result_limit, drop enrich columns, or raise max_cost' },
+      );
+  }
+
+  private async enrichColumn(
+    client: ServiceClient,
+    ctx: SourceContext,
+    requestId: string,
+    e: { column_name: string; query: string },
+  ): Promise<void> {
+    const key = `deep_lookup:enrich:${requestId}:${e.column_name}`;
+    const hasColumn = async (): Promise<boolean> => {
+      const r = await client.deepLookup.get(requestId);
+      return (r.columns ?? []).some((c) => c.name === e.column_name) && enrichmentDone(r, e.column_name);
+    };
+    if (!ctx.state.get(key)) {
+      const r = await client.deepLookup.get(requestId);
+      if (!(r.columns ?? []).some((c) => c.name === e.column_name)) {
+        const matched = Number(r.matched_records ?? (r.data as unknown[] | undefined)?.length ?? 0);
+        const spent = r.total_cost ? parseMoney(r.total_cost) : 0;
+        this.checkBudget(matched * PRICE_PER_EXTRA_COLUMN, spent, `enrich column ${e.column_name}`);
+        const res = await client.deepLookup.enrich(requestId, [e]);
+        ctx.log.info(`enrich ${e.column_name}: ${res.status}, up to ${res.max_additional_cost}`);
+      }
+      await ctx.state.set(key, true);
+    }
+    await this.waitFor(ctx, `enrichment ${e.column_name}`, hasColumn);
+  }
+
+  private async waitFor(ctx: SourceContext, what: string, done: () => Promise<boolean>): Promise<void> {
+    const deadline = Date.now() + this.cfg.poll.timeout_s * 1000;
+    let interval = this.cfg.poll.interval_ms;
+    while (!(await done())) {
+      if (Date.now() > deadline)
+        throw new SluiceError(`timed out waiting for deep lookup ${what}`, {
+          hint: 'run the same command again later: the request id is checkpointed and will be reused',
+        });
+      await sleep(interval, ctx.signal);
+      interval = Math.min(interval * 1.5, 10_000);
+    }
+  }
+
+  async *read(unit: WorkUnit, ctx: SourceContext): AsyncIterable<Batch> {
+    const client = await this.deps.client();
+    const format = this.cfg.download.format;
+    const dl = await client.deepLookup.download(unit.params.request_id as string, format);
+    yield* decode(countBytes(dl.body, ctx.counters), {
+      format,
+      unit: unit.id,
+      deadLetter: ctx.deadLetter,
+      ...(format === 'csv' && { jsonColumns: 'auto' as const }),
+    });
+  }
+}
+
+/** An enrichment is done when the request no longer reports the column as processing. */
+function enrichmentDone(r: Record<string, unknown>, column: string): boolean {
+  const enrichments = r.enrichments as { column_name?: string; status?: string }[] | undefined;
+  const e = enrichments?.find((x) => x.column_name === column);
+  return e === undefined || e.status !== 'processing';
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+}
+
+export const deepLookupSource: ComponentDef<'source', DeepLookupConfig, Source> = {
+  kind: 'source',
+  type: 'deep_lookup',
+  description: 'Deep lookup results: preview → trigger → wait → enrich → download (one work unit).',
+  schema: deepLookupSchema as unknown as z.ZodType<DeepLookupConfig>,
+  create: (cfg, deps) => new DeepLookupSource(cfg, deps),
+};

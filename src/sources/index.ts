@@ -1,0 +1,17 @@
+/** Every source, listed explicitly: the pipeline registry and the generated docs read this list. */
+import type { ComponentDef } from '../core/types.js';
+import { countriesSource } from './countries.js';
+import { datasetsSource } from './datasets.js';
+import { deepLookupSource } from './deep-lookup.js';
+import { fileSource } from './file.js';
+import { snapshotSource } from './snapshot.js';
+import { zoneCostSource } from './zone-cost.js';
+
+export const sourceDefs: ComponentDef<'source'>[] = [
+  snapshotSource,
+  deepLookupSource,
+  datasetsSource,
+  zoneCostSource,
+  countriesSource,
+  fileSource,
+];

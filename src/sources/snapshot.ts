@@ -1,0 +1,169 @@
+/**
+ * Dataset snapshots: filter job → poll → download in parts. Each part (`batch_size` records) is one work unit, so a
+ * failed run re-downloads only the parts that did not commit. The filter job is paid: its snapshot id is
+ * checkpointed the moment the service answers, and a rerun polls that snapshot instead of starting a second job.
+ */
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import { pollSnapshot } from '../client/poll.js';
+import type { ServiceClient, SnapshotMeta } from '../client/index.js';
+import type { Batch, ComponentDef, ComponentDeps, Source, SourceContext, WorkUnit } from '../core/types.js';
+import { decode } from '../decode/index.js';
+import { countBytes } from './bytes.js';
+
+export const snapshotDownloadSchema = z
+  .object({
+    format: z.enum(['jsonl', 'json', 'csv']).default('jsonl').describe('Format the service writes the snapshot in.'),
+    compress: z.boolean().default(true).describe('Ask for gzip bodies (decompressed on the fly).'),
+    batch_size: z
+      .number()
+      .int()
+      .min(1000)
+      .default(10_000)
+      .describe('Records per part; each part is one work unit (the service requires at least 1000).'),
+  })
+  .strict();
+
+export const snapshotSchema = z
+  .object({
+    type: z.literal('snapshot'),
+    dataset_id: z
+      .string()
+      .regex(/^gd_[a-z0-9]+$/i, 'a dataset id looks like gd_l1vikfnt1wgvvqz95w')
+      .optional()
+      .describe('Dataset to filter (`gd_…`). Required with `filter`.'),
+    filter: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe('Filter object (field filter or and/or group, up to 3 levels). Starts a paid filter job.'),
+    files: z
+      .array(z.string())
+      .default([])
+      .describe(
+        'Files with filter values (CSV with a header equal to the field name, or a JSON array of objects), relative to the pipeline file; a filter value names one by its file name.',
+      ),
+    records_limit: z.number().int().positive().optional().describe('Cap on the records placed in the snapshot.'),
+    snapshot_id: z
+      .string()
+      .regex(/^(snap|s)_[a-z0-9]+$/i, 'a snapshot id looks like snap_m2bxug4e2o352v1jv1')
+      .optional()
+      .describe('Download this existing snapshot instead of filtering.'),
+    download: snapshotDownloadSchema.default({ format: 'jsonl', compress: true, batch_size: 10_000 }),
+    concurrency: z.number().int().min(1).max(64).default(4).describe('Parts downloaded at once.'),
+    poll: z
+      .object({
+        interval_ms: z.number().int().min(10).default(1000).describe('First wait between status checks.'),
+        timeout_s: z.number().positive().default(900).describe('Give up waiting for the snapshot after this long.'),
+      })
+      .strict()
+      .default({ interval_ms: 1000, timeout_s: 900 }),
+  })
+  .strict()
+  .refine((c) => (c.snapshot_id === undefined) !== (c.filter === undefined), {
+    message: 'set exactly one of `filter` (start a filter job) or `snapshot_id` (download an existing snapshot)',
+  })
+  .refine((c) => c.filter === undefined || c.dataset_id !== undefined, {
+    message: '`dataset_id` is required with `filter`',
+    path: ['dataset_id'],
+  });
+
+export type SnapshotConfig = z.infer<typeof snapshotSchema>;
+
+class SnapshotSource implements Source {
+  constructor(
+    private readonly cfg: SnapshotConfig,
+    private readonly deps: ComponentDeps,
+  ) {}
+
+  async plan(ctx: SourceContext): Promise<WorkUnit[]> {
+    const client = await this.deps.client();
+    const snapshotId = await this.snapshotId(client, ctx);
+    if (snapshotId === undefined) return [];
+    const meta = await pollSnapshot(client, snapshotId, {
+      intervalMs: this.cfg.poll.interval_ms,
+      timeoutMs: this.cfg.poll.timeout_s * 1000,
+      signal: ctx.signal,
+      onStatus: (m: SnapshotMeta) => ctx.log.info(`snapshot ${snapshotId}: ${m.status}`),
+    });
+    if (meta.status === 'failed') {
+      // Only "no records matched" comes back as failed without throwing: an empty result, not an error.
+      ctx.log.warn(`snapshot ${snapshotId}: ${meta.warning ?? 'no records matched the filter'}`);
+      return [];
+    }
+    const { format, compress, batch_size } = this.cfg.download;
+    const { parts } = await client.datasets.parts(snapshotId, { format, compress, batch_size });
+    ctx.log.info(`snapshot ${snapshotId}: ${meta.dataset_size ?? '?'} records in ${parts} part(s)`);
+    ctx.report?.('request', `GET /datasets/snapshots/${snapshotId}/download × ${parts} (format ${format})`);
+    const size = meta.dataset_size;
+    return Array.from({ length: parts }, (_, i) => ({
+      id: `snapshot:${snapshotId}:${format}:bs${batch_size}:part:${i + 1}`,
+      params: { snapshot_id: snapshotId, part: i + 1, parts },
+      ...(size !== undefined && { estimatedRecords: Math.max(0, Math.min(batch_size, size - i * batch_size)) }),
+    }));
+  }
+
+  /** The snapshot to download: configured, checkpointed by an earlier run, or started now (paid). */
+  private async snapshotId(client: ServiceClient, ctx: SourceContext): Promise<string | undefined> {
+    if (this.cfg.snapshot_id) return this.cfg.snapshot_id;
+    const files = await Promise.all(
+      this.cfg.files.map(async (f) => ({
+        name: path.basename(f),
+        content: await readFile(path.resolve(ctx.baseDir, f)),
+      })),
+    );
+    // Keyed by what the job would select, so editing the filter starts a new job rather than reusing a stale one.
+    const key = `snapshot:job:${createHash('sha256')
+      .update(JSON.stringify([this.cfg.dataset_id, this.cfg.filter, this.cfg.records_limit]))
+      .update(Buffer.concat(files.flatMap((f) => [Buffer.from(f.name), f.content])))
+      .digest('hex')
+      .slice(0, 16)}`;
+    const known = ctx.state.get<string>(key);
+    if (known) {
+      ctx.log.info(`reusing snapshot ${known} of the filter job started earlier (no new paid job)`);
+      return known;
+    }
+    if (ctx.dryRun) {
+      ctx.report?.('request', `POST /datasets/filter (paid: would start a filter job on ${this.cfg.dataset_id})`);
+      ctx.report?.('note', 'units are the parts of the snapshot the filter job creates; not started by plan');
+      return undefined;
+    }
+    const { snapshot_id } = await client.datasets.filter({
+      dataset_id: this.cfg.dataset_id!,
+      filter: this.cfg.filter,
+      ...(this.cfg.records_limit !== undefined && { records_limit: this.cfg.records_limit }),
+      ...(files.length > 0 && { files }),
+    });
+    await ctx.state.set(key, snapshot_id);
+    ctx.log.info(`filter job started: snapshot ${snapshot_id}`);
+    return snapshot_id;
+  }
+
+  async *read(unit: WorkUnit, ctx: SourceContext): AsyncIterable<Batch> {
+    const client = await this.deps.client();
+    const { format, compress, batch_size } = this.cfg.download;
+    const id = unit.params.snapshot_id as string;
+    const parts = unit.params.parts as number;
+    const dl = await client.datasets.download(id, {
+      format,
+      compress,
+      // A snapshot in one part is downloaded whole: some deployments reject `part` on small snapshots.
+      ...(parts > 1 && { batch_size, part: unit.params.part as number }),
+    });
+    yield* decode(countBytes(dl.body, ctx.counters), {
+      format,
+      unit: unit.id,
+      deadLetter: ctx.deadLetter,
+      ...(format === 'csv' && { jsonColumns: 'auto' as const }),
+    });
+  }
+}
+
+export const snapshotSource: ComponentDef<'source', SnapshotConfig, Source> = {
+  kind: 'source',
+  type: 'snapshot',
+  description: 'A dataset snapshot: filter job → poll → download in parts (each part one work unit).',
+  schema: snapshotSchema as unknown as z.ZodType<SnapshotConfig>,
+  create: (cfg, deps) => new SnapshotSource(cfg, deps),
+};

@@ -1,0 +1,21 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { FileStateStore } from '../../src/engine/state-store.js';
+
+describe('FileStateStore', () => {
+  it('persists every set before resolving, and reopens with the same values', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'sluice-state-'));
+    const file = path.join(dir, 'nested', 'state.json');
+    const s = await FileStateStore.open(file);
+    await s.set('snapshot:job:abc', 'snap_1');
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ 'snapshot:job:abc': 'snap_1' });
+    await Promise.all([s.set('a', 1), s.set('b', 2), s.delete('snapshot:job:abc')]);
+    const again = await FileStateStore.open(file);
+    expect(again.get('a')).toBe(1);
+    expect(again.get('b')).toBe(2);
+    expect(again.get('snapshot:job:abc')).toBeUndefined();
+    expect(again.keys()).toEqual(['a', 'b']);
+  });
+});
