@@ -93,7 +93,20 @@ export interface Source {
    * finished for `unit`. Returned units are scheduled unless already committed.
    */
   discover?(unit: WorkUnit, ctx: SourceContext): WorkUnit[];
+  /**
+   * Optional fast path: the unit's bytes as a local file, for sinks that load files natively when the pipeline
+   * has no JS transform (DuckDB reads JSONL faster than JS can hand it rows). Sources that download put the
+   * bytes in `tmpDir` (`temporary: true`, the engine deletes the file); local-file sources return their path.
+   */
+  rawFile?(unit: WorkUnit, ctx: SourceContext, tmpDir: string): Promise<RawFile>;
   close?(): Promise<void>;
+}
+
+/** A unit's undecoded bytes on local disk. gzip or not is for the reader to sniff. */
+export interface RawFile {
+  path: string;
+  format: 'jsonl' | 'json' | 'csv';
+  temporary: boolean;
 }
 
 export interface TransformContext {
@@ -136,6 +149,11 @@ export interface Sink {
   committedUnits(): Promise<Set<string>>;
   /** Consume the unit's batches and commit them atomically with the unit id. No-op if already committed. */
   writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult>;
+  /**
+   * Optional fast path: load a unit's JSONL file (gzip or not) natively, atomically with the unit id, exactly like
+   * `writeUnit`. Throws when the file cannot be loaded as a whole (the engine then decodes it in JS).
+   */
+  writeUnitFile?(unit: WorkUnit, file: RawFile): Promise<CommitResult>;
   /** Called once after every unit succeeded (e.g. `replace` swaps the new generation in here). */
   finish(): Promise<void>;
   close(): Promise<void>;

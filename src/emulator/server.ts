@@ -7,11 +7,15 @@ import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Clock, Stats, defaultEmulatorOptions, type EmulatorContext, type EmulatorOptions } from './context.js';
+import { deliverWithFault, drop, type BodyFault } from './fault-delivery.js';
+import { FaultInjector, PRE_HANDLER_KINDS, parseFaultConfig, type FaultKind } from './faults.js';
 import { HttpError, Router, type EmuRequest, type EmuResponder } from './router.js';
 import { register as datasets } from './routes/datasets.js';
 import { register as deepLookup } from './routes/deep-lookup.js';
 import { register as request } from './routes/request.js';
 import { register as zones } from './routes/zones.js';
+
+export { loadFaultsFile, type FaultConfig } from './faults.js';
 
 /** Each module adds its routes; its state lives in the closure it creates. */
 export type RouteModule = (router: Router, ctx: EmulatorContext) => void;
@@ -30,11 +34,15 @@ export const routeModules: RouteModule[] = [datasets, deepLookup, request, zones
 export async function startEmulator(opts: Partial<EmulatorOptions> = {}): Promise<EmulatorHandle> {
   const options: EmulatorOptions = { ...defaultEmulatorOptions, ...opts };
   const ctx: EmulatorContext = { options, clock: new Clock(options.timeScale), stats: new Stats() };
+  const faults =
+    options.faults === undefined
+      ? undefined
+      : new FaultInjector(parseFaultConfig(options.faults), options.seed, ctx.stats);
   const router = new Router();
   for (const mod of routeModules) mod(router, ctx);
 
   const server = createServer((req, res) => {
-    handle(router, ctx, req, res).catch((err: unknown) => {
+    handle(router, ctx, faults, req, res).catch((err: unknown) => {
       if (!res.headersSent) {
         res.writeHead(500, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ error: 'Internal error.' }));
@@ -63,7 +71,13 @@ function closeServer(server: Server): Promise<void> {
   });
 }
 
-async function handle(router: Router, ctx: EmulatorContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handle(
+  router: Router,
+  ctx: EmulatorContext,
+  faults: FaultInjector | undefined,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://emulator');
   const method = req.method ?? 'GET';
 
@@ -85,51 +99,116 @@ async function handle(router: Router, ctx: EmulatorContext, req: IncomingMessage
 
   const routeKey = `${method} ${match.route.pattern}`;
   ctx.stats.enter(routeKey);
-  try {
-    if (ctx.options.latencyMs > 0) await sleep(ctx.options.latencyMs);
-    let bodyCache: Promise<Buffer> | undefined;
-    const request: EmuRequest = {
-      method,
-      path: url.pathname,
-      query: url.searchParams,
-      headers: req.headers,
-      params: match.params,
-      raw: req,
-      body: () => (bodyCache ??= readBody(req)),
-      json: async () => {
-        const buf = await request.body();
-        try {
-          return JSON.parse(buf.toString('utf8')) as unknown;
-        } catch {
-          throw new HttpError(400, { error: 'Request validation failed', error_code: 'validation' });
-        }
-      },
-    };
-    const responder = makeResponder(res);
-    try {
-      await match.route.handler(request, responder);
-    } catch (err) {
-      if (!(err instanceof HttpError)) throw err;
-      if (typeof err.body === 'string') responder.text(err.status, err.body, err.headers);
-      else responder.json(err.status, err.body, err.headers);
+  // In flight until the response is fully sent or the connection dropped, not merely until the handler returns:
+  // slow bodies and streams outlive it.
+  res.once('close', () => ctx.stats.leave(routeKey));
+
+  let bodyCache: Promise<Buffer> | undefined;
+  const request: EmuRequest = {
+    method,
+    path: url.pathname,
+    query: url.searchParams,
+    headers: req.headers,
+    params: match.params,
+    raw: req,
+    body: () => (bodyCache ??= readBody(req)),
+    json: async () => {
+      const buf = await request.body();
+      try {
+        return JSON.parse(buf.toString('utf8')) as unknown;
+      } catch {
+        throw new HttpError(400, { error: 'Request validation failed', error_code: 'validation' });
+      }
+    },
+  };
+
+  const decision = faults?.decide(method, match.route.pattern, url.pathname) ?? { latencyMs: 0 };
+  const kind = decision.kind;
+  let delay = ctx.options.latencyMs + decision.latencyMs;
+  if (kind === 'latency') {
+    faults?.count(kind);
+    delay += decision.rule?.spike_ms ?? 0;
+  }
+  if (delay > 0) await sleep(delay);
+
+  if (kind && kind !== 'latency' && PRE_HANDLER_KINDS.has(kind)) {
+    faults?.count(kind);
+    if (kind === 'reset_before') {
+      await request.body().catch(() => undefined);
+      return drop(res);
     }
-  } finally {
-    ctx.stats.leave(routeKey);
+    return preHandlerFault(res, kind, decision.rule?.retry_after_s ?? 1);
+  }
+
+  const bodyFault: BodyFault | undefined =
+    kind && faults && !PRE_HANDLER_KINDS.has(kind)
+      ? {
+          kind,
+          slowTotalMs: decision.rule?.slow_total_ms ?? 1_000,
+          resetAfterBytes: decision.rule?.reset_after_bytes ?? 16_384,
+          applied: (k) => faults.count(k),
+        }
+      : undefined;
+  const responder = makeResponder(res, bodyFault);
+  try {
+    await match.route.handler(request, responder);
+  } catch (err) {
+    if (!(err instanceof HttpError)) throw err;
+    if (typeof err.body === 'string') responder.text(err.status, err.body, err.headers);
+    else responder.json(err.status, err.body, err.headers);
   }
 }
 
-function makeResponder(res: ServerResponse): EmuResponder {
+const FAULT_MESSAGES: Partial<Record<FaultKind, [number, string]>> = {
+  '429': [429, 'Too many requests'],
+  '429_retry_after': [429, 'Too many requests'],
+  '500': [500, 'Internal error.'],
+  '502': [502, 'Bad gateway'],
+  '503': [503, 'Service unavailable'],
+};
+
+/** An error answer instead of running the handler: the operation was not started. */
+function preHandlerFault(res: ServerResponse, kind: FaultKind, retryAfterS: number): void {
+  const [status, error] = FAULT_MESSAGES[kind] ?? [500, 'Internal error.'];
+  const headers: Record<string, string> = { 'content-type': 'application/json', 'x-emulator-fault': kind };
+  if (kind === '429_retry_after') headers['retry-after'] = String(retryAfterS);
+  res.writeHead(status, headers);
+  res.end(JSON.stringify({ error }));
+}
+
+/** The responder applies a response-time fault at most once per request (the first body sent). */
+function makeResponder(res: ServerResponse, fault: BodyFault | undefined): EmuResponder {
+  let pending = fault;
+  const take = (): BodyFault | undefined => {
+    const f = pending;
+    pending = undefined;
+    return f;
+  };
+  const send = (status: number, headers: Record<string, string>, body: string): void => {
+    const buf = Buffer.from(body, 'utf8');
+    const all = { ...headers, 'content-length': String(buf.length) };
+    const f = take();
+    if (!f) {
+      res.writeHead(status, all);
+      res.end(buf);
+      return;
+    }
+    deliverWithFault(res, status, all, [buf], f, { gzip: false, totalLength: buf.length }).catch(() => drop(res));
+  };
   return {
     raw: res,
     json(status, body, headers = {}) {
-      res.writeHead(status, { 'content-type': 'application/json', ...headers });
-      res.end(JSON.stringify(body));
+      send(status, { 'content-type': 'application/json', ...headers }, JSON.stringify(body));
     },
     text(status, body, headers = {}) {
-      res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', ...headers });
-      res.end(body);
+      send(status, { 'content-type': 'text/html; charset=utf-8', ...headers }, body);
     },
-    async stream(status, headers, body) {
+    async stream(status, headers, body, opts) {
+      const f = take();
+      if (f) {
+        await deliverWithFault(res, status, headers, body, f, { gzip: opts?.gzip === true }).catch(() => drop(res));
+        return;
+      }
       res.writeHead(status, headers);
       const readable = body instanceof Readable ? body : Readable.from(body, { objectMode: false });
       await pipeline(readable, res);

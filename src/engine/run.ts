@@ -7,6 +7,8 @@
  * that failed half-way committed nothing, so reading it again from the start loses and duplicates nothing.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import pLimit from 'p-limit';
 import { SluiceError } from '../core/errors.js';
@@ -16,12 +18,14 @@ import type {
   ComponentDeps,
   Counters,
   Logger,
+  Sink,
   SinkContext,
   Source,
   SourceContext,
   TransformContext,
   WorkUnit,
 } from '../core/types.js';
+import { decode } from '../decode/index.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
 import type { PlanReport, RunOptions, RunSummary } from './api.js';
 import { buildComponents, describeSink, sinkConfigs } from './components.js';
@@ -166,15 +170,15 @@ export async function runPipeline(p: LoadedPipeline, opts: RunOptions, hooks: Ru
     };
 
     const runUnit = async (u: WorkUnit, sinkIdx: number[]): Promise<void> => {
+      const scoped: WorkUnit = { ...u, id: sinkId(u) };
+      const sinks = sinkIdx.map((i) => built.sinks[i]!.sink);
       for (let attempt = 1; ; attempt++) {
         try {
-          const tctx: TransformContext = { log, deadLetter, unitId: u.id, unitParams: u.params };
-          let batches: AsyncIterable<Batch> = built.source.read(u, sctx);
-          for (const t of built.transforms) batches = t.fn(batches, tctx);
-          batches = countRecords(batches, counters);
-          const streams = tee(batches, sinkIdx.length);
-          const scoped: WorkUnit = { ...u, id: sinkId(u) };
-          await Promise.all(sinkIdx.map((i, k) => built.sinks[i]!.sink.writeUnit(scoped, streams[k]!)));
+          if (fastPath && sinks.every((s) => s.writeUnitFile)) {
+            await runUnitFromFile(u, scoped, sinks);
+            return;
+          }
+          await writeBatches(scoped, sinks, transformed(u, built.source.read(u, sctx)));
           return;
         } catch (err) {
           if (attempt >= UNIT_ATTEMPTS || !isTransient(err) || abort.signal.aborted) throw err;
@@ -183,6 +187,53 @@ export async function runPipeline(p: LoadedPipeline, opts: RunOptions, hooks: Ru
           log.warn(`unit ${u.id}: ${errorText(err)}; reading it again in ${Math.round(delay)} ms`, { attempt });
           await new Promise((r) => setTimeout(r, delay));
         }
+      }
+    };
+
+    const transformed = (u: WorkUnit, batches: AsyncIterable<Batch>): AsyncIterable<Batch> => {
+      const tctx: TransformContext = { log, deadLetter, unitId: u.id, unitParams: u.params };
+      for (const t of built.transforms) batches = t.fn(batches, tctx);
+      return countRecords(batches, counters);
+    };
+
+    const writeBatches = async (scoped: WorkUnit, sinks: Sink[], batches: AsyncIterable<Batch>): Promise<void> => {
+      const streams = tee(batches, sinks.length);
+      await Promise.all(
+        sinks.map(async (sink, k) => {
+          await sink.writeUnit(scoped, streams[k]!);
+          // A sink that found the unit committed returns without reading: release its share of the tee.
+          await streams[k]![Symbol.asyncIterator]().return?.();
+        }),
+      );
+    };
+
+    // Pipelines without JS transforms let sinks that load files natively (DuckDB) read the unit's bytes
+    // themselves. Whatever the native reader rejects is decoded again from the same local file by the JS path,
+    // which dead-letters bad records one by one: the fast path never drops what the slow path would keep.
+    const fastPath =
+      built.transforms.length === 0 && built.source.rawFile !== undefined && p.config.fast_path !== false;
+    const tmpDir = path.join(paths.stateDir, 'tmp');
+    const runUnitFromFile = async (u: WorkUnit, scoped: WorkUnit, sinks: Sink[]): Promise<void> => {
+      await mkdir(tmpDir, { recursive: true });
+      const raw = await built.source.rawFile!(u, sctx, tmpDir);
+      try {
+        if (raw.format === 'jsonl') {
+          try {
+            const results = await Promise.all(sinks.map((s) => s.writeUnitFile!(scoped, raw)));
+            counters.records += results[0]?.records ?? 0;
+            return;
+          } catch (err) {
+            log.debug(`unit ${u.id}: native load refused the file (${errorText(err)}); decoding it in JS`);
+          }
+        }
+        const bytes = createReadStream(raw.path, { highWaterMark: 1 << 16 });
+        await writeBatches(
+          scoped,
+          sinks,
+          transformed(u, decode(bytes, { format: raw.format, unit: u.id, deadLetter })),
+        );
+      } finally {
+        if (raw.temporary) await rm(raw.path, { force: true });
       }
     };
 

@@ -7,7 +7,7 @@ import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { SluiceError } from '../core/errors.js';
-import type { Batch, ComponentDef, ComponentDeps, Source, SourceContext, WorkUnit } from '../core/types.js';
+import type { Batch, ComponentDef, ComponentDeps, RawFile, Source, SourceContext, WorkUnit } from '../core/types.js';
 import { decode } from '../decode/index.js';
 import { countBytes } from './bytes.js';
 
@@ -31,10 +31,16 @@ export const fileSchema = z
 export type FileConfig = z.infer<typeof fileSchema>;
 
 class FileSource implements Source {
+  /** Whole files can be loaded natively; arrays inside documents (`items_path`) need the JS decoder. */
+  readonly rawFile?: (unit: WorkUnit) => Promise<RawFile>;
+
   constructor(
     private readonly cfg: FileConfig,
     private readonly deps: ComponentDeps,
-  ) {}
+  ) {
+    if (cfg.items_path === undefined)
+      this.rawFile = async (unit) => ({ path: unit.params.path as string, format: cfg.format, temporary: false });
+  }
 
   async plan(ctx: SourceContext): Promise<WorkUnit[]> {
     const units: WorkUnit[] = [];

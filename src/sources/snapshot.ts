@@ -4,12 +4,15 @@
  * checkpointed the moment the service answers, and a rerun polls that snapshot instead of starting a second job.
  */
 import { createHash } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
 import { pollSnapshot } from '../client/poll.js';
-import type { ServiceClient, SnapshotMeta } from '../client/index.js';
-import type { Batch, ComponentDef, ComponentDeps, Source, SourceContext, WorkUnit } from '../core/types.js';
+import type { Download, ServiceClient, SnapshotMeta } from '../client/index.js';
+import type { Batch, ComponentDef, ComponentDeps, RawFile, Source, SourceContext, WorkUnit } from '../core/types.js';
 import { decode } from '../decode/index.js';
 import { countBytes } from './bytes.js';
 
@@ -140,17 +143,26 @@ class SnapshotSource implements Source {
     return snapshot_id;
   }
 
-  async *read(unit: WorkUnit, ctx: SourceContext): AsyncIterable<Batch> {
+  async rawFile(unit: WorkUnit, ctx: SourceContext, tmpDir: string): Promise<RawFile> {
+    const file = path.join(tmpDir, `${unit.id.replace(/[^a-zA-Z0-9_.-]/g, '_')}.${this.cfg.download.format}`);
+    await pipeline(Readable.from(countBytes((await this.download(unit)).body, ctx.counters)), createWriteStream(file));
+    return { path: file, format: this.cfg.download.format, temporary: true };
+  }
+
+  private async download(unit: WorkUnit): Promise<Download> {
     const client = await this.deps.client();
     const { format, compress, batch_size } = this.cfg.download;
-    const id = unit.params.snapshot_id as string;
-    const parts = unit.params.parts as number;
-    const dl = await client.datasets.download(id, {
+    return client.datasets.download(unit.params.snapshot_id as string, {
       format,
       compress,
-      // A snapshot in one part is downloaded whole: some deployments reject `part` on small snapshots.
-      ...(parts > 1 && { batch_size, part: unit.params.part as number }),
+      batch_size,
+      part: unit.params.part as number,
     });
+  }
+
+  async *read(unit: WorkUnit, ctx: SourceContext): AsyncIterable<Batch> {
+    const format = this.cfg.download.format;
+    const dl = await this.download(unit);
     yield* decode(countBytes(dl.body, ctx.counters), {
       format,
       unit: unit.id,

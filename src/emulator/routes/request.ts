@@ -1,6 +1,131 @@
+/**
+ * `POST /request {zone, url, format}`: fetches a search or reviews page "through a zone".
+ *
+ * - The body is validated (`{"error":"Request validation failed","error_code":"validation"}` on 400); the zone must
+ *   exist (else 400 text `zone "<name>" not found`) and serve search pages (`serp` or `unblocker`; else 403 with
+ *   `x-brd-err-code: client_10090`, as the service answers a zone of the wrong kind).
+ * - `{engine}/search?q=&start=` → a structured search result (data/serp.ts); `{engine}/reviews?fid=&start=` →
+ *   `{reviews}` (data/reviews.ts). Structured JSON only with `brd_json=1` in the target URL, else a small HTML
+ *   page. `num` is ignored (deprecated).
+ * - `format: raw` answers the page itself; `format: json` the envelope `{status_code, headers, body}` with the page
+ *   as a string.
+ * - A target the emulator does not serve (another path, no `q`, a malformed fid) answers HTTP 200 with an empty
+ *   body and `x-brd-error` headers: the real service reports target-side failures that way, and clients must
+ *   treat them as errors.
+ */
+import { z } from 'zod';
 import type { EmulatorContext } from '../context.js';
-import type { Router } from '../router.js';
+import { HttpError, type EmuResponder, type Router } from '../router.js';
+import { reviewsPage } from '../data/reviews.js';
+import { serpPage } from '../data/serp.js';
+import { serpRng } from '../data/serp-rng.js';
+import { isSearch, zoneStateFor } from '../zones-state.js';
 
-export function register(_router: Router, _ctx: EmulatorContext): void {
-  // filled in by the request routes work
+const bodySchema = z.looseObject({
+  zone: z.string().min(1),
+  url: z.string().min(1),
+  format: z.enum(['raw', 'json']),
+});
+
+const FID = /^0x[0-9a-f]+:0x[0-9a-f]+$/i;
+
+type Obj = Record<string, unknown>;
+
+export function register(router: Router, ctx: EmulatorContext): void {
+  const zones = zoneStateFor(ctx);
+  let served = 0;
+
+  router.post('/request', async (req, res) => {
+    const body = parseBody(await req.json());
+    const zone = zones.get(body.zone);
+    if (!zone) throw new HttpError(400, `zone "${body.zone}" not found`);
+    if (!isSearch(zone)) {
+      const msg = `Zone "${zone.name}" of type ${zone.type} cannot be used for this request; use a SERP zone`;
+      throw new HttpError(403, '', {
+        'x-brd-err-code': 'client_10090',
+        'x-brd-err-msg': msg,
+        'x-brd-error': msg,
+        'x-luminati-error': msg,
+      });
+    }
+
+    const target = new URL(body.url);
+    const host = target.host.toLowerCase();
+    const q = target.searchParams;
+    const start = parseStart(q.get('start'));
+    const now = new Date(ctx.clock.now());
+    const requestId = `hl_${serpRng(ctx.options.seed, 'request-id', served++).hex(12)}`;
+    const structured = q.get('brd_json') === '1';
+
+    let page: Obj;
+    if (target.pathname === '/search') {
+      const query = q.get('q');
+      if (!query?.trim()) return targetError(res, 400, 'the search URL has no q parameter');
+      page = serpPage(ctx.options.seed, host, query, start, { now, originalUrl: body.url, requestId });
+    } else if (target.pathname === '/reviews') {
+      const fid = q.get('fid');
+      if (!fid || !FID.test(fid)) return targetError(res, 400, 'the reviews URL needs fid=0x…:0x…');
+      page = reviewsPage(ctx.options.seed, fid, start, now);
+    } else {
+      return targetError(res, 404, `the emulator serves ${host}/search and ${host}/reviews only`);
+    }
+
+    const text = structured ? JSON.stringify(page) : html(page);
+    const contentType = structured ? 'application/json; charset=utf-8' : 'text/html; charset=utf-8';
+    zones.recordTraffic(zone.name, Buffer.byteLength(text), ctx.clock.now());
+    if (body.format === 'json') {
+      return res.json(200, {
+        status_code: 200,
+        headers: { 'content-type': contentType, date: now.toUTCString() },
+        body: text,
+      });
+    }
+    res.text(200, text, { 'content-type': contentType });
+  });
+}
+
+function parseBody(value: unknown): z.output<typeof bodySchema> {
+  const parsed = bodySchema.safeParse(value);
+  const errors = parsed.success ? [] : parsed.error.issues.map((i) => `"${i.path.join('.')}" ${i.message}`);
+  if (parsed.success) {
+    try {
+      const u = new URL(parsed.data.url);
+      if (u.protocol === 'http:' || u.protocol === 'https:') return parsed.data;
+    } catch {
+      // reported below
+    }
+    errors.push('"url" must be an http(s) URL');
+  }
+  throw new HttpError(400, { error: 'Request validation failed', error_code: 'validation', validation_errors: errors });
+}
+
+function parseStart(v: string | null): number {
+  const n = v === null ? 0 : Number(v);
+  return Number.isInteger(n) && n >= 0 ? n : 0;
+}
+
+/** The target failed: HTTP 200, empty body, the failure in `x-brd-*` headers. */
+function targetError(res: EmuResponder, status: number, message: string): void {
+  res.text(200, '', {
+    'x-brd-error': message,
+    'x-brd-error-code': 'http_status',
+    'x-brd-status-code': String(status),
+  });
+}
+
+function escapeHtml(s: unknown): string {
+  return String(s ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+/** A bare page for requests without `brd_json=1`: what a client that forgot it would get. */
+function html(page: Obj): string {
+  if (Array.isArray(page.reviews)) {
+    const items = (page.reviews as Obj[]).map((r) => `<div class="review">${escapeHtml(r.comment)}</div>`);
+    return `<!doctype html><html><head><title>Reviews</title></head><body>${items.join('')}</body></html>`;
+  }
+  const general = (page.general ?? {}) as Obj;
+  const items = [...((page.organic as Obj[]) ?? []), ...((page.oragnic as Obj[]) ?? [])].map(
+    (o) => `<div class="g"><a href="${escapeHtml(o.link)}"><h3>${escapeHtml(o.title)}</h3></a></div>`,
+  );
+  return `<!doctype html><html><head><title>${escapeHtml(general.page_title)}</title></head><body><div id="search">${items.join('')}</div></body></html>`;
 }

@@ -1,0 +1,175 @@
+import { describe, expect, it } from 'vitest';
+import { SluiceError } from '../../../src/core/errors.js';
+import { InFlightLimiter } from '../../../src/sources/crawl/limiter.js';
+import { RateLimiter, isValidRate, parseRate } from '../../../src/sources/crawl/rate-limit.js';
+import { FakeClock } from './fake-clock.js';
+
+/** Starts `n` takers at once and returns the clock time at which each got its token. */
+function takeAll(limiter: RateLimiter, clock: FakeClock, n: number): number[] {
+  const grants: number[] = [];
+  for (let i = 0; i < n; i++) void limiter.take().then(() => grants.push(clock.now()));
+  return grants;
+}
+
+describe('parseRate', () => {
+  it('reads per second, minute and hour', () => {
+    expect(parseRate('20/s')).toBe(20);
+    expect(parseRate('600/m')).toBe(10);
+    expect(parseRate('7200/h')).toBe(2);
+    expect(parseRate(' 1.5 / sec ')).toBe(1.5);
+    expect(parseRate('120/minute')).toBe(2);
+  });
+
+  it('rejects what is not a rate, saying how to write one', () => {
+    for (const bad of ['fast', '0/s', '20/d', '-1/s', '20', '/s']) {
+      expect(isValidRate(bad)).toBe(false);
+      let err: unknown;
+      try {
+        parseRate(bad);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(SluiceError);
+      expect((err as SluiceError).hint).toMatch(/20\/s/);
+    }
+  });
+});
+
+describe('RateLimiter', () => {
+  it('spaces tokens evenly at the configured rate, starting with one token', async () => {
+    const clock = new FakeClock();
+    const limiter = new RateLimiter({ perSecond: 20, clock });
+    const grants = takeAll(limiter, clock, 100);
+    await clock.advanceTo(10_000);
+    expect(grants).toHaveLength(100);
+    expect(grants.map((t, i) => t - i * 50)).toEqual(new Array(100).fill(0));
+    // 99 intervals in 4.95 s: exactly 20/s.
+    expect(99 / ((grants[99]! - grants[0]!) / 1000)).toBeCloseTo(20, 9);
+  });
+
+  it('allows a burst after idling, then returns to the steady rate', async () => {
+    const clock = new FakeClock();
+    const limiter = new RateLimiter({ perSecond: 10, burst: 5, clock });
+    await limiter.take();
+    await clock.advanceTo(10_000);
+    const grants = takeAll(limiter, clock, 8);
+    await clock.advanceTo(20_000);
+    expect(grants).toEqual([10_000, 10_000, 10_000, 10_000, 10_000, 10_100, 10_200, 10_300]);
+  });
+
+  it('halves the rate on a 429 (once per overload), holds it, then recovers additively', async () => {
+    const clock = new FakeClock();
+    const limiter = new RateLimiter({ perSecond: 20, clock, cooldownMs: 10_000, recoverStepMs: 1000 });
+    expect(limiter.rate()).toBe(20);
+    limiter.note429();
+    expect(limiter.rate()).toBe(10);
+    await clock.advanceTo(500);
+    limiter.note429(); // same overload: no second halving
+    expect(limiter.rate()).toBe(10);
+    await clock.advanceTo(1500);
+    limiter.note429();
+    expect(limiter.rate()).toBe(5);
+    await clock.advanceTo(1500 + 9_999);
+    expect(limiter.rate()).toBe(5);
+    await clock.advanceTo(1500 + 10_000 + 3_000);
+    expect(limiter.rate()).toBe(5 + 3 * 2);
+    await clock.advanceTo(1500 + 10_000 + 8_000);
+    expect(limiter.rate()).toBe(20);
+    await clock.advanceTo(60_000);
+    expect(limiter.rate()).toBe(20);
+  });
+
+  it('reschedules requests already waiting at the slower rate when a 429 arrives', async () => {
+    const clock = new FakeClock();
+    const limiter = new RateLimiter({ perSecond: 10, clock });
+    const grants = takeAll(limiter, clock, 6);
+    await clock.advanceTo(150);
+    expect(grants).toEqual([0, 100]);
+    limiter.note429(); // now 5/s: 200 ms apart
+    await clock.advanceTo(5_000);
+    expect(grants).toHaveLength(6);
+    const after = grants.slice(2);
+    for (let i = 1; i < after.length; i++) expect(after[i]! - after[i - 1]!).toBeGreaterThanOrEqual(200);
+  });
+
+  it('pauses the whole crawl when the 429s in the window reach the threshold', async () => {
+    const clock = new FakeClock();
+    const pauses: number[] = [];
+    const limiter = new RateLimiter({
+      perSecond: 100,
+      clock,
+      pauseAfter: 15,
+      windowMs: 300_000,
+      onPause: (p) => pauses.push(p.untilMs),
+    });
+    for (let i = 0; i < 15; i++) {
+      expect(limiter.inFlightBudget()).toBe(i === 0 ? Infinity : 15 - i);
+      limiter.note429();
+      await clock.advance(1000);
+    }
+    expect(pauses).toEqual([300_000]);
+    expect(limiter.count429()).toBe(15);
+    let granted: number | undefined;
+    void limiter.take().then(() => (granted = clock.now()));
+    await clock.advanceTo(299_999);
+    expect(granted).toBeUndefined();
+    await clock.advanceTo(400_000);
+    expect(granted).toBeGreaterThanOrEqual(300_000);
+    expect(granted).toBeLessThan(301_000);
+    expect(limiter.count429()).toBe(0);
+    expect(limiter.inFlightBudget()).toBe(Infinity);
+  });
+
+  it('keeps a crawl hitting nothing but 429s under the IP-block limit in every 5-minute window', async () => {
+    const clock = new FakeClock();
+    const limiter = new RateLimiter({ perSecond: 50, clock, pauseAfter: 15 });
+    const slots = new InFlightLimiter(8);
+    const seen429: number[] = [];
+    let stop = false;
+    const worker = async (): Promise<void> => {
+      while (!stop) {
+        const release = await slots.acquire(undefined, () => limiter.inFlightBudget());
+        try {
+          await limiter.take();
+          if (stop) return;
+          await clock.sleep(100); // the request
+          seen429.push(clock.now());
+          limiter.note429();
+        } finally {
+          release();
+        }
+      }
+    };
+    const workers = Array.from({ length: 8 }, () => worker());
+    await clock.advanceTo(30 * 60_000);
+    stop = true;
+    await clock.advanceTo(40 * 60_000);
+    await Promise.all(workers);
+    let worst = 0;
+    for (const t of seen429) worst = Math.max(worst, seen429.filter((x) => x >= t && x < t + 300_000).length);
+    expect(seen429.length).toBeGreaterThan(15); // the crawl kept trying after each pause
+    expect(worst).toBeLessThanOrEqual(15); // the pause threshold; the service blocks at 25
+  });
+
+  it('without a configured rate runs unthrottled, then at half the observed rate after a 429', async () => {
+    const clock = new FakeClock();
+    const limiter = new RateLimiter({ clock });
+    for (let i = 0; i < 40; i++) {
+      await limiter.take(); // resolves without the clock moving
+      await clock.advance(50);
+    }
+    expect(limiter.rate()).toBe(Infinity);
+    limiter.note429();
+    expect(limiter.rate()).toBeCloseTo(10, 0); // ~20/s observed over the last 2 s → ~10/s
+  });
+
+  it('rejects a waiting take when its signal aborts', async () => {
+    const clock = new FakeClock();
+    const limiter = new RateLimiter({ perSecond: 1, clock });
+    await limiter.take();
+    const ac = new AbortController();
+    const p = limiter.take(ac.signal);
+    ac.abort(new Error('stop'));
+    await expect(p).rejects.toThrow('stop');
+  });
+});

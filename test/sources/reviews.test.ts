@@ -1,0 +1,191 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Row, Source } from '../../src/core/types.js';
+import { expectedReviewIds, reviewTotal } from '../../src/emulator/data/reviews.js';
+import { serpQueryPlan, type SerpQueryPlan } from '../../src/emulator/data/serp.js';
+import { MemoryStateStore } from '../../src/engine/state-store.js';
+import { driveCrawl, type DriveResult } from '../../src/sources/crawl/drive.js';
+import { knowledgeFids, parseReviewsUnitId } from '../../src/sources/crawl/pager.js';
+import { REVIEWS_SERP_FIDS_KEY, REVIEWS_STATE_KEY, reviewsSchema, reviewsSource } from '../../src/sources/reviews.js';
+import { normalizeReviews } from '../../src/transforms/presets/reviews.js';
+import { REQUEST_ROUTE, resetStats, sourceContext, startHarness, stats, type Harness } from './crawl-harness.js';
+
+const SEED = 11;
+const HOST = 'www.google.com';
+
+/** Places with no reviews, a last page exactly full, fewer than one page, and several pages with a short last one. */
+function pickFids(): string[] {
+  const candidates = Array.from(
+    { length: 300 },
+    (_, i) => `0x${(i + 1).toString(16).padStart(16, '0')}:0x${'ab'.repeat(8)}`,
+  );
+  const total = (f: string): number => reviewTotal(SEED, f);
+  const picks = [
+    candidates.find((f) => total(f) === 0),
+    candidates.find((f) => total(f) >= 20 && total(f) % 10 === 0),
+    candidates.find((f) => total(f) > 0 && total(f) < 10),
+    candidates.find((f) => total(f) > 30 && total(f) % 10 !== 0),
+  ];
+  if (picks.some((f) => f === undefined)) throw new Error('no candidate fid of some shape: widen the candidates');
+  return picks as string[];
+}
+
+/** Four queries with a knowledge panel (two of them naming their place on later pages too) and one without. */
+function pickSerpQueries(): string[] {
+  const candidates = Array.from({ length: 300 }, (_, i) => `place ${i} near me`);
+  const plan = (q: string): SerpQueryPlan => serpQueryPlan(SEED, HOST, q);
+  const withFid = candidates.filter((q) => plan(q).fid !== undefined);
+  const picks = [
+    ...withFid.filter((q) => plan(q).knowledgeOnLaterPages).slice(0, 2),
+    ...withFid.filter((q) => !plan(q).knowledgeOnLaterPages).slice(0, 2),
+    candidates.find((q) => plan(q).fid === undefined && plan(q).total > 0),
+  ];
+  if (picks.length !== 5 || picks.some((q) => q === undefined)) throw new Error('widen the candidate queries');
+  return picks as string[];
+}
+
+const FIDS = pickFids();
+const SERP_QUERIES = pickSerpQueries();
+
+function reviews(h: Harness, cfg: Record<string, unknown>): Source {
+  const config = reviewsSchema.parse({ type: 'reviews', zone: 'serp_zone', max_pages: 100, ...cfg });
+  return reviewsSource.create(config, h.deps);
+}
+
+/** Review ids per fid, in page order (repeats kept, so a review seen twice shows). */
+function idsByFid(result: DriveResult): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  const ids = [...result.rows.keys()].sort((a, b) => parseReviewsUnitId(a)!.start - parseReviewsUnitId(b)!.start);
+  for (const id of ids) {
+    const { fid } = parseReviewsUnitId(id)!;
+    const list = out.get(fid) ?? [];
+    for (const row of result.rows.get(id)!)
+      for (const r of (row.reviews as { review_id: string }[] | undefined) ?? []) list.push(r.review_id);
+    out.set(fid, list);
+  }
+  return out;
+}
+
+describe('reviews source', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ seed: SEED, latencyMs: 10 });
+  });
+  afterAll(() => h.close());
+
+  it('collects every review of every fid exactly once', async () => {
+    await resetStats(h);
+    const result = await driveCrawl(reviews(h, { fids: FIDS }), sourceContext(h), { concurrency: 8 });
+    expect(result.error).toBeUndefined();
+    const got = idsByFid(result);
+    for (const fid of FIDS) {
+      const ids = got.get(fid) ?? [];
+      expect(ids.length, fid).toBe(new Set(ids).size);
+      expect([...ids].sort(), fid).toEqual([...expectedReviewIds(SEED, fid)].sort());
+    }
+    // One request per page; a place may cost one empty page at its end, never more.
+    const requests = (await stats(h)).routes[REQUEST_ROUTE] ?? 0;
+    expect(requests).toBe(result.committed.length);
+  });
+
+  it('builds the reviews target URL with fid, start, brd_json and the optional sort and hl', async () => {
+    const source = reviews(h, { fids: [FIDS[0]!], sort: 'newestFirst', hl: 'de' });
+    const reported: string[] = [];
+    const units = await source.plan(
+      sourceContext(h, new MemoryStateStore(), { dryRun: true, report: (_k, t) => reported.push(t) }),
+    );
+    expect(units.map((u) => u.id)).toEqual([`reviews:${FIDS[0]}:start:0`]);
+    expect(reported[0]).toBe(
+      `POST /request https://www.google.com/reviews?fid=${encodeURIComponent(FIDS[0]!)}&start=0&sort=newestFirst&hl=de&brd_json=1`,
+    );
+  });
+
+  it('gives the reviews normalizer fid, offset and fetch time, and checkpoints the next page', async () => {
+    const fid = FIDS[3]!; // several pages
+    const source = reviews(h, { fids: [fid] });
+    const ctx = sourceContext(h);
+    const [unit] = await source.plan(ctx);
+    const rows: Row[] = [];
+    for await (const b of source.read(unit!, ctx)) rows.push(...b);
+    expect(rows[0]).toMatchObject({ fid, fetched_at: unit!.params.fetched_at });
+    const out = normalizeReviews(
+      rows[0]!,
+      { log: h.deps.log, deadLetter: () => undefined, unitId: unit!.id, unitParams: unit!.params },
+      { keepImageData: false },
+    );
+    expect(out.length).toBe((rows[0]!.reviews as unknown[]).length);
+    expect(out.length).toBeGreaterThan(0);
+    expect(out[0]).toMatchObject({ fid });
+    // No pagination block: the next page starts after the reviews this page held.
+    const next = source.discover!(unit!, ctx);
+    expect(next.map((u) => u.id)).toEqual([`reviews:${fid}:start:${out.length}`]);
+    expect(ctx.state.get<Record<string, number[]>>(REVIEWS_STATE_KEY)).toEqual({ [fid]: [0, out.length] });
+  });
+
+  it('chains from a SERP crawl: every fid of the knowledge panels, each place’s reviews, SERP pages fetched once', async () => {
+    // What the chain should find: the knowledge.fid of each query's first page, asked directly.
+    const expectedFids = new Set<string>();
+    for (const q of SERP_QUERIES) {
+      const url = `https://www.google.com/search?q=${encodeURIComponent(q)}&start=0&brd_json=1`;
+      const page = await h.client.request.page({ zone: 'serp_zone', url, format: 'raw' });
+      for (const f of knowledgeFids(page.payload as Record<string, unknown>)) expectedFids.add(f);
+    }
+    expect(expectedFids.size).toBeGreaterThan(0);
+
+    const state = new MemoryStateStore();
+    const cfg = { from_serp: { queries: [...SERP_QUERIES, SERP_QUERIES[0]!] }, concurrency: 4 };
+    await resetStats(h);
+    const first = await driveCrawl(reviews(h, cfg), sourceContext(h, state), { concurrency: 4, stopAfter: 2 });
+    expect(first.error).toBeUndefined();
+    const found = Object.values(state.get<Record<string, string[]>>(REVIEWS_SERP_FIDS_KEY) ?? {}).flat();
+    expect(new Set(found)).toEqual(expectedFids);
+
+    // The rerun (after a "crash") reads the checkpointed fids: no SERP page is fetched again.
+    await resetStats(h);
+    const committed = new Set(first.committed);
+    const source = reviews(h, cfg);
+    const ctx = sourceContext(h, state);
+    const planned = await source.plan(ctx);
+    expect((await stats(h)).routes[REQUEST_ROUTE] ?? 0).toBe(0);
+    expect(new Set(planned.map((u) => parseReviewsUnitId(u.id)!.fid))).toEqual(expectedFids);
+    const second = await driveCrawl(source, ctx, { concurrency: 4, committed });
+    expect(second.error).toBeUndefined();
+    expect(second.committed.filter((id) => committed.has(id))).toEqual([]);
+
+    const all = idsByFid({ ...second, rows: new Map([...first.rows, ...second.rows]) });
+    for (const fid of expectedFids) {
+      const ids = all.get(fid) ?? [];
+      expect(ids.length, fid).toBe(new Set(ids).size);
+      expect([...ids].sort(), fid).toEqual([...expectedReviewIds(SEED, fid)].sort());
+    }
+  });
+
+  it('in a dry run of from_serp fetches nothing and reports the SERP requests it would make', async () => {
+    await resetStats(h);
+    const reported: { kind: string; text: string }[] = [];
+    const units = await reviews(h, { from_serp: { queries: SERP_QUERIES.slice(0, 2) } }).plan(
+      sourceContext(h, new MemoryStateStore(), { dryRun: true, report: (kind, text) => reported.push({ kind, text }) }),
+    );
+    expect(units).toEqual([]);
+    expect(reported.filter((r) => r.kind === 'request').map((r) => r.text)).toEqual(
+      SERP_QUERIES.slice(0, 2).map(
+        (q) =>
+          `POST /request https://www.google.com/search?q=${q.replace(/ /g, '+')}&start=0&brd_json=1 (SERP page read for knowledge.fid)`,
+      ),
+    );
+    expect((await stats(h)).routes[REQUEST_ROUTE] ?? 0).toBe(0);
+  });
+
+  it('rejects configs that cannot work', () => {
+    const base = { type: 'reviews', zone: 'z' };
+    const msg = (cfg: object): string =>
+      reviewsSchema
+        .safeParse(cfg)
+        .error?.issues.map((i) => i.message)
+        .join('; ') ?? '';
+    expect(msg(base)).toMatch(/exactly one of `fids` or `from_serp`/);
+    expect(msg({ ...base, fids: ['ChIJ123'] })).toMatch(/0x89c259a9b3117469:0xd134e199a405a163/);
+    expect(msg({ ...base, from_serp: {} })).toMatch(/from_serp.queries/);
+    expect(msg({ ...base, fids: [FIDS[0]], sort: 'oldest' })).not.toBe('');
+    expect(reviewsSchema.parse({ ...base, fids: [FIDS[0]] })).toMatchObject({ max_pages: 10, concurrency: 8 });
+  });
+});
