@@ -65,7 +65,12 @@ export interface FilterRequest {
 
 export interface DatasetsApi {
   list(): Promise<{ id: string; name: string; size: number }[]>;
-  metadata(datasetId: string): Promise<{ id: string; fields: Record<string, { type: string; active?: boolean; required?: boolean; description?: string }> }>;
+  metadata(
+    datasetId: string,
+  ): Promise<{
+    id: string;
+    fields: Record<string, { type: string; active?: boolean; required?: boolean; description?: string }>;
+  }>;
   /** Paid: never retried unless the request provably never reached the server. */
   filter(req: FilterRequest): Promise<{ snapshot_id: string }>;
   snapshot(id: string): Promise<SnapshotMeta>;
@@ -77,14 +82,46 @@ export interface DatasetsApi {
 
 export interface DeepLookupApi {
   createPreview(query: string): Promise<{ preview_id: string; columns: Record<string, unknown>[] }>;
-  getPreview(previewId: string): Promise<{ preview_id: string; query?: string; status: string; sample_data?: Record<string, unknown>[]; columns?: unknown[]; result_limit?: number }>;
+  getPreview(
+    previewId: string,
+  ): Promise<{
+    preview_id: string;
+    query?: string;
+    status: string;
+    sample_data?: Record<string, unknown>[];
+    columns?: unknown[];
+    result_limit?: number;
+  }>;
   /** Paid. */
-  trigger(req: { preview_id: string; result_limit?: number } | { query: string; spec?: unknown; result_limit?: number }): Promise<{ request_id: string; status: string; max_cost?: string }>;
-  status(requestId: string): Promise<{ request_id: string; status: string; progress?: number; matched_records?: number; result_limit?: number; [k: string]: unknown }>;
-  get(requestId: string): Promise<{ request_id: string; status: string; total_cost?: string; columns?: { name: string; description?: string; type?: string }[]; data?: Record<string, unknown>[]; [k: string]: unknown }>;
+  trigger(
+    req: { preview_id: string; result_limit?: number } | { query: string; spec?: unknown; result_limit?: number },
+  ): Promise<{ request_id: string; status: string; max_cost?: string }>;
+  status(
+    requestId: string,
+  ): Promise<{
+    request_id: string;
+    status: string;
+    progress?: number;
+    matched_records?: number;
+    result_limit?: number;
+    [k: string]: unknown;
+  }>;
+  get(
+    requestId: string,
+  ): Promise<{
+    request_id: string;
+    status: string;
+    total_cost?: string;
+    columns?: { name: string; description?: string; type?: string }[];
+    data?: Record<string, unknown>[];
+    [k: string]: unknown;
+  }>;
   download(requestId: string, format: 'json' | 'csv'): Promise<Download>;
   /** Paid. */
-  enrich(requestId: string, columns: { column_name: string; query: string }[]): Promise<{ column_name: string; status: 'processing' | 'completed'; max_additional_cost: string }>;
+  enrich(
+    requestId: string,
+    columns: { column_name: string; query: string }[],
+  ): Promise<{ column_name: string; status: 'processing' | 'completed'; max_additional_cost: string }>;
   cancel(requestId: string): Promise<{ request_id: string; status: string; [k: string]: unknown }>;
 }
 
@@ -121,7 +158,13 @@ export interface ZonesApi {
   create(body: { zone: { name: string; type: string }; plan: Record<string, unknown> }): Promise<unknown>;
   cost(zone: string, range?: { from: string; to: string }): Promise<Record<string, Record<string, ZoneCostBucket>>>;
   /** Account-changing: not retried. */
-  refreshIps(body: { zone: string; ips?: string[]; vips?: string[]; country?: string; country_city?: string }): Promise<unknown>;
+  refreshIps(body: {
+    zone: string;
+    ips?: string[];
+    vips?: string[];
+    country?: string;
+    country_city?: string;
+  }): Promise<unknown>;
   /** Account-changing: not retried. */
   removeDomain(body: { zone: string; type: 'whitelist' | 'blacklist'; domain: string }): Promise<unknown>;
   countries(): Promise<{ zone_types: Record<string, { country_codes: string[] }> }>;

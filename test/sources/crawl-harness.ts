@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ServiceClient } from '../../src/client/index.js';
-import { createClient } from './tmp-client.js';
+import { createClient } from '../../src/client/index.js';
 import type { ComponentDeps, Counters, Logger, SourceContext } from '../../src/core/types.js';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
 import type { EmulatorOptions } from '../../src/emulator/context.js';

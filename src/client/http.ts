@@ -1,0 +1,285 @@
+/**
+ * The transport under every API area: one undici Pool (bounded connections), one retry policy, one way of turning
+ * the service's many error shapes into a `ServiceError`.
+ *
+ * The retry policy, in one place:
+ * - 429, 5xx and network errors are retried with exponential backoff and jitter, honouring Retry-After, each wait
+ *   capped at `maxDelayMs`; other 4xx never (they fail the same way again).
+ * - Calls that start paid or account-changing work (`paid: true`: filter, trigger, enrich, zone create, IP refresh,
+ *   domain removal) are retried only when the service provably did not act on them: the connection was never
+ *   established (refused, DNS, connect timeout), or the service answered 429 (an explicit refusal before any work;
+ *   rejected requests are not billed, api-facts §6). A 5xx or a connection lost after the request was sent may
+ *   have started the job, so it surfaces as `AmbiguousPaidCallError` instead of a second paid job.
+ */
+import type { Readable } from 'node:stream';
+import { Pool, type Dispatcher, type FormData } from 'undici';
+import { redact } from '../core/redact.js';
+import type { ClientOptions } from './api.js';
+import { AmbiguousPaidCallError, ServiceError } from './errors.js';
+
+export interface CallOptions {
+  method: 'GET' | 'POST' | 'DELETE';
+  path: string;
+  query?: Record<string, string | number | boolean | undefined>;
+  json?: unknown;
+  form?: FormData;
+  /** Starts paid or account-changing work: see the retry policy above. */
+  paid?: boolean;
+  signal?: AbortSignal;
+  /** Told before each retry's wait (in addition to the client-wide `onRetry`). */
+  onRetry?: (info: { status: number; delayMs: number; reason: string }) => void;
+  /** Statuses that are answers for this call rather than errors (e.g. 202 on a download). */
+  accept?: number[];
+}
+
+export interface RawResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Readable;
+}
+
+/** Transport error codes that prove the request never left this machine. */
+const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT', 'EHOSTUNREACH']);
+
+/** Error bodies are small; a huge one is not worth holding. */
+const MAX_ERROR_BODY = 64 * 1024;
+
+export class HttpCore {
+  readonly baseUrl: string;
+  private readonly pool: Pool;
+  private readonly retries: number;
+  private readonly baseDelayMs: number;
+  private readonly maxDelayMs: number;
+  private readonly authorization: string;
+
+  constructor(private readonly opts: ClientOptions) {
+    this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
+    const t = opts.timeouts ?? {};
+    this.pool = new Pool(new URL(this.baseUrl).origin, {
+      connections: opts.connections ?? 16,
+      connectTimeout: t.connect ?? 10_000,
+      // /request can wait for a page element server-side for up to 150 s (api-facts §5.6).
+      headersTimeout: t.headers ?? 180_000,
+      bodyTimeout: t.body ?? 120_000,
+    });
+    this.retries = opts.retry?.retries ?? 5;
+    this.baseDelayMs = opts.retry?.baseDelayMs ?? 500;
+    this.maxDelayMs = opts.retry?.maxDelayMs ?? 30_000;
+    this.authorization = `Bearer ${opts.apiKey}`;
+  }
+
+  /** A successful (2xx or accepted) response with its body unread. Errors are thrown as `ServiceError`. */
+  send(call: CallOptions): Promise<RawResponse> {
+    return this.call(call, async (res) => res);
+  }
+
+  /** The answer parsed as JSON (an empty body is `undefined`). */
+  json<T>(call: CallOptions): Promise<T> {
+    return this.call(call, async (res) => {
+      const text = await readText(res.body, Infinity);
+      if (text.trim() === '') return undefined as T;
+      try {
+        return JSON.parse(text) as T;
+      } catch (cause) {
+        throw new ServiceError({
+          method: call.method,
+          path: call.path,
+          status: res.status,
+          serviceMessage: `the answer is not JSON: ${text.slice(0, 200)}`,
+          cause,
+          hint: 'check base_url: it must point at the service API',
+        });
+      }
+    });
+  }
+
+  /**
+   * Makes the call under the retry policy. `consume` turns a successful response into the result; a `ServiceError`
+   * it throws (e.g. an error reported in headers on a 200) goes through the same policy as an error status, and
+   * any other error it throws while reading the body counts as a network failure after the request was sent.
+   */
+  async call<T>(call: CallOptions, consume: (res: RawResponse) => Promise<T>): Promise<T> {
+    const path = this.pathOf(call);
+    for (let attempt = 0; ; attempt++) {
+      let err: ServiceError;
+      let sent = true;
+      try {
+        const res = await this.pool.request({
+          method: call.method,
+          path,
+          headers: this.headers(call),
+          body: call.form ?? (call.json !== undefined ? JSON.stringify(call.json) : undefined),
+          signal: call.signal,
+        });
+        const ok =
+          (res.statusCode >= 200 && res.statusCode < 300 && res.statusCode !== 202) ||
+          call.accept?.includes(res.statusCode);
+        if (!ok) err = await errorFrom(call, res);
+        else {
+          try {
+            return await consume({ status: res.statusCode, headers: res.headers, body: res.body });
+          } catch (e) {
+            if (call.signal?.aborted) throw call.signal.reason;
+            if (!(e instanceof ServiceError)) throw networkError(call, e);
+            err = e;
+          }
+        }
+      } catch (e) {
+        if (call.signal?.aborted) throw call.signal.reason;
+        if (e instanceof ServiceError && e.status !== 0) throw e;
+        const code = (e as { code?: string }).code ?? (e as { cause?: { code?: string } }).cause?.code ?? '';
+        sent = !NEVER_SENT.has(code);
+        err = e instanceof ServiceError ? e : networkError(call, e);
+      }
+
+      const retryable = err.status === 0 || err.status === 429 || err.status >= 500;
+      if (!retryable) throw err;
+      if (call.paid && err.status !== 429 && sent) throw new AmbiguousPaidCallError({ ...errInit(err), cause: err });
+      if (attempt >= this.retries) throw err;
+      await this.wait(call, attempt, {
+        status: err.status,
+        reason: err.status === 0 ? err.serviceMessage : `${err.status} ${err.serviceMessage}`,
+        retryAfterMs: err.retryAfterMs,
+      });
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.close();
+  }
+
+  private pathOf(call: CallOptions): string {
+    const prefix = new URL(this.baseUrl).pathname.replace(/\/+$/, '');
+    const qs = new URLSearchParams();
+    for (const [k, v] of Object.entries(call.query ?? {})) if (v !== undefined) qs.set(k, String(v));
+    const q = qs.toString();
+    return `${prefix}${call.path}${q ? `?${q}` : ''}`;
+  }
+
+  private headers(call: CallOptions): Record<string, string> {
+    const h: Record<string, string> = { authorization: this.authorization, 'user-agent': 'sluice' };
+    if (call.json !== undefined && !call.form) h['content-type'] = 'application/json';
+    return h;
+  }
+
+  private async wait(
+    call: CallOptions,
+    attempt: number,
+    info: { status: number; reason: string; retryAfterMs: number | undefined },
+  ): Promise<void> {
+    const backoff = Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** attempt) * (0.5 + Math.random() * 0.5);
+    const delayMs = Math.min(this.maxDelayMs, info.retryAfterMs ?? backoff);
+    const reason = redact(info.reason);
+    this.opts.onRetry?.({ attempt: attempt + 1, delayMs, reason, method: call.method, path: call.path });
+    call.onRetry?.({ status: info.status, delayMs, reason });
+    await sleep(delayMs, call.signal);
+  }
+}
+
+function networkError(call: CallOptions, e: unknown): ServiceError {
+  const code = (e as { code?: string }).code;
+  const message = (e as Error)?.message ?? String(e);
+  return new ServiceError({
+    method: call.method,
+    path: call.path,
+    status: 0,
+    serviceMessage: code ? `${code}: ${message}` : message,
+    cause: e,
+  });
+}
+
+function errInit(e: ServiceError): ConstructorParameters<typeof ServiceError>[0] {
+  return {
+    method: e.method,
+    path: e.path,
+    status: e.status,
+    serviceMessage: e.serviceMessage,
+    details: e.details,
+    ...(e.code !== undefined && { code: e.code }),
+    ...(e.retryAfterMs !== undefined && { retryAfterMs: e.retryAfterMs }),
+  };
+}
+
+/** Reads the error answer in whichever shape the service chose (see errors.ts). */
+async function errorFrom(call: CallOptions, res: Dispatcher.ResponseData): Promise<ServiceError> {
+  const text = await readText(res.body, MAX_ERROR_BODY).catch(() => '');
+  const parsed = parseErrorBody(text);
+  const h = res.headers;
+  const header = (name: string): string | undefined => {
+    const v = h[name];
+    return Array.isArray(v) ? v[0] : v;
+  };
+  const brdMessage = header('x-brd-error') ?? header('x-brd-err-msg') ?? header('x-luminati-error');
+  const brdCode = header('x-brd-err-code') ?? header('x-brd-error-code');
+  const retryAfterMs = parseRetryAfter(header('retry-after'));
+  return new ServiceError({
+    method: call.method,
+    path: call.path,
+    status: res.statusCode,
+    serviceMessage: brdMessage ?? (parsed.message || `HTTP ${res.statusCode}`),
+    ...((brdCode ?? parsed.code) !== undefined && { code: (brdCode ?? parsed.code)! }),
+    ...(parsed.details && { details: parsed.details }),
+    ...(retryAfterMs !== undefined && { retryAfterMs }),
+  });
+}
+
+/** `{error: "…"}`, `{error: {code, message, details}}`, `{validation_errors: […]}`, `{message}`, or plain text. */
+export function parseErrorBody(text: string): { message: string; code?: string; details?: string[] } {
+  const trimmed = text.trim();
+  let j: unknown;
+  try {
+    j = JSON.parse(trimmed);
+  } catch {
+    return { message: trimmed.slice(0, 500) };
+  }
+  if (j === null || typeof j !== 'object') return { message: trimmed.slice(0, 500) };
+  const o = j as Record<string, unknown>;
+  if (Array.isArray(o.validation_errors)) {
+    const details = o.validation_errors.map((v) => (typeof v === 'string' ? v : JSON.stringify(v)));
+    return { message: details.join('; '), code: 'validation', details };
+  }
+  if (typeof o.error === 'string') {
+    return { message: o.error, ...(typeof o.error_code === 'string' && { code: o.error_code }) };
+  }
+  if (o.error && typeof o.error === 'object') {
+    const e = o.error as Record<string, unknown>;
+    const message = typeof e.message === 'string' ? e.message : JSON.stringify(e);
+    const details = typeof e.details === 'string' ? [e.details] : undefined;
+    return { message, ...(typeof e.code === 'string' && { code: e.code }), ...(details && { details }) };
+  }
+  if (typeof o.message === 'string') return { message: o.message };
+  return { message: trimmed.slice(0, 500) };
+}
+
+/** Seconds or an HTTP date → milliseconds from now. */
+export function parseRetryAfter(v: string | undefined): number | undefined {
+  if (v === undefined || v.trim() === '') return undefined;
+  if (/^\d+(\.\d+)?$/.test(v.trim())) return Math.round(Number(v) * 1000);
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
+}
+
+export async function readText(body: Readable, max: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of body as AsyncIterable<Buffer>) {
+    if (size < max) chunks.push(c);
+    size += c.length;
+  }
+  return Buffer.concat(chunks).subarray(0, Math.min(size, max)).toString('utf8');
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = (): void => {
+      clearTimeout(t);
+      reject(signal!.reason);
+    };
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
