@@ -15,6 +15,13 @@ export interface EmulatorOptions {
   faults?: unknown;
   /** Added to every response, in real milliseconds (crawl benchmarks use 100). */
   latencyMs: number;
+  /**
+   * Records a filter job scans per emulated minute (default 1,000,000): a job's emulated duration is the records it
+   * scanned at this rate plus `jobSchedulingMs`. Lower it to make jobs hit the service's 5-minute limit.
+   */
+  jobRecordsPerMinute?: number;
+  /** Emulated milliseconds a filter job spends `scheduled` before it starts building (default 4,000). */
+  jobSchedulingMs?: number;
 }
 
 export const defaultEmulatorOptions: EmulatorOptions = {
@@ -25,6 +32,8 @@ export const defaultEmulatorOptions: EmulatorOptions = {
   apiKey: 'emulator-key',
   timeScale: 1,
   latencyMs: 0,
+  jobRecordsPerMinute: 1_000_000,
+  jobSchedulingMs: 4_000,
 };
 
 /** Emulated time: real elapsed time multiplied by the time scale. */

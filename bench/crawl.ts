@@ -9,13 +9,13 @@
  * - Rate-limit accuracy: a crawl with `rate_limit` and more than enough concurrency; the achieved rate is the
  *   request starts per second between the first and the last start. Target: within ±5% of the configured rate.
  */
-import type { ServiceClient } from '../../client/index.js';
-import { createClient } from '../../client/index.js';
-import type { ComponentDeps, Logger, SourceContext } from '../../core/types.js';
+import type { ServiceClient } from '../src/client/index.js';
+import { createClient } from '../src/client/index.js';
+import type { ComponentDeps, Logger, SourceContext } from '../src/core/types.js';
 import { Worker } from 'node:worker_threads';
-import { MemoryStateStore } from '../../engine/state-store.js';
-import { serpSchema, serpSource } from '../serp.js';
-import { driveCrawl } from './drive.js';
+import { MemoryStateStore } from '../src/engine/state-store.js';
+import { serpSchema, serpSource } from '../src/sources/serp.js';
+import { driveCrawl } from '../src/sources/crawl/drive.js';
 
 export interface CrawlBenchOptions {
   latencyMs?: number;
@@ -121,10 +121,10 @@ interface EmulatorThread {
   close(): Promise<void>;
 }
 
-/** The emulator on a worker thread (see bench-emulator-worker.ts); its counters are read over HTTP. */
+/** The emulator on a worker thread (see crawl-emulator-worker.ts); its counters are read over HTTP. */
 async function startEmulatorThread(options: Record<string, unknown>): Promise<EmulatorThread> {
   const ts = import.meta.url.endsWith('.ts');
-  const entry = new URL(`./bench-emulator-worker.${ts ? 'ts' : 'js'}`, import.meta.url).href;
+  const entry = new URL(`./crawl-emulator-worker.${ts ? 'ts' : 'js'}`, import.meta.url).href;
   // Under tsx (npm run bench) a worker does not inherit the TypeScript loader: register it in the worker first.
   const worker = ts
     ? new Worker(

@@ -4,8 +4,8 @@
  * and closes it when told `close`. (An entry point: starting the server on load is its purpose.)
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import type { EmulatorOptions } from '../../emulator/context.js';
-import { startEmulator } from '../../emulator/server.js';
+import type { EmulatorOptions } from '../src/emulator/context.js';
+import { startEmulator } from '../src/emulator/server.js';
 
 const emu = await startEmulator(workerData as Partial<EmulatorOptions>);
 parentPort!.on('message', (msg: unknown) => {

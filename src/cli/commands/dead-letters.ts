@@ -1,0 +1,70 @@
+/** `sluice dead-letters <pipeline.yaml> [--replay]`: records that failed to decode or transform, and their replay. */
+import type { Argv, CommandModule } from 'yargs';
+import type { StoredDeadLetter } from '../../engine/dead-letter-file.js';
+import { loadPipeline } from '../../pipeline/load.js';
+import type { CliContext } from '../context.js';
+import { printSummary, runOptions } from './run.js';
+
+interface DeadLetterArgs {
+  pipeline: string;
+  replay: boolean;
+  json: boolean;
+  'log-format': 'text' | 'json';
+  quiet: boolean;
+  progress: boolean;
+}
+
+const RAW_SHOWN = 160;
+
+export function formatDeadLetter(d: StoredDeadLetter): string {
+  const at = d.offset !== undefined ? ` @${d.offset}` : '';
+  const raw = d.raw === undefined ? '' : `\n    ${d.raw.length > RAW_SHOWN ? d.raw.slice(0, RAW_SHOWN) + '…' : d.raw}`;
+  return `${d.at} ${d.unit} ${d.stage}${at}: ${d.reason}${raw}`;
+}
+
+export function deadLettersCommand(ctx: CliContext): CommandModule<object, DeadLetterArgs> {
+  return {
+    command: 'dead-letters <pipeline>',
+    describe: 'List the records a pipeline could not decode or transform; --replay runs them again',
+    builder: (y) =>
+      runOptions(
+        y
+          .positional('pipeline', { type: 'string', demandOption: true, describe: 'Pipeline YAML file' })
+          .option('replay', {
+            type: 'boolean',
+            default: false,
+            describe: 'Run the dead letters through the (fixed) pipeline, each committed exactly once',
+          })
+          .option('json', { type: 'boolean', default: false, describe: 'List as JSON lines' }),
+      )
+        .example('$0 dead-letters pipelines/company_profiles.yaml', 'What was rejected, where and why')
+        .example('$0 dead-letters pipelines/company_profiles.yaml --replay', 'After fixing the pipeline: load them')
+        .strict() as unknown as Argv<DeadLetterArgs>,
+    handler: async (args) => {
+      const pipeline = await loadPipeline(args.pipeline, ctx.io.env);
+      const { listDeadLetters, replayDeadLetters } = await import('../../engine/dead-letters.js');
+      const letters = await listDeadLetters(pipeline);
+      if (!args.replay) {
+        if (args.json) for (const d of letters) ctx.io.out(JSON.stringify(d));
+        else {
+          ctx.io.out(`${letters.length} dead letter${letters.length === 1 ? '' : 's'} not yet replayed (${pipeline.name})`);
+          for (const d of letters) ctx.io.out(formatDeadLetter(d));
+        }
+        return;
+      }
+      // Nothing to replay must not become an empty run: a `replace` sink would swap in an empty generation.
+      if (letters.length === 0) {
+        ctx.io.out('no dead letters to replay');
+        return;
+      }
+      const { formatSummary } = await import('../../engine/run.js');
+      const summary = await replayDeadLetters(pipeline, {
+        fresh: false,
+        logFormat: args['log-format'],
+        quiet: args.quiet,
+        progress: args.progress,
+      });
+      printSummary(ctx, summary, args['log-format'], `${formatSummary(summary)}\n  replayed     ${summary.replayed}`);
+    },
+  };
+}

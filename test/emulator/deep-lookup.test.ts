@@ -1,0 +1,512 @@
+import { parse as parseCsv } from 'csv-parse/sync';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
+
+const AUTH = { authorization: 'Bearer emulator-key', 'content-type': 'application/json' };
+const BASE = '/datasets/deep_lookup/v1';
+const MONEY = /^\$\d+\.\d{2}$/;
+/** Seed 1: 42 entities satisfy it. */
+const AI_QUERY = 'Find all AI startups founded after 2020 with more than 50 employees';
+/** Seed 1: more than a thousand. */
+const ROBOTICS = 'Find all robotics companies in Europe';
+/** Seed 1: nothing satisfies it. */
+const NOTHING = 'Find all unicorns on island 25';
+type Obj = Record<string, any>;
+
+let emu: EmulatorHandle;
+/** Emulated time under the test's control: routes read `ctx.clock.now()` on every call. */
+let clock: { t: number; advance(ms: number): void };
+
+beforeAll(async () => {
+  emu = await startEmulator({ seed: 1 });
+  const c = { t: emu.ctx.clock.now(), advance: (ms: number) => (c.t += ms) };
+  (emu.ctx.clock as { now: () => number }).now = () => c.t;
+  clock = c;
+});
+afterAll(() => emu.close());
+
+async function call(method: string, path: string, body?: unknown, raw?: string): Promise<Response> {
+  return fetch(`${emu.url}${BASE}${path}`, {
+    method,
+    headers: AUTH,
+    ...(raw !== undefined ? { body: raw } : body !== undefined && { body: JSON.stringify(body) }),
+  });
+}
+
+async function json(method: string, path: string, body?: unknown): Promise<{ status: number; body: Obj }> {
+  const res = await call(method, path, body);
+  return { status: res.status, body: (await res.json()) as Obj };
+}
+
+function expectDlError(r: { status: number; body: Obj }, status: number, code: string, message?: RegExp): void {
+  expect(r.status).toBe(status);
+  expect(r.body).toEqual({ error: { code, message: expect.any(String), details: expect.any(String) } });
+  if (message) expect(r.body.error.message).toMatch(message);
+}
+
+async function trigger(item: Obj): Promise<string> {
+  const r = await json('POST', '/trigger', [item]);
+  expect(r.status).toBe(200);
+  return r.body.request_id as string;
+}
+
+/** Triggers and moves emulated time past the end of the request. */
+async function completed(item: Obj): Promise<string> {
+  const id = await trigger(item);
+  clock.advance(24 * 3_600_000);
+  expect((await json('GET', `/request/${id}/status`)).body.status).toBe('completed');
+  return id;
+}
+
+const paid = (kind: string): number => emu.stats.paid[kind] ?? 0;
+
+describe('POST /preview and GET /preview/{id}', () => {
+  it('creates a dld_ preview whose columns name example values, then moves pending → processing → completed', async () => {
+    const created = await json('POST', '/preview', [{ query: AI_QUERY }]);
+    expect(created.status).toBe(200);
+    expect(created.body.preview_id).toMatch(/^dld_[a-z0-9]+$/);
+    expect(created.body.columns).toEqual([expect.objectContaining({ company_name: expect.any(String) })]);
+    const id = created.body.preview_id as string;
+
+    const states: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const p = await json('GET', `/preview/${id}`);
+      expect(p.status).toBe(200);
+      expect(p.body).toMatchObject({ preview_id: id, query: AI_QUERY, result_limit: 10 });
+      if (p.body.status !== 'completed') expect(p.body.sample_data).toEqual([]);
+      states.push(p.body.status);
+      clock.advance(900);
+    }
+    expect(states[0]).toBe('pending');
+    expect(states).toContain('processing');
+    expect(states.at(-1)).toBe('completed');
+    const done = await json('GET', `/preview/${id}`);
+    expect(done.body.sample_data).toHaveLength(10);
+    expect(done.body.sample_data[0]).toEqual(created.body.columns[0]);
+  });
+
+  it('refuses a query that does not start with "Find all", invalid JSON and a wrong body shape with INVALID_QUERY', async () => {
+    expectDlError(await json('POST', '/preview', [{ query: 'Show me AI startups' }]), 400, 'INVALID_QUERY', /Find all/);
+    expectDlError(await json('POST', '/preview', [{}]), 400, 'INVALID_QUERY', /query/);
+    expectDlError(
+      await json('POST', '/preview', [{ query: 'Find all a' }, { query: 'Find all b' }]),
+      400,
+      'INVALID_QUERY',
+    );
+    const bad = await call('POST', '/preview', undefined, '[{"query": ');
+    expectDlError({ status: bad.status, body: (await bad.json()) as Obj }, 400, 'INVALID_QUERY', /JSON/);
+  });
+
+  it('accepts the bare object the official examples send', async () => {
+    const r = await json('POST', '/preview', { query: ROBOTICS });
+    expect(r.status).toBe(200);
+    expect(r.body.preview_id).toMatch(/^dld_/);
+  });
+
+  it('unknown preview → 404 REQUEST_NOT_FOUND; `#fail-preview` ends failed', async () => {
+    expectDlError(await json('GET', '/preview/dld_nope'), 404, 'REQUEST_NOT_FOUND', /dld_nope/);
+    const id = (await json('POST', '/preview', [{ query: 'Find all drones #fail-preview' }])).body.preview_id;
+    clock.advance(10_000);
+    const p = await json('GET', `/preview/${id}`);
+    expect(p.body.status).toBe('failed');
+    expect(p.body.error.code).toBe('PROCESSING_ERROR');
+  });
+
+  it('POST /enhance_query rewrites a query and checks it', async () => {
+    const r = await json('POST', '/enhance_query', [{ query: ROBOTICS }]);
+    expect(r.status).toBe(200);
+    expect(r.body.enhanced_query).toMatch(/^Find all robotics companies in Europe, with/);
+    expectDlError(await json('POST', '/enhance_query', [{ query: 'robots' }]), 400, 'INVALID_QUERY');
+  });
+});
+
+describe('POST /trigger', () => {
+  it('from a preview: ai_ id, queued, max_cost = result_limit × $1.00, one paid trigger', async () => {
+    const before = paid('trigger');
+    const preview = (await json('POST', '/preview', [{ query: ROBOTICS }])).body.preview_id;
+    const r = await json('POST', '/trigger', [{ preview_id: preview, result_limit: 25 }]);
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({
+      request_id: expect.stringMatching(/^ai_[a-z0-9]+$/),
+      status: 'queued',
+      max_cost: '$25.00',
+    });
+    expect(paid('trigger')).toBe(before + 1);
+    const status = await json('GET', `/request/${r.body.request_id}/status`);
+    expect(status.body.result_limit).toBe(25);
+  });
+
+  it('without result_limit uses 100; with a spec the request has the spec columns', async () => {
+    const plain = await json('POST', '/trigger', [{ query: ROBOTICS }]);
+    expect(plain.body.max_cost).toBe('$100.00');
+    const spec = {
+      name: 'robots',
+      query: ROBOTICS,
+      title: 'Robot makers',
+      columns: [
+        { name: 'company_name', description: 'Name', type: 'enrichment' },
+        { name: 'ceo_name', description: 'Chief executive', type: 'enrichment' },
+        { name: 'is_hardware', description: 'Builds hardware', type: 'constraint' },
+      ],
+    };
+    const id = await completed({ query: ROBOTICS, spec, result_limit: 5 });
+    const got = await json('GET', `/request/${id}`);
+    expect(got.body.title).toBe('Robot makers');
+    expect(got.body.columns).toEqual(spec.columns);
+    expect(got.body.data).toHaveLength(5);
+    for (const row of got.body.data) {
+      expect(Object.keys(row)).toEqual(['company_name', 'ceo_name', 'is_hardware']);
+      expect(row.is_hardware).toBe(true);
+    }
+  });
+
+  it('refuses bad input without charging: 400 INVALID_QUERY, 404 for an unknown preview, 402 above the balance', async () => {
+    const before = paid('trigger');
+    expectDlError(await json('POST', '/trigger', [{ query: 'AI startups' }]), 400, 'INVALID_QUERY', /Find all/);
+    expectDlError(
+      await json('POST', '/trigger', [{ query: ROBOTICS, result_limit: 0 }]),
+      400,
+      'INVALID_QUERY',
+      /result_limit/,
+    );
+    expectDlError(
+      await json('POST', '/trigger', [{ query: ROBOTICS, spec: { columns: [{ name: 'x', type: 'filter' }] } }]),
+      400,
+      'INVALID_QUERY',
+      /spec\.columns\.type/,
+    );
+    expectDlError(await json('POST', '/trigger', [{ preview_id: 'dld_nope' }]), 404, 'REQUEST_NOT_FOUND', /dld_nope/);
+    const poor = await json('POST', '/trigger', [{ query: ROBOTICS, result_limit: 20_000 }]);
+    expectDlError(poor, 402, 'INSUFFICIENT_CREDITS', /\$20000\.00/);
+    expect(paid('trigger')).toBe(before);
+  });
+});
+
+describe('a request over emulated time', () => {
+  it('status and data advance queued → identifying → generating_schema → generating → completed/done', async () => {
+    const id = await trigger({ query: AI_QUERY, result_limit: 30 });
+    const seen: Obj[] = [];
+    for (let i = 0; i < 40; i++) {
+      const s = (await json('GET', `/request/${id}/status`)).body;
+      const g = (await json('GET', `/request/${id}`)).body;
+      seen.push({ ...s, step: g.step, data: g.data.length, columns: g.columns.length, cost: g.total_cost });
+      if (s.status === 'completed') break;
+      clock.advance(1_000);
+    }
+    const first = seen[0]!;
+    expect(first).toMatchObject({
+      status: 'queued',
+      progress: 0,
+      matched_records: 0,
+      is_trial: false,
+      result_limit: 30,
+    });
+    expect(first.columns).toBe(0);
+    const steps = [...new Set(seen.map((s) => s.step))];
+    expect(steps).toEqual(['identifying', 'generating_schema', 'generating', 'done']);
+    expect(seen.some((s) => s.status === 'running' && s.matched_records > 0 && s.matched_records < 30)).toBe(true);
+    for (let i = 1; i < seen.length; i++) {
+      for (const k of ['progress', 'matched_records', 'pages_read', 'pages_considered'])
+        expect(seen[i]![k]).toBeGreaterThanOrEqual(seen[i - 1]![k]);
+      expect(seen[i]!.data).toBe(seen[i]!.matched_records);
+    }
+    const last = seen.at(-1)!;
+    expect(last).toMatchObject({ status: 'completed', progress: 100, matched_records: 30, columns: 6, cost: '$30.00' });
+    expect(last.pages_read).toBeLessThanOrEqual(last.pages_considered);
+  });
+
+  it('the finished request: every field, money as "$" strings, rows keyed by column, constraints hold', async () => {
+    const id = await completed({ query: AI_QUERY, result_limit: 100 });
+    const { status, body } = await json('GET', `/request/${id}`);
+    expect(status).toBe(200);
+    expect(body).toMatchObject({ request_id: id, query: AI_QUERY, status: 'completed', step: 'done', enrichments: [] });
+    expect(body.title).toBe('AI startups founded after 2020 with more than 50 employees');
+    // Only 42 entities satisfy this query (seed 1): fewer than the limit.
+    expect(body.matched_records).toBe(42);
+    expect(body.data).toHaveLength(42);
+    expect(body.total_cost).toBe('$42.00');
+    expect(body.skipped_records).toBeGreaterThan(0);
+    expect(body.columns.map((c: Obj) => c.name)).toEqual([
+      'company_name',
+      'website',
+      'founding_date',
+      'employee_count',
+      'headquarters',
+      'industry',
+    ]);
+    for (const c of body.columns)
+      expect(c).toEqual({
+        name: expect.any(String),
+        description: expect.any(String),
+        type: expect.stringMatching(/^(enrichment|constraint)$/),
+      });
+    expect(body.columns.find((c: Obj) => c.name === 'founding_date').type).toBe('constraint');
+    expect(new Set(body.data.map((r: Obj) => r.company_name)).size).toBe(42);
+    for (const row of body.data) {
+      expect(row.founding_date.slice(0, 4) > '2020').toBe(true);
+      expect(row.employee_count).toBeGreaterThan(50);
+      expect(row.website).toMatch(/^[a-z0-9]+\.[a-z]+$/);
+      expect(row.industry).toBe('Artificial Intelligence');
+    }
+  });
+
+  it('data depends only on seed and query: a second emulator with the same seed agrees, another seed differs', async () => {
+    const id = await completed({ query: ROBOTICS, result_limit: 20 });
+    const mine = (await json('GET', `/request/${id}`)).body.data;
+    for (const [seed, same] of [
+      [1, true],
+      [2, false],
+    ] as const) {
+      const other = await startEmulator({ seed, timeScale: 1e9 });
+      try {
+        const h = { ...AUTH };
+        const t = await fetch(`${other.url}${BASE}/trigger`, {
+          method: 'POST',
+          headers: h,
+          body: JSON.stringify([{ query: ROBOTICS, result_limit: 20 }]),
+        });
+        const rid = ((await t.json()) as Obj).request_id;
+        const data = ((await (await fetch(`${other.url}${BASE}/request/${rid}`, { headers: h })).json()) as Obj).data;
+        if (same) expect(data).toEqual(mine);
+        else expect(data).not.toEqual(mine);
+      } finally {
+        await other.close();
+      }
+    }
+  });
+
+  it('unknown request id → 404 REQUEST_NOT_FOUND on every request endpoint', async () => {
+    for (const [m, p] of [
+      ['GET', '/request/ai_nope'],
+      ['GET', '/request/ai_nope/status'],
+      ['GET', '/request/ai_nope/download?format=json'],
+      ['POST', '/request/ai_nope/cancel'],
+    ] as const)
+      expectDlError(await json(m, p), 404, 'REQUEST_NOT_FOUND', /ai_nope/);
+    expectDlError(
+      await json('POST', '/request/ai_nope/enrich', [{ column_name: 'x', query: 'y' }]),
+      404,
+      'REQUEST_NOT_FOUND',
+    );
+  });
+
+  it('`#fail` ends failed while generating: error set, no cost, nothing to download', async () => {
+    const id = await trigger({ query: 'Find all SaaS companies #fail', result_limit: 50 });
+    clock.advance(24 * 3_600_000);
+    const s = (await json('GET', `/request/${id}/status`)).body;
+    expect(s.status).toBe('failed');
+    expect(s.progress).toBeLessThan(100);
+    const g = (await json('GET', `/request/${id}`)).body;
+    expect(g).toMatchObject({ status: 'failed', step: 'generating', total_cost: '$0.00' });
+    expect(g.error.code).toBe('PROCESSING_ERROR');
+    expectDlError(await json('GET', `/request/${id}/download`), 409, 'PROCESSING_ERROR', /failed/);
+  });
+});
+
+describe('GET /request/{id}/download', () => {
+  it('409 PROCESSING_ERROR until completed, saying what to wait for', async () => {
+    const id = await trigger({ query: ROBOTICS, result_limit: 10 });
+    expectDlError(await json('GET', `/request/${id}/download?format=csv`), 409, 'PROCESSING_ERROR', /once .*completed/);
+  });
+
+  it('json (also the default): an array of the row objects of GET /request', async () => {
+    const id = await completed({ query: ROBOTICS, result_limit: 40 });
+    const data = (await json('GET', `/request/${id}`)).body.data;
+    const res = await call('GET', `/request/${id}/download?format=json`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(res.headers.get('content-disposition')).toContain(`${id}.json`);
+    expect(await res.json()).toEqual(data);
+    const byDefault = await call('GET', `/request/${id}/download`);
+    expect(await byDefault.json()).toEqual(data);
+  });
+
+  it('csv: a header of the column names, then one line per row with the same values', async () => {
+    const id = await completed({ query: AI_QUERY, result_limit: 100 });
+    const { data, columns } = (await json('GET', `/request/${id}`)).body;
+    const res = await call('GET', `/request/${id}/download?format=csv`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/csv/);
+    const text = await res.text();
+    const names = columns.map((c: Obj) => c.name);
+    expect(text.split('\n')[0]).toBe(names.join(','));
+    const records = parseCsv(text, { columns: true }) as Record<string, string>[];
+    expect(records).toHaveLength(data.length);
+    records.forEach((rec, i) => {
+      for (const n of names) expect(rec[n]).toBe(data[i][n] === null ? '' : String(data[i][n]));
+    });
+    // Quoting: headquarters hold "City, CC".
+    expect(text).toMatch(/"[A-Za-z ]+, [A-Z]{2}"/);
+  });
+
+  it('a large export streams in pieces (no Content-Length) and parses whole', async () => {
+    const id = await completed({ query: ROBOTICS, result_limit: 1_000 });
+    const res = await call('GET', `/request/${id}/download?format=json`);
+    expect(res.headers.get('content-length')).toBeNull();
+    const rows = (await res.json()) as Obj[];
+    expect(rows).toHaveLength(1_000);
+    expect(new Set(rows.map((r) => r.company_name)).size).toBe(1_000);
+  });
+
+  it('a request with no matches downloads an empty array and a header-only csv', async () => {
+    const id = await completed({ query: NOTHING, result_limit: 10 });
+    expect(await (await call('GET', `/request/${id}/download?format=json`)).json()).toEqual([]);
+    expect(await (await call('GET', `/request/${id}/download?format=csv`)).text()).toBe(
+      'company_name,website,founding_date,employee_count,headquarters,industry\n',
+    );
+  });
+
+  it('excel → 400 "not available"; any other format → 400 validation', async () => {
+    const id = await completed({ query: ROBOTICS, result_limit: 3 });
+    expectDlError(
+      await json('GET', `/request/${id}/download?format=excel`),
+      400,
+      'INVALID_QUERY',
+      /excel.*not available/,
+    );
+    expectDlError(
+      await json('GET', `/request/${id}/download?format=xml`),
+      400,
+      'INVALID_QUERY',
+      /must be one of \[json, csv\]/,
+    );
+  });
+});
+
+describe('POST /request/{id}/enrich', () => {
+  it('adds a column at once as processing, fills it after a few seconds, and later downloads carry it', async () => {
+    const id = await completed({ query: AI_QUERY, result_limit: 20 });
+    const before = paid('enrich');
+    const r = await json('POST', `/request/${id}/enrich`, [
+      { column_name: 'cto_name', query: 'CTO or head of engineering' },
+    ]);
+    expect(r.status).toBe(200);
+    // 20 matched records × $0.05.
+    expect(r.body).toEqual({ column_name: 'cto_name', status: 'processing', max_additional_cost: '$1.00' });
+    expect(paid('enrich')).toBe(before + 1);
+
+    const now = (await json('GET', `/request/${id}`)).body;
+    expect(now.columns.at(-1)).toEqual({
+      name: 'cto_name',
+      description: 'CTO or head of engineering',
+      type: 'enrichment',
+    });
+    expect(now.enrichments).toEqual([{ column_name: 'cto_name', status: 'processing' }]);
+    expect(now.data.every((row: Obj) => row.cto_name === null)).toBe(true);
+    expect(now.total_cost).toBe('$20.00');
+
+    clock.advance(10_000);
+    const later = (await json('GET', `/request/${id}`)).body;
+    expect(later.enrichments).toEqual([{ column_name: 'cto_name', status: 'completed' }]);
+    expect(later.total_cost).toBe('$21.00');
+    const filled = later.data.filter((row: Obj) => typeof row.cto_name === 'string');
+    expect(filled.length).toBeGreaterThan(15);
+    // The other columns did not change.
+    expect(later.data.map(({ cto_name: _, ...rest }: Obj) => rest)).toEqual(
+      now.data.map(({ cto_name: _, ...rest }: Obj) => rest),
+    );
+
+    const dl = (await (await call('GET', `/request/${id}/download?format=json`)).json()) as Obj[];
+    expect(dl).toEqual(later.data);
+    const csv = await (await call('GET', `/request/${id}/download?format=csv`)).text();
+    expect(csv.split('\n')[0]!.endsWith(',cto_name')).toBe(true);
+  });
+
+  it('refuses without charging: running request (409), existing column, several items, bad name (400)', async () => {
+    const done = await completed({ query: ROBOTICS, result_limit: 5 });
+    const running = await trigger({ query: ROBOTICS, result_limit: 5 });
+    const before = paid('enrich');
+    expectDlError(
+      await json('POST', `/request/${running}/enrich`, [{ column_name: 'ceo', query: 'CEO' }]),
+      409,
+      'PROCESSING_ERROR',
+      /once its status is completed/,
+    );
+    expectDlError(
+      await json('POST', `/request/${done}/enrich`, [{ column_name: 'website', query: 'site' }]),
+      400,
+      'INVALID_QUERY',
+      /already exists/,
+    );
+    expectDlError(
+      await json('POST', `/request/${done}/enrich`, [
+        { column_name: 'a', query: 'a' },
+        { column_name: 'b', query: 'b' },
+      ]),
+      400,
+      'INVALID_QUERY',
+      /exactly one/,
+    );
+    expectDlError(
+      await json('POST', `/request/${done}/enrich`, [{ column_name: 'two words', query: 'x' }]),
+      400,
+      'INVALID_QUERY',
+      /column_name/,
+    );
+    expectDlError(
+      await json('POST', `/request/${done}/enrich`, { column_name: 'c', query: 'c' }),
+      400,
+      'INVALID_QUERY',
+    );
+    expect(paid('enrich')).toBe(before);
+  });
+});
+
+describe('POST /request/{id}/cancel', () => {
+  it('freezes a running request; a second cancel answers the same; the partial result downloads', async () => {
+    const id = await trigger({ query: ROBOTICS, result_limit: 200 });
+    clock.advance(40_000);
+    const r = await json('POST', `/request/${id}/cancel`);
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ request_id: id, status: 'cancelled', total_cost: expect.stringMatching(MONEY) });
+    const matched = r.body.matched_records as number;
+    expect(matched).toBeGreaterThan(0);
+    expect(matched).toBeLessThan(200);
+    expect(r.body.total_cost).toBe(`$${matched}.00`);
+
+    clock.advance(24 * 3_600_000);
+    expect((await json('POST', `/request/${id}/cancel`)).body).toEqual(r.body);
+    const s = (await json('GET', `/request/${id}/status`)).body;
+    expect(s).toMatchObject({ status: 'cancelled', matched_records: matched });
+    const rows = (await (await call('GET', `/request/${id}/download`)).json()) as Obj[];
+    expect(rows).toHaveLength(matched);
+  });
+
+  it('a finished request cannot be cancelled (409)', async () => {
+    const id = await completed({ query: ROBOTICS, result_limit: 2 });
+    expectDlError(await json('POST', `/request/${id}/cancel`), 409, 'PROCESSING_ERROR', /already ended completed/);
+  });
+});
+
+describe('the whole flow at a scaled clock', () => {
+  it('preview → trigger → status → get → enrich → download with real waiting', async () => {
+    const fast = await startEmulator({ seed: 1, timeScale: 20_000 });
+    const url = (p: string): string => `${fast.url}${BASE}${p}`;
+    const post = async (p: string, b: unknown): Promise<Obj> =>
+      (await (await fetch(url(p), { method: 'POST', headers: AUTH, body: JSON.stringify(b) })).json()) as Obj;
+    const get = async (p: string): Promise<Obj> => (await (await fetch(url(p), { headers: AUTH })).json()) as Obj;
+    const until = async (f: () => Promise<boolean>): Promise<void> => {
+      for (let i = 0; i < 500 && !(await f()); i++) await new Promise((r) => setTimeout(r, 5));
+      expect(await f()).toBe(true);
+    };
+    try {
+      const { preview_id } = await post('/preview', [{ query: AI_QUERY }]);
+      await until(async () => (await get(`/preview/${preview_id}`)).status === 'completed');
+      const { request_id, max_cost } = await post('/trigger', [{ preview_id, result_limit: 10 }]);
+      expect(max_cost).toBe('$10.00');
+      await until(async () => (await get(`/request/${request_id}/status`)).status === 'completed');
+      expect((await get(`/request/${request_id}`)).data).toHaveLength(10);
+      const e = await post(`/request/${request_id}/enrich`, [{ column_name: 'funding', query: 'Total funding' }]);
+      expect(e.max_additional_cost).toBe('$0.50');
+      await until(async () => (await get(`/request/${request_id}`)).enrichments[0].status === 'completed');
+      const rows = (await (
+        await fetch(url(`/request/${request_id}/download?format=json`), { headers: AUTH })
+      ).json()) as Obj[];
+      expect(rows).toHaveLength(10);
+      expect(rows.filter((r) => /^\$\d+\.\dM$/.test(r.funding)).length).toBeGreaterThan(5);
+      expect(fast.stats.paid).toEqual({ trigger: 1, enrich: 1 });
+    } finally {
+      await fast.close();
+    }
+  });
+});
