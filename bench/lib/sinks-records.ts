@@ -34,6 +34,15 @@ function text(r: () => number, words: number): string {
   return s;
 }
 
+const TOKEN_CHARS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
+/** Random URL tokens, as real image links carry: they keep gzip ratios near the real data's (~4 at level 6). */
+function token(r: () => number, n: number): string {
+  let s = '';
+  for (let i = 0; i < n; i++) s += TOKEN_CHARS[Math.floor(r() * 64)];
+  return s;
+}
+
 function pick<T>(r: () => number, xs: readonly T[]): T {
   return xs[Math.floor(r() * xs.length)]!;
 }
@@ -44,7 +53,7 @@ export function companyProfile(i: number): Row {
   const id = `company-${i}`;
   const cc = pick(r, COUNTRIES);
   const employees = Array.from({ length: Math.floor(r() * 5) }, (_, k) => ({
-    img: `https://media.example.com/p/${i}-${k}.jpg`,
+    img: `https://media.example.com/p/${i}-${k}.jpg?e=2147483647&v=beta&t=${token(r, 43)}`,
     link: `https://example.com/in/person-${i}-${k}`,
     subtitle: text(r, 6),
     title: `Person ${i}-${k}`,
@@ -62,9 +71,9 @@ export function companyProfile(i: number): Row {
     likes_count: r() < 0.8 ? Math.floor(r() * 500) : null,
     comments_count: r() < 0.7 ? Math.floor(r() * 50) : null,
     external_link: r() < 0.3 ? `https://example.com/l/${i}/${k}` : null,
-    images: r() < 0.4 ? [`https://media.example.com/u/${i}-${k}.jpg`] : null,
+    images: r() < 0.4 ? [`https://media.example.com/u/${token(r, 24)}.jpg?t=${token(r, 43)}`] : null,
     videos: null,
-    post_url: `https://example.com/posts/${i}-${k}`,
+    post_url: `https://example.com/posts/${i}-${k}-activity-${token(r, 12)}`,
     post_id: String(7_000_000_000 + i * 10 + k),
     date: new Date(Date.UTC(2024, Math.floor(r() * 12), 1 + Math.floor(r() * 28), 6, 43, 58, 330)),
   }));
@@ -77,7 +86,7 @@ export function companyProfile(i: number): Row {
     locations,
     followers: Math.floor(r() * 2_000_000),
     employees_in_platform: Math.floor(r() * 30_000),
-    about: text(r, 40 + Math.floor(r() * 50)),
+    about: text(r, 25 + Math.floor(r() * 40)),
     specialties: r() < 0.6 ? text(r, 8) : null,
     company_size: pick(r, SIZES),
     organization_type: r() < 0.5 ? 'Public Company' : 'Privately Held',
@@ -87,8 +96,8 @@ export function companyProfile(i: number): Row {
     company_id: String(100_000 + i),
     employees,
     headquarters: `${text(r, 1)}, ${cc}`,
-    image: `https://media.example.com/cover/${i}.jpg`,
-    logo: `https://media.example.com/logo/${i}.png`,
+    image: `https://media.example.com/cover/${token(r, 24)}/${i}.jpg?t=${token(r, 43)}`,
+    logo: `https://media.example.com/logo/${token(r, 24)}/${i}.png?t=${token(r, 43)}`,
     similar,
     url: `https://example.com/company/${id}`,
     updates,
@@ -105,7 +114,7 @@ export function companyProfile(i: number): Row {
     formatted_locations: locations,
     stock_info: null,
     get_directions_url: locations.map((l) => ({ directions_url: `https://maps.example.com/?q=${encodeURIComponent(l)}` })),
-    description: text(r, 15 + Math.floor(r() * 30)),
+    description: text(r, 10 + Math.floor(r() * 20)),
     timestamp: new Date(Date.UTC(2025, 0, 1) + i * 1000),
   };
 }

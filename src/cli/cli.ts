@@ -26,7 +26,9 @@ const GROUPS = ['zones', 'datasets'];
 
 function version(): string {
   try {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version?: string;
+    };
     return pkg.version ?? 'unknown';
   } catch {
     return 'unknown';
@@ -45,7 +47,10 @@ function usageError(message: string, argv: string[]): UsageError {
     );
   }
   const words = argv.filter((a) => !a.startsWith('-'));
-  const command = first && COMMANDS.includes(first) ? ['sluice', ...words.slice(0, GROUPS.includes(first) ? 2 : 1)].join(' ') : 'sluice';
+  const command =
+    first && COMMANDS.includes(first)
+      ? ['sluice', ...words.slice(0, GROUPS.includes(first) ? 2 : 1)].join(' ')
+      : 'sluice';
   const text = /^Not enough non-option arguments/.test(message)
     ? `\`${command}\` is missing an argument`
     : message.replace(/\s*\n\s*/g, ' ');
@@ -57,7 +62,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const debug = argv.includes('--debug');
   const parser = yargs()
     .scriptName('sluice')
-    .usage('$0 <command> [options]\n\nStreams web data from the data-collection service into DuckDB, Parquet and JSONL.')
+    .usage(
+      '$0 <command> [options]\n\nStreams web data from the data-collection service into DuckDB, Parquet and JSONL.',
+    )
     .command(runCommand(ctx))
     .command(validateCommand(ctx))
     .command(planCommand(ctx))

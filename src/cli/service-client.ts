@@ -49,7 +49,11 @@ export function serviceConfig(io: CliIo, args: ServiceArgs): { base_url: string;
 }
 
 /** Runs `fn` with a client and closes it (and the embedded emulator) afterwards, whatever happens. */
-export async function withClient<T>(io: CliIo, args: ServiceArgs, fn: (client: ServiceClient) => Promise<T>): Promise<T> {
+export async function withClient<T>(
+  io: CliIo,
+  args: ServiceArgs,
+  fn: (client: ServiceClient) => Promise<T>,
+): Promise<T> {
   const config = serviceConfig(io, args);
   const [{ ServiceConnection }, { createLogger }] = await Promise.all([
     import('../engine/service.js'),
@@ -67,5 +71,8 @@ export async function withClient<T>(io: CliIo, args: ServiceArgs, fn: (client: S
 /** Account-changing and paid commands run only with `--yes`. */
 export function requireYes(args: { [k: string]: unknown }, what: string): void {
   if (!args.yes)
-    throw new UsageError(`${what}: not done without --yes`, 'add --yes to confirm (this changes the account or costs money)');
+    throw new UsageError(
+      `${what}: not done without --yes`,
+      'add --yes to confirm (this changes the account or costs money)',
+    );
 }

@@ -7,7 +7,7 @@ import { describeSink, sinkConfigs } from '../engine/components.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
 import type { CliIo } from './io.js';
 
-const MAX_TEXT = 80;
+const MAX_TEXT = 60;
 
 type SinkConfig = { type: string; path?: string; table?: string; schema?: string; [k: string]: unknown };
 
@@ -35,12 +35,29 @@ export function outputQuery(sink: SinkConfig, baseDir: string, limit: number): {
   }
 }
 
-function shorten(value: unknown): unknown {
-  if (typeof value === 'string') return value.length > MAX_TEXT ? value.slice(0, MAX_TEXT) + '…' : value;
-  if (Array.isArray(value)) return value.map(shorten);
+/** DuckDB's JS values as JSON: BIGINT as a number when exact, timestamps as ISO 8601, blobs by size. */
+function printable(value: unknown): unknown {
+  if (typeof value === 'bigint') return Number.isSafeInteger(Number(value)) ? Number(value) : value.toString();
+  if (value instanceof Date) return value.toISOString();
+  if (value instanceof Uint8Array) return `<${value.length} bytes>`;
+  if (Array.isArray(value)) return value.map(printable);
   if (value && typeof value === 'object')
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, shorten(v)]));
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, printable(v)]));
   return value;
+}
+
+const count = (n: number, what: string): string => `${n} ${what}${n === 1 ? '' : 's'}`;
+
+/** One screen line per row, roughly: long text is cut, nested values that would run long are summarised. */
+function shorten(row: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(row)) {
+    if (typeof v === 'string') out[k] = v.length > MAX_TEXT ? v.slice(0, MAX_TEXT) + '…' : v;
+    else if (v !== null && typeof v === 'object' && JSON.stringify(v).length > MAX_TEXT)
+      out[k] = Array.isArray(v) ? `[${count(v.length, 'item')}]` : `{${count(Object.keys(v).length, 'field')}}`;
+    else out[k] = v;
+  }
+  return out;
 }
 
 export async function readRows(sink: SinkConfig, baseDir: string, limit: number): Promise<Record<string, unknown>[]> {
@@ -51,7 +68,7 @@ export async function readRows(sink: SinkConfig, baseDir: string, limit: number)
   const connection = await instance.connect();
   try {
     const reader = await connection.runAndReadAll(sql);
-    return reader.getRowObjectsJson() as Record<string, unknown>[];
+    return reader.getRowObjectsJS().map((row) => printable(row) as Record<string, unknown>);
   } finally {
     connection.closeSync();
   }

@@ -65,9 +65,7 @@ export interface FilterRequest {
 
 export interface DatasetsApi {
   list(): Promise<{ id: string; name: string; size: number }[]>;
-  metadata(
-    datasetId: string,
-  ): Promise<{
+  metadata(datasetId: string): Promise<{
     id: string;
     fields: Record<string, { type: string; active?: boolean; required?: boolean; description?: string }>;
   }>;
@@ -82,9 +80,7 @@ export interface DatasetsApi {
 
 export interface DeepLookupApi {
   createPreview(query: string): Promise<{ preview_id: string; columns: Record<string, unknown>[] }>;
-  getPreview(
-    previewId: string,
-  ): Promise<{
+  getPreview(previewId: string): Promise<{
     preview_id: string;
     query?: string;
     status: string;
@@ -96,9 +92,7 @@ export interface DeepLookupApi {
   trigger(
     req: { preview_id: string; result_limit?: number } | { query: string; spec?: unknown; result_limit?: number },
   ): Promise<{ request_id: string; status: string; max_cost?: string }>;
-  status(
-    requestId: string,
-  ): Promise<{
+  status(requestId: string): Promise<{
     request_id: string;
     status: string;
     progress?: number;
@@ -106,9 +100,7 @@ export interface DeepLookupApi {
     result_limit?: number;
     [k: string]: unknown;
   }>;
-  get(
-    requestId: string,
-  ): Promise<{
+  get(requestId: string): Promise<{
     request_id: string;
     status: string;
     total_cost?: string;

@@ -75,6 +75,7 @@ export class AmbiguousPaidCallError extends ServiceError {
 
 function hintFor(status: number): string {
   if (status === 0) return 'the service could not be reached: check base_url and the network, then run again';
+  if (status === 202) return 'the service is still preparing this answer: wait a little, then run again';
   if (status === 401) return 'the API key was refused: set SLUICE_API_KEY to a valid key';
   if (status === 402) return 'the account balance is too low: add funds or lower records_limit';
   if (status === 403) return 'the API key lacks permission for this call (zone changes need an Admin or Ops key)';

@@ -73,11 +73,18 @@ export class HttpCore {
     return this.call(call, async (res) => res);
   }
 
-  /** The answer parsed as JSON (an empty body is `undefined`). */
+  /** The answer parsed as JSON. */
   json<T>(call: CallOptions): Promise<T> {
     return this.call(call, async (res) => {
       const text = await readText(res.body, Infinity);
-      if (text.trim() === '') return undefined as T;
+      // Every JSON call expects an answer: an empty 200 is a failed call (a paid one is then ambiguous), never "no data".
+      if (text.trim() === '')
+        throw new ServiceError({
+          method: call.method,
+          path: call.path,
+          status: 502,
+          serviceMessage: `empty answer with HTTP ${res.status}`,
+        });
       try {
         return JSON.parse(text) as T;
       } catch (cause) {

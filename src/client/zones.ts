@@ -1,10 +1,21 @@
 /** Zone management (the account-changing calls are `paid`: never retried after they may have reached the service). */
 import type { ZonesApi } from './api.js';
-import type { HttpCore } from './http.js';
+import { readText, type HttpCore } from './http.js';
 
 export function zonesApi(http: HttpCore): ZonesApi {
   return {
-    create: (body) => http.json({ method: 'POST', path: '/zone', paid: true, json: body }),
+    // The success body is undocumented (api-facts §7.1: older docs show 201 "Zone added", newer ones JSON). A zone
+    // that was created must not be reported as an error because its answer was plain text.
+    create: (body) =>
+      http.call({ method: 'POST', path: '/zone', paid: true, json: body }, async (res) => {
+        const text = (await readText(res.body, Infinity)).trim();
+        if (text === '') return undefined;
+        try {
+          return JSON.parse(text) as unknown;
+        } catch {
+          return text;
+        }
+      }),
     cost: (zone, range) =>
       http.json({ method: 'GET', path: '/zone/cost', query: { zone, from: range?.from, to: range?.to } }),
     refreshIps: (body) => http.json({ method: 'POST', path: '/zone/ips/refresh', paid: true, json: body }),

@@ -20,7 +20,7 @@ const RBRACE = 0x7d;
 const LBRACKET = 0x5b;
 const RBRACKET = 0x5d;
 /** Strings longer than this are searched with the native `indexOf` rather than byte by byte. */
-const SHORT_STRING = 24;
+const SHORT_STRING = Number(process.env.SS ?? 24);
 const UTF8_BOM = [0xef, 0xbb, 0xbf];
 
 /** Between values of the path's objects. */

@@ -96,7 +96,8 @@ export function didYouMean(word: string, candidates: string[]): string | undefin
     const d = editDistance(word.toLowerCase(), c.toLowerCase());
     if (d < bestDistance) [best, bestDistance] = [c, d];
   }
-  return best !== undefined && bestDistance <= Math.max(1, Math.floor(word.length / 3)) ? best : undefined;
+  const tolerance = word.length <= 3 ? 1 : Math.max(2, Math.floor(word.length / 3));
+  return best !== undefined && bestDistance <= tolerance ? best : undefined;
 }
 
 function editDistance(a: string, b: string): number {
@@ -125,7 +126,6 @@ function fieldHint(ctx: IssueContext, path: YamlPath): string | undefined {
 
 /** "source (snapshot)", "transforms[1] (normalize)", "service.retry". */
 function placeLabel(ctx: IssueContext, path: YamlPath): string {
-  if (path.length === 0) return 'the top level';
   const label = formatPath(path);
   const type = componentKindAt(path) ? (valueAt(ctx.data, path) as { type?: unknown } | undefined)?.type : undefined;
   return typeof type === 'string' ? `${label} (${type})` : label;
@@ -165,7 +165,10 @@ function unionProblems(ctx: IssueContext, issue: Issue & { errors: Issue[][] }, 
     return keys.filter((k) => !unknown.includes(k)).length;
   };
   const close = branches.filter((b) => !shallow(b));
-  const best = close.reduce<Issue[] | undefined>((a, b) => (a === undefined || recognised(b) > recognised(a) ? b : a), undefined);
+  const best = close.reduce<Issue[] | undefined>(
+    (a, b) => (a === undefined || recognised(b) > recognised(a) ? b : a),
+    undefined,
+  );
   if (best) return best.flatMap((i) => toProblems(ctx, withPrefix(i, path)));
   const expected = [
     ...new Set(
@@ -183,12 +186,16 @@ function unionProblems(ctx: IssueContext, issue: Issue & { errors: Issue[][] }, 
   ];
 }
 
-function sizeText(issue: Issue & { origin?: string; minimum?: unknown; maximum?: unknown; inclusive?: boolean }): string {
+function sizeText(
+  issue: Issue & { origin?: string; minimum?: unknown; maximum?: unknown; inclusive?: boolean },
+): string {
   const small = issue.code === 'too_small';
   const bound = String(small ? issue.minimum : issue.maximum);
   switch (issue.origin) {
     case 'string':
-      return small && bound === '1' ? 'must not be empty' : `must be ${small ? 'at least' : 'at most'} ${bound} characters`;
+      return small && bound === '1'
+        ? 'must not be empty'
+        : `must be ${small ? 'at least' : 'at most'} ${bound} characters`;
     case 'array':
     case 'set':
       return `must have ${small ? 'at least' : 'at most'} ${bound} item${bound === '1' ? '' : 's'}`;
@@ -228,7 +235,9 @@ export function toProblems(ctx: IssueContext, issue: Issue): Problem[] {
           path,
           key,
           message: `${formatPath([...path, key])}: unknown key "${key}"${guess ? ` (did you mean "${guess}"?)` : ''}`,
-          hint: allowed.length ? `allowed keys in ${placeLabel(ctx, path)}: ${allowed.join(', ')}` : undefined,
+          hint: allowed.length
+            ? `allowed keys ${path.length ? `in ${placeLabel(ctx, path)}` : 'at the top level'}: ${allowed.join(', ')}`
+            : undefined,
         };
       });
     }
@@ -237,7 +246,10 @@ export function toProblems(ctx: IssueContext, issue: Issue): Problem[] {
       if (u.note === 'No matching discriminator' || u.discriminator !== undefined) {
         const parent = path.at(-1) === u.discriminator ? path.slice(0, -1) : path;
         const kind = componentKindAt(parent);
-        if (kind) return [unknownType(ctx, kind, [...parent, u.discriminator ?? 'type'], valueAt(ctx.data, [...parent, 'type']))];
+        if (kind)
+          return [
+            unknownType(ctx, kind, [...parent, u.discriminator ?? 'type'], valueAt(ctx.data, [...parent, 'type'])),
+          ];
       }
       return unionProblems(ctx, u, path);
     }

@@ -25,13 +25,21 @@ export interface LoadOptions {
   registry?: Registry;
 }
 
-export async function loadPipeline(file: string, env: Env = process.env, opts: LoadOptions = {}): Promise<LoadedPipeline> {
+export async function loadPipeline(
+  file: string,
+  env: Env = process.env,
+  opts: LoadOptions = {},
+): Promise<LoadedPipeline> {
   const { problems, pipeline } = await validatePipeline(file, env, opts);
   if (!pipeline) throw new PipelineFileError(problems);
   return pipeline;
 }
 
-export async function validatePipeline(file: string, env: Env = process.env, opts: LoadOptions = {}): Promise<Validation> {
+export async function validatePipeline(
+  file: string,
+  env: Env = process.env,
+  opts: LoadOptions = {},
+): Promise<Validation> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');

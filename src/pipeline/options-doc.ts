@@ -36,7 +36,12 @@ function bounds(s: Json): string {
   const hi = s.maximum ?? s.exclusiveMaximum;
   const loText = lo === undefined || lo === -Number.MAX_SAFE_INTEGER ? undefined : lo;
   const hiText = hi === undefined || hi === Number.MAX_SAFE_INTEGER ? undefined : hi;
-  if (loText !== undefined && hiText !== undefined && s.exclusiveMinimum === undefined && s.exclusiveMaximum === undefined)
+  if (
+    loText !== undefined &&
+    hiText !== undefined &&
+    s.exclusiveMinimum === undefined &&
+    s.exclusiveMaximum === undefined
+  )
     return ` ${loText}–${hiText}`;
   const parts = [
     loText !== undefined ? `${s.exclusiveMinimum !== undefined ? '>' : '≥'} ${loText}` : '',
@@ -138,7 +143,9 @@ export function optionsMarkdown(reg: Registry): string {
   const service = jsonSchemaOf(serviceSchema);
   const parts = [
     'Generated from the component schemas by `npm run docs` (do not edit by hand). Every option is also in ' +
-      '`config/pipeline.schema.json` for editor completion.\n',
+      '`config/pipeline.schema.json` for editor completion. Relative paths resolve against the pipeline file. ' +
+      'A number or boolean option may be given as a lone reference (`concurrency: ${N:-4}`): the text of the ' +
+      'variable is converted; references inside longer text stay text.\n',
     `#### Top level\n\n${table(rows(top, {}, '', ['service', 'source', 'transforms', 'sink', 'sinks']))}`,
     `#### \`service\`\n\n${table(rows(service, (service.definitions ?? {}) as Json))}`,
   ];

@@ -53,11 +53,7 @@ export const serviceSchema = z
           .optional()
           .describe('Emulated time runs this many times faster (jobs finish sooner; default 1).'),
         latency_ms: z.number().int().min(0).optional().describe('Added to every response, in ms (default 0).'),
-        faults: z
-          .string()
-          .min(1)
-          .optional()
-          .describe('Fault-injection YAML file, relative to the pipeline file.'),
+        faults: z.string().min(1).optional().describe('Fault-injection YAML file, relative to the pipeline file.'),
       })
       .strict()
       .optional()
@@ -68,11 +64,20 @@ export const serviceSchema = z
 
 type AnyObjectSchema = z.ZodObject<any>;
 
+/** A component's validated config: its `type` and its own options (typed by the component's schema). */
+export interface ComponentConfig {
+  type: string;
+  [option: string]: any;
+}
+
 /** `type`-discriminated union over the registered components of one kind. */
-function componentUnion(defs: ComponentDef<any>[], what: string): z.ZodType {
+function componentUnion(defs: ComponentDef<any>[], what: string): z.ZodType<ComponentConfig> {
   const options = defs.map((d) => d.schema as unknown as AnyObjectSchema);
-  if (options.length === 0) return z.never().describe(`No ${what} is registered.`);
-  return z.discriminatedUnion('type', options as [AnyObjectSchema, ...AnyObjectSchema[]]);
+  if (options.length === 0) return z.never().describe(`No ${what} is registered.`) as z.ZodType<never>;
+  return z.discriminatedUnion(
+    'type',
+    options as [AnyObjectSchema, ...AnyObjectSchema[]],
+  ) as unknown as z.ZodType<ComponentConfig>;
 }
 
 /**
@@ -111,7 +116,9 @@ export function pipelineSchema(reg: Registry) {
       fast_path: z
         .boolean()
         .default(true)
-        .describe('Let sinks load downloaded files natively when there are no transforms (false: always decode in JS).'),
+        .describe(
+          'Let sinks load downloaded files natively when there are no transforms (false: always decode in JS).',
+        ),
     })
     .strict();
 }

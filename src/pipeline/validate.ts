@@ -35,7 +35,9 @@ export class PipelineFileError extends ConfigError {
       first.file,
       first.line,
       first.column,
-      more > 0 ? `${message} (and ${more} more problem${more === 1 ? '' : 's'}: \`sluice validate\` lists them)` : message,
+      more > 0
+        ? `${message} (and ${more} more problem${more === 1 ? '' : 's'}: \`sluice validate\` lists them)`
+        : message,
       first.hint,
     );
     this.name = 'PipelineFileError';
@@ -49,13 +51,25 @@ export function validatePipelineText(file: string, text: string, env: Env, reg: 
     return {
       problems: syntax.map(
         (p) =>
-          new ConfigError(file, p.line, p.column, p.message, /[{[].*\$\{/.test(p.sourceLine) ? FLOW_REF_HINT : YAML_HINT),
+          new ConfigError(
+            file,
+            p.line,
+            p.column,
+            p.message,
+            /[{[].*\$\{/.test(p.sourceLine) ? FLOW_REF_HINT : YAML_HINT,
+          ),
       ),
     };
   if (source.doc.contents === null)
     return {
       problems: [
-        new ConfigError(file, 1, 1, 'the file is empty', 'start with `version: 1`, `name`, `service`, `source` and `sink`'),
+        new ConfigError(
+          file,
+          1,
+          1,
+          'the file is empty',
+          'start with `version: 1`, `name`, `service`, `source` and `sink`',
+        ),
       ],
     };
 
@@ -128,9 +142,13 @@ function coerceReferences(data: unknown, issues: z.core.$ZodIssue[], references:
     const text = valueAt(data, issue.path as YamlPath);
     if (typeof text !== 'string') continue;
     let value: number | boolean | undefined;
-    if ((issue.expected === 'number' || issue.expected === 'int') && /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(text.trim()))
+    if (
+      (issue.expected === 'number' || issue.expected === 'int') &&
+      /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(text.trim())
+    )
       value = Number(text);
-    else if (issue.expected === 'boolean' && /^(true|false)$/i.test(text.trim())) value = text.trim().toLowerCase() === 'true';
+    else if (issue.expected === 'boolean' && /^(true|false)$/i.test(text.trim()))
+      value = text.trim().toLowerCase() === 'true';
     if (value === undefined) continue;
     const parent = valueAt(data, issue.path.slice(0, -1) as YamlPath) as Record<string | number, unknown>;
     parent[issue.path.at(-1) as string | number] = value;
@@ -152,6 +170,8 @@ function sinkProblems(data: unknown): Problem[] {
       },
     ];
   if (!has('sink') && !has('sinks'))
-    return [{ path: [], message: 'the pipeline has no sink', hint: 'add a `sink:` block (or `sinks:` to write to several)' }];
+    return [
+      { path: [], message: 'the pipeline has no sink', hint: 'add a `sink:` block (or `sinks:` to write to several)' },
+    ];
   return [];
 }

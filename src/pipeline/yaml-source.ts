@@ -43,7 +43,12 @@ export function parseYaml(file: string, text: string): { source: YamlSource; pro
       .split('\n')[0]!
       .replace(/ at line \d+, column \d+:?\s*$/, '')
       .trim();
-    return { line, column: at?.col ?? 1, message: `invalid YAML: ${text}`, sourceLine: text.length ? lineText(source, line) : '' };
+    return {
+      line,
+      column: at?.col ?? 1,
+      message: `invalid YAML: ${text}`,
+      sourceLine: text.length ? lineText(source, line) : '',
+    };
   });
   return { source, problems };
 }

@@ -34,6 +34,11 @@ export interface DuckDBTypeOptions {
    * a UTC offset (`…+02:00`) instead of applying it. Inserting into a TIMESTAMP column converts back in UTC.
    */
   forRead?: boolean;
+  /**
+   * Type for open parts (only nulls seen) instead of DuckDB's `"NULL"`: Parquet has no NULL column type (DuckDB
+   * would write INT32), and VARCHAR is the type least likely to clash with later files.
+   */
+  openAs?: string;
 }
 
 /**
@@ -43,7 +48,7 @@ export interface DuckDBTypeOptions {
 export function duckdbType(t: LogicalType, opts: DuckDBTypeOptions = {}): string {
   switch (t.kind) {
     case 'null':
-      return '"NULL"';
+      return opts.openAs ?? '"NULL"';
     case 'boolean':
       return 'BOOLEAN';
     case 'bigint':

@@ -101,7 +101,9 @@ describe('deep lookup source against the emulator', () => {
       // $10.00 for the records + 10 × $0.05 for the column = $10.50.
       max_cost: '$10.20',
     });
-    await expect(src.plan(sourceContext(h, new MemoryStateStore()))).rejects.toThrow(/refusing to enrich column cto_name/);
+    await expect(src.plan(sourceContext(h, new MemoryStateStore()))).rejects.toThrow(
+      /refusing to enrich column cto_name/,
+    );
     expect(h.emu.stats.paid).toEqual({ trigger: 1 });
   });
 

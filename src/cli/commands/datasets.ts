@@ -90,7 +90,11 @@ export function datasetsCommand(ctx: CliContext): CommandModule<object, Args> {
           y
             .positional('snapshot_id', { type: 'string', demandOption: true, describe: 'Snapshot id (snap_…)' })
             .option('out', { type: 'string', demandOption: true, describe: 'File to write' })
-            .option('part', { type: 'number', coerce: positiveInt('part'), describe: 'Only this part (from 1; needs --batch-size)' }),
+            .option('part', {
+              type: 'number',
+              coerce: positiveInt('part'),
+              describe: 'Only this part (from 1; needs --batch-size)',
+            }),
         )
           .check((a) => {
             if (a.part !== undefined && a['batch-size'] === undefined) throw new Error('--part needs --batch-size');
@@ -126,7 +130,10 @@ export function datasetsCommand(ctx: CliContext): CommandModule<object, Args> {
       (y) =>
         y
           .positional('dataset_id', { type: 'string', demandOption: true, describe: 'Dataset id (gd_…)' })
-          .option('filter', { coerce: jsonArg('filter'), describe: 'The filter as JSON: {name, operator, value} or a group' })
+          .option('filter', {
+            coerce: jsonArg('filter'),
+            describe: 'The filter as JSON: {name, operator, value} or a group',
+          })
           .option('filter-file', { type: 'string', describe: 'A JSON file holding the filter' })
           .option('file', {
             type: 'string',

@@ -47,7 +47,9 @@ export function deadLettersCommand(ctx: CliContext): CommandModule<object, DeadL
       if (!args.replay) {
         if (args.json) for (const d of letters) ctx.io.out(JSON.stringify(d));
         else {
-          ctx.io.out(`${letters.length} dead letter${letters.length === 1 ? '' : 's'} not yet replayed (${pipeline.name})`);
+          ctx.io.out(
+            `${letters.length} dead letter${letters.length === 1 ? '' : 's'} not yet replayed (${pipeline.name})`,
+          );
           for (const d of letters) ctx.io.out(formatDeadLetter(d));
         }
         return;

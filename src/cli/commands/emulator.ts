@@ -28,10 +28,23 @@ export function emulatorCommand(ctx: CliContext): CommandModule<object, Emulator
     describe: 'Serve the emulated service (every endpoint, deterministic data, optional faults) until Ctrl-C',
     builder: (y) =>
       y
-        .option('port', { type: 'number', default: 8080, coerce: nonNegativeInt('port'), describe: 'Port (0: any free one)' })
+        .option('port', {
+          type: 'number',
+          default: 8080,
+          coerce: nonNegativeInt('port'),
+          describe: 'Port (0: any free one)',
+        })
         .option('host', { type: 'string', default: '127.0.0.1', describe: 'Address to listen on' })
-        .option('seed', { type: 'number', coerce: nonNegativeInt('seed'), describe: 'Seeds all generated data (default 1)' })
-        .option('size', { type: 'number', coerce: nonNegativeInt('size'), describe: 'Records per dataset (default 10000)' })
+        .option('seed', {
+          type: 'number',
+          coerce: nonNegativeInt('seed'),
+          describe: 'Seeds all generated data (default 1)',
+        })
+        .option('size', {
+          type: 'number',
+          coerce: nonNegativeInt('size'),
+          describe: 'Records per dataset (default 10000)',
+        })
         .option('api-key', {
           type: 'string',
           describe: 'The key the emulator accepts (default: $SLUICE_API_KEY, else emulator-key)',
@@ -41,7 +54,11 @@ export function emulatorCommand(ctx: CliContext): CommandModule<object, Emulator
           type: 'number',
           describe: 'Emulated time runs this many times faster (filter jobs finish sooner)',
         })
-        .option('latency-ms', { type: 'number', coerce: nonNegativeInt('latency-ms'), describe: 'Added to every response' })
+        .option('latency-ms', {
+          type: 'number',
+          coerce: nonNegativeInt('latency-ms'),
+          describe: 'Added to every response',
+        })
         .check((a) => {
           if (a['time-scale'] !== undefined && !(a['time-scale'] > 0)) throw new Error('--time-scale must be > 0');
           return true;

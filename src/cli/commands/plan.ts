@@ -13,7 +13,8 @@ interface PlanArgs {
 
 export function formatPlan(plan: PlanReport, shown: number): string {
   const lines = [`plan: ${plan.pipeline} (source ${plan.source})`];
-  const estimate = plan.estimatedRecords !== undefined ? `, about ${plan.estimatedRecords.toLocaleString('en-US')} records` : '';
+  const estimate =
+    plan.estimatedRecords !== undefined ? `, about ${plan.estimatedRecords.toLocaleString('en-US')} records` : '';
   lines.push(`units: ${plan.units.length}${estimate}`);
   for (const u of plan.units.slice(0, shown))
     lines.push(`  ${u.id}${u.estimatedRecords !== undefined ? `  (~${u.estimatedRecords} records)` : ''}`);

@@ -29,7 +29,9 @@ export function validateCommand(ctx: CliContext): CommandModule<object, Validate
         problems += result.problems.length;
       }
       if (problems > 0) {
-        ctx.io.err(`${problems} problem${problems === 1 ? '' : 's'} in ${args.files.length} file${args.files.length === 1 ? '' : 's'}`);
+        ctx.io.err(
+          `${problems} problem${problems === 1 ? '' : 's'} in ${args.files.length} file${args.files.length === 1 ? '' : 's'}`,
+        );
         ctx.exitCode = 1;
       }
     },

@@ -10,8 +10,7 @@ const DAY = /^\d{4}-\d{2}-\d{2}$/;
 
 export function zonesCommand(ctx: CliContext): CommandModule<object, Args> {
   const print = (value: unknown): void => ctx.io.out(JSON.stringify(value, null, 2));
-  const call = (args: Args, fn: Parameters<typeof withClient>[2]) =>
-    withClient(ctx.io, args, fn).then(print);
+  const call = (args: Args, fn: Parameters<typeof withClient>[2]) => withClient(ctx.io, args, fn).then(print);
 
   const sub = (
     command: string,
@@ -42,8 +41,10 @@ export function zonesCommand(ctx: CliContext): CommandModule<object, Args> {
           .option('from', { type: 'string', describe: 'Start of a custom period, YYYY-MM-DD (inclusive)' })
           .option('to', { type: 'string', describe: 'End of a custom period, YYYY-MM-DD (exclusive)' })
           .check((a) => {
-            if ((a.from === undefined) !== (a.to === undefined)) throw new Error('give both --from and --to, or neither');
-            for (const d of [a.from, a.to]) if (d !== undefined && !DAY.test(String(d))) throw new Error(`"${d}" is not YYYY-MM-DD`);
+            if ((a.from === undefined) !== (a.to === undefined))
+              throw new Error('give both --from and --to, or neither');
+            for (const d of [a.from, a.to])
+              if (d !== undefined && !DAY.test(String(d))) throw new Error(`"${d}" is not YYYY-MM-DD`);
             return true;
           })
           .example('$0 zones cost serp_zone', 'The six month/day buckets')

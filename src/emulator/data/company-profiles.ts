@@ -154,6 +154,20 @@ const GOALS = [
   'stay compliant and secure',
   'build products people love',
 ];
+const SLOGANS = [
+  'Building what comes next',
+  'Powering better decisions',
+  'Good things, made simply',
+  'Your partner in growth',
+  'Technology with a human touch',
+  'Moving the world forward',
+  'Quality you can trust',
+  'Designed for people',
+  'Where ideas take shape',
+  'Making every day healthier',
+  'Smarter by design',
+  'Delivering on every promise',
+];
 const VALUES = ['integrity', 'curiosity', 'ownership', 'inclusion', 'craftsmanship', 'customer obsession', 'courage'];
 const SPECIALTIES = [
   'Cloud Computing',
@@ -248,7 +262,7 @@ export function companyProfile(seed: number, index: number): CompanyProfile {
   const orgType = r.weighted(ORG_TYPES, ORG_WEIGHTS);
   const founded = r.bool(0.9) ? r.int(orgType === 'Educational' ? 1850 : 1950, 2024) : null;
   const followers = r.logInt(1.5, 6.3);
-  const slogan = r.bool(0.6) ? `${r.pick(['Building', 'Making', 'Powering', 'Designing'])} ${r.pick(GOALS)}` : null;
+  const slogan = r.bool(0.6) ? r.pick(SLOGANS) : null;
   const about = aboutText(r, name, industry, sphere, city, founded);
   const specialties = r.bool(0.65) ? pickSome(r, SPECIALTIES, r.int(2, 6)).join(', ') : null;
   const isPublic = orgType === 'Public Company';

@@ -29,7 +29,7 @@ export const placeReviewFields: DatasetFields = {
   review_date: { type: 'date', description: 'When the review was posted' },
   number_of_likes: { type: 'number', description: 'Likes of the review' },
   response_of_owner: { type: 'text', description: "Owner's reply; null when none" },
-  response_date: { type: 'date', description: "When the owner replied; null when no reply" },
+  response_date: { type: 'date', description: 'When the owner replied; null when no reply' },
   photos: { type: 'array', description: 'Photos attached to the review; null when none', items: 'url' },
   timestamp: { type: 'date', description: 'When the record was collected' },
   input: { type: 'object', description: 'The input the record was collected for', fields: { url: 'url' } },

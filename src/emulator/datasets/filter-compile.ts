@@ -107,7 +107,8 @@ function compileField(f: FieldFilter, env: CompileEnv): FieldTest {
     return { field, decide: (c) => (c.length === 0) === wantNull };
   }
   if (field.shape === 'object' || field.shape === 'objects') {
-    const sub = Object.keys((env.fields[f.name] as { fields?: object }).fields ?? {})[0] ?? 'name';
+    const subs = Object.keys((env.fields[f.name] as { fields?: object }).fields ?? {});
+    const sub = subs.find((k) => k === 'title' || k === 'url') ?? subs[0] ?? 'name';
     const what = field.shape === 'object' ? 'an object' : 'an array of objects';
     env.errors.push(
       `"${f.path}.name" "${f.name}" is ${what}: "${op}" needs one of its fields, e.g. "${f.name}:${sub}" (only is_null and is_not_null apply to the whole value)`,

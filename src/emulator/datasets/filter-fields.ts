@@ -44,11 +44,15 @@ export function resolveField(fields: DatasetFields, name: string): ResolvedField
       : undefined;
   if (subSpec === undefined) return undefined;
   const type = typeof subSpec === 'string' ? subSpec : subSpec.array;
-  const ofElement = (e: unknown): unknown[] =>
-    e !== null && typeof e === 'object' ? flat((e as Rec)[sub]) : [];
+  const ofElement = (e: unknown): unknown[] => (e !== null && typeof e === 'object' ? flat((e as Rec)[sub]) : []);
 
   if (spec.type === 'object')
-    return { name, shape: typeof subSpec === 'string' ? 'scalar' : 'multi', type, candidates: (r) => ofElement(r[base]) };
+    return {
+      name,
+      shape: typeof subSpec === 'string' ? 'scalar' : 'multi',
+      type,
+      candidates: (r) => ofElement(r[base]),
+    };
   return {
     name,
     shape: 'multi',

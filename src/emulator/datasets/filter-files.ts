@@ -67,7 +67,8 @@ function jsonValues(file: UploadedFile, accepted: string[], expected: string): F
     const v = (item as Record<string, unknown>)[key];
     if (typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v)))
       values.push(v);
-    else if (v !== null) return invalid(`item ${i} of ${file.name}: the value of "${key}" must be a string, number or boolean`);
+    else if (v !== null)
+      return invalid(`item ${i} of ${file.name}: the value of "${key}" must be a string, number or boolean`);
   }
   return { values };
 }

@@ -13,7 +13,8 @@ import { constants, createGzip } from 'node:zlib';
 
 export type SnapshotFormat = 'json' | 'jsonl' | 'csv';
 
-const CHUNK_CHARS = 64 * 1024;
+/** Chunks are cut once this full; each record is written straight into the chunk (no string concatenation). */
+const CHUNK_BYTES = 64 * 1024;
 
 export const CONTENT_TYPES: Record<SnapshotFormat, string> = {
   jsonl: 'application/jsonl',
@@ -27,21 +28,50 @@ export function* renderRecords(
   format: SnapshotFormat,
   columns: readonly string[],
 ): Generator<Buffer> {
-  let buf = format === 'json' ? '[' : format === 'csv' ? columns.map(csvCell).join(',') + '\n' : '';
+  const out = new ChunkWriter();
+  if (format === 'json') out.text('[');
+  else if (format === 'csv') out.text(columns.map(csvCell).join(',') + '\n');
   let first = true;
   for (const rec of records) {
-    if (format === 'jsonl') buf += JSON.stringify(rec) + '\n';
-    else if (format === 'json') {
-      buf += (first ? '\n' : ',\n') + JSON.stringify(rec);
+    if (format === 'jsonl') {
+      out.text(JSON.stringify(rec));
+      out.newline();
+    } else if (format === 'json') {
+      out.text((first ? '\n' : ',\n') + JSON.stringify(rec));
       first = false;
-    } else buf += csvRow(rec, columns);
-    if (buf.length >= CHUNK_CHARS) {
-      yield Buffer.from(buf, 'utf8');
-      buf = '';
-    }
+    } else out.text(csvRow(rec, columns));
+    if (out.size >= CHUNK_BYTES) yield out.take();
   }
-  if (format === 'json') buf += first ? ']\n' : '\n]\n';
-  if (buf.length > 0) yield Buffer.from(buf, 'utf8');
+  if (format === 'json') out.text(first ? ']\n' : '\n]\n');
+  if (out.size > 0) yield out.take();
+}
+
+/** UTF-8 text appended into a buffer; `take()` hands the filled part over and starts a fresh buffer. */
+class ChunkWriter {
+  private buf = Buffer.allocUnsafe(2 * CHUNK_BYTES);
+  size = 0;
+
+  text(s: string): void {
+    // A UTF-16 code unit is at most 3 UTF-8 bytes.
+    if (this.size + s.length * 3 > this.buf.length) {
+      const grown = Buffer.allocUnsafe(Math.max(2 * CHUNK_BYTES, this.size + s.length * 3));
+      this.buf.copy(grown, 0, 0, this.size);
+      this.buf = grown;
+    }
+    this.size += this.buf.write(s, this.size);
+  }
+
+  newline(): void {
+    if (this.size === this.buf.length) this.text('\n');
+    else this.buf[this.size++] = 10;
+  }
+
+  take(): Buffer {
+    const chunk = this.buf.subarray(0, this.size);
+    this.buf = Buffer.allocUnsafe(2 * CHUNK_BYTES);
+    this.size = 0;
+    return chunk;
+  }
 }
 
 function csvRow(rec: Record<string, unknown>, columns: readonly string[]): string {

@@ -1,0 +1,355 @@
+/**
+ * Sink throughput and peak memory, each route in a child process of its own (so peak RSS is the route's):
+ *
+ *   npx tsx bench/sinks.ts --records 200000 [--unit 10000] [--routes floor,duckdb-file,…] [--concurrency 4]
+ *
+ * Input: company-profile-shaped records (bench/lib/sinks-records.ts) as one .jsonl.gz file per unit of `--unit`
+ * records, as a snapshot download delivers them. Routes run units `--concurrency` at a time, like the engine.
+ *
+ *   floor            gunzip + split + JSON.parse in JS: the JS floor
+ *   duckdb-own       DuckDB's own load: CREATE TABLE AS SELECT * FROM read_json('units/*.jsonl.gz')
+ *   duckdb-file      duckdb sink, writeUnitFile (read_json of each unit's file in the unit's transaction)
+ *   duckdb-rows      decode in JS (+ timestamps → Date, as the normalizer does), duckdb sink writeUnit
+ *                    (staging NDJSON + read_json)
+ *   duckdb-chunk     decode in JS, DuckDB appender fed columnar DataChunks (alternative route, measured)
+ *   duckdb-appender  decode in JS, DuckDB appender row by row (the naive route; skipped above 50k records)
+ *   jsonl-rows       decode in JS, jsonl sink writeUnit, plain text
+ *   jsonl-rows-gz1/6 the same, gzip level 1 / 6
+ *   jsonl-file       jsonl sink writeUnitFile (lines checked, gzip bytes copied as they are)
+ *   parquet-rows     decode in JS (+ timestamps), parquet sink (staged, published at the target size), zstd
+ *   parquet-rg-default  the same with DuckDB's default row group size (122,880), for the memory comparison
+ *
+ * Identical runs differ by up to 1.4× on a busy 2-core machine: compare ratios from one run.
+ */
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DuckDBDataChunk, DuckDBInstance, JSToDuckDBValueConverter, type JS } from '@duckdb/node-api';
+import pLimit from 'p-limit';
+import type { Batch, Logger, Sink, SinkContext, WorkUnit } from '../src/core/types.js';
+import { duckdbType, quoteIdent } from '../src/schema/duckdb-types.js';
+import { InferredSchema } from '../src/schema/infer.js';
+import { VARCHAR, listOf, structOf, type LogicalType } from '../src/schema/logical-type.js';
+import { DuckDBSink } from '../sinks/duckdb.js';
+import { JsonlSink } from '../sinks/jsonl.js';
+import { ParquetSink } from '../sinks/parquet.js';
+import { decodeJsonlGz, withTimestamps } from './lib/sinks-decode.js';
+import { writeProfilesFile } from './lib/sinks-records.js';
+
+interface Args {
+  records: number;
+  unit: number;
+  concurrency: number;
+  routes: string[];
+  child?: string;
+  dir?: string;
+  keep: boolean;
+}
+
+interface Result {
+  route: string;
+  seconds: number;
+  /** user + system CPU of the route's process: steadier than wall time when other work shares the cores. */
+  cpuSeconds: number;
+  maxRssMB: number;
+  records: number;
+  outputMB?: number;
+  note?: string;
+}
+
+interface Env {
+  dir: string;
+  units: string[];
+  concurrency: number;
+  records: number;
+}
+
+const quiet: Logger = { debug() {}, info() {}, warn() {}, error: (m) => process.stderr.write(`${m}\n`) };
+
+function sinkContext(dir: string): SinkContext {
+  return { log: quiet, deadLetter: () => undefined, baseDir: dir, pipeline: 'bench', fresh: true };
+}
+
+function unitOf(file: string): WorkUnit {
+  return { id: `bench/${path.basename(file)}`, params: {} };
+}
+
+async function eachUnit(env: Env, fn: (file: string) => Promise<number>): Promise<number> {
+  const limit = pLimit(env.concurrency);
+  const counts = await Promise.all(env.units.map((f) => limit(() => fn(f))));
+  return counts.reduce((a, b) => a + b, 0);
+}
+
+async function throughSink(env: Env, sink: Sink, rows: (file: string) => AsyncIterable<Batch>): Promise<number> {
+  await sink.open(sinkContext(env.dir));
+  const n = await eachUnit(env, async (f) => (await sink.writeUnit(unitOf(f), rows(f))).records);
+  await sink.finish();
+  await sink.close();
+  return n;
+}
+
+const ROUTES: Record<string, (env: Env) => Promise<Partial<Result> & { records: number }>> = {
+  async floor(env) {
+    const records = await eachUnit(env, async (f) => {
+      let n = 0;
+      for await (const b of decodeJsonlGz(f)) n += b.length;
+      return n;
+    });
+    return { records };
+  },
+
+  async 'duckdb-own'(env) {
+    const db = await DuckDBInstance.create(path.join(env.dir, 'own.duckdb'));
+    const conn = await db.connect();
+    await conn.run(
+      `CREATE TABLE t AS SELECT * FROM read_json('${path.join(env.dir, 'units', '*.jsonl.gz')}', format = 'newline_delimited')`,
+    );
+    const r = await conn.runAndReadAll('SELECT count(*) FROM t');
+    conn.closeSync();
+    db.closeSync();
+    return { records: Number(r.getRows()[0]![0]) };
+  },
+
+  async 'duckdb-file'(env) {
+    const sink = new DuckDBSink({ type: 'duckdb', path: 'file.duckdb', table: 't', write: 'append' });
+    await sink.open(sinkContext(env.dir));
+    const records = await eachUnit(
+      env,
+      async (f) => (await sink.writeUnitFile(unitOf(f), { path: f, format: 'jsonl', temporary: false })).records,
+    );
+    await sink.finish();
+    await sink.close();
+    return { records };
+  },
+
+  async 'duckdb-rows'(env) {
+    const sink = new DuckDBSink({ type: 'duckdb', path: 'rows.duckdb', table: 't', write: 'append' });
+    return { records: await throughSink(env, sink, (f) => withTimestamps(decodeJsonlGz(f))) };
+  },
+
+  async 'duckdb-chunk'(env) {
+    return appenderRoute(env, 'chunk');
+  },
+
+  async 'duckdb-appender'(env) {
+    if (env.records > 50_000) return { records: 0, note: 'skipped above 50k records (minutes)' };
+    return appenderRoute(env, 'row');
+  },
+
+  async 'jsonl-rows'(env) {
+    const sink = new JsonlSink({ type: 'jsonl', path: 'jsonl', compress: false, gzip_level: 1, write: 'append' });
+    return { records: await throughSink(env, sink, (f) => decodeJsonlGz(f)), outputMB: await sizeMB(env, 'jsonl') };
+  },
+
+  async 'jsonl-rows-gz1'(env) {
+    const sink = new JsonlSink({ type: 'jsonl', path: 'gz1', compress: true, gzip_level: 1, write: 'append' });
+    return { records: await throughSink(env, sink, (f) => decodeJsonlGz(f)), outputMB: await sizeMB(env, 'gz1') };
+  },
+
+  async 'jsonl-rows-gz6'(env) {
+    const sink = new JsonlSink({ type: 'jsonl', path: 'gz6', compress: true, gzip_level: 6, write: 'append' });
+    return { records: await throughSink(env, sink, (f) => decodeJsonlGz(f)), outputMB: await sizeMB(env, 'gz6') };
+  },
+
+  async 'jsonl-file'(env) {
+    const sink = new JsonlSink({ type: 'jsonl', path: 'jfile', compress: true, gzip_level: 1, write: 'append' });
+    await sink.open(sinkContext(env.dir));
+    const records = await eachUnit(
+      env,
+      async (f) => (await sink.writeUnitFile(unitOf(f), { path: f, format: 'jsonl', temporary: false })).records,
+    );
+    await sink.finish();
+    await sink.close();
+    return { records, outputMB: await sizeMB(env, 'jfile') };
+  },
+
+  async 'parquet-rows'(env) {
+    const sink = new ParquetSink({ type: 'parquet', path: 'pq', write: 'append', compression: 'zstd', row_group_size: 20_000 });
+    const records = await throughSink(env, sink, (f) => withTimestamps(decodeJsonlGz(f)));
+    return { records, outputMB: await sizeMB(env, 'pq') };
+  },
+
+  async 'parquet-rg-default'(env) {
+    const sink = new ParquetSink({ type: 'parquet', path: 'pq2', write: 'append', compression: 'zstd', row_group_size: 122_880 });
+    const records = await throughSink(env, sink, (f) => withTimestamps(decodeJsonlGz(f)));
+    return { records, outputMB: await sizeMB(env, 'pq2') };
+  },
+};
+
+/** The appender routes: table from the schema of the first unit (open parts as VARCHAR), units one at a time. */
+async function appenderRoute(env: Env, mode: 'row' | 'chunk'): Promise<{ records: number }> {
+  const schema = new InferredSchema();
+  for await (const b of withTimestamps(decodeJsonlGz(env.units[0]!))) schema.observe(b);
+  const columns = [...schema.columns].map(([k, t]) => [k, closeOpenParts(t)] as const);
+  const db = await DuckDBInstance.create(path.join(env.dir, `${mode}.duckdb`));
+  const conn = await db.connect();
+  await conn.run(`CREATE TABLE t (${columns.map(([k, t]) => `${quoteIdent(k)} ${duckdbType(t)}`).join(', ')})`);
+  const names = columns.map(([k]) => k);
+  let records = 0;
+  for (const f of env.units) {
+    const app = await conn.createAppender('t');
+    const types = names.map((_, i) => app.columnType(i));
+    for await (const b of withTimestamps(decodeJsonlGz(f, 2048))) {
+      if (mode === 'chunk') {
+        const chunk = DuckDBDataChunk.create(types, b.length);
+        chunk.setColumnsConverted(
+          names.map((n) => b.map((r) => (r[n] ?? null) as JS)),
+          JSToDuckDBValueConverter,
+        );
+        app.appendDataChunk(chunk);
+      } else {
+        for (const r of b) {
+          for (let i = 0; i < names.length; i++) {
+            const v = (r[names[i]!] ?? null) as JS;
+            app.appendValue(JSToDuckDBValueConverter(v, types[i]!, JSToDuckDBValueConverter), types[i]);
+          }
+          app.endRow();
+        }
+      }
+      records += b.length;
+    }
+    app.flushSync();
+    app.closeSync();
+  }
+  conn.closeSync();
+  db.closeSync();
+  return { records };
+}
+
+/** The appender has no vector for DuckDB's NULL type. */
+function closeOpenParts(t: LogicalType): LogicalType {
+  if (t.kind === 'null') return VARCHAR;
+  if (t.kind === 'list') return listOf(closeOpenParts(t.element));
+  if (t.kind === 'struct') return structOf([...t.fields].map(([k, v]) => [k, closeOpenParts(v)]));
+  return t;
+}
+
+async function sizeMB(env: Env, sub: string): Promise<number> {
+  let bytes = 0;
+  const walk = async (d: string): Promise<void> => {
+    for (const e of await readdir(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) await walk(p);
+      else if (!e.name.startsWith('_sluice')) bytes += (await stat(p)).size;
+    }
+  };
+  await walk(path.join(env.dir, sub));
+  return bytes / 2 ** 20;
+}
+
+function parseArgs(argv: string[]): Args {
+  const get = (name: string): string | undefined => {
+    const i = argv.indexOf(`--${name}`);
+    return i === -1 ? undefined : argv[i + 1];
+  };
+  return {
+    records: Number(get('records') ?? 50_000),
+    unit: Number(get('unit') ?? 10_000),
+    concurrency: Number(get('concurrency') ?? 4),
+    routes: (get('routes') ?? Object.keys(ROUTES).join(',')).split(',').filter(Boolean),
+    child: get('child'),
+    dir: get('dir'),
+    keep: argv.includes('--keep'),
+  };
+}
+
+async function runChild(args: Args): Promise<void> {
+  const dir = args.dir!;
+  const unitsDir = path.join(dir, 'units');
+  const units = (await readdir(unitsDir)).sort().map((f) => path.join(unitsDir, f));
+  const env: Env = { dir, units, concurrency: args.concurrency, records: args.records };
+  const route = ROUTES[args.child!];
+  if (!route) throw new Error(`unknown route ${args.child}; routes: ${Object.keys(ROUTES).join(', ')}`);
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  const r = await route(env);
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  const cpuSeconds = (cpu.user + cpu.system) / 1e6;
+  const result: Result = {
+    route: args.child!,
+    seconds,
+    cpuSeconds,
+    maxRssMB: process.resourceUsage().maxRSS / 1024,
+    ...r,
+  };
+  process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
+}
+
+function spawnChild(route: string, args: Args, dir: string): Promise<Result> {
+  const script = fileURLToPath(import.meta.url);
+  const childArgs = ['--import', 'tsx', script, '--child', route, '--dir', dir];
+  childArgs.push('--records', String(args.records), '--concurrency', String(args.concurrency));
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, childArgs, { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    p.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    p.on('error', reject);
+    p.on('close', (code) => {
+      const line = out.split('\n').find((l) => l.startsWith('RESULT '));
+      if (code !== 0 || !line) reject(new Error(`route ${route} failed (exit ${code})`));
+      else resolve(JSON.parse(line.slice(7)) as Result);
+    });
+  });
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  if (args.child) return runChild(args);
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'sluice-bench-sinks-'));
+  try {
+    const unitsDir = path.join(dir, 'units');
+    await mkdir(unitsDir);
+    const t0 = performance.now();
+    const files: Promise<void>[] = [];
+    for (let i = 0, k = 0; i < args.records; i += args.unit, k++) {
+      const file = path.join(unitsDir, `part-${String(k).padStart(5, '0')}.jsonl.gz`);
+      files.push(writeProfilesFile(file, i, Math.min(args.records, i + args.unit)));
+    }
+    await Promise.all(files);
+    const inputMB = (await Promise.all((await readdir(unitsDir)).map((f) => stat(path.join(unitsDir, f))))).reduce(
+      (n, s) => n + s.size,
+      0,
+    );
+    console.log(
+      `${args.records} records in ${files.length} units of ${args.unit} (${(inputMB / 2 ** 20).toFixed(0)} MB gzip), generated in ${((performance.now() - t0) / 1000).toFixed(1)} s; concurrency ${args.concurrency}; ${os.cpus().length} cores`,
+    );
+    const results: Result[] = [];
+    for (const route of args.routes) {
+      try {
+        results.push(await spawnChild(route, args, dir));
+      } catch (err) {
+        console.log(`${route}: ${(err as Error).message}`);
+      }
+    }
+    const floor = results.find((r) => r.route === 'floor');
+    const own = results.find((r) => r.route === 'duckdb-own');
+    const rows = [
+      ['route', 'seconds', '× floor', '× duckdb-own', 'CPU s', 'CPU × floor', 'CPU × own', 'peak RSS MB', 'records', 'output MB'],
+    ];
+    const ratio = (a: number, b: number | undefined, skip: boolean): string => (b && !skip ? (a / b).toFixed(2) : '');
+    for (const r of results) {
+      rows.push([
+        r.route,
+        r.note ? '-' : r.seconds.toFixed(2),
+        ratio(r.seconds, floor?.seconds, !!r.note),
+        ratio(r.seconds, own?.seconds, !!r.note),
+        r.note ? '-' : r.cpuSeconds.toFixed(2),
+        ratio(r.cpuSeconds, floor?.cpuSeconds, !!r.note),
+        ratio(r.cpuSeconds, own?.cpuSeconds, !!r.note),
+        r.maxRssMB.toFixed(0),
+        String(r.records),
+        r.outputMB !== undefined ? r.outputMB.toFixed(1) : r.note ?? '',
+      ]);
+    }
+    const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+    for (const r of rows) console.log(r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
+  } finally {
+    if (args.keep) console.log(`kept ${dir}`);
+    else await rm(dir, { recursive: true, force: true });
+  }
+}
+
+await main();

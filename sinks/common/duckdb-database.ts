@@ -1,0 +1,111 @@
+/**
+ * One DuckDB database per file for the whole process. DuckDB allows a single writer per file, and several sinks
+ * (different tables, or pipelines run one after another in one process) may name the same file: they share the
+ * instance and serialise their writes per table here. The registry is module state on purpose — it mirrors
+ * DuckDB's own process-wide instance cache, which it uses.
+ */
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { SluiceError } from '../../src/core/errors.js';
+import { KeyedMutex } from './mutex.js';
+
+interface Entry {
+  instance: DuckDBInstance;
+  refs: number;
+  tableLocks: KeyedMutex;
+  /** Tables an open sink writes to: two sinks on one table would break each other's commits. */
+  claimed: Set<string>;
+}
+
+const databases = new Map<string, Promise<Entry>>();
+
+export class DuckDBDatabase {
+  private released = false;
+
+  private constructor(
+    readonly file: string,
+    private readonly entry: Entry,
+  ) {}
+
+  static async acquire(file: string, label: string): Promise<DuckDBDatabase> {
+    let pending = databases.get(file);
+    if (!pending) {
+      pending = openEntry(file, label);
+      databases.set(file, pending);
+      pending.catch(() => databases.delete(file));
+    }
+    const entry = await pending;
+    entry.refs++;
+    return new DuckDBDatabase(file, entry);
+  }
+
+  /** A new connection with the settings every sink statement assumes. */
+  async connect(): Promise<DuckDBConnection> {
+    const conn = await this.entry.instance.connect();
+    // Timestamps are UTC instants; TIMESTAMPTZ → TIMESTAMP conversions must not shift them by the host's zone.
+    await conn.run(`SET TimeZone = 'UTC'`);
+    return conn;
+  }
+
+  /** Runs `fn` while no other sink section runs on `table` (a qualified name). */
+  withTable<T>(table: string, fn: () => Promise<T>): Promise<T> {
+    return this.entry.tableLocks.run(table, fn);
+  }
+
+  claim(table: string): void {
+    if (this.entry.claimed.has(table))
+      throw new SluiceError(`two sinks write to table ${table} of ${this.file}`, {
+        hint: 'give each sink its own table (or its own file)',
+      });
+    this.entry.claimed.add(table);
+  }
+
+  unclaim(table: string): void {
+    this.entry.claimed.delete(table);
+  }
+
+  async release(): Promise<void> {
+    if (this.released) return;
+    this.released = true;
+    if (--this.entry.refs > 0) return;
+    databases.delete(this.file);
+    // The instance stays in DuckDB's cache for other holders in this process (tests, a reader): only flush the
+    // WAL into the file so the database is complete on disk.
+    const conn = await this.entry.instance.connect();
+    try {
+      await conn.run('CHECKPOINT');
+    } catch {
+      // Another connection's open transaction blocks a checkpoint; the WAL is replayed on the next open.
+    } finally {
+      conn.closeSync();
+    }
+  }
+}
+
+async function openEntry(file: string, label: string): Promise<Entry> {
+  try {
+    await mkdir(path.dirname(file), { recursive: true });
+  } catch (err) {
+    throw new SluiceError(`${label}: cannot create the directory of ${file} (${(err as NodeJS.ErrnoException).code})`, {
+      hint: `give the user running sluice write access there, or point \`path\` somewhere writable`,
+      cause: err,
+    });
+  }
+  let instance: DuckDBInstance;
+  try {
+    instance = await DuckDBInstance.fromCache(file);
+    const probe = await instance.connect();
+    probe.closeSync();
+  } catch (err) {
+    const msg = err instanceof Error ? err.message : String(err);
+    const locked = /lock/i.test(msg);
+    throw new SluiceError(`${label}: cannot open ${file}: ${msg.split('\n')[0]}`, {
+      hint: locked
+        ? 'another process has the database open (a running sluice, the duckdb CLI, a notebook): close it, or wait for it to finish'
+        : `check that ${file} is a DuckDB database this user can write, or point \`path\` at a new file`,
+      cause: err,
+    });
+  }
+  return { instance, refs: 0, tableLocks: new KeyedMutex(), claimed: new Set() };
+}

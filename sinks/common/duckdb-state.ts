@@ -1,0 +1,62 @@
+/**
+ * `_sluice_state`: one row per committed unit, written in the same transaction as the unit's rows, so a unit's
+ * data and its checkpoint exist together or not at all.
+ */
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { quoteString } from '../../src/schema/duckdb-types.js';
+
+export const STATE_TABLE = 'main._sluice_state';
+
+export async function ensureStateTable(conn: DuckDBConnection): Promise<void> {
+  await conn.run(
+    `CREATE TABLE IF NOT EXISTS ${STATE_TABLE} (
+      pipeline VARCHAR NOT NULL,
+      table_name VARCHAR NOT NULL,
+      unit_id VARCHAR NOT NULL,
+      records BIGINT NOT NULL,
+      committed_at TIMESTAMP NOT NULL
+    )`,
+  );
+}
+
+function where(pipeline: string, table: string): string {
+  return `pipeline = ${quoteString(pipeline)} AND table_name = ${quoteString(table)}`;
+}
+
+export async function committedUnitIds(conn: DuckDBConnection, pipeline: string, table: string): Promise<Set<string>> {
+  const r = await conn.runAndReadAll(`SELECT unit_id FROM ${STATE_TABLE} WHERE ${where(pipeline, table)}`);
+  return new Set(r.getRows().map((row) => String(row[0])));
+}
+
+export async function isUnitCommitted(
+  conn: DuckDBConnection,
+  pipeline: string,
+  table: string,
+  unitId: string,
+): Promise<boolean> {
+  const r = await conn.runAndReadAll(
+    `SELECT 1 FROM ${STATE_TABLE} WHERE ${where(pipeline, table)} AND unit_id = ${quoteString(unitId)} LIMIT 1`,
+  );
+  return r.currentRowCount > 0;
+}
+
+export async function insertStateRow(
+  conn: DuckDBConnection,
+  pipeline: string,
+  table: string,
+  unitId: string,
+  records: number,
+): Promise<void> {
+  await conn.run(
+    `INSERT INTO ${STATE_TABLE} VALUES (${quoteString(pipeline)}, ${quoteString(table)}, ${quoteString(unitId)}, ${records}, now()::TIMESTAMP)`,
+  );
+}
+
+export async function deleteStateRows(conn: DuckDBConnection, pipeline: string, table: string): Promise<void> {
+  await conn.run(`DELETE FROM ${STATE_TABLE} WHERE ${where(pipeline, table)}`);
+}
+
+/** `replace`: the new generation's checkpoints become the table's. */
+export async function moveStateRows(conn: DuckDBConnection, pipeline: string, from: string, to: string): Promise<void> {
+  await conn.run(`UPDATE ${STATE_TABLE} SET table_name = ${quoteString(to)} WHERE ${where(pipeline, from)}`);
+}

@@ -1,0 +1,77 @@
+/**
+ * `_sluice_manifest.json`: the commit record of a file sink's output directory. A unit is committed when the
+ * manifest lists it; files in the directory that no manifest entry names are leftovers of a crash and are removed
+ * on the next open. Readers that want exactly the committed data read the files listed here.
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { SluiceError } from '../../src/core/errors.js';
+import type { SerializedType } from '../../src/schema/logical-type.js';
+import { isErrno, writeFileAtomic } from './fs-durable.js';
+
+export const MANIFEST_NAME = '_sluice_manifest.json';
+
+export interface ManifestUnit {
+  records: number;
+  /** Data files holding the unit's rows, relative to the output directory, `/`-separated. */
+  files: string[];
+  committed_at: string;
+  /**
+   * Parquet only: the unit is committed but its rows still wait in a staging file (not visible to readers) until
+   * enough have gathered for a full-size Parquet file, or the run finishes.
+   */
+  staged?: { file: string; bytes: number; schema: [string, SerializedType][] };
+}
+
+export interface Manifest {
+  version: 1;
+  pipeline: string;
+  format: 'jsonl' | 'parquet';
+  updated_at: string;
+  units: Record<string, ManifestUnit>;
+}
+
+export function emptyManifest(pipeline: string, format: Manifest['format']): Manifest {
+  return { version: 1, pipeline, format, updated_at: new Date().toISOString(), units: {} };
+}
+
+export async function readManifest(dir: string, pipeline: string, format: Manifest['format']): Promise<Manifest> {
+  const file = path.join(dir, MANIFEST_NAME);
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    if (isErrno(err, 'ENOENT')) return emptyManifest(pipeline, format);
+    throw err;
+  }
+  let m: Manifest;
+  try {
+    m = JSON.parse(text) as Manifest;
+  } catch (err) {
+    throw new SluiceError(`${file} is not valid JSON`, {
+      hint: 'it is written atomically by sluice, so something else changed it: restore it, or delete it together with the data files of that directory',
+      cause: err,
+    });
+  }
+  if (m.version !== 1 || typeof m.units !== 'object' || m.units === null)
+    throw new SluiceError(`${file} is not a sluice manifest (version 1)`, {
+      hint: 'point the sink at a directory of its own',
+    });
+  if (m.format !== format)
+    throw new SluiceError(`${dir} holds ${m.format} output, not ${format}`, {
+      hint: 'point the sink at a directory of its own',
+    });
+  return m;
+}
+
+export async function writeManifest(dir: string, tmpDir: string, m: Manifest): Promise<void> {
+  m.updated_at = new Date().toISOString();
+  await writeFileAtomic(path.join(dir, MANIFEST_NAME), `${JSON.stringify(m, null, 1)}\n`, tmpDir);
+}
+
+/** Every data file the manifest names (relative paths). */
+export function referencedFiles(m: Manifest): Set<string> {
+  const out = new Set<string>();
+  for (const u of Object.values(m.units)) for (const f of u.files) out.add(f);
+  return out;
+}

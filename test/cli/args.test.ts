@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { jsonArg, listArg, parseShard, positiveInt } from '../../src/cli/args.js';
+import { formatPlan } from '../../src/cli/commands/plan.js';
+
+describe('option values', () => {
+  it('parses shards i/n with 0 ≤ i < n', () => {
+    expect(parseShard('0/4')).toEqual({ index: 0, count: 4 });
+    expect(parseShard(' 3/4 ')).toEqual({ index: 3, count: 4 });
+    for (const bad of ['4/4', '1/0', '-1/4', '1', 'a/b', '1/2/3']) expect(() => parseShard(bad)).toThrow(/--shard/);
+  });
+
+  it('parses whole numbers, JSON and lists', () => {
+    expect(positiveInt('show')('5')).toBe(5);
+    expect(() => positiveInt('show')('0')).toThrow('--show must be a whole number ≥ 1 (got "0")');
+    expect(() => positiveInt('show')('2.5')).toThrow(/--show/);
+    expect(jsonArg('plan')('{"type":"serp"}')).toEqual({ type: 'serp' });
+    expect(() => jsonArg('plan')('{type')).toThrow(/^--plan is not valid JSON/);
+    expect(listArg(['1.1.1.1,2.2.2.2', '3.3.3.3'])).toEqual(['1.1.1.1', '2.2.2.2', '3.3.3.3']);
+    expect(listArg('a.com b.com')).toEqual(['a.com', 'b.com']);
+  });
+});
+
+describe('plan output', () => {
+  it('lists the first units, the requests, targets and notes', () => {
+    const text = formatPlan(
+      {
+        pipeline: 'nightly',
+        source: 'snapshot',
+        units: [1, 2, 3].map((i) => ({ id: `snapshot:snap_x:part:${i}`, estimatedRecords: 1000 })),
+        requests: ['GET /datasets/snapshots/snap_x/download × 3 (format jsonl)'],
+        targets: ['duckdb out.duckdb table t'],
+        estimatedRecords: 3000,
+        notes: ['snapshot snap_x was started by an earlier run'],
+      },
+      2,
+    );
+    expect(text.split('\n')).toEqual([
+      'plan: nightly (source snapshot)',
+      'units: 3, about 3,000 records',
+      '  snapshot:snap_x:part:1  (~1000 records)',
+      '  snapshot:snap_x:part:2  (~1000 records)',
+      '  … and 1 more',
+      'requests: ',
+      '  GET /datasets/snapshots/snap_x/download × 3 (format jsonl)',
+      'targets:',
+      '  duckdb out.duckdb table t',
+      'notes:',
+      '  snapshot snap_x was started by an earlier run',
+    ]);
+  });
+});

@@ -1,0 +1,75 @@
+import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../../src/cli/cli.js';
+import { memoryIo } from './memory-io.js';
+
+/** A local-file pipeline into JSONL: runs without the service. */
+function filePipeline(): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'sluice-run-'));
+  writeFileSync(
+    path.join(dir, 'in.jsonl'),
+    ['{"id":1,"s":"a"}', '{"id":2,"s":"b"}', '{"id":3,"s":"c"}', ''].join('\n'),
+  );
+  const file = path.join(dir, 'p.yaml');
+  writeFileSync(
+    file,
+    'version: 1\nname: run_test\nservice: { base_url: emulator, api_key: emulator-key }\n' +
+      'source: { type: file, paths: [in.jsonl], format: jsonl }\n' +
+      'transforms: [ { type: select, fields: [id, s] } ]\n' +
+      'sink: { type: jsonl, path: out }\n',
+  );
+  return file;
+}
+
+describe('sluice run', () => {
+  it('runs a pipeline, prints the summary, then the first rows of each output', async () => {
+    const io = memoryIo({});
+    expect(
+      await runCli(['run', filePipeline(), '--quiet', '--no-progress', '--show', '2'], io),
+      io.stderr.join('\n'),
+    ).toBe(0);
+    const out = io.stdout.join('\n');
+    expect(out).toMatch(/^done: run_test$/m);
+    expect(out).toMatch(/^ {2}records {6}3$/m);
+    expect(out).toContain('== jsonl out: first 2 rows');
+    const rows = io.stdout.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { id: number });
+    expect(rows).toHaveLength(2);
+    expect(io.stderr).toEqual([]);
+  });
+
+  it('prints the summary as one JSON object with --log-format json', async () => {
+    const io = memoryIo({});
+    expect(
+      await runCli(['run', filePipeline(), '--log-format', 'json', '--no-progress'], io),
+      io.stderr.join('\n'),
+    ).toBe(0);
+    expect(io.stdout).toHaveLength(1);
+    expect(JSON.parse(io.stdout[0]!)).toMatchObject({ status: 'ok', pipeline: 'run_test', records: 3 });
+    for (const line of io.stderr) expect(() => JSON.parse(line) as unknown).not.toThrow();
+  });
+});
+
+describe('sluice plan', () => {
+  it('lists units and targets without running anything', async () => {
+    const io = memoryIo({});
+    expect(await runCli(['plan', filePipeline()], io), io.stderr.join('\n')).toBe(0);
+    const lines = io.stdout.join('\n').split('\n');
+    expect(lines[0]).toBe('plan: run_test (source file)');
+    expect(lines[1]).toBe('units: 1');
+    expect(lines).toContain('targets:');
+    expect(lines.some((l) => /^ {2}jsonl .*out$/.test(l))).toBe(true);
+  });
+
+  it('plans a crawl from the example pipeline against the embedded emulator', async () => {
+    const io = memoryIo({});
+    // A copy, so the state directory the planner opens is not created inside the repository.
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'sluice-plan-')), 'serp.yaml');
+    copyFileSync(path.resolve(import.meta.dirname, '../../pipelines/serp.yaml'), file);
+    expect(await runCli(['plan', file, '--json'], io), io.stderr.join('\n')).toBe(0);
+    const plan = JSON.parse(io.stdout.join('\n')) as { source: string; units: { id: string }[] };
+    expect(plan.source).toBe('serp');
+    expect(plan.units).toHaveLength(3);
+  });
+});
