@@ -2,12 +2,14 @@
  * Sink throughput and peak memory, each route in a child process of its own (so peak RSS is the route's):
  *
  *   npx tsx bench/sinks.ts --records 200000 [--unit 10000] [--routes floor,duckdb-file,…] [--concurrency 4]
+ *                          [--memory-limit 256MB] [--keep]
  *
  * Input: company-profile-shaped records (bench/lib/sinks-records.ts) as one .jsonl.gz file per unit of `--unit`
  * records, as a snapshot download delivers them. Routes run units `--concurrency` at a time, like the engine.
  *
  *   floor            gunzip + split + JSON.parse in JS: the JS floor
  *   duckdb-own       DuckDB's own load: CREATE TABLE AS SELECT * FROM read_json('units/*.jsonl.gz')
+ *   duckdb-own-units DuckDB's own load per unit: one INSERT … read_json(file) transaction per unit file
  *   duckdb-file      duckdb sink, writeUnitFile (read_json of each unit's file in the unit's transaction)
  *   duckdb-rows      decode in JS (+ timestamps → Date, as the normalizer does), duckdb sink writeUnit
  *                    (staging NDJSON + read_json)
@@ -45,6 +47,7 @@ interface Args {
   routes: string[];
   child?: string;
   dir?: string;
+  memoryLimit?: string;
   keep: boolean;
 }
 
@@ -60,10 +63,13 @@ interface Result {
 }
 
 interface Env {
+  /** The route's own output directory (removed afterwards). */
   dir: string;
   units: string[];
   concurrency: number;
   records: number;
+  /** `--memory-limit` for DuckDB routes (e.g. 256MB), or undefined for DuckDB's default. */
+  memoryLimit?: string;
 }
 
 const quiet: Logger = { debug() {}, info() {}, warn() {}, error: (m) => process.stderr.write(`${m}\n`) };
@@ -103,9 +109,25 @@ const ROUTES: Record<string, (env: Env) => Promise<Partial<Result> & { records: 
   async 'duckdb-own'(env) {
     const db = await DuckDBInstance.create(path.join(env.dir, 'own.duckdb'));
     const conn = await db.connect();
-    await conn.run(
-      `CREATE TABLE t AS SELECT * FROM read_json('${path.join(env.dir, 'units', '*.jsonl.gz')}', format = 'newline_delimited')`,
-    );
+    if (env.memoryLimit) await conn.run(`SET memory_limit = '${env.memoryLimit}'`);
+    const glob = path.join(path.dirname(env.units[0]!), '*.jsonl.gz');
+    await conn.run(`CREATE TABLE t AS SELECT * FROM read_json('${glob}', format = 'newline_delimited')`);
+    const r = await conn.runAndReadAll('SELECT count(*) FROM t');
+    conn.closeSync();
+    db.closeSync();
+    return { records: Number(r.getRows()[0]![0]) };
+  },
+
+  async 'duckdb-own-units'(env) {
+    const db = await DuckDBInstance.create(path.join(env.dir, 'own-units.duckdb'));
+    const conn = await db.connect();
+    if (env.memoryLimit) await conn.run(`SET memory_limit = '${env.memoryLimit}'`);
+    await conn.run(`CREATE TABLE t AS SELECT * FROM read_json('${env.units[0]}', format = 'newline_delimited') LIMIT 0`);
+    for (const f of env.units) {
+      await conn.run('BEGIN TRANSACTION');
+      await conn.run(`INSERT INTO t BY NAME SELECT * FROM read_json('${f}', format = 'newline_delimited')`);
+      await conn.run('COMMIT');
+    }
     const r = await conn.runAndReadAll('SELECT count(*) FROM t');
     conn.closeSync();
     db.closeSync();
@@ -113,7 +135,7 @@ const ROUTES: Record<string, (env: Env) => Promise<Partial<Result> & { records: 
   },
 
   async 'duckdb-file'(env) {
-    const sink = new DuckDBSink({ type: 'duckdb', path: 'file.duckdb', table: 't', write: 'append' });
+    const sink = new DuckDBSink({ type: 'duckdb', path: 'file.duckdb', table: 't', write: 'append', memory_limit: env.memoryLimit });
     await sink.open(sinkContext(env.dir));
     const records = await eachUnit(
       env,
@@ -125,7 +147,7 @@ const ROUTES: Record<string, (env: Env) => Promise<Partial<Result> & { records: 
   },
 
   async 'duckdb-rows'(env) {
-    const sink = new DuckDBSink({ type: 'duckdb', path: 'rows.duckdb', table: 't', write: 'append' });
+    const sink = new DuckDBSink({ type: 'duckdb', path: 'rows.duckdb', table: 't', write: 'append', memory_limit: env.memoryLimit });
     return { records: await throughSink(env, sink, (f) => withTimestamps(decodeJsonlGz(f))) };
   },
 
@@ -185,6 +207,7 @@ async function appenderRoute(env: Env, mode: 'row' | 'chunk'): Promise<{ records
   const columns = [...schema.columns].map(([k, t]) => [k, closeOpenParts(t)] as const);
   const db = await DuckDBInstance.create(path.join(env.dir, `${mode}.duckdb`));
   const conn = await db.connect();
+  if (env.memoryLimit) await conn.run(`SET memory_limit = '${env.memoryLimit}'`);
   await conn.run(`CREATE TABLE t (${columns.map(([k, t]) => `${quoteIdent(k)} ${duckdbType(t)}`).join(', ')})`);
   const names = columns.map(([k]) => k);
   let records = 0;
@@ -251,15 +274,16 @@ function parseArgs(argv: string[]): Args {
     routes: (get('routes') ?? Object.keys(ROUTES).join(',')).split(',').filter(Boolean),
     child: get('child'),
     dir: get('dir'),
+    memoryLimit: get('memory-limit'),
     keep: argv.includes('--keep'),
   };
 }
 
 async function runChild(args: Args): Promise<void> {
-  const dir = args.dir!;
-  const unitsDir = path.join(dir, 'units');
+  const unitsDir = path.join(args.dir!, 'units');
   const units = (await readdir(unitsDir)).sort().map((f) => path.join(unitsDir, f));
-  const env: Env = { dir, units, concurrency: args.concurrency, records: args.records };
+  const dir = await mkdtemp(path.join(args.dir!, `out-${args.child}-`));
+  const env: Env = { dir, units, concurrency: args.concurrency, records: args.records, memoryLimit: args.memoryLimit };
   const route = ROUTES[args.child!];
   if (!route) throw new Error(`unknown route ${args.child}; routes: ${Object.keys(ROUTES).join(', ')}`);
   const cpu0 = process.cpuUsage();
@@ -276,12 +300,14 @@ async function runChild(args: Args): Promise<void> {
     ...r,
   };
   process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
+  await rm(dir, { recursive: true, force: true });
 }
 
 function spawnChild(route: string, args: Args, dir: string): Promise<Result> {
   const script = fileURLToPath(import.meta.url);
   const childArgs = ['--import', 'tsx', script, '--child', route, '--dir', dir];
   childArgs.push('--records', String(args.records), '--concurrency', String(args.concurrency));
+  if (args.memoryLimit) childArgs.push('--memory-limit', args.memoryLimit);
   return new Promise((resolve, reject) => {
     const p = spawn(process.execPath, childArgs, { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';

@@ -313,9 +313,7 @@ export class DuckDBSink implements Sink {
     columns?: ReadonlyMap<string, LogicalType>,
   ): Promise<Stage> {
     const table = `temp.${quoteIdent(`_sluice_stage_${++this.stageCounter}`)}`;
-    const T0 = performance.now();
     await conn.run(`CREATE TEMP TABLE ${table.slice(5)} AS SELECT * FROM ${source}`);
-    console.error('TIMING stage', ((performance.now() - T0) / 1000).toFixed(2));
     const stage: Stage = { conn, table, columns: columns ?? new Map(), rows: 0 };
     const count = await conn.runAndReadAll(`SELECT count(*) FROM ${table}`);
     stage.rows = Number(count.getRows()[0]![0]);
@@ -341,9 +339,7 @@ export class DuckDBSink implements Sink {
     return this.locked(async () => {
       // First try keeping DATE/TIMESTAMP columns for ISO text (DuckDB parses it); widen to VARCHAR only if refused.
       for (let lenient = true; ; lenient = false) {
-        const T3 = performance.now();
         const columns = stage && stage.rows > 0 ? await this.prepareTable(stage.columns, lenient) : undefined;
-        console.error('TIMING prepare', ((performance.now() - T3) / 1000).toFixed(2));
         try {
           return await this.transaction(unitId, conn, stage, columns);
         } catch (err) {
@@ -391,15 +387,11 @@ export class DuckDBSink implements Sink {
         await rollback(conn);
         return { committed: false, records: 0 };
       }
-      const T1 = performance.now();
       if (stage && columns) await this.insertRows(stage, columns);
-      console.error('TIMING insert', ((performance.now() - T1) / 1000).toFixed(2));
       const records = stage?.rows ?? 0;
       await this.hooks.beforeCheckpoint?.(unitId);
       await insertStateRow(conn, pipeline, this.targetStateKey, unitId, records);
-      const T2 = performance.now();
       await conn.run('COMMIT');
-      console.error('TIMING commit', ((performance.now() - T2) / 1000).toFixed(2));
       return { committed: true, records };
     } catch (err) {
       await rollback(conn);

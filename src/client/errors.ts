@@ -67,7 +67,7 @@ export class AmbiguousPaidCallError extends ServiceError {
       hint:
         init.hint ??
         'this call starts paid or account-changing work and the service may have received it: check the account ' +
-          '(e.g. `sluice datasets snapshots`, the zone settings) before running it again',
+          '(e.g. `sluice datasets snapshot <id>` for a filter job, the zone settings) before running it again',
     });
     this.name = 'AmbiguousPaidCallError';
   }

@@ -195,7 +195,7 @@ class CsvParser {
       NON_ASCII.lastIndex = start;
       high = this.nextHigh = NON_ASCII.test(t) ? NON_ASCII.lastIndex - 1 : t.length;
     }
-    return high < end ? this.bytes.toString('utf8', start, end) : this.bytes.latin1Slice(start, end);
+    return high < end ? this.bytes.toString('utf8', start, end) : t.slice(start, end);
   }
 
   /** The next comma or line feed at or after `pos` (or the end of `t`). */

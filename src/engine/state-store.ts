@@ -19,8 +19,8 @@ export class FileStateStore implements StateStore {
     this.data = data;
   }
 
+  /** Reads the state if there is any; the directory is created on the first write (so `plan` leaves no trace). */
   static async open(file: string): Promise<FileStateStore> {
-    await mkdir(path.dirname(file), { recursive: true });
     let data: Record<string, unknown> = {};
     try {
       data = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
@@ -61,6 +61,7 @@ export class FileStateStore implements StateStore {
 }
 
 async function writeAtomic(file: string, text: string): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true });
   const tmp = `${file}.${process.pid}.tmp`;
   const fh = await open(tmp, 'w');
   try {
@@ -70,6 +71,13 @@ async function writeAtomic(file: string, text: string): Promise<void> {
     await fh.close();
   }
   await rename(tmp, file);
+  // The rename is durable only once the directory entry is: a checkpointed job id must survive a power cut.
+  const dir = await open(path.dirname(file), 'r');
+  try {
+    await dir.sync();
+  } finally {
+    await dir.close();
+  }
 }
 
 /** In-memory store for `plan` and tests. */

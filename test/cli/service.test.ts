@@ -140,4 +140,18 @@ describe('sluice emulator', () => {
     await expect(fetch(`${url}/countrieslist`)).rejects.toThrow();
     expect(io.stdout.join('\n')).not.toContain(SECRET);
   });
+
+  it('says what to do when the port is taken', async () => {
+    const other = await startEmulator({});
+    try {
+      const io = memoryIo({});
+      expect(await runCli(['emulator', '--port', String(other.port)], io)).toBe(1);
+      expect(io.stderr).toEqual([
+        `error: cannot listen on 127.0.0.1:${other.port}: the port is in use`,
+        '  fix: pick another port with --port (0 takes any free one)',
+      ]);
+    } finally {
+      await other.close();
+    }
+  });
 });

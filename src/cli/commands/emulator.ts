@@ -1,6 +1,7 @@
 /** `sluice emulator`: the whole service on a local port, with deterministic data, until Ctrl-C. */
 import path from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
+import { SluiceError } from '../../core/errors.js';
 import type { CliContext } from '../context.js';
 
 interface EmulatorArgs {
@@ -77,6 +78,15 @@ export function emulatorCommand(ctx: CliContext): CommandModule<object, Emulator
         ...(args['time-scale'] !== undefined && { timeScale: args['time-scale'] }),
         ...(args['latency-ms'] !== undefined && { latencyMs: args['latency-ms'] }),
         ...(args.faults !== undefined && { faults: loadFaultsFile(path.resolve(args.faults)) }),
+      }).catch((err: NodeJS.ErrnoException) => {
+        if (err.code === 'EADDRINUSE' || err.code === 'EACCES')
+          throw new SluiceError(
+            `cannot listen on ${args.host}:${args.port}: ${err.code === 'EADDRINUSE' ? 'the port is in use' : 'permission denied'}`,
+            {
+              hint: 'pick another port with --port (0 takes any free one)',
+            },
+          );
+        throw err;
       });
       ctx.io.out(`emulator listening on ${emulator.url}`);
       ctx.io.err(`point sluice at it: SLUICE_BASE_URL=${emulator.url} (Ctrl-C stops it)`);

@@ -46,7 +46,10 @@ export function* renderRecords(
   if (out.size > 0) yield out.take();
 }
 
-/** UTF-8 text appended into a buffer; `take()` hands the filled part over and starts a fresh buffer. */
+/**
+ * UTF-8 text appended into one reused buffer; `take()` hands over an exact-size copy, so the chunks in flight
+ * (socket and gzip queues) hold no slack.
+ */
 class ChunkWriter {
   private buf = Buffer.allocUnsafe(2 * CHUNK_BYTES);
   size = 0;
@@ -67,8 +70,8 @@ class ChunkWriter {
   }
 
   take(): Buffer {
-    const chunk = this.buf.subarray(0, this.size);
-    this.buf = Buffer.allocUnsafe(2 * CHUNK_BYTES);
+    const chunk = Buffer.allocUnsafe(this.size);
+    this.buf.copy(chunk, 0, 0, this.size);
     this.size = 0;
     return chunk;
   }
