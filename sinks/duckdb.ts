@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
+import pLimit from 'p-limit';
 import { z } from 'zod';
 import { SluiceError } from '../src/core/errors.js';
 import type {
@@ -51,6 +52,13 @@ import { ensureWritableDir } from './common/fs-durable.js';
 import { isGzipFile } from './common/jsonl-copy.js';
 import { writeNdjson } from './common/ndjson-writer.js';
 import { unitFileStem } from './common/unit-file-name.js';
+
+/**
+ * Units staged into DuckDB at once. DuckDB already uses every core for one load, and each staged unit holds its
+ * rows in memory until committed: two keep both cores busy (one parsing while the other commits) at half the
+ * memory of four.
+ */
+const STAGE_CONCURRENCY = Number(process.env.SLUICE_DUCKDB_STAGE_CONCURRENCY ?? 2);
 
 /** Suffix of the table a `replace` run fills before it is swapped in. */
 export const NEXT_SUFFIX = '__sluice_next';
@@ -150,6 +158,7 @@ export class DuckDBSink implements Sink {
   /** Connections of units in flight (a temp table belongs to one connection); reused across units. */
   private readonly idle: DuckDBConnection[] = [];
   private stageCounter = 0;
+  private readonly stageSlots = pLimit(Math.max(1, STAGE_CONCURRENCY));
 
   constructor(
     private readonly config: DuckDBSinkConfig,
@@ -217,26 +226,15 @@ export class DuckDBSink implements Sink {
       `${this.stagingPrefix}${unitFileStem(unit.id)}.${randomBytes(4).toString('hex')}.json`,
     );
     const schema = new InferredSchema();
-    const conn = await this.takeConnection();
-    let stage: Stage | undefined;
     try {
       const { rows } = await writeNdjson(batches, staging, { schema });
       this.checkNames(schema.conflicts);
       this.noteConflicts(schema.conflicts);
-      if (rows > 0) {
-        const specs = [...schema.columns].map(([k, t]) => `${quoteString(k)}: ${quoteString(duckdbType(t))}`);
-        stage = await this.stage(
-          conn,
-          `read_json(${quoteString(staging)}, format = 'newline_delimited', columns = {${specs.join(', ')}})`,
-          schema.columns,
-        );
-      }
-      await rm(staging, { force: true });
-      return await this.commitUnit(unit.id, conn, stage);
+      const specs = [...schema.columns].map(([k, t]) => `${quoteString(k)}: ${quoteString(duckdbType(t))}`);
+      const source = `read_json(${quoteString(staging)}, format = 'newline_delimited', columns = {${specs.join(', ')}})`;
+      return await this.stageAndCommit(unit.id, rows > 0 ? source : undefined, schema.columns);
     } finally {
       await rm(staging, { force: true });
-      await this.dropStage(stage);
-      this.giveConnection(conn);
     }
   }
 
@@ -248,18 +246,29 @@ export class DuckDBSink implements Sink {
     if (file.format !== 'jsonl') throw new Error(`the duckdb sink loads only JSONL files natively, not ${file.format}`);
     if (await this.isCommitted(unit.id)) return { committed: false, records: 0 };
     const compression = (await isGzipFile(file.path)) ? 'gzip' : 'uncompressed';
-    const conn = await this.takeConnection();
-    let stage: Stage | undefined;
-    try {
-      stage = await this.stage(
-        conn,
-        `read_json(${quoteString(file.path)}, format = 'newline_delimited', compression = ${quoteString(compression)}, map_inference_threshold = -1)`,
-      );
-      return await this.commitUnit(unit.id, conn, stage);
-    } finally {
-      await this.dropStage(stage);
-      this.giveConnection(conn);
-    }
+    return this.stageAndCommit(
+      unit.id,
+      `read_json(${quoteString(file.path)}, format = 'newline_delimited', compression = ${quoteString(compression)}, map_inference_threshold = -1)`,
+    );
+  }
+
+  /** Stages `source` (no rows when undefined) on a connection of its own, then commits it under the table lock. */
+  private stageAndCommit(
+    unitId: string,
+    source: string | undefined,
+    columns?: ReadonlyMap<string, LogicalType>,
+  ): Promise<CommitResult> {
+    return this.stageSlots(async () => {
+      const conn = await this.takeConnection();
+      let stage: Stage | undefined;
+      try {
+        if (source) stage = await this.stage(conn, source, columns);
+        return await this.commitUnit(unitId, conn, stage);
+      } finally {
+        await this.dropStage(stage);
+        this.giveConnection(conn);
+      }
+    });
   }
 
   /** `replace`: the new table takes the old one's place, with its checkpoints, in one transaction. */

@@ -103,4 +103,6 @@ export interface EmulatorContext {
   options: EmulatorOptions;
   clock: Clock;
   stats: Stats;
+  /** Aborted when the server closes: background work (filter job scans) stops with it. */
+  closed: AbortSignal;
 }

@@ -33,7 +33,13 @@ export const routeModules: RouteModule[] = [datasets, deepLookup, request, zones
 
 export async function startEmulator(opts: Partial<EmulatorOptions> = {}): Promise<EmulatorHandle> {
   const options: EmulatorOptions = { ...defaultEmulatorOptions, ...opts };
-  const ctx: EmulatorContext = { options, clock: new Clock(options.timeScale), stats: new Stats() };
+  const closing = new AbortController();
+  const ctx: EmulatorContext = {
+    options,
+    clock: new Clock(options.timeScale),
+    stats: new Stats(),
+    closed: closing.signal,
+  };
   const faults =
     options.faults === undefined
       ? undefined
@@ -60,7 +66,10 @@ export async function startEmulator(opts: Partial<EmulatorOptions> = {}): Promis
     port,
     ctx,
     stats: ctx.stats,
-    close: () => closeServer(server),
+    close: () => {
+      closing.abort();
+      return closeServer(server);
+    },
   };
 }
 

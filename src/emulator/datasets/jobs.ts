@@ -108,7 +108,7 @@ export class SnapshotJob {
           if ((i & 63) === 0 && performance.now() >= sliceEnd) break;
         }
         this.scanned = i;
-        if (this.timedOut) break;
+        if (this.timedOut || this.ctx.closed.aborted) break;
         await new Promise<void>((resolve) => setImmediate(resolve));
       }
     } catch (err) {
