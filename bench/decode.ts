@@ -131,7 +131,14 @@ async function timed(name: string, file: string, run: (sample: () => void) => Pr
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
   const cpuSeconds = (cpu.user + cpu.system) / 1e6;
-  return { name, seconds, cpuSeconds, records, inputBytes: (await stat(file)).size, peakRssMb: Math.round(peak / 2 ** 20) };
+  return {
+    name,
+    seconds,
+    cpuSeconds,
+    records,
+    inputBytes: (await stat(file)).size,
+    peakRssMb: Math.round(peak / 2 ** 20),
+  };
 }
 
 function arg(name: string, fallback: string): string {

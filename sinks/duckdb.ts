@@ -2,17 +2,20 @@
  * `duckdb` sink: rows into a DuckDB table with native STRUCT / LIST / TIMESTAMP / DATE columns, each unit's rows
  * committed in ONE transaction with its row in `_sluice_state`.
  *
- * Rows from JS are written to a staging NDJSON file (observing the schema on the way) and loaded with DuckDB's
- * own `read_json(columns = …)`: measured faster and leaner than the appender (see `bench/sinks.ts`). A unit that
- * arrives as a local JSONL file is loaded by `read_json` directly. Staging runs concurrently for many units;
- * what touches the table (schema changes, the load, the checkpoint) runs one unit at a time per table, because
- * DuckDB rejects concurrent schema changes and conflicting deletes on one table.
+ * Both paths give DuckDB a newline-delimited JSON file and its schema, and DuckDB loads it with `read_json` and
+ * explicit `columns` (the table's types) inside the unit's transaction:
+ * - `writeUnit` (rows from JS): the rows are written to a staging file, the schema inferred on the way —
+ *   measured faster than the appender, row by row or in columnar DataChunks (`bench/sinks.ts`);
+ * - `writeUnitFile` (a local JSONL file, gzip or not): the file is scanned in JS for its schema (and for lines
+ *   that are not JSON objects, which make it throw) and loaded as it is. Letting DuckDB detect the columns instead
+ *   would parse a 10k-record unit twice and hold the parsed sample in memory.
+ * The JS work runs concurrently for many units; what touches the table (schema changes, load, checkpoint) runs
+ * one unit at a time per table, because DuckDB rejects concurrent schema changes and conflicting deletes.
  */
 import { randomBytes } from 'node:crypto';
 import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import pLimit from 'p-limit';
 import { z } from 'zod';
 import { SluiceError } from '../src/core/errors.js';
 import type {
@@ -26,10 +29,9 @@ import type {
   WorkUnit,
 } from '../src/core/types.js';
 import { ConflictLog } from '../src/schema/conflicts.js';
-import { duckdbType, fromDuckDBType, quoteIdent, quoteString } from '../src/schema/duckdb-types.js';
+import { duckdbType, quoteIdent, quoteString } from '../src/schema/duckdb-types.js';
 import { InferredSchema } from '../src/schema/infer.js';
-import { caseTwin } from '../src/schema/join.js';
-import type { LogicalType } from '../src/schema/logical-type.js';
+import { decidedColumns, type LogicalType } from '../src/schema/logical-type.js';
 import { DuckDBDatabase } from './common/duckdb-database.js';
 import {
   committedUnitIds,
@@ -40,7 +42,6 @@ import {
   moveStateRows,
 } from './common/duckdb-state.js';
 import {
-  convertExpr,
   createTable,
   evolveTable,
   qualified,
@@ -49,16 +50,9 @@ import {
   type Columns,
 } from './common/duckdb-table.js';
 import { ensureWritableDir } from './common/fs-durable.js';
-import { isGzipFile } from './common/jsonl-copy.js';
+import { scanJsonl } from './common/jsonl-files.js';
 import { writeNdjson } from './common/ndjson-writer.js';
 import { unitFileStem } from './common/unit-file-name.js';
-
-/**
- * Units staged into DuckDB at once. DuckDB already uses every core for one load, and each staged unit holds its
- * rows in memory until committed: two keep both cores busy (one parsing while the other commits) at half the
- * memory of four.
- */
-const STAGE_CONCURRENCY = Number(process.env.SLUICE_DUCKDB_STAGE_CONCURRENCY ?? 2);
 
 /** Suffix of the table a `replace` run fills before it is swapped in. */
 export const NEXT_SUFFIX = '__sluice_next';
@@ -126,15 +120,11 @@ export interface DuckDBSinkHooks {
   beforeCheckpoint?: (unitId: string) => void | Promise<void>;
 }
 
-/**
- * A unit's rows loaded into a temp table of the connection that will commit them. Staging runs for many units in
- * parallel (each on a connection of its own); only the short copy into the table and the checkpoint are serialised.
- */
-interface Stage {
-  conn: DuckDBConnection;
-  /** Quoted name of the temp table. */
-  table: string;
-  /** Column types of the staged rows (what they are, before conversion to the table's types). */
+/** A unit's rows in a newline-delimited JSON file, with their schema. */
+interface UnitFile {
+  path: string;
+  gzip: boolean;
+  /** The columns whose type is decided (null-only ones are left out: their values are null anyway). */
   columns: ReadonlyMap<string, LogicalType>;
   rows: number;
 }
@@ -155,10 +145,6 @@ export class DuckDBSink implements Sink {
   private columns: Columns | undefined;
   private readonly tableConflicts = new ConflictLog();
   private reportedConflicts = 0;
-  /** Connections of units in flight (a temp table belongs to one connection); reused across units. */
-  private readonly idle: DuckDBConnection[] = [];
-  private stageCounter = 0;
-  private readonly stageSlots = pLimit(Math.max(1, STAGE_CONCURRENCY));
 
   constructor(
     private readonly config: DuckDBSinkConfig,
@@ -228,47 +214,21 @@ export class DuckDBSink implements Sink {
     const schema = new InferredSchema();
     try {
       const { rows } = await writeNdjson(batches, staging, { schema });
-      this.checkNames(schema.conflicts);
-      this.noteConflicts(schema.conflicts);
-      const specs = [...schema.columns].map(([k, t]) => `${quoteString(k)}: ${quoteString(duckdbType(t))}`);
-      const source = `read_json(${quoteString(staging)}, format = 'newline_delimited', columns = {${specs.join(', ')}})`;
-      return await this.stageAndCommit(unit.id, rows > 0 ? source : undefined, schema.columns);
+      const columns = decidedColumns(schema.columns);
+      return await this.commitUnit(unit.id, { path: staging, gzip: false, columns, rows }, schema);
     } finally {
       await rm(staging, { force: true });
     }
   }
 
-  /**
-   * Native path: DuckDB reads the unit's file itself (`read_json` detects the columns), the table is created or
-   * evolved to hold them, and the rows are copied in the unit's transaction. Throws when DuckDB refuses the file.
-   */
+  /** Native path: the unit's JSONL file (gzip or not) is loaded by `read_json` as it is. Throws when it cannot be. */
   async writeUnitFile(unit: WorkUnit, file: RawFile): Promise<CommitResult> {
     if (file.format !== 'jsonl') throw new Error(`the duckdb sink loads only JSONL files natively, not ${file.format}`);
     if (await this.isCommitted(unit.id)) return { committed: false, records: 0 };
-    const compression = (await isGzipFile(file.path)) ? 'gzip' : 'uncompressed';
-    return this.stageAndCommit(
-      unit.id,
-      `read_json(${quoteString(file.path)}, format = 'newline_delimited', compression = ${quoteString(compression)}, map_inference_threshold = -1)`,
-    );
-  }
-
-  /** Stages `source` (no rows when undefined) on a connection of its own, then commits it under the table lock. */
-  private stageAndCommit(
-    unitId: string,
-    source: string | undefined,
-    columns?: ReadonlyMap<string, LogicalType>,
-  ): Promise<CommitResult> {
-    return this.stageSlots(async () => {
-      const conn = await this.takeConnection();
-      let stage: Stage | undefined;
-      try {
-        if (source) stage = await this.stage(conn, source, columns);
-        return await this.commitUnit(unitId, conn, stage);
-      } finally {
-        await this.dropStage(stage);
-        this.giveConnection(conn);
-      }
-    });
+    const schema = new InferredSchema();
+    const { records, gzip } = await scanJsonl(file.path, schema);
+    const columns = decidedColumns(schema.columns);
+    return this.commitUnit(unit.id, { path: file.path, gzip, columns, rows: records }, schema);
   }
 
   /** `replace`: the new table takes the old one's place, with its checkpoints, in one transaction. */
@@ -301,7 +261,6 @@ export class DuckDBSink implements Sink {
   }
 
   async close(): Promise<void> {
-    for (const c of this.idle.splice(0)) c.closeSync();
     this.conn?.closeSync();
     this.conn = undefined;
     if (this.db) {
@@ -315,42 +274,15 @@ export class DuckDBSink implements Sink {
     return isUnitCommitted(this.connection(), this.context().pipeline, this.targetStateKey, unitId);
   }
 
-  /** Loads `source` into a new temp table of `conn`; `columns` are the rows' types when known, else DuckDB's. */
-  private async stage(
-    conn: DuckDBConnection,
-    source: string,
-    columns?: ReadonlyMap<string, LogicalType>,
-  ): Promise<Stage> {
-    const table = `temp.${quoteIdent(`_sluice_stage_${++this.stageCounter}`)}`;
-    await conn.run(`CREATE TEMP TABLE ${table.slice(5)} AS SELECT * FROM ${source}`);
-    const stage: Stage = { conn, table, columns: columns ?? new Map(), rows: 0 };
-    const count = await conn.runAndReadAll(`SELECT count(*) FROM ${table}`);
-    stage.rows = Number(count.getRows()[0]![0]);
-    if (!columns) {
-      const r = await conn.runAndReadAll(`SELECT * FROM ${table} LIMIT 0`);
-      const detected = new Map<string, LogicalType>();
-      const types = r.columnTypes();
-      r.columnNames().forEach((n, i) => {
-        const twin = caseTwin(detected, n);
-        if (twin !== undefined) throw new Error(`fields ${twin} and ${n} differ only in case`);
-        detected.set(n, fromDuckDBType(types[i]!));
-      });
-      stage.columns = detected;
-    }
-    return stage;
-  }
-
-  private async dropStage(stage: Stage | undefined): Promise<void> {
-    if (stage) await stage.conn.run(`DROP TABLE IF EXISTS ${stage.table}`).catch(() => undefined);
-  }
-
-  private async commitUnit(unitId: string, conn: DuckDBConnection, stage: Stage | undefined): Promise<CommitResult> {
+  private async commitUnit(unitId: string, file: UnitFile, schema: InferredSchema): Promise<CommitResult> {
+    this.checkNames(schema.conflicts);
+    this.noteConflicts(schema.conflicts);
     return this.locked(async () => {
       // First try keeping DATE/TIMESTAMP columns for ISO text (DuckDB parses it); widen to VARCHAR only if refused.
       for (let lenient = true; ; lenient = false) {
-        const columns = stage && stage.rows > 0 ? await this.prepareTable(stage.columns, lenient) : undefined;
+        const columns = file.columns.size > 0 ? await this.prepareTable(file.columns, lenient) : undefined;
         try {
-          return await this.transaction(unitId, conn, stage, columns);
+          return await this.transaction(unitId, file, columns);
         } catch (err) {
           if (lenient && isConversionError(err)) continue;
           throw err instanceof SluiceError ? err : this.failure(`could not load unit ${unitId}`, err);
@@ -383,12 +315,8 @@ export class DuckDBSink implements Sink {
     return this.columns;
   }
 
-  private async transaction(
-    unitId: string,
-    conn: DuckDBConnection,
-    stage: Stage | undefined,
-    columns: Columns | undefined,
-  ): Promise<CommitResult> {
+  private async transaction(unitId: string, file: UnitFile, columns: Columns | undefined): Promise<CommitResult> {
+    const conn = this.connection();
     const pipeline = this.context().pipeline;
     await conn.run('BEGIN TRANSACTION');
     try {
@@ -396,8 +324,7 @@ export class DuckDBSink implements Sink {
         await rollback(conn);
         return { committed: false, records: 0 };
       }
-      if (stage && columns) await this.insertRows(stage, columns);
-      const records = stage?.rows ?? 0;
+      const records = columns ? await this.insertRows(file, columns) : await this.insertEmptyRows(file.rows);
       await this.hooks.beforeCheckpoint?.(unitId);
       await insertStateRow(conn, pipeline, this.targetStateKey, unitId, records);
       await conn.run('COMMIT');
@@ -408,33 +335,48 @@ export class DuckDBSink implements Sink {
     }
   }
 
-  /** The unit's data statement(s): staged rows, converted to the table's types, appended or merged. */
-  private async insertRows(stage: Stage, columns: Columns): Promise<void> {
-    const table = qualified(this.schemaName, this.target);
-    const convert = (k: string): string =>
-      convertExpr(`s.${quoteIdent(k)}`, stage.columns.get(k)!, columns.get(k)!, 0);
-    const list = [...stage.columns.keys()].map((k) => `${convert(k)} AS ${quoteIdent(k)}`).join(', ');
-    if (this.config.write !== 'merge') {
-      await stage.conn.run(`INSERT INTO ${table} BY NAME SELECT ${list} FROM ${stage.table} AS s`);
-      return;
+  /** Rows whose every value is null: nothing to type a column by, but still rows of the table when it exists. */
+  private async insertEmptyRows(rows: number): Promise<number> {
+    if (rows === 0) return 0;
+    const first = this.columns?.keys().next().value;
+    if (first === undefined) {
+      this.context().log.warn(`${this.label}: ${rows} record(s) with only null values and no table yet: not stored`);
+      return 0;
     }
-    const keys = this.config.primary_key!;
-    await stage.conn.run(
-      `DELETE FROM ${table} AS t USING ${stage.table} AS s WHERE ${keys.map((k) => `t.${quoteIdent(k)} IS NOT DISTINCT FROM ${convert(k)}`).join(' AND ')}`,
-    );
-    // The temp table keeps the unit's row order in its rowid: the last row for a key wins.
-    await stage.conn.run(
-      `INSERT INTO ${table} BY NAME SELECT ${list} FROM ${stage.table} AS s QUALIFY row_number() OVER (PARTITION BY ${keys.map((k) => `s.${quoteIdent(k)}`).join(', ')} ORDER BY s.rowid DESC) = 1`,
-    );
+    const table = qualified(this.schemaName, this.target);
+    await this.connection().run(`INSERT INTO ${table} (${quoteIdent(first)}) SELECT NULL FROM range(${rows})`);
+    return rows;
   }
 
-  private async takeConnection(): Promise<DuckDBConnection> {
-    return this.idle.pop() ?? (await this.database().connect());
-  }
-
-  private giveConnection(conn: DuckDBConnection): void {
-    if (this.conn) this.idle.push(conn);
-    else conn.closeSync();
+  /** The unit's data statement(s): its file read with the table's types, appended or merged. Returns the rows. */
+  private async insertRows(file: UnitFile, columns: Columns): Promise<number> {
+    const conn = this.connection();
+    const table = qualified(this.schemaName, this.target);
+    // Timestamps are read as TIMESTAMPTZ: DuckDB's TIMESTAMP parser ignores a UTC offset in the text.
+    const specs = [...file.columns.keys()].map(
+      (k) => `${quoteString(k)}: ${quoteString(duckdbType(columns.get(k)!, { forRead: true }))}`,
+    );
+    const source = `read_json(${quoteString(file.path)}, format = 'newline_delimited', compression = '${file.gzip ? 'gzip' : 'uncompressed'}', columns = {${specs.join(', ')}})`;
+    if (this.config.write !== 'merge') {
+      const r = await conn.run(`INSERT INTO ${table} BY NAME SELECT * FROM ${source}`);
+      return Number(r.rowsChanged);
+    }
+    const keys = this.config.primary_key!.map(quoteIdent);
+    const stage = `temp.${quoteIdent('_sluice_merge_stage')}`;
+    await conn.run(`CREATE OR REPLACE TEMP TABLE ${quoteIdent('_sluice_merge_stage')} AS SELECT * FROM ${source}`);
+    try {
+      await conn.run(
+        `DELETE FROM ${table} AS t USING ${stage} AS s WHERE ${keys.map((k) => `t.${k} IS NOT DISTINCT FROM s.${k}`).join(' AND ')}`,
+      );
+      // The temp table keeps the file's row order in its rowid: the last row for a key wins.
+      await conn.run(
+        `INSERT INTO ${table} BY NAME SELECT * FROM ${stage} QUALIFY row_number() OVER (PARTITION BY ${keys.join(', ')} ORDER BY rowid DESC) = 1`,
+      );
+      const n = await conn.runAndReadAll(`SELECT count(*) FROM ${stage}`);
+      return Number(n.getRows()[0]![0]);
+    } finally {
+      await conn.run(`DROP TABLE IF EXISTS ${stage}`);
+    }
   }
 
   /** DuckDB cannot hold two names that differ only in case; say which, before anything is written. */

@@ -15,9 +15,9 @@ import type {
   SinkContext,
   WorkUnit,
 } from '../src/core/types.js';
-import { copyCheckedJsonl } from './common/jsonl-copy.js';
+import { copyCheckedJsonl } from './common/jsonl-files.js';
 import { writeNdjson } from './common/ndjson-writer.js';
-import { OutputDir } from './common/output-dir.js';
+import { OutputDir, type FileSinkHooks } from './common/output-dir.js';
 import { unitFileStem } from './common/unit-file-name.js';
 
 /**
@@ -64,7 +64,10 @@ export class JsonlSink implements Sink {
   private readonly gzipLevel: number | undefined;
   private readonly ext: string;
 
-  constructor(private readonly config: JsonlSinkConfig) {
+  constructor(
+    private readonly config: JsonlSinkConfig,
+    private readonly hooks: FileSinkHooks = {},
+  ) {
     const compress = config.compress ?? config.path.endsWith('.gz');
     this.gzipLevel = compress ? config.gzip_level : undefined;
     this.ext = compress ? '.jsonl.gz' : '.jsonl';
@@ -79,6 +82,7 @@ export class JsonlSink implements Sink {
       format: 'jsonl',
       label: 'jsonl sink',
       log: ctx.log,
+      hooks: this.hooks,
     });
   }
 

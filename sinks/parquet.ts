@@ -26,7 +26,7 @@ import { deserializeType, serializeType } from '../src/schema/logical-type.js';
 import type { ManifestUnit } from './common/manifest.js';
 import { Mutex } from './common/mutex.js';
 import { writeNdjson } from './common/ndjson-writer.js';
-import { OutputDir, STAGED_DIR, type Move } from './common/output-dir.js';
+import { OutputDir, STAGED_DIR, type FileSinkHooks, type Move } from './common/output-dir.js';
 import { unitFileStem } from './common/unit-file-name.js';
 
 export const DEFAULT_TARGET_FILE_MB = 128;
@@ -115,7 +115,10 @@ export class ParquetSink implements Sink {
   private readonly targetBytes: number;
   private jsonPerParquet = INITIAL_JSON_PER_PARQUET;
 
-  constructor(private readonly config: ParquetSinkConfig) {
+  constructor(
+    private readonly config: ParquetSinkConfig,
+    private readonly hooks: FileSinkHooks = {},
+  ) {
     this.targetBytes = config.file_size_bytes ?? Math.round((config.target_file_mb ?? DEFAULT_TARGET_FILE_MB) * 2 ** 20);
   }
 
@@ -129,6 +132,7 @@ export class ParquetSink implements Sink {
       format: 'parquet',
       label: 'parquet sink',
       log: ctx.log,
+      hooks: this.hooks,
     });
     await mkdir(this.out.stagedDir, { recursive: true });
     // An in-memory database of its own: it only converts files, and must not lock any database file.

@@ -110,10 +110,19 @@ export function companyRecord(i: number, seed = 1): Record<string, unknown> {
     slogan: r() < 0.5 ? words(r, 5) : null,
     affiliated: [],
     investors: r() < 0.3 ? [words(r, 2), words(r, 2)] : [],
-    funding: r() < 0.4 ? { last_round_date: new Date(1.5e12 + i * 7.9e6).toISOString(), last_round_type: 'Series B', rounds: int(r, 1, 9) } : null,
+    funding:
+      r() < 0.4
+        ? {
+            last_round_date: new Date(1.5e12 + i * 7.9e6).toISOString(),
+            last_round_type: 'Series B',
+            rounds: int(r, 1, 9),
+          }
+        : null,
     formatted_locations: locations.map((l) => l.toUpperCase()),
     stock_info: null,
-    get_directions_url: locations.map((l) => ({ directions_url: `https://maps.example.com/?q=${encodeURIComponent(l)}` })),
+    get_directions_url: locations.map((l) => ({
+      directions_url: `https://maps.example.com/?q=${encodeURIComponent(l)}`,
+    })),
     description: words(r, 6),
     sphere: words(r, 2),
     type: pick(r, ['Public Company', 'Privately Held']),

@@ -38,6 +38,13 @@ export interface OutputDirOptions {
   /** For messages: `jsonl sink`. */
   label: string;
   log: Logger;
+  hooks?: FileSinkHooks;
+}
+
+/** Test seams of the file sinks. */
+export interface FileSinkHooks {
+  /** Runs after a commit's files were renamed into place and before the manifest records them. */
+  beforeManifest?: () => void | Promise<void>;
 }
 
 /** A temp file to move into the output directory, at `to` (relative, `/`-separated). */
@@ -127,6 +134,7 @@ export class OutputDir {
           await rename(m.from, to);
         }
         for (const d of dirs) await fsyncDir(d);
+        await this.opts.hooks?.beforeManifest?.();
       }
       const next = structuredClone(this.manifest);
       req.apply(next);

@@ -138,7 +138,11 @@ class CsvParser {
           q = t.indexOf('"', j);
           if (q === -1 || (q === n - 1 && !final)) {
             if (!final) return INCOMPLETE;
-            throw new DecodeError(this.ctx.unit, this.offset + pos, 'truncated input: a quoted CSV field is not closed; it starts');
+            throw new DecodeError(
+              this.ctx.unit,
+              this.offset + pos,
+              'truncated input: a quoted CSV field is not closed; it starts',
+            );
           }
           if (t.charCodeAt(q + 1) !== QUOTE) break;
           doubled = true;
@@ -217,6 +221,15 @@ class CsvParser {
     }
     this.rowNumber++;
     const header = this.header;
+    if (fields.length < header.length && end === this.bytes.length && !endsLine(this.bytes)) {
+      // The input stops inside this row: the body was most likely cut. Failing the unit (to be read again) beats
+      // rejecting the row and quietly losing the records after the cut.
+      throw new DecodeError(
+        this.ctx.unit,
+        this.offset + start,
+        `truncated input: the last CSV row has ${fields.length} of ${header.length} fields and no line end; it starts`,
+      );
+    }
     if (fields.length !== header.length || this.malformedAt !== -1) {
       const why =
         this.malformedAt !== -1
@@ -284,6 +297,11 @@ class CsvParser {
   private raw(start: number, end: number): string {
     return this.bytes.toString('utf8', start, Math.min(end, start + 8192));
   }
+}
+
+function endsLine(bytes: Buffer): boolean {
+  const last = bytes[bytes.length - 1];
+  return last === LF || last === CR;
 }
 
 function indexOrEnd(t: string, s: string, from: number): number {

@@ -20,22 +20,36 @@ export function toBuffer(chunk: Uint8Array): Buffer {
  */
 export async function* decompressed(input: AsyncIterable<Uint8Array>, unit: string): AsyncGenerator<Buffer> {
   const it = input[Symbol.asyncIterator]();
-  const head: Buffer[] = [];
-  let headLength = 0;
-  while (headLength < 2) {
-    const r = await it.next();
-    if (r.done) break;
-    const b = toBuffer(r.value);
-    head.push(b);
-    headLength += b.length;
-  }
-  const first = head.length === 1 ? head[0]! : Buffer.concat(head);
-  if (first.length < 2 || first[0] !== 0x1f || first[1] !== 0x8b) {
+  let done = false;
+  try {
+    const head: Buffer[] = [];
+    let headLength = 0;
+    while (headLength < 2) {
+      const r = await it.next();
+      if (r.done) {
+        done = true;
+        break;
+      }
+      const b = toBuffer(r.value);
+      head.push(b);
+      headLength += b.length;
+    }
+    const first = head.length === 1 ? head[0]! : Buffer.concat(head);
+    if (first.length >= 2 && first[0] === 0x1f && first[1] === 0x8b) {
+      done = true; // gunzip owns the input from here
+      yield* gunzip(first, it, unit);
+      return;
+    }
     if (first.length > 0) yield first;
     for (let r = await it.next(); !r.done; r = await it.next()) yield toBuffer(r.value);
-    return;
+    done = true;
+  } catch (err) {
+    done = true; // the input failed: nothing to release
+    throw err;
+  } finally {
+    // A consumer that stops early (or an error downstream) must release the input, e.g. an HTTP body.
+    if (!done) await it.return?.();
   }
-  yield* gunzip(first, it, unit);
 }
 
 async function* gunzip(first: Buffer, rest: AsyncIterator<Uint8Array>, unit: string): AsyncGenerator<Buffer> {
@@ -43,18 +57,24 @@ async function* gunzip(first: Buffer, rest: AsyncIterator<Uint8Array>, unit: str
   let inputError: unknown;
   let inputErrored = false;
   async function* compressed(): AsyncGenerator<Buffer> {
-    fed += first.length;
-    yield first;
     try {
-      for (let r = await rest.next(); !r.done; r = await rest.next()) {
+      fed += first.length;
+      yield first;
+      while (true) {
+        let r: IteratorResult<Uint8Array>;
+        try {
+          r = await rest.next();
+        } catch (err) {
+          // Only the input's own failure counts here: zlib's errors are thrown into this generator too.
+          inputErrored = true;
+          inputError = err;
+          throw err;
+        }
+        if (r.done) return;
         const b = toBuffer(r.value);
         fed += b.length;
         yield b;
       }
-    } catch (err) {
-      inputErrored = true;
-      inputError = err;
-      throw err;
     } finally {
       // Stopping early (the consumer returned, or gunzip failed) must release the input (an HTTP body).
       await rest.return?.();

@@ -37,12 +37,13 @@ export interface DecodeOptions {
 }
 
 /**
- * Batches are sized by input bytes first: records a batch holds survive the young generation of V8's heap, and
- * past a few MB per batch the extra promotion costs up to ~1.5× throughput (bench/decode.ts `--batch-sizes`).
- * The record cap keeps batches of tiny records reasonable for sinks.
+ * Batches are sized by input bytes first. The records of a batch outlive V8's young-generation collections, and
+ * the bigger the batch the more of them get copied and promoted: on company profiles (~3 KB each), decoding with
+ * 1 MiB batches cost 1.1× (JSONL) to 1.4× (CSV) the CPU of 256 KiB batches; 128–512 KiB were about equal
+ * (bench/decode.ts `--batch-bytes`). The record cap keeps batches of tiny records reasonable.
  */
 export const DEFAULT_BATCH_SIZE = 2000;
-export const DEFAULT_BATCH_BYTES = 1 << 20;
+export const DEFAULT_BATCH_BYTES = 256 * 1024;
 
 export function decode(bytes: AsyncIterable<Uint8Array>, opts: DecodeOptions): AsyncIterable<Batch> {
   const batchSize = opts.batchSize ?? DEFAULT_BATCH_SIZE;

@@ -20,7 +20,7 @@ const RBRACE = 0x7d;
 const LBRACKET = 0x5b;
 const RBRACKET = 0x5d;
 /** Strings longer than this are searched with the native `indexOf` rather than byte by byte. */
-const SHORT_STRING = Number(process.env.SS ?? 24);
+const SHORT_STRING = 24;
 const UTF8_BOM = [0xef, 0xbb, 0xbf];
 
 /** Between values of the path's objects. */
@@ -121,7 +121,11 @@ export class JsonArrayScanner {
     const at = this.offset;
     if (this.mode === ITEMS) {
       if (this.inElem)
-        throw new DecodeError(this.ctx.unit, this.elemOffset, 'truncated input: the JSON array ends inside an element starting');
+        throw new DecodeError(
+          this.ctx.unit,
+          this.elemOffset,
+          'truncated input: the JSON array ends inside an element starting',
+        );
       throw new DecodeError(this.ctx.unit, at, 'truncated input: the JSON array is not closed; input ends');
     }
     if (!this.anyContent) return; // an empty body is zero records
@@ -399,12 +403,15 @@ export class JsonArrayScanner {
     }
     if (!startsValue(c)) throw this.malformed(i, c);
     const where = this.path.length === 0 ? 'the JSON document' : `\`${this.path.join('.')}\``;
-    throw new SluiceError(`${this.ctx.unit}: ${where} is ${describe(c)}, not an array of records (at byte ${this.offset + i})`, {
-      hint:
-        this.path.length === 0
-          ? 'set the path to the array inside the document (e.g. `reviews`, `organic`, `data.items`)'
-          : 'point the path at an array of records',
-    });
+    throw new SluiceError(
+      `${this.ctx.unit}: ${where} is ${describe(c)}, not an array of records (at byte ${this.offset + i})`,
+      {
+        hint:
+          this.path.length === 0
+            ? 'set the path to the array inside the document (e.g. `reviews`, `organic`, `data.items`)'
+            : 'point the path at an array of records',
+      },
+    );
   }
 
   private notAnObject(depth: number, c: number): SluiceError {
@@ -426,7 +433,11 @@ export class JsonArrayScanner {
   }
 
   private malformed(i: number, c: number): DecodeError {
-    return new DecodeError(this.ctx.unit, this.offset + i, `malformed JSON: unexpected ${JSON.stringify(String.fromCharCode(c))}`);
+    return new DecodeError(
+      this.ctx.unit,
+      this.offset + i,
+      `malformed JSON: unexpected ${JSON.stringify(String.fromCharCode(c))}`,
+    );
   }
 }
 

@@ -169,6 +169,11 @@ export async function runPipeline(p: LoadedPipeline, opts: RunOptions, hooks: Ru
       );
     };
 
+    // Re-reading a unit is a retry too: it follows the pipeline's retry timing (the client's defaults otherwise).
+    const unitBackoff = {
+      baseMs: p.config.service.retry?.base_delay_ms ?? 500,
+      maxMs: p.config.service.retry?.max_delay_ms ?? 30_000,
+    };
     const runUnit = async (u: WorkUnit, sinkIdx: number[]): Promise<void> => {
       const scoped: WorkUnit = { ...u, id: sinkId(u) };
       const sinks = sinkIdx.map((i) => built.sinks[i]!.sink);
@@ -183,7 +188,7 @@ export async function runPipeline(p: LoadedPipeline, opts: RunOptions, hooks: Ru
         } catch (err) {
           if (attempt >= UNIT_ATTEMPTS || !isTransient(err) || abort.signal.aborted) throw err;
           counters.retries++;
-          const delay = Math.min(30_000, 500 * 2 ** attempt) * (0.5 + Math.random() / 2);
+          const delay = Math.min(unitBackoff.maxMs, unitBackoff.baseMs * 2 ** attempt) * (0.5 + Math.random() / 2);
           log.warn(`unit ${u.id}: ${errorText(err)}; reading it again in ${Math.round(delay)} ms`, { attempt });
           await new Promise((r) => setTimeout(r, delay));
         }

@@ -104,6 +104,39 @@ export function hasOpenParts(t: LogicalType): boolean {
   return false;
 }
 
+/**
+ * The type with its open parts left out: null-only columns and struct fields, lists of nothing but empty lists,
+ * and structs left with no fields become `undefined`. A table gets a column (or a struct field) only once a value
+ * decides its type; until then its values are all null anyway. (DuckDB has a `"NULL"` column type, but a table
+ * column of that type reads back as INTEGER, so it cannot stand for "not decided yet".)
+ */
+export function withoutOpenParts(t: LogicalType): LogicalType | undefined {
+  if (t.kind === 'null') return undefined;
+  if (t.kind === 'list') {
+    const e = withoutOpenParts(t.element);
+    return e === undefined ? undefined : e === t.element ? t : listOf(e);
+  }
+  if (t.kind === 'struct') {
+    const fields = new Map<string, LogicalType>();
+    for (const [k, v] of t.fields) {
+      const r = withoutOpenParts(v);
+      if (r !== undefined) fields.set(k, r);
+    }
+    return fields.size === 0 ? undefined : { kind: 'struct', fields };
+  }
+  return t;
+}
+
+/** Columns with their open parts left out (see `withoutOpenParts`); columns with nothing decided are dropped. */
+export function decidedColumns(columns: ReadonlyMap<string, LogicalType>): Map<string, LogicalType> {
+  const out = new Map<string, LogicalType>();
+  for (const [k, t] of columns) {
+    const r = withoutOpenParts(t);
+    if (r !== undefined) out.set(k, r);
+  }
+  return out;
+}
+
 /** Short name for reports: `BIGINT`, `LIST`, `STRUCT`, `null`. */
 export function kindName(t: LogicalType): string {
   if (t.kind === 'null') return 'null';

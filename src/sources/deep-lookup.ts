@@ -75,7 +75,16 @@ class DeepLookupSource implements Source {
   async plan(ctx: SourceContext): Promise<WorkUnit[]> {
     const client = await this.deps.client();
     const requestId = await this.requestId(client, ctx);
-    if (requestId === undefined) return [];
+    if (requestId === undefined) {
+      // Only a dry run gets here (it stops before the trigger): the enrichments it would pay for next still count.
+      const limit = this.cfg.result_limit;
+      for (const e of this.cfg.enrich)
+        ctx.report?.(
+          'request',
+          `POST …/request/<id>/enrich ${e.column_name} (paid${limit !== undefined ? `, up to ${formatMoney(limit * PRICE_PER_EXTRA_COLUMN)}` : ''}: not made by plan)`,
+        );
+      return [];
+    }
     const format = this.cfg.download.format;
     const cols = this.cfg.enrich.map((e) => e.column_name).join(',');
     const unit: WorkUnit = {

@@ -11,7 +11,8 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
 import { pollSnapshot } from '../client/poll.js';
-import type { Download, ServiceClient, SnapshotMeta } from '../client/index.js';
+import { ServiceError, type Download, type ServiceClient, type SnapshotMeta } from '../client/index.js';
+import { SluiceError } from '../core/errors.js';
 import type { Batch, ComponentDef, ComponentDeps, RawFile, Source, SourceContext, WorkUnit } from '../core/types.js';
 import { decode } from '../decode/index.js';
 import { countBytes } from './bytes.js';
@@ -102,7 +103,9 @@ class SnapshotSource implements Source {
     const size = meta.dataset_size;
     return Array.from({ length: parts }, (_, i) => ({
       id: `snapshot:${snapshotId}:${format}:bs${batch_size}:part:${i + 1}`,
-      params: { snapshot_id: snapshotId, part: i + 1, parts },
+      // Shards split by part number, not by unit id: shards that each started their own filter job get different
+      // snapshot ids, and hashing those would give some parts to no shard and others to two.
+      params: { snapshot_id: snapshotId, part: i + 1, parts, shard_key: `part:${i + 1}` },
       ...(size !== undefined && { estimatedRecords: Math.max(0, Math.min(batch_size, size - i * batch_size)) }),
     }));
   }
@@ -132,12 +135,23 @@ class SnapshotSource implements Source {
       ctx.report?.('note', 'units are the parts of the snapshot the filter job creates; not started by plan');
       return undefined;
     }
-    const { snapshot_id } = await client.datasets.filter({
-      dataset_id: this.cfg.dataset_id!,
-      filter: this.cfg.filter,
-      ...(this.cfg.records_limit !== undefined && { records_limit: this.cfg.records_limit }),
-      ...(files.length > 0 && { files }),
-    });
+    const datasetId = this.cfg.dataset_id!;
+    const { snapshot_id } = await client.datasets
+      .filter({
+        dataset_id: datasetId,
+        filter: this.cfg.filter,
+        ...(this.cfg.records_limit !== undefined && { records_limit: this.cfg.records_limit }),
+        ...(files.length > 0 && { files }),
+      })
+      .catch((err: unknown) => {
+        // The request's path does not name the dataset, so the service's bare 404 would leave the user guessing.
+        if (err instanceof ServiceError && err.status === 404)
+          throw new SluiceError(`dataset ${datasetId} does not exist (${err.message})`, {
+            hint: 'check source.dataset_id: `sluice datasets list` shows the ids of the datasets you can filter',
+            cause: err,
+          });
+        throw err;
+      });
     await ctx.state.set(key, snapshot_id);
     ctx.log.info(`filter job started: snapshot ${snapshot_id}`);
     return snapshot_id;

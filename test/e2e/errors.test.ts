@@ -1,0 +1,97 @@
+/**
+ * Fatal errors from the real executable: exit status 1, and stderr ends with `error: <cause>` on one line and
+ * `  fix: <what to do>`. The key the user passed never shows up in the output.
+ */
+import { createServer } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EmulatorHandle } from '../../src/emulator/server.js';
+import { emulator, failure, sluice, variant, workspace } from './harness.js';
+
+const WRONG_KEY = 'wrong-key-5d1e0b77';
+
+let emu: EmulatorHandle;
+beforeAll(async () => {
+  emu = await emulator({ seed: 9, size: 2000 });
+});
+afterAll(() => emu?.close());
+
+/** A port on 127.0.0.1 that nothing listens on (bound, then released). */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+describe('fatal errors', () => {
+  it('a wrong API key: 401, and the fix says to set SLUICE_API_KEY; nothing paid, the key never printed', async () => {
+    const ws = workspace();
+    const paidBefore = { ...emu.stats.paid };
+    const r = await sluice(['run', ws.pipeline('company_profiles.yaml'), '--no-progress'], {
+      env: { SLUICE_BASE_URL: emu.url, SLUICE_API_KEY: WRONG_KEY },
+    });
+    expect(r.code).toBe(1);
+    expect(failure(r)).toEqual({
+      error: 'error: POST /datasets/filter: 401: Invalid credentials',
+      fix: 'fix: the API key was refused: set SLUICE_API_KEY to a valid key',
+    });
+    expect(r.stdout).toBe('');
+    expect(r.stdout + r.stderr).not.toContain(WRONG_KEY);
+    expect(emu.stats.paid).toEqual(paidBefore);
+  });
+
+  it('a wrong API key on a service command says the same', async () => {
+    const r = await sluice(['datasets', 'list'], { env: { SLUICE_BASE_URL: emu.url, SLUICE_API_KEY: WRONG_KEY } });
+    expect(r.code).toBe(1);
+    expect(failure(r).fix).toBe('fix: the API key was refused: set SLUICE_API_KEY to a valid key');
+    expect(r.stdout + r.stderr).not.toContain(WRONG_KEY);
+  });
+
+  it('an unknown dataset: the error names it, the fix names the option and how to list the ids', async () => {
+    const ws = workspace();
+    const file = ws.write(
+      'unknown_dataset.yaml',
+      variant(ws, 'company_profiles.yaml', [['dataset_id: gd_l1vikfnt1wgvvqz95w', 'dataset_id: gd_nosuchdataset1']]),
+    );
+    const filters = emu.stats.paid.filter ?? 0;
+    const r = await sluice(['run', file, '--no-progress'], { service: emu });
+    expect(r.code).toBe(1);
+    const f = failure(r);
+    expect(f.error).toMatch(/^error: dataset gd_nosuchdataset1 does not exist \(.*404.*\)$/);
+    expect(f.fix).toMatch(/^fix: check source\.dataset_id: `sluice datasets list`/);
+    expect(emu.stats.paid.filter ?? 0).toBe(filters);
+  });
+
+  it('an unknown snapshot id: 404 naming the snapshot', async () => {
+    const ws = workspace();
+    const file = ws.write(
+      'unknown_snapshot.yaml',
+      variant(ws, 'company_profiles.yaml', [
+        [/ {2}filter:\n(?: {4}.*\n)+/, '  snapshot_id: snap_nosuchsnapshot1\n'],
+        [/ {2}files: .*\n/, ''],
+        [/ {2}records_limit: .*\n/, ''],
+      ]),
+    );
+    const r = await sluice(['run', file, '--no-progress'], { service: emu });
+    expect(r.code).toBe(1);
+    const f = failure(r);
+    expect(f.error).toMatch(/^error: .*snap_nosuchsnapshot1.*404/);
+    expect(f.fix).toMatch(/^fix: /);
+  });
+
+  it('a service that cannot be reached: the fix points at base_url', async () => {
+    const ws = workspace();
+    const file = ws.write(
+      'unreachable.yaml',
+      variant(ws, 'countries.yaml', [[/api_key: (.*)\n/, 'api_key: $1\n  retry: { retries: 0, base_delay_ms: 10 }\n']]),
+    );
+    const r = await sluice(['run', file, '--no-progress'], {
+      env: { SLUICE_BASE_URL: `http://127.0.0.1:${await closedPort()}`, SLUICE_API_KEY: 'k' },
+    });
+    expect(r.code).toBe(1);
+    const f = failure(r);
+    expect(f.error).toMatch(/^error: GET \/countrieslist: network error: /);
+    expect(f.fix).toMatch(/^fix: .*base_url/);
+  });
+});

@@ -1,0 +1,210 @@
+/**
+ * End-to-end helpers: the real `sluice` executable in a child process, pointed at an emulator this test process
+ * started, and outputs read back with DuckDB. The child is spawned asynchronously: the emulator lives on this
+ * process's event loop, so a blocking spawn would leave every request of the child unanswered.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
+import type { EmulatorOptions } from '../../src/emulator/context.js';
+
+export const ROOT = path.resolve(import.meta.dirname, '../..');
+const BIN = path.join(ROOT, 'bin/sluice.js');
+export const API_KEY = 'e2e-key-7f3a9c21';
+
+export type Obj = Record<string, any>;
+
+/** An emulator on 127.0.0.1:0 with the e2e key; small data and fast emulated time unless told otherwise. */
+export function emulator(opts: Partial<EmulatorOptions> = {}): Promise<EmulatorHandle> {
+  return startEmulator({ apiKey: API_KEY, size: 3000, timeScale: 50, ...opts });
+}
+
+export interface Workspace {
+  dir: string;
+  /** The copy of pipelines/ (outputs of the examples land in `<dir>/out`, their `../out`). */
+  pipelines: string;
+  out: string;
+  /** Path of a pipeline file in the copy. */
+  pipeline(name: string): string;
+  /** Writes a pipeline (or any file) into the copy of pipelines/ and returns its path. */
+  write(name: string, text: string): string;
+}
+
+/** A temporary copy of pipelines/, so the examples' relative outputs and state stay out of the repository. */
+export function workspace(): Workspace {
+  const dir = mkdtempSync(path.join(tmpdir(), 'sluice-e2e-'));
+  const pipelines = path.join(dir, 'pipelines');
+  cpSync(path.join(ROOT, 'pipelines'), pipelines, { recursive: true });
+  return {
+    dir,
+    pipelines,
+    out: path.join(dir, 'out'),
+    pipeline: (name) => path.join(pipelines, name),
+    write: (name, text) => {
+      const file = path.join(pipelines, name);
+      writeFileSync(file, text);
+      return file;
+    },
+  };
+}
+
+/** An example pipeline's text with some lines replaced, for variants of the examples. */
+export function variant(ws: Workspace, example: string, replace: [string | RegExp, string][]): string {
+  let text = readFileSync(ws.pipeline(example), 'utf8');
+  for (const [from, to] of replace) {
+    const next = text.replace(from, to);
+    if (next === text) throw new Error(`variant of ${example}: ${String(from)} not found`);
+    text = next;
+  }
+  return text;
+}
+
+export interface Result {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface SluiceRun extends Promise<Result> {
+  child: ChildProcess;
+}
+
+/** Runs `node bin/sluice.js …args` against `service` (its URL and key in SLUICE_BASE_URL / SLUICE_API_KEY). */
+export function sluice(
+  args: string[],
+  opts: { service?: { url: string }; env?: Record<string, string>; cwd?: string } = {},
+): SluiceRun {
+  const env: Record<string, string | undefined> = { ...process.env, ...opts.env };
+  // The child must not inherit a key or address from the developer's shell.
+  delete env.SLUICE_BASE_URL;
+  delete env.SLUICE_API_KEY;
+  if (opts.service) {
+    env.SLUICE_BASE_URL = opts.service.url;
+    env.SLUICE_API_KEY = API_KEY;
+  }
+  Object.assign(env, opts.env);
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: opts.cwd ?? ROOT, env, stdio: 'pipe' });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+  child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+  const done = new Promise<Result>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  }) as SluiceRun;
+  done.child = child;
+  return done;
+}
+
+/** A `run` that must succeed; the failure message carries the child's stderr. */
+export async function runOk(file: string, service: { url: string } | undefined, ...extra: string[]): Promise<Result> {
+  const r = await sluice(['run', file, '--no-progress', ...extra], service ? { service } : {});
+  if (r.code !== 0) throw new Error(`sluice run ${path.basename(file)} exited ${r.code}:\n${r.stderr}\n${r.stdout}`);
+  return r;
+}
+
+/** Rows of a query over outputs: DuckDB files are attached read-only as `w`; the instance is closed afterwards. */
+export async function query(sql: string, opts: { duckdb?: string } = {}): Promise<Obj[]> {
+  const instance = await DuckDBInstance.create(':memory:');
+  const conn = await instance.connect();
+  try {
+    await conn.run(`SET TimeZone = 'UTC'`);
+    if (opts.duckdb) await conn.run(`ATTACH '${opts.duckdb.replace(/'/g, "''")}' AS w (READ_ONLY)`);
+    const reader = await conn.runAndReadAll(sql);
+    return reader.getRowObjectsJS().map((row) => {
+      const out: Obj = {};
+      for (const [k, v] of Object.entries(row)) out[k] = typeof v === 'bigint' ? Number(v) : v;
+      return out;
+    });
+  } finally {
+    conn.closeSync();
+    instance.closeSync();
+  }
+}
+
+/** JSON from the emulator, as a client with the key would get it. */
+export async function api(emu: { url: string }, method: string, urlPath: string, body?: unknown): Promise<any> {
+  const res = await fetch(`${emu.url}${urlPath}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${API_KEY}`,
+      ...(body !== undefined && { 'content-type': 'application/json' }),
+    },
+    ...(body !== undefined && { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${urlPath}: ${res.status} ${text}`);
+  return JSON.parse(text);
+}
+
+/** The emulator's snapshots (all filter jobs it started), with their final metadata. */
+export async function snapshots(emu: { url: string }): Promise<Obj[]> {
+  const list = (await api(emu, 'GET', '/datasets/snapshots')) as Obj[];
+  return Promise.all(list.map((s) => api(emu, 'GET', `/datasets/snapshots/${s.id}`)));
+}
+
+export interface Seen {
+  method: string;
+  path: string;
+  query: URLSearchParams;
+}
+
+export interface Proxy {
+  url: string;
+  /** Every request that passed through, in arrival order. */
+  seen: Seen[];
+  /** Answers a request itself instead of forwarding it, when it returns true. */
+  intercept?: (r: Seen, res: ServerResponse) => boolean;
+  close(): Promise<void>;
+}
+
+/**
+ * A forwarding HTTP proxy in front of the emulator that records each request's path and query: the emulator
+ * counts per route, and the resume test needs per-part counts. It can also answer chosen requests itself.
+ */
+export async function recordingProxy(target: { port: number }): Promise<Proxy> {
+  const proxy: Proxy = { url: '', seen: [], close: async () => undefined };
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const u = new URL(req.url ?? '/', 'http://proxy');
+    const r: Seen = { method: req.method ?? 'GET', path: u.pathname, query: u.searchParams };
+    proxy.seen.push(r);
+    if (proxy.intercept?.(r, res)) {
+      req.resume();
+      return;
+    }
+    const up = httpRequest(
+      { host: '127.0.0.1', port: target.port, method: req.method, path: req.url, headers: req.headers },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+        answer.once('error', () => res.destroy());
+      },
+    );
+    up.once('error', () => res.destroy());
+    res.once('close', () => up.destroy());
+    req.pipe(up);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  proxy.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  proxy.close = () =>
+    new Promise((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+  return proxy;
+}
+
+/**
+ * How a failed command ended: the last two lines of stderr, `error: <cause>` then `  fix: <what to do>` (log lines
+ * before them may name the failing unit).
+ */
+export function failure(r: Result): { error: string; fix: string } {
+  const lines = r.stderr.trimEnd().split('\n');
+  return { error: lines.at(-2) ?? '', fix: (lines.at(-1) ?? '').trim() };
+}
