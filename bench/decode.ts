@@ -3,9 +3,10 @@
  * JSON.parse, no decoder around it).
  *
  *   npx tsx bench/decode.ts --records 50000            # all formats, gzip and plain
- *   npx tsx bench/decode.ts --records 200000 --cases floor,jsonl.gz,json.gz,csv.gz
+ *   npx tsx bench/decode.ts --records 200000 --cases floor,jsonl.gz,json.gz,json-compact.gz,csv.gz
  *   npx tsx bench/decode.ts --batch-sizes 500,2000,5000 --batch-bytes 1048576 --cases jsonl.gz
  *   npx tsx bench/decode.ts --repeat 3                  # best of 3 rounds per case
+ *   npx tsx bench/decode.ts --cases floor,csv.gz,csv-parse   # the CSV parser against csv-parse
  *
  * Inputs are generated once into `--dir` (default: <tmpdir>/sluice-bench-decode) and reused. Ratios are what to
  * compare: identical runs on the same machine differ by up to 1.4×, so only ratios from one run mean much.
@@ -18,15 +19,17 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip, createGzip } from 'node:zlib';
 import { createWriteStream } from 'node:fs';
+import { parse as csvParse } from 'csv-parse';
 import { decode } from '../src/decode/index.js';
 import { companyRecord, csvHeader, csvRow } from './lib/company-records.js';
 
-export type BenchFormat = 'jsonl' | 'json' | 'csv';
+/** `json`: one element per line, as the emulator writes arrays; `json-compact`: the whole array on one line. */
+export type BenchFormat = 'jsonl' | 'json' | 'json-compact' | 'csv';
 
 /** Text of `n` records in one format, produced in blocks so that generating 200k records stays flat in memory. */
 export async function* formatText(format: BenchFormat, n: number, seed = 1): AsyncGenerator<string> {
   const header = csvHeader(companyRecord(0, seed));
-  if (format === 'json') yield '[';
+  if (format === 'json' || format === 'json-compact') yield '[';
   if (format === 'csv') yield header.join(',') + '\r\n';
   for (let at = 0; at < n; at += 1000) {
     let block = '';
@@ -34,11 +37,13 @@ export async function* formatText(format: BenchFormat, n: number, seed = 1): Asy
       const rec = companyRecord(i, seed);
       if (format === 'jsonl') block += JSON.stringify(rec) + '\n';
       else if (format === 'json') block += (i > 0 ? ',\n' : '\n') + JSON.stringify(rec);
+      else if (format === 'json-compact') block += (i > 0 ? ',' : '') + JSON.stringify(rec);
       else block += csvRow(rec, header) + '\r\n';
     }
     yield block;
   }
   if (format === 'json') yield '\n]\n';
+  if (format === 'json-compact') yield ']';
 }
 
 /** Writes `<dir>/companies-<n>.<format>[.gz]` unless present; returns its path. */
@@ -88,6 +93,34 @@ export async function measureFloor(file: string): Promise<Measurement> {
   });
 }
 
+/**
+ * The alternative src/decode/csv.ts replaced: csv-parse's stream (`columns: false`, objects built from the header
+ * row, nested JSON cells decoded as the decoder does). Kept so the choice can be re-measured.
+ */
+export async function measureCsvParse(file: string): Promise<Measurement> {
+  return timed('csv-parse (for comparison)', file, async (sample) => {
+    let records = 0;
+    let header: string[] | null = null;
+    const source = createReadStream(file, { highWaterMark: 1 << 16 });
+    const input = file.endsWith('.gz') ? source.pipe(createGunzip({ chunkSize: 1 << 16 })) : source;
+    for await (const rec of input.pipe(csvParse({ bom: true, relax_column_count: true })) as AsyncIterable<string[]>) {
+      if (header === null) {
+        header = rec;
+        continue;
+      }
+      const row: Record<string, unknown> = {};
+      for (let k = 0; k < rec.length; k++) {
+        const v = rec[k]!;
+        const c = v.charCodeAt(0);
+        row[header[k]!] = v === '' ? null : c === 0x5b || c === 0x7b ? JSON.parse(v) : v;
+      }
+      records++;
+      if ((records & 255) === 0) sample();
+    }
+    return records;
+  });
+}
+
 export interface Batching {
   batchSize?: number;
   batchBytes?: number;
@@ -103,7 +136,7 @@ export async function measureDecode(
     let records = 0;
     const deadLetters: string[] = [];
     const batches = decode(createReadStream(file, { highWaterMark: 1 << 16 }), {
-      format,
+      format: format === 'json-compact' ? 'json' : format,
       unit: 'bench',
       deadLetter: (d) => deadLetters.push(d.reason),
       ...(format === 'csv' && { jsonColumns: 'auto' as const }),
@@ -149,7 +182,7 @@ function arg(name: string, fallback: string): string {
 async function main(): Promise<void> {
   const n = Number(arg('records', '50000'));
   const dir = arg('dir', path.join(os.tmpdir(), 'sluice-bench-decode'));
-  const cases = arg('cases', 'floor,jsonl.gz,json.gz,csv.gz,jsonl,json,csv').split(',');
+  const cases = arg('cases', 'floor,jsonl.gz,json.gz,json-compact.gz,csv.gz,jsonl,json,csv').split(',');
   const batchSizes = arg('batch-sizes', '').split(',').filter(Boolean).map(Number);
   const batchBytes = arg('batch-bytes', '').split(',').filter(Boolean).map(Number);
   const repeat = Number(arg('repeat', '1'));
@@ -158,6 +191,10 @@ async function main(): Promise<void> {
     for (const c of cases) {
       if (c === 'floor') {
         all.push(await measureFloor(await benchFile(dir, 'jsonl', n, true)));
+        continue;
+      }
+      if (c === 'csv-parse') {
+        all.push(await measureCsvParse(await benchFile(dir, 'csv', n, true)));
         continue;
       }
       const [format, gz] = c.split('.') as [BenchFormat, string | undefined];

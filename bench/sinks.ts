@@ -122,7 +122,9 @@ const ROUTES: Record<string, (env: Env) => Promise<Partial<Result> & { records: 
     const db = await DuckDBInstance.create(path.join(env.dir, 'own-units.duckdb'));
     const conn = await db.connect();
     if (env.memoryLimit) await conn.run(`SET memory_limit = '${env.memoryLimit}'`);
-    await conn.run(`CREATE TABLE t AS SELECT * FROM read_json('${env.units[0]}', format = 'newline_delimited') LIMIT 0`);
+    await conn.run(
+      `CREATE TABLE t AS SELECT * FROM read_json('${env.units[0]}', format = 'newline_delimited') LIMIT 0`,
+    );
     for (const f of env.units) {
       await conn.run('BEGIN TRANSACTION');
       await conn.run(`INSERT INTO t BY NAME SELECT * FROM read_json('${f}', format = 'newline_delimited')`);
@@ -135,7 +137,13 @@ const ROUTES: Record<string, (env: Env) => Promise<Partial<Result> & { records: 
   },
 
   async 'duckdb-file'(env) {
-    const sink = new DuckDBSink({ type: 'duckdb', path: 'file.duckdb', table: 't', write: 'append', memory_limit: env.memoryLimit });
+    const sink = new DuckDBSink({
+      type: 'duckdb',
+      path: 'file.duckdb',
+      table: 't',
+      write: 'append',
+      memory_limit: env.memoryLimit,
+    });
     await sink.open(sinkContext(env.dir));
     const records = await eachUnit(
       env,
@@ -147,7 +155,13 @@ const ROUTES: Record<string, (env: Env) => Promise<Partial<Result> & { records: 
   },
 
   async 'duckdb-rows'(env) {
-    const sink = new DuckDBSink({ type: 'duckdb', path: 'rows.duckdb', table: 't', write: 'append', memory_limit: env.memoryLimit });
+    const sink = new DuckDBSink({
+      type: 'duckdb',
+      path: 'rows.duckdb',
+      table: 't',
+      write: 'append',
+      memory_limit: env.memoryLimit,
+    });
     return { records: await throughSink(env, sink, (f) => withTimestamps(decodeJsonlGz(f))) };
   },
 
@@ -188,13 +202,25 @@ const ROUTES: Record<string, (env: Env) => Promise<Partial<Result> & { records: 
   },
 
   async 'parquet-rows'(env) {
-    const sink = new ParquetSink({ type: 'parquet', path: 'pq', write: 'append', compression: 'zstd', row_group_size: 20_000 });
+    const sink = new ParquetSink({
+      type: 'parquet',
+      path: 'pq',
+      write: 'append',
+      compression: 'zstd',
+      row_group_size: 20_000,
+    });
     const records = await throughSink(env, sink, (f) => withTimestamps(decodeJsonlGz(f)));
     return { records, outputMB: await sizeMB(env, 'pq') };
   },
 
   async 'parquet-rg-default'(env) {
-    const sink = new ParquetSink({ type: 'parquet', path: 'pq2', write: 'append', compression: 'zstd', row_group_size: 122_880 });
+    const sink = new ParquetSink({
+      type: 'parquet',
+      path: 'pq2',
+      write: 'append',
+      compression: 'zstd',
+      row_group_size: 122_880,
+    });
     const records = await throughSink(env, sink, (f) => withTimestamps(decodeJsonlGz(f)));
     return { records, outputMB: await sizeMB(env, 'pq2') };
   },
@@ -353,7 +379,18 @@ async function main(): Promise<void> {
     const floor = results.find((r) => r.route === 'floor');
     const own = results.find((r) => r.route === 'duckdb-own');
     const rows = [
-      ['route', 'seconds', '× floor', '× duckdb-own', 'CPU s', 'CPU × floor', 'CPU × own', 'peak RSS MB', 'records', 'output MB'],
+      [
+        'route',
+        'seconds',
+        '× floor',
+        '× duckdb-own',
+        'CPU s',
+        'CPU × floor',
+        'CPU × own',
+        'peak RSS MB',
+        'records',
+        'output MB',
+      ],
     ];
     const ratio = (a: number, b: number | undefined, skip: boolean): string => (b && !skip ? (a / b).toFixed(2) : '');
     for (const r of results) {
@@ -367,11 +404,12 @@ async function main(): Promise<void> {
         ratio(r.cpuSeconds, own?.cpuSeconds, !!r.note),
         r.maxRssMB.toFixed(0),
         String(r.records),
-        r.outputMB !== undefined ? r.outputMB.toFixed(1) : r.note ?? '',
+        r.outputMB !== undefined ? r.outputMB.toFixed(1) : (r.note ?? ''),
       ]);
     }
     const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-    for (const r of rows) console.log(r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
+    for (const r of rows)
+      console.log(r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
   } finally {
     if (args.keep) console.log(`kept ${dir}`);
     else await rm(dir, { recursive: true, force: true });

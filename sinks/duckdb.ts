@@ -41,15 +41,9 @@ import {
   isUnitCommitted,
   moveStateRows,
 } from './common/duckdb-state.js';
-import {
-  createTable,
-  evolveTable,
-  qualified,
-  readColumns,
-  tableExists,
-  type Columns,
-} from './common/duckdb-table.js';
+import { createTable, evolveTable, qualified, readColumns, tableExists, type Columns } from './common/duckdb-table.js';
 import { ensureWritableDir } from './common/fs-durable.js';
+import { Mutex } from './common/mutex.js';
 import { scanJsonl } from './common/jsonl-files.js';
 import { writeNdjson } from './common/ndjson-writer.js';
 import { unitFileStem } from './common/unit-file-name.js';
@@ -145,6 +139,8 @@ export class DuckDBSink implements Sink {
   private columns: Columns | undefined;
   private readonly tableConflicts = new ConflictLog();
   private reportedConflicts = 0;
+  private readConn: DuckDBConnection | undefined;
+  private readonly reading = new Mutex();
 
   constructor(
     private readonly config: DuckDBSinkConfig,
@@ -176,7 +172,8 @@ export class DuckDBSink implements Sink {
     }
     this.db = db;
     this.conn = await db.connect();
-    if (this.config.memory_limit) await this.conn.run(`SET GLOBAL memory_limit = ${quoteString(this.config.memory_limit)}`);
+    if (this.config.memory_limit)
+      await this.conn.run(`SET GLOBAL memory_limit = ${quoteString(this.config.memory_limit)}`);
     // Staging files live beside the database (DuckDB's own temp directory is `<file>.tmp`).
     this.stagingDir = `${file}.sluice-tmp`;
     this.stagingPrefix = `${unitFileStem(this.stateKey)}.`;
@@ -202,7 +199,7 @@ export class DuckDBSink implements Sink {
   }
 
   async committedUnits(): Promise<Set<string>> {
-    return committedUnitIds(this.connection(), this.context().pipeline, this.targetStateKey);
+    return this.read((conn) => committedUnitIds(conn, this.context().pipeline, this.targetStateKey));
   }
 
   async writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult> {
@@ -225,7 +222,7 @@ export class DuckDBSink implements Sink {
   async writeUnitFile(unit: WorkUnit, file: RawFile): Promise<CommitResult> {
     if (file.format !== 'jsonl') throw new Error(`the duckdb sink loads only JSONL files natively, not ${file.format}`);
     if (await this.isCommitted(unit.id)) return { committed: false, records: 0 };
-    const schema = new InferredSchema();
+    const schema = new InferredSchema({ temporalText: true });
     const { records, gzip } = await scanJsonl(file.path, schema);
     const columns = decidedColumns(schema.columns);
     return this.commitUnit(unit.id, { path: file.path, gzip, columns, rows: records }, schema);
@@ -262,7 +259,9 @@ export class DuckDBSink implements Sink {
 
   async close(): Promise<void> {
     this.conn?.closeSync();
+    this.readConn?.closeSync();
     this.conn = undefined;
+    this.readConn = undefined;
     if (this.db) {
       this.db.unclaim(this.lockKey());
       await this.db.release();
@@ -270,8 +269,20 @@ export class DuckDBSink implements Sink {
     }
   }
 
+  /** A quick look before reading a unit; the transaction checks again before it commits. */
   private async isCommitted(unitId: string): Promise<boolean> {
-    return isUnitCommitted(this.connection(), this.context().pipeline, this.targetStateKey, unitId);
+    return this.read((conn) => isUnitCommitted(conn, this.context().pipeline, this.targetStateKey, unitId));
+  }
+
+  /**
+   * Reads outside the table lock go through a connection of their own, one at a time: a DuckDB connection runs
+   * one statement at a time, and the main one may be inside another unit's transaction.
+   */
+  private async read<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
+    return this.reading.run(async () => {
+      this.readConn ??= await this.database().connect();
+      return fn(this.readConn);
+    });
   }
 
   private async commitUnit(unitId: string, file: UnitFile, schema: InferredSchema): Promise<CommitResult> {
@@ -385,7 +396,9 @@ export class DuckDBSink implements Sink {
     if (cases.length === 0) return;
     throw new SluiceError(
       `${this.label}: field names that differ only in case: ${cases.map((c) => `${c.path} (${c.seen.join(' / ')})`).join(', ')}`,
-      { hint: 'DuckDB names ignore case: rename one of each pair with the `rename` transform, or drop it with `select`' },
+      {
+        hint: 'DuckDB names ignore case: rename one of each pair with the `rename` transform, or drop it with `select`',
+      },
     );
   }
 
@@ -431,7 +444,7 @@ export class DuckDBSink implements Sink {
 }
 
 function isConversionError(err: unknown): boolean {
-  return err instanceof Error && /conver/i.test(err.message);
+  return err instanceof Error && /conver|JSON transform error/i.test(err.message);
 }
 
 async function rollback(conn: DuckDBConnection): Promise<void> {

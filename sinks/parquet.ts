@@ -19,7 +19,15 @@ import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { z } from 'zod';
 import { SluiceError } from '../src/core/errors.js';
-import type { Batch, CommitResult, ComponentDef, ComponentDeps, Sink, SinkContext, WorkUnit } from '../src/core/types.js';
+import type {
+  Batch,
+  CommitResult,
+  ComponentDef,
+  ComponentDeps,
+  Sink,
+  SinkContext,
+  WorkUnit,
+} from '../src/core/types.js';
 import { duckdbType, quoteIdent, quoteString } from '../src/schema/duckdb-types.js';
 import { InferredSchema } from '../src/schema/infer.js';
 import { deserializeType, serializeType } from '../src/schema/logical-type.js';
@@ -119,7 +127,8 @@ export class ParquetSink implements Sink {
     private readonly config: ParquetSinkConfig,
     private readonly hooks: FileSinkHooks = {},
   ) {
-    this.targetBytes = config.file_size_bytes ?? Math.round((config.target_file_mb ?? DEFAULT_TARGET_FILE_MB) * 2 ** 20);
+    this.targetBytes =
+      config.file_size_bytes ?? Math.round((config.target_file_mb ?? DEFAULT_TARGET_FILE_MB) * 2 ** 20);
   }
 
   async open(ctx: SinkContext): Promise<void> {
@@ -160,7 +169,8 @@ export class ParquetSink implements Sink {
           `parquet sink: field names that differ only in case: ${cases.map((c) => `${c.path} (${c.seen.join(' / ')})`).join(', ')}`,
           { hint: 'Parquet readers match names ignoring case: rename one of each pair with the `rename` transform' },
         );
-      if (schema.conflicts.size > 0) this.context().log.warn(`parquet sink: unit ${unit.id}: ${schema.conflicts.format()}`);
+      if (schema.conflicts.size > 0)
+        this.context().log.warn(`parquet sink: unit ${unit.id}: ${schema.conflicts.format()}`);
       const entry: ManifestUnit = { records: rows, files: [], committed_at: new Date().toISOString() };
       if (rows > 0)
         entry.staged = {
@@ -217,15 +227,20 @@ export class ParquetSink implements Sink {
       for (const [, u] of staged) schema.absorb(new Map(u.staged!.schema.map(([k, s]) => [k, deserializeType(s)])));
       const cases = schema.conflicts.caseConflicts();
       if (cases.length > 0)
-        throw new SluiceError(`parquet sink: field names that differ only in case: ${cases.map((c) => c.path).join(', ')}`, {
-          hint: 'rename one of each pair with the `rename` transform',
-        });
+        throw new SluiceError(
+          `parquet sink: field names that differ only in case: ${cases.map((c) => c.path).join(', ')}`,
+          {
+            hint: 'rename one of each pair with the `rename` transform',
+          },
+        );
       for (const col of this.config.partition_by ?? []) {
         const t = schema.column(col);
         if (t === undefined || t.kind === 'list' || t.kind === 'struct')
           throw new SluiceError(
             `parquet sink: partition column "${col}" is ${t === undefined ? 'not in the data' : `a ${t.kind.toUpperCase()}`}`,
-            { hint: 'partition by top-level scalar fields (e.g. `partition_by: [country_code]`), or flatten the field first' },
+            {
+              hint: 'partition by top-level scalar fields (e.g. `partition_by: [country_code]`), or flatten the field first',
+            },
           );
       }
       const stagedPaths = staged.map(([, u]) => path.join(out.dataDir, u.staged!.file));

@@ -77,7 +77,10 @@ export function companyProfile(i: number): Row {
     post_id: String(7_000_000_000 + i * 10 + k),
     date: new Date(Date.UTC(2024, Math.floor(r() * 12), 1 + Math.floor(r() * 28), 6, 43, 58, 330)),
   }));
-  const locations = Array.from({ length: 1 + Math.floor(r() * 2) }, () => `${Math.floor(r() * 999)} ${text(r, 2)} St, ${cc}`);
+  const locations = Array.from(
+    { length: 1 + Math.floor(r() * 2) },
+    () => `${Math.floor(r() * 999)} ${text(r, 2)} St, ${cc}`,
+  );
   return {
     input: { url: `https://example.com/company/${id}` },
     id,
@@ -113,7 +116,9 @@ export function companyProfile(i: number): Row {
         : null,
     formatted_locations: locations,
     stock_info: null,
-    get_directions_url: locations.map((l) => ({ directions_url: `https://maps.example.com/?q=${encodeURIComponent(l)}` })),
+    get_directions_url: locations.map((l) => ({
+      directions_url: `https://maps.example.com/?q=${encodeURIComponent(l)}`,
+    })),
     description: text(r, 10 + Math.floor(r() * 20)),
     timestamp: new Date(Date.UTC(2025, 0, 1) + i * 1000),
   };

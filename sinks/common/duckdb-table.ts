@@ -24,11 +24,7 @@ export async function tableExists(conn: DuckDBConnection, schema: string, table:
 }
 
 /** The table's columns, or undefined when it does not exist. */
-export async function readColumns(
-  conn: DuckDBConnection,
-  schema: string,
-  table: string,
-): Promise<Columns | undefined> {
+export async function readColumns(conn: DuckDBConnection, schema: string, table: string): Promise<Columns | undefined> {
   if (!(await tableExists(conn, schema, table))) return undefined;
   const r = await conn.runAndReadAll(`SELECT * FROM ${qualified(schema, table)} LIMIT 0`);
   const names = r.columnNames();

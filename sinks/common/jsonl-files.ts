@@ -32,7 +32,9 @@ export async function isGzipFile(file: string): Promise<boolean> {
 export async function copyCheckedJsonl(src: string, dest: string, gzipLevel: number | undefined): Promise<number> {
   const srcGzip = await isGzipFile(src);
   const checker = new LineChecker();
-  const streams: (NodeJS.ReadableStream | NodeJS.WritableStream)[] = [createReadStream(src, { highWaterMark: 1 << 16 })];
+  const streams: (NodeJS.ReadableStream | NodeJS.WritableStream)[] = [
+    createReadStream(src, { highWaterMark: 1 << 16 }),
+  ];
   if (srcGzip) streams.push(createGunzip({ chunkSize: 1 << 16 }));
   streams.push(checker);
   const sameEncoding = srcGzip === (gzipLevel !== undefined);
@@ -47,11 +49,16 @@ export async function copyCheckedJsonl(src: string, dest: string, gzipLevel: num
   return checker.records;
 }
 
-/** The rows of `file` observed into `schema`; returns the record count and whether the file is gzip. */
+/**
+ * The rows of `file` observed into `schema` (create it with `temporalText`, to type ISO text as DuckDB would);
+ * returns the record count and whether the file is gzip.
+ */
 export async function scanJsonl(file: string, schema: InferredSchema): Promise<{ records: number; gzip: boolean }> {
   const gzip = await isGzipFile(file);
   const checker = new LineChecker((row) => schema.observeRow(row));
-  const streams: (NodeJS.ReadableStream | NodeJS.WritableStream)[] = [createReadStream(file, { highWaterMark: 1 << 16 })];
+  const streams: (NodeJS.ReadableStream | NodeJS.WritableStream)[] = [
+    createReadStream(file, { highWaterMark: 1 << 16 }),
+  ];
   if (gzip) streams.push(createGunzip({ chunkSize: 1 << 16 }));
   await pipeline([...streams, checker, discard()]);
   return { records: checker.records, gzip };

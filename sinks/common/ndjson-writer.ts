@@ -28,7 +28,11 @@ export interface NdjsonOptions {
   sync?: boolean;
 }
 
-export async function writeNdjson(batches: AsyncIterable<Batch>, file: string, opts: NdjsonOptions = {}): Promise<NdjsonResult> {
+export async function writeNdjson(
+  batches: AsyncIterable<Batch>,
+  file: string,
+  opts: NdjsonOptions = {},
+): Promise<NdjsonResult> {
   let rows = 0;
   const schema = opts.schema;
   async function* lines(): AsyncGenerator<string> {

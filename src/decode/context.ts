@@ -35,7 +35,7 @@ export function kindOf(v: unknown): string {
 /**
  * Collects records into batches of `batchSize` records or `batchBytes` input bytes, whichever fills first (the
  * last batch shorter). Decoders add a chunk's records, then hand the full batches over, so at most one input
- * chunk's records wait here.
+ * chunk's records (64 KiB of input at most, see `decompressed`) wait here.
  */
 export class Batcher {
   private current: Row[] = [];

@@ -97,7 +97,8 @@ class CsvParser {
 
   private parse(final: boolean): void {
     let bytes = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes);
-    if (!this.started && (bytes.length >= 3 || final)) {
+    if (!this.started) {
+      if (bytes.length < 3 && !final) return; // too few bytes to tell a BOM
       this.started = true;
       if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) {
         bytes = bytes.subarray(3);
@@ -148,7 +149,7 @@ class CsvParser {
           doubled = true;
           j = q + 2;
         }
-        const v = this.text(t, pos + 1, q);
+        const v = this.text(t, pos + 1, q, fields.length);
         fields.push(doubled ? v.replaceAll('""', '"') : v);
         pos = q + 1;
         const c = t.charCodeAt(pos);
@@ -166,7 +167,7 @@ class CsvParser {
         if (this.malformedAt === -1) this.malformedAt = fields.length - 1;
         const stop = this.delimiter(t, pos);
         if (stop === n && !final) return INCOMPLETE;
-        fields[fields.length - 1] += this.text(t, pos, stop);
+        fields[fields.length - 1] += this.text(t, pos, stop, -1);
         pos = stop;
         if (pos >= n) return n;
         if (t.charCodeAt(pos) === COMMA) {
@@ -180,26 +181,34 @@ class CsvParser {
       let lf = this.nextLf;
       if (lf < pos) lf = this.nextLf = indexOrEnd(t, '\n', pos);
       if (comma < lf) {
-        fields.push(comma === pos ? null : this.text(t, pos, comma));
+        fields.push(comma === pos ? null : this.text(t, pos, comma, fields.length));
         pos = comma + 1;
         continue;
       }
       if (lf === n && !final) return INCOMPLETE;
       let end = lf;
       if (end > pos && t.charCodeAt(end - 1) === CR) end--;
-      fields.push(end === pos ? null : this.text(t, pos, end));
+      fields.push(end === pos ? null : this.text(t, pos, end, fields.length));
       return lf === n ? n : lf + 1;
     }
   }
 
-  /** The text of bytes `[start, end)`: a latin1 slice when they are ASCII, else decoded as UTF-8. */
-  private text(t: string, start: number, end: number): string {
+  /**
+   * The text of bytes `[start, end)`: decoded as UTF-8 when they hold non-ASCII bytes, else read as latin1. Cells
+   * that end up in records are fresh strings: a slice of `t` would keep the whole chunk's text alive for as long
+   * as any record holds the cell (a dedupe key, say). Cells about to be parsed as JSON are short-lived: slices.
+   */
+  private text(t: string, start: number, end: number, fieldIndex: number): string {
     let high = this.nextHigh;
     if (high < start) {
       NON_ASCII.lastIndex = start;
       high = this.nextHigh = NON_ASCII.test(t) ? NON_ASCII.lastIndex - 1 : t.length;
     }
-    return high < end ? this.bytes.toString('utf8', start, end) : t.slice(start, end);
+    if (high < end) return this.bytes.toString('utf8', start, end);
+    const kind = this.kinds[fieldIndex];
+    const first = t.charCodeAt(start);
+    const json = kind === JSON_ALWAYS || (kind === JSON_AUTO && (first === 0x5b || first === 0x7b));
+    return json ? t.slice(start, end) : this.bytes.toString('latin1', start, end);
   }
 
   /** The next comma or line feed at or after `pos` (or the end of `t`). */
@@ -272,13 +281,14 @@ class CsvParser {
   }
 
   private setHeader(fields: (string | null)[]): void {
-    const seen = new Map<string, number>();
+    const taken = new Set<string>();
     this.header = fields.map((f, k) => {
       const name = f === null || f === '' ? `column_${k + 1}` : f;
       // Duplicate names would overwrite each other's cells: number the repeats.
-      const count = (seen.get(name) ?? 0) + 1;
-      seen.set(name, count);
-      return count === 1 ? name : `${name}_${count}`;
+      let unique = name;
+      for (let n = 2; taken.has(unique); n++) unique = `${name}_${n}`;
+      taken.add(unique);
+      return unique;
     });
     const cols = this.jsonColumns;
     if (Array.isArray(cols)) {

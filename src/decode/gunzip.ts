@@ -9,6 +9,18 @@ import { DecodeError } from '../core/errors.js';
 /** 64 KiB output chunks: the 16 KiB default measured ~1.5× slower on large snapshots. */
 const GUNZIP_CHUNK = 64 * 1024;
 
+/**
+ * A caller may hand over its input as one huge buffer: cut it into gunzip-sized pieces, so that decoders, which
+ * hand over their batches after each piece, never hold more than a piece's worth of records.
+ */
+function* pieces(b: Buffer): Generator<Buffer> {
+  if (b.length <= GUNZIP_CHUNK) {
+    if (b.length > 0) yield b;
+    return;
+  }
+  for (let at = 0; at < b.length; at += GUNZIP_CHUNK) yield b.subarray(at, at + GUNZIP_CHUNK);
+}
+
 export function toBuffer(chunk: Uint8Array): Buffer {
   return Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
 }
@@ -40,8 +52,8 @@ export async function* decompressed(input: AsyncIterable<Uint8Array>, unit: stri
       yield* gunzip(first, it, unit);
       return;
     }
-    if (first.length > 0) yield first;
-    for (let r = await it.next(); !r.done; r = await it.next()) yield toBuffer(r.value);
+    yield* pieces(first);
+    for (let r = await it.next(); !r.done; r = await it.next()) yield* pieces(toBuffer(r.value));
     done = true;
   } catch (err) {
     done = true; // the input failed: nothing to release

@@ -189,7 +189,9 @@ export async function runPipeline(p: LoadedPipeline, opts: RunOptions, hooks: Ru
           if (attempt >= UNIT_ATTEMPTS || !isTransient(err) || abort.signal.aborted) throw err;
           counters.retries++;
           const delay = Math.min(unitBackoff.maxMs, unitBackoff.baseMs * 2 ** attempt) * (0.5 + Math.random() / 2);
-          log.warn(`unit ${u.id}: ${errorText(err)}; reading it again in ${Math.round(delay)} ms`, { attempt });
+          // Decode errors already start with the unit id: say it once.
+          const why = errorText(err).replace(`${u.id}: `, '');
+          log.warn(`unit ${u.id}: ${why}; reading it again in ${Math.round(delay)} ms`, { attempt });
           await new Promise((r) => setTimeout(r, delay));
         }
       }

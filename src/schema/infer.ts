@@ -7,7 +7,7 @@
  * without building intermediate type trees, and only allocates when a type actually changes.
  */
 import type { Batch, Row } from '../core/types.js';
-import { DateOnly } from '../core/values.js';
+import { DateOnly, parseIsoTimestamp } from '../core/values.js';
 import { ConflictLog, formatPath } from './conflicts.js';
 import { caseTwin, joinTypes } from './join.js';
 import {
@@ -27,6 +27,22 @@ import {
   type StructType,
 } from './logical-type.js';
 
+/**
+ * TIMESTAMP / DATE decided from ISO text rather than from `Date` / `DateOnly` values (see `temporalText`). Own
+ * nodes, so a later string that is not a timestamp turns the column into VARCHAR quietly: it was text all along.
+ */
+const TEXT_TIMESTAMP: LogicalType = Object.freeze({ kind: 'timestamp' });
+const TEXT_DATE: LogicalType = Object.freeze({ kind: 'date' });
+
+export interface InferOptions {
+  /**
+   * Type ISO 8601 text as TIMESTAMP (`2024-01-02T03:04:05Z`, with or without offset) or DATE (`2024-01-02`) when
+   * every string of a column is one, as DuckDB's JSON reader does. For raw files loaded natively; rows from JS
+   * carry `Date` / `DateOnly` where a transform typed them, and their strings stay text.
+   */
+  temporalText?: boolean;
+}
+
 export class InferredSchema {
   /** Columns in order of first appearance. Struct nodes inside are owned (and mutated) by this schema. */
   private readonly root: StructType = structOf();
@@ -36,6 +52,11 @@ export class InferredSchema {
   /** A JS `bigint` was seen: serialisers need a replacer (JSON.stringify throws on them). */
   sawBigInt = false;
   private readonly path: string[] = [];
+  private readonly temporalText: boolean;
+
+  constructor(opts: InferOptions = {}) {
+    this.temporalText = opts.temporalText ?? false;
+  }
 
   observe(batch: Batch): void {
     for (let i = 0; i < batch.length; i++) this.observeRow(batch[i]!);
@@ -100,7 +121,9 @@ export class InferredSchema {
   private observeValue(t: LogicalType, v: unknown): LogicalType {
     switch (typeof v) {
       case 'string':
-        return t === VARCHAR || t === JSON_TYPE ? t : this.widen(t, VARCHAR);
+        if (t === VARCHAR || t === JSON_TYPE) return t;
+        if (this.temporalText && (t === NULL || t === TEXT_TIMESTAMP || t === TEXT_DATE)) return textKind(t, v);
+        return this.widen(t, VARCHAR);
       case 'number':
         if (t === DOUBLE || t === JSON_TYPE) return t;
         if (Number.isSafeInteger(v)) return t === BIGINT ? t : this.widen(t, BIGINT);
@@ -155,4 +178,15 @@ export class InferredSchema {
     if (t.kind === 'null') return v;
     return joinTypes(t, v, this.path, this.conflicts);
   }
+}
+
+/** The type of ISO text `s` at a node that so far held only nulls or ISO text of kind `t`. */
+function textKind(t: LogicalType, s: string): LogicalType {
+  let k: LogicalType = VARCHAR;
+  const n = s.length;
+  if (n >= 10 && n <= 40 && s.charCodeAt(4) === 45 && s.charCodeAt(7) === 45 && parseIsoTimestamp(s) !== null)
+    k = n === 10 ? TEXT_DATE : TEXT_TIMESTAMP;
+  if (t === NULL || t === k) return k;
+  if (k === VARCHAR) return VARCHAR;
+  return TEXT_TIMESTAMP; // dates and timestamps mixed
 }

@@ -7,15 +7,7 @@
  *   JSON ⊔ t = JSON                   native (a type of an existing table) ⊔ t = native (the database casts)
  */
 import { ConflictLog, formatPath } from './conflicts.js';
-import {
-  DOUBLE,
-  JSON_TYPE,
-  TIMESTAMP,
-  VARCHAR,
-  listOf,
-  type LogicalType,
-  type StructType,
-} from './logical-type.js';
+import { DOUBLE, JSON_TYPE, TIMESTAMP, VARCHAR, listOf, type LogicalType, type StructType } from './logical-type.js';
 
 export interface JoinOptions {
   /**

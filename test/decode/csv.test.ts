@@ -96,8 +96,8 @@ describe('csv decoder', () => {
   });
 
   it('numbers repeated and empty header names so no cell is lost', async () => {
-    const { rows } = await decodeAll('a,a,\n1,2,3\n', { format: 'csv' });
-    expect(rows).toEqual([{ a: '1', a_2: '2', column_3: '3' }]);
+    const { rows } = await decodeAll('a,a,,a_2\n1,2,3,4\n', { format: 'csv' });
+    expect(rows).toEqual([{ a: '1', a_2: '2', column_3: '3', a_2_2: '4' }]);
   });
 
   it('takes a complete last row without a line end, and skips blank lines', async () => {

@@ -94,6 +94,23 @@ describe('gzip detection and decompression', () => {
     }
   });
 
+  it('hands over batches of a huge single input chunk as they fill', async () => {
+    // Every 10th line is bad: the dead letters seen by the first batch show how far decoding went.
+    const lines = Array.from({ length: 200 }, (_, i) => (i % 10 === 9 ? '{bad' : JSON.stringify(companyRecord(i, 9))));
+    const big = Buffer.from(lines.join('\n') + '\n');
+    async function* one(): AsyncGenerator<Uint8Array> {
+      yield big;
+    }
+    let dead = 0;
+    const it = decode(one(), { format: 'jsonl', unit: 'u', deadLetter: () => dead++, batchSize: 5 })[
+      Symbol.asyncIterator
+    ]();
+    await it.next();
+    // One 64 KiB piece holds ~20 lines, so ~2 bad ones; the whole chunk would have given 20.
+    expect(dead).toBeLessThanOrEqual(3);
+    await it.return?.();
+  });
+
   it('pulls input only as batches are consumed (bounded read-ahead)', async () => {
     const big = toJsonl(Array.from({ length: 400 }, (_, i) => companyRecord(i, 9)));
     for (const input of [gzip(big), Buffer.from(big)]) {

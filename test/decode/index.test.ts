@@ -37,6 +37,11 @@ describe('decode: every format, split at every byte', () => {
       Buffer.from('\uFEFF' + toJsonl(tricky).replace('\n', '\r\n') + '\n' + JSON.stringify(tricky[0])),
     ],
     ['json', 'json', Buffer.from('\uFEFF ' + JSON.stringify(tricky, null, 1))],
+    [
+      'json, one element per line',
+      'json',
+      Buffer.from('[\n' + tricky.map((t) => JSON.stringify(t)).join(',\r\n') + '\n]'),
+    ],
     ['json at a path', 'json', Buffer.from(JSON.stringify({ x: { 'y"]': tricky }, items: tricky, z: '}' })), 'items'],
     ['csv', 'csv', Buffer.from('\uFEFF' + toCsv(tricky))],
   ];

@@ -10,6 +10,11 @@ const tricky = [
   { empty: '', nested: { deeper: [{ x: '"]}' }] }, nul: null, num: -1.5e3, t: true },
 ];
 
+/** One element per line, as the emulator (and many exporters) write arrays. */
+function lines(elements: unknown[]): string {
+  return '[\n' + elements.map((e) => JSON.stringify(e)).join(',\n') + '\n]\n';
+}
+
 describe('json array decoder', () => {
   it.each(CHUNKINGS)('streams a top-level array, plain and gzipped, in chunks of %s', async (chunking) => {
     const text = JSON.stringify([...records, ...tricky]);
@@ -18,6 +23,32 @@ describe('json array decoder', () => {
       expect(deadLetters).toEqual([]);
       expect(rows).toEqual([...records, ...tricky]);
     }
+  });
+
+  it.each(CHUNKINGS)('reads arrays written one element per line, in chunks of %s', async (chunking) => {
+    const text = lines([...records, ...tricky]);
+    for (const input of [text, gzip(text), text.replaceAll('\n', '\r\n')]) {
+      const { rows, deadLetters } = await decodeAll(input, { format: 'json' }, chunking);
+      expect(deadLetters).toEqual([]);
+      expect(rows).toEqual([...records, ...tricky]);
+    }
+  });
+
+  it('reads a line-per-element array with bad lines, a closing bracket on the last line and a trailing comma', async () => {
+    const input = '[\n{"a":1},\n"text",\n[1] ,\n{"a": tru},\n{"a":2},\n{"a":3}],';
+    const fixed = input.slice(0, -1); // without the stray byte after the array
+    const { rows, deadLetters } = await decodeAll(fixed, { format: 'json' });
+    expect(rows).toEqual([{ a: 1 }, { a: 2 }, { a: 3 }]);
+    expect(deadLetters.map((d) => [d.offset, d.raw])).toEqual([
+      [fixed.indexOf('"text"'), '"text"'],
+      [fixed.indexOf('[1]'), '[1]'],
+      [fixed.indexOf('{"a": tru}'), '{"a": tru}'],
+    ]);
+    const trailing = await decodeAll('[\n{"a":1},\n{"a":2},\n]', { format: 'json' });
+    expect(trailing.rows).toEqual([{ a: 1 }, { a: 2 }]);
+    expect(trailing.deadLetters.map((d) => d.reason)).toEqual(['empty array element (a stray comma)']);
+    const twoOnALine = await decodeAll('[\n{"a":1},{"a":2},\n{"a":3}\n]', { format: 'json' });
+    expect(twoOnALine.rows).toEqual([{ a: 1 }, { a: 2 }, { a: 3 }]);
   });
 
   it('handles pretty-printed arrays and a leading BOM', async () => {

@@ -94,4 +94,25 @@ describe('fatal errors', () => {
     expect(f.error).toMatch(/^error: GET \/countrieslist: network error: /);
     expect(f.fix).toMatch(/^fix: .*base_url/);
   });
+
+  it('a filter job cancelled at the 5-minute limit: the cause and what to change; a rerun does not pay again', async () => {
+    // Scanning 100 records per emulated minute, the job cannot finish inside the limit (reached in 0.3 s real time).
+    const slow = await emulator({ seed: 9, size: 2000, timeScale: 1000, jobRecordsPerMinute: 100 });
+    try {
+      const ws = workspace();
+      const r = await sluice(['run', ws.pipeline('company_profiles.yaml'), '--no-progress'], { service: slow });
+      expect(r.code).toBe(1);
+      const f = failure(r);
+      expect(f.error).toMatch(/^error: snapshot snap_\w+ failed: .*5-minute limit \(job_timeout\)$/);
+      expect(f.fix).toMatch(/^fix: .*narrow the filter or lower records_limit, then run with --fresh$/);
+      expect(slow.stats.paid.filter).toBe(1);
+      // Rerunning without --fresh meets the same cancelled job, not a second paid one.
+      const again = await sluice(['run', ws.pipeline('company_profiles.yaml'), '--no-progress'], { service: slow });
+      expect(again.code).toBe(1);
+      expect(failure(again)).toEqual(f);
+      expect(slow.stats.paid.filter).toBe(1);
+    } finally {
+      await slow.close();
+    }
+  });
 });

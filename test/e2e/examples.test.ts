@@ -2,17 +2,28 @@
  * Every example pipeline in pipelines/ runs as shipped (`sluice run`, a child process) against an emulator this test
  * started, and its output holds exactly the rows the emulator's data says it should.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { companyProfile } from '../../src/emulator/data/company-profiles.js';
 import { expectedReviewIds } from '../../src/emulator/data/reviews.js';
 import { expectedOrganicLinks, knowledgeFid, serpQueryPlan } from '../../src/emulator/data/serp.js';
 import type { EmulatorHandle } from '../../src/emulator/server.js';
-import { api, emulator, query, ROOT, runOk, snapshots, workspace, type Obj, type Workspace } from './harness.js';
+import {
+  api,
+  API_KEY,
+  emulator,
+  query,
+  ROOT,
+  runOk,
+  snapshots,
+  workspace,
+  type Obj,
+  type Workspace,
+} from './harness.js';
 
 const SEED = 1;
-const SIZE = 6000;
+const SIZE = 4000;
 const ENGINE = 'www.google.com';
 
 let emu: EmulatorHandle;
@@ -20,7 +31,7 @@ let ws: Workspace;
 let warehouse: string;
 
 beforeAll(async () => {
-  emu = await emulator({ seed: SEED, size: SIZE });
+  emu = await emulator({ seed: SEED, size: SIZE, timeScale: 500 });
   ws = workspace();
   warehouse = path.join(ws.out, 'warehouse.duckdb');
 });
@@ -66,7 +77,12 @@ const checks: Record<string, () => Promise<void>> = {
        FROM w.company_profiles`,
       { duckdb: warehouse },
     );
-    expect(row).toEqual({ n: expected.length, ids: expected.length, min_followers: expect.any(Number), foreign_rows: 0 });
+    expect(row).toEqual({
+      n: expected.length,
+      ids: expected.length,
+      min_followers: expect.any(Number),
+      foreign_rows: 0,
+    });
     expect(row!.min_followers).toBeGreaterThanOrEqual(100);
     const ids = await query(`SELECT company_id FROM w.company_profiles`, { duckdb: warehouse });
     expect(new Set(ids.map((x) => x.company_id))).toEqual(new Set(expected.map((p) => p.company_id)));
@@ -74,7 +90,9 @@ const checks: Record<string, () => Promise<void>> = {
 
   'countries.yaml': async () => {
     await runOk(ws.pipeline('countries.yaml'), emu);
-    const answer = (await api(emu, 'GET', '/countrieslist')) as { zone_types: Record<string, { country_codes: string[] }> };
+    const answer = (await api(emu, 'GET', '/countrieslist')) as {
+      zone_types: Record<string, { country_codes: string[] }>;
+    };
     const expected = Object.entries(answer.zone_types)
       .flatMap(([t, v]) => v.country_codes.map((c) => `${t}/${c}`))
       .sort();
@@ -110,7 +128,9 @@ const checks: Record<string, () => Promise<void>> = {
 
   'file.yaml': async () => {
     await runOk(ws.pipeline('file.yaml'), undefined);
-    const lines = readFileSync(ws.pipeline('data/sample.jsonl'), 'utf8').split('\n').filter((l) => l.trim());
+    const lines = readFileSync(ws.pipeline('data/sample.jsonl'), 'utf8')
+      .split('\n')
+      .filter((l) => l.trim());
     const first = JSON.parse(lines[0]!) as Obj;
     const rows = await query(`SELECT * FROM read_parquet('${ws.out}/local_files/**/*.parquet')`);
     expect(rows).toHaveLength(lines.length);
@@ -180,4 +200,28 @@ describe('example pipelines, run as shipped', () => {
   });
 
   for (const [name, check] of Object.entries(checks)) it(`${name} exits 0 with the expected rows`, check);
+
+  it('company_profiles.yaml the next night: a new run with a new filter job; merge keeps one row per company', async () => {
+    const count = `SELECT count(*) n, count(DISTINCT company_id) ids FROM w.company_profiles`;
+    const [before] = await query(count, { duckdb: warehouse });
+    expect(before!.n).toBeGreaterThan(0); // the run above
+    const filters = emu.stats.paid.filter ?? 0;
+    const r = await runOk(ws.pipeline('company_profiles.yaml'), emu, '--show', '3');
+    expect(r.stderr).toMatch(/^starting company_profiles_nightly/m);
+    expect(emu.stats.paid.filter).toBe(filters + 1);
+    expect(await query(count, { duckdb: warehouse })).toEqual([before]);
+    // --show: the first rows of the output after the summary.
+    const shown = r.stdout.split('\n').filter((l) => l.startsWith('{'));
+    expect(shown).toHaveLength(3);
+    expect(JSON.parse(shown[0]!)).toHaveProperty('company_id');
+  });
+
+  it('wrote the API key into no file: outputs, state, dead letters, temporary files', () => {
+    const files = (readdirSync(ws.dir, { recursive: true }) as string[])
+      .map((f) => path.join(ws.dir, f))
+      .filter((f) => statSync(f).isFile());
+    expect(files.length).toBeGreaterThan(20);
+    const key = Buffer.from(API_KEY);
+    expect(files.filter((f) => readFileSync(f).includes(key))).toEqual([]);
+  });
 });

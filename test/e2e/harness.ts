@@ -80,15 +80,13 @@ export function sluice(
   args: string[],
   opts: { service?: { url: string }; env?: Record<string, string>; cwd?: string } = {},
 ): SluiceRun {
-  const env: Record<string, string | undefined> = { ...process.env, ...opts.env };
   // The child must not inherit a key or address from the developer's shell.
-  delete env.SLUICE_BASE_URL;
-  delete env.SLUICE_API_KEY;
-  if (opts.service) {
-    env.SLUICE_BASE_URL = opts.service.url;
-    env.SLUICE_API_KEY = API_KEY;
-  }
-  Object.assign(env, opts.env);
+  const { SLUICE_BASE_URL: _url, SLUICE_API_KEY: _key, ...inherited } = process.env;
+  const env: Record<string, string | undefined> = {
+    ...inherited,
+    ...(opts.service && { SLUICE_BASE_URL: opts.service.url, SLUICE_API_KEY: API_KEY }),
+    ...opts.env,
+  };
   const child = spawn(process.execPath, [BIN, ...args], { cwd: opts.cwd ?? ROOT, env, stdio: 'pipe' });
   let stdout = '';
   let stderr = '';
@@ -153,6 +151,8 @@ export interface Seen {
   method: string;
   path: string;
   query: URLSearchParams;
+  /** The request body as text (requests to the service are small: JSON, or a multipart filter). */
+  body: string;
 }
 
 export interface Proxy {
@@ -165,30 +165,32 @@ export interface Proxy {
 }
 
 /**
- * A forwarding HTTP proxy in front of the emulator that records each request's path and query: the emulator
- * counts per route, and the resume test needs per-part counts. It can also answer chosen requests itself.
+ * A forwarding HTTP proxy in front of the emulator that records each request: the emulator counts per route, and
+ * the resume tests need per-part and per-page counts. It can also answer chosen requests itself.
  */
 export async function recordingProxy(target: { port: number }): Promise<Proxy> {
   const proxy: Proxy = { url: '', seen: [], close: async () => undefined };
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const u = new URL(req.url ?? '/', 'http://proxy');
-    const r: Seen = { method: req.method ?? 'GET', path: u.pathname, query: u.searchParams };
-    proxy.seen.push(r);
-    if (proxy.intercept?.(r, res)) {
-      req.resume();
-      return;
-    }
-    const up = httpRequest(
-      { host: '127.0.0.1', port: target.port, method: req.method, path: req.url, headers: req.headers },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-        answer.once('error', () => res.destroy());
-      },
-    );
-    up.once('error', () => res.destroy());
-    res.once('close', () => up.destroy());
-    req.pipe(up);
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.once('end', () => {
+      const body = Buffer.concat(chunks);
+      const u = new URL(req.url ?? '/', 'http://proxy');
+      const r: Seen = { method: req.method ?? 'GET', path: u.pathname, query: u.searchParams, body: body.toString() };
+      proxy.seen.push(r);
+      if (proxy.intercept?.(r, res)) return;
+      const up = httpRequest(
+        { host: '127.0.0.1', port: target.port, method: req.method, path: req.url, headers: req.headers },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+          answer.once('error', () => res.destroy());
+        },
+      );
+      up.once('error', () => res.destroy());
+      res.once('close', () => up.destroy());
+      up.end(body);
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   proxy.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

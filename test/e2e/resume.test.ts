@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectedOrganicLinks, serpQueryPlan } from '../../src/emulator/data/serp.js';
 import type { EmulatorHandle } from '../../src/emulator/server.js';
 import {
   emulator,
@@ -15,6 +16,7 @@ import {
   runOk,
   sluice,
   snapshots,
+  variant,
   workspace,
   type Proxy,
   type Seen,
@@ -54,6 +56,7 @@ transforms:
 sinks:
   - { type: duckdb, path: out/${name}.duckdb, table: companies, write: append }
   - { type: jsonl, path: out/${name}_jsonl }
+  - { type: parquet, path: out/${name}_parquet }
 `;
 }
 
@@ -75,21 +78,28 @@ function partOf(unitId: string): number {
   return Number(m[1]);
 }
 
-/** Parts committed in the DuckDB sink and in the JSONL sink's manifest. */
-async function committed(dir: string, name: string): Promise<{ duckdb: number[]; jsonl: number[] }> {
+/** Parts listed in a file sink's manifest. */
+function manifestParts(dir: string): number[] {
+  try {
+    const manifest = JSON.parse(readFileSync(path.join(dir, '_sluice_manifest.json'), 'utf8')) as {
+      units: Record<string, unknown>;
+    };
+    return Object.keys(manifest.units).map(partOf).sort();
+  } catch {
+    return []; // no unit committed yet: no manifest
+  }
+}
+
+/** Parts committed by each sink: DuckDB's `_sluice_state` rows, the file sinks' manifests. */
+async function committed(dir: string, name: string): Promise<{ duckdb: number[]; jsonl: number[]; parquet: number[] }> {
   const rows = await query(`SELECT unit_id FROM w._sluice_state WHERE table_name = 'companies'`, {
     duckdb: path.join(dir, `out/${name}.duckdb`),
   }).catch(() => []);
-  let jsonl: number[] = [];
-  try {
-    const manifest = JSON.parse(readFileSync(path.join(dir, `out/${name}_jsonl/_sluice_manifest.json`), 'utf8')) as {
-      units: Record<string, unknown>;
-    };
-    jsonl = Object.keys(manifest.units).map(partOf);
-  } catch {
-    // no unit committed yet: no manifest
-  }
-  return { duckdb: rows.map((r) => partOf(r.unit_id as string)).sort(), jsonl: jsonl.sort() };
+  return {
+    duckdb: rows.map((r) => partOf(r.unit_id as string)).sort(),
+    jsonl: manifestParts(path.join(dir, `out/${name}_jsonl`)),
+    parquet: manifestParts(path.join(dir, `out/${name}_parquet`)),
+  };
 }
 
 async function assertExactlyOnce(dir: string, name: string): Promise<void> {
@@ -101,6 +111,10 @@ async function assertExactlyOnce(dir: string, name: string): Promise<void> {
     `SELECT count(*) n, count(DISTINCT company_id) ids FROM read_json('${dir}/out/${name}_jsonl/*.jsonl')`,
   );
   expect(jsonl).toEqual({ n: RECORDS, ids: RECORDS });
+  const [parquet] = await query(
+    `SELECT count(*) n, count(DISTINCT company_id) ids FROM read_parquet('${dir}/out/${name}_parquet/**/*.parquet')`,
+  );
+  expect(parquet).toEqual({ n: RECORDS, ids: RECORDS });
 }
 
 const all = Array.from({ length: PARTS }, (_, i) => i + 1);
@@ -132,6 +146,7 @@ describe('resume after a failed run', () => {
     const after1 = await committed(ws.pipelines, name);
     expect(after1.duckdb).not.toContain(3);
     expect(after1.jsonl).toEqual(after1.duckdb);
+    expect(after1.parquet).toEqual(after1.duckdb);
     expect(after1.duckdb.length).toBeGreaterThan(0);
     expect(emu.stats.paid.filter).toBe(filtersBefore + 1);
 
@@ -185,12 +200,79 @@ describe('resume after kill -9', () => {
     const start2 = proxy.seen.length;
     await runOk(file, proxy);
     const again = downloadsPerPart(proxy.seen.slice(start2));
-    // Every part not committed in both sinks is downloaded once more; parts committed in both are not.
+    // Every part some sink had not committed is downloaded once more; parts every sink committed are not.
     for (const p of all) {
-      const inBoth = after1.duckdb.includes(p) && after1.jsonl.includes(p);
-      expect(again.get(p) ?? 0, `part ${p}`).toBe(inBoth ? 0 : 1);
+      const inAll = [after1.duckdb, after1.jsonl, after1.parquet].every((parts) => parts.includes(p));
+      expect(again.get(p) ?? 0, `part ${p}`).toBe(inAll ? 0 : 1);
     }
     expect(emu.stats.paid.filter).toBe(filtersBefore + 1);
     await assertExactlyOnce(ws.pipelines, name);
+  });
+});
+
+describe('resume of a crawl after a failed run', () => {
+  it('fetches only the pages that did not commit, each once, and loads every result once', async () => {
+    const ws = workspace();
+    const file = ws.write(
+      'serp_resume.yaml',
+      variant(ws, 'serp.yaml', [
+        [/api_key: (.*)\n/, 'api_key: $1\n  retry: { retries: 1, base_delay_ms: 10 }\n'],
+        [/write: merge\n.*primary_key.*\n/, 'write: append\n'], // a page loaded twice would show as duplicates
+      ]),
+    );
+    const queries = ['coffee roasters portland', 'ramen berlin', 'bike repair lyon'];
+    const pageOf = (r: Seen): string | undefined => {
+      if (r.path !== '/request') return undefined;
+      const target = new URL((JSON.parse(r.body) as { url: string }).url);
+      return `${target.searchParams.get('q')}@${target.searchParams.get('start') ?? 0}`;
+    };
+    const unitPage = (unitId: string): string => {
+      const m = /serp:[^:]+:(.+):start:(\d+)$/.exec(unitId);
+      if (!m) throw new Error(`not a SERP page unit: ${unitId}`);
+      return `${decodeURIComponent(m[1]!)}@${m[2]}`;
+    };
+    const committedPages = async (): Promise<string[]> =>
+      (
+        await query(`SELECT unit_id FROM w._sluice_state WHERE table_name = 'serp_organic'`, {
+          duckdb: path.join(ws.out, 'warehouse.duckdb'),
+        })
+      )
+        .map((x) => unitPage(x.unit_id as string))
+        .sort();
+
+    // Page 2 of the first query fails on every attempt of the first run.
+    proxy.intercept = (r, res) => {
+      if (pageOf(r) !== 'coffee roasters portland@10') return false;
+      res.writeHead(502, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: 'Bad gateway' }));
+      return true;
+    };
+    const first = await sluice(['run', file, '--no-progress'], { service: proxy });
+    proxy.intercept = undefined;
+    expect(first.code, first.stderr).toBe(1);
+    expect(failure(first).error).toMatch(/^error: POST \/request: 502/);
+    const after1 = await committedPages();
+    expect(after1).toContain('coffee roasters portland@0');
+    expect(after1).not.toContain('coffee roasters portland@10');
+
+    const start2 = proxy.seen.length;
+    await runOk(file, proxy);
+    const fetched = proxy.seen
+      .slice(start2)
+      .map(pageOf)
+      .filter((x) => x !== undefined);
+    const final = await committedPages();
+    expect(final).toContain('coffee roasters portland@40'); // page 5: the crawl went on past the failed page
+    expect(fetched.sort()).toEqual(final.filter((pg) => !after1.includes(pg)));
+
+    const expected = queries.flatMap((q) =>
+      expectedOrganicLinks(11, 'www.google.com', q)
+        .slice(0, 5 * serpQueryPlan(11, 'www.google.com', q).pageSize)
+        .map((link) => `${q} ${link}`),
+    );
+    const rows = await query(`SELECT query, link FROM w.serp_organic`, {
+      duckdb: path.join(ws.out, 'warehouse.duckdb'),
+    });
+    expect(rows.map((x) => `${x.query} ${x.link}`).sort()).toEqual(expected.sort());
   });
 });

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { companyProfile } from '../../src/emulator/data/company-profiles.js';
 import type { EmulatorHandle } from '../../src/emulator/server.js';
-import { emulator, query, runOk, snapshots, workspace, type Obj } from './harness.js';
+import { emulator, query, runOk, snapshots, variant, workspace, type Obj } from './harness.js';
 
 const SEED = 7;
 const SIZE = 6000;
@@ -136,5 +136,22 @@ sinks:
 
   it('had downloads in flight at the same time', () => {
     expect(emu.stats.routeMaxInFlight['GET /datasets/snapshots/:id/download']).toBeGreaterThan(1);
+  });
+});
+
+describe('a filter that matches nothing', () => {
+  it('is an empty result, not a failure: exit 0, no units, a warning that says why', async () => {
+    const ws = workspace();
+    const file = ws.write(
+      'no_match.yaml',
+      variant(ws, 'company_profiles.yaml', [
+        ["{ name: followers, operator: '>=', value: 100 }", "{ name: followers, operator: '<', value: 0 }"],
+        ['batch_size: 1000 }', 'batch_size: 1000 }\n  poll: { interval_ms: 50 }'],
+      ]),
+    );
+    const r = await runOk(file, emu);
+    expect(r.stderr).toMatch(/^warn: snapshot snap_\w+: Provided filter did not match any records$/m);
+    expect(r.stdout).toMatch(/^ {2}units +0\/0 /m);
+    expect(r.stdout).toMatch(/^ {2}records +0$/m);
   });
 });

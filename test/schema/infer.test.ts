@@ -81,7 +81,10 @@ describe('InferredSchema', () => {
 
   it('reports names that differ only in case', () => {
     const s = new InferredSchema();
-    s.observe([{ Links: 'a', similar: [{ title: 't' }] }, { links: 'b', similar: [{ Title: 'u' }] }]);
+    s.observe([
+      { Links: 'a', similar: [{ title: 't' }] },
+      { links: 'b', similar: [{ Title: 'u' }] },
+    ]);
     expect(s.conflicts.caseConflicts().map((c) => [c.path, c.seen])).toEqual([
       ['links', ['Links', 'links']],
       ['similar[].Title', ['title', 'Title']],
@@ -105,6 +108,20 @@ describe('InferredSchema', () => {
     expect(types(a)).toEqual({ o: 'STRUCT("x" BIGINT, "y" VARCHAR)', n: 'DOUBLE', extra: 'BOOLEAN' });
     a.observe([{ o: { z: 1 } }]);
     expect(duckdbType(b.column('o')!)).toBe('STRUCT("y" VARCHAR)');
+  });
+
+  it('types ISO text as TIMESTAMP / DATE only when asked, and falls back to text quietly', () => {
+    const plain = new InferredSchema();
+    plain.observe([{ at: '2024-01-02T03:04:05Z' }]);
+    expect(types(plain)).toEqual({ at: 'VARCHAR' });
+    const s = new InferredSchema({ temporalText: true });
+    s.observe([{ at: '2024-01-02T03:04:05Z', d: '2024-01-02', x: '2024-01-02', bad: '2024-02-30' }]);
+    expect(types(s)).toEqual({ at: 'TIMESTAMP', d: 'DATE', x: 'DATE', bad: 'VARCHAR' });
+    s.observe([{ at: '2024-01-02 03:04:05.123+05:30', d: null, x: 'not a date' }]);
+    expect(types(s)).toEqual({ at: 'TIMESTAMP', d: 'DATE', x: 'VARCHAR', bad: 'VARCHAR' });
+    s.observe([{ at: new Date(0) }]);
+    expect(types(s)).toEqual({ at: 'TIMESTAMP', d: 'DATE', x: 'VARCHAR', bad: 'VARCHAR' });
+    expect(s.conflicts.size).toBe(0);
   });
 
   it('snapshots do not change with later observations', () => {

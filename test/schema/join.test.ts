@@ -37,9 +37,7 @@ describe('joinTypes', () => {
     j(DATE, TIMESTAMP, log);
     expect(log.size).toBe(0);
     j(BIGINT, VARCHAR, log);
-    expect(log.list()).toEqual([
-      expect.objectContaining({ path: 'c', kind: 'text', seen: ['BIGINT', 'VARCHAR'] }),
-    ]);
+    expect(log.list()).toEqual([expect.objectContaining({ path: 'c', kind: 'text', seen: ['BIGINT', 'VARCHAR'] })]);
     j(VARCHAR, structOf([['a', BIGINT]]), log);
     expect(log.list()).toEqual([
       expect.objectContaining({ path: 'c', kind: 'json', seen: ['BIGINT', 'VARCHAR', 'STRUCT'] }),

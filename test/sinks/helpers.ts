@@ -137,16 +137,8 @@ export async function query(sql: string, file = ':memory:'): Promise<Record<stri
   }
 }
 
-/** Column name → DuckDB type text of a query's result. */
+/** Column name → DuckDB type as DESCRIBE shows it (JSON shows as JSON). */
 export async function columnTypes(sql: string, file = ':memory:'): Promise<Record<string, string>> {
-  const db = file === ':memory:' ? await DuckDBInstance.create(':memory:') : await DuckDBInstance.fromCache(file);
-  const conn = await db.connect();
-  try {
-    const r = await conn.runAndReadAll(`${sql} LIMIT 0`);
-    const types = r.columnTypes();
-    return Object.fromEntries(r.columnNames().map((n, i) => [n, types[i]!.toString()]));
-  } finally {
-    conn.closeSync();
-    if (file === ':memory:') db.closeSync();
-  }
+  const rows = await query(`DESCRIBE ${sql}`, file);
+  return Object.fromEntries(rows.map((r) => [String(r.column_name), String(r.column_type)]));
 }

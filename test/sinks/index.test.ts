@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { sinkDefs } from '../../sinks/index.js';
+
+describe('sink registry', () => {
+  it('lists duckdb, parquet and jsonl, each with a strict, fully described config schema', () => {
+    expect(sinkDefs.map((d) => [d.kind, d.type])).toEqual([
+      ['sink', 'duckdb'],
+      ['sink', 'parquet'],
+      ['sink', 'jsonl'],
+    ]);
+    for (const def of sinkDefs) {
+      expect(def.schema).toBeInstanceOf(z.ZodObject);
+      const shape = (def.schema as z.ZodObject).shape;
+      for (const [key, field] of Object.entries(shape)) {
+        if (key === 'type') continue;
+        expect((field as z.ZodType).description, `${def.type}.${key}`).toBeTruthy();
+      }
+      const minimal = { type: def.type, path: 'x', ...(def.type === 'duckdb' ? { table: 't' } : {}) };
+      expect(def.schema.safeParse(minimal).success, def.type).toBe(true);
+      expect(def.schema.safeParse({ ...minimal, unknown_option: 1 }).success, def.type).toBe(false);
+    }
+  });
+
+  it('creates sinks from parsed configs', () => {
+    for (const def of sinkDefs) {
+      const minimal = { type: def.type, path: 'x', ...(def.type === 'duckdb' ? { table: 't' } : {}) };
+      const sink = def.create(def.schema.parse(minimal), {
+        log: { debug() {}, info() {}, warn() {}, error() {} },
+        baseDir: '.',
+        client: () => Promise.reject(new Error('no client')),
+      }) as { open: unknown; writeUnit: unknown; finish: unknown };
+      expect(typeof sink.open).toBe('function');
+      expect(typeof sink.writeUnit).toBe('function');
+    }
+  });
+});
