@@ -4,12 +4,13 @@
  * process's event loop, so a blocking spawn would leave every request of the child unanswered.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
+import { afterAll } from 'vitest';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
 import type { EmulatorOptions } from '../../src/emulator/context.js';
 
@@ -35,11 +36,23 @@ export interface Workspace {
   write(name: string, text: string): string;
 }
 
+const workspaces: string[] = [];
+// Registered while the importing test file is collected, so it runs after that file's tests.
+// SLUICE_E2E_KEEP=1 keeps the directories for a look at what a run wrote.
+afterAll(() => {
+  if (!process.env.SLUICE_E2E_KEEP) for (const d of workspaces.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
 /** A temporary copy of pipelines/, so the examples' relative outputs and state stay out of the repository. */
 export function workspace(): Workspace {
   const dir = mkdtempSync(path.join(tmpdir(), 'sluice-e2e-'));
+  workspaces.push(dir);
   const pipelines = path.join(dir, 'pipelines');
-  cpSync(path.join(ROOT, 'pipelines'), pipelines, { recursive: true });
+  // Without the state of runs made in the repository (`.sluice/`): a copied checkpoint would make a run resume.
+  cpSync(path.join(ROOT, 'pipelines'), pipelines, {
+    recursive: true,
+    filter: (src) => !path.basename(src).startsWith('.sluice'),
+  });
   return {
     dir,
     pipelines,
