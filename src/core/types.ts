@@ -73,6 +73,11 @@ export interface SourceContext {
   /** `plan` must not start paid work (filter jobs, triggers, enrich). */
   dryRun: boolean;
   /**
+   * The run is one shard of several (`--shard i/n`, e.g. one machine of a fan-out). Sources must not start paid
+   * jobs then: every shard would start and pay for its own.
+   */
+  sharded?: boolean;
+  /**
    * In dry runs, sources describe what a run would do: `request` for an HTTP call it would make (e.g.
    * `POST /datasets/filter (paid: starts a filter job)`), `note` for anything else worth telling.
    */

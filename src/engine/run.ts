@@ -105,6 +105,7 @@ export async function runPipeline(p: LoadedPipeline, opts: RunOptions, hooks: Ru
     deadLetter,
     baseDir: p.baseDir,
     dryRun: false,
+    sharded: opts.shard !== undefined,
   };
   const sinkCtx: SinkContext = { log, deadLetter, baseDir: p.baseDir, pipeline: p.name, fresh: !resumed };
 

@@ -123,7 +123,14 @@ class DeepLookupSource implements Source {
       );
       return undefined;
     }
-    this.checkBudget(bound, 0, 'trigger the request');
+    if (ctx.sharded)
+      throw new SluiceError(
+        'a sharded run (--shard) will not trigger a deep lookup: every shard would pay for its own',
+        {
+          hint: 'trigger it once (run the pipeline unsharded), then set source.request_id in the sharded pipeline',
+        },
+      );
+    this.checkBudget(bound, 0, `trigger the request${this.cfg.enrich.length ? ' and enrich it' : ''}`);
     let previewId = this.cfg.preview_id;
     if (!previewId && this.cfg.query) {
       const preview = await client.deepLookup.createPreview(this.cfg.query);
@@ -152,9 +159,14 @@ class DeepLookupSource implements Source {
     return res.request_id;
   }
 
-  /** Worst case of the trigger: every allowed record matched. Unknown without result_limit. */
+  /**
+   * Worst case of the whole source before anything is paid: every allowed record matched, and every enrich column
+   * filled for each of them. `max_cost` bounds the run, not each call: a trigger that leaves no budget for the
+   * enrichment would spend money on a run that then fails. Unknown without result_limit.
+   */
   private triggerBound(): number | undefined {
-    return this.cfg.result_limit === undefined ? undefined : this.cfg.result_limit * PRICE_PER_RECORD;
+    if (this.cfg.result_limit === undefined) return undefined;
+    return this.cfg.result_limit * (PRICE_PER_RECORD + PRICE_PER_EXTRA_COLUMN * this.cfg.enrich.length);
   }
 
   private checkBudget(bound: number | undefined, spent: number, what: string): void {

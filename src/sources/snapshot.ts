@@ -130,6 +130,12 @@ class SnapshotSource implements Source {
       ctx.log.info(`reusing snapshot ${known} of the filter job started earlier (no new paid job)`);
       return known;
     }
+    if (ctx.sharded && !ctx.dryRun)
+      throw new SluiceError('a sharded run (--shard) will not start a filter job: every shard would pay for its own', {
+        hint:
+          'start the job once (run the pipeline unsharded, or `sluice datasets filter … --yes`), then set ' +
+          'source.snapshot_id to its snapshot in the sharded pipeline: the shards split its parts',
+      });
     if (ctx.dryRun) {
       ctx.report?.('request', `POST /datasets/filter (paid: would start a filter job on ${this.cfg.dataset_id})`);
       ctx.report?.('note', 'units are the parts of the snapshot the filter job creates; not started by plan');

@@ -65,21 +65,25 @@ describe('max_cost', () => {
     expect(r.code).toBe(1);
     const f = failure(r);
     expect(r.stderr.match(/^error:/gm)).toHaveLength(1);
-    expect(f.error).toBe('error: refusing to trigger the request: worst-case cost $40.00 exceeds max_cost $10.00');
+    expect(f.error).toBe(
+      'error: refusing to trigger the request and enrich it: worst-case cost $42.00 exceeds max_cost $10.00',
+    );
     expect(f.fix).toMatch(/^fix: .*(result_limit|max_cost)/);
     expect(r.stdout).toBe('');
     expect(paid()).toEqual(before);
   });
 
-  it('refuses an enrichment that would exceed it after the trigger: the trigger is paid, the enrich is not', async () => {
+  it('bounds the whole run: a budget that covers the trigger but not the enrichment pays for nothing', async () => {
     const { file } = example([['max_cost: $100.00', 'max_cost: $41.00']]);
     const before = paid();
     const r = await sluice(['run', file, '--no-progress'], { service: emu });
     expect(r.code).toBe(1);
     const f = failure(r);
     expect(r.stderr.match(/^error:/gm)).toHaveLength(1);
-    // 40 records matched at $1.00 each, then $0.05 per record for the column: $42.00 > $41.00.
-    expect(f.error).toBe('error: refusing to enrich column ceo_name: worst-case cost $42.00 exceeds max_cost $41.00');
-    expect(paid()).toEqual({ trigger: before.trigger + 1, enrich: before.enrich });
+    // result_limit 40 at $1.00 each, plus $0.05 per record for the column: $42.00 > $41.00.
+    expect(f.error).toBe(
+      'error: refusing to trigger the request and enrich it: worst-case cost $42.00 exceeds max_cost $41.00',
+    );
+    expect(paid()).toEqual(before);
   });
 });

@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmulatorHandle } from '../../src/emulator/server.js';
-import { emulator, query, runOk, variant, workspace } from './harness.js';
+import { emulator, query, runOk, sluice, snapshots, variant, workspace } from './harness.js';
 
 const QUERIES = [
   'coffee roasters portland',
@@ -61,7 +61,7 @@ describe('--shard i/n', () => {
       for (let j = i + 1; j < 3; j++) expect([...queriesOf[i]!].filter((q) => queriesOf[j]!.has(q))).toEqual([]);
   });
 
-  it('snapshot parts: the shards of a filter pipeline together are the full run, no overlap', async () => {
+  it('snapshot parts: shards of one snapshot together are the full run, no overlap', async () => {
     const ws = workspace();
     const text = variant(ws, 'company_profiles.yaml', [
       ['batch_size: 1000 }', 'batch_size: 1000 }\n  poll: { interval_ms: 50 }'],
@@ -69,8 +69,29 @@ describe('--shard i/n', () => {
     const sql = `SELECT company_id FROM w.company_profiles`;
     const full = await runIn(text, [], sql);
     expect(full.length).toBeGreaterThan(2000);
+    // The unsharded run started the one filter job; the shards split the parts of its snapshot.
+    const before = emu.stats.paid.filter ?? 0;
+    const snapshotId = (await snapshots(emu)).sort((a, b) => String(a.created).localeCompare(String(b.created))).at(-1)!
+      .id as string;
+    const sharded = text.replace(
+      /\n  filter:[\s\S]*?\n  files: .*\n  records_limit: .*\n/,
+      `\n  snapshot_id: ${snapshotId}\n`,
+    );
+    expect(sharded).toContain(`snapshot_id: ${snapshotId}`);
     const shards = [];
-    for (let i = 0; i < 2; i++) shards.push(await runIn(text, ['--shard', `${i}/2`], sql));
+    for (let i = 0; i < 2; i++) shards.push(await runIn(sharded, ['--shard', `${i}/2`], sql));
     expectPartition(full, shards);
+    expect(emu.stats.paid.filter ?? 0).toBe(before);
+  });
+
+  it('a sharded run refuses to start a paid filter job of its own, and says how to shard one snapshot', async () => {
+    const ws = workspace();
+    const file = ws.write('sharded.yaml', variant(ws, 'company_profiles.yaml', []));
+    const before = emu.stats.paid.filter ?? 0;
+    const r = await sluice(['run', file, '--shard', '0/2', '--no-progress'], { service: emu });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^error: a sharded run \(--shard\) will not start a filter job/m);
+    expect(r.stderr).toMatch(/^\s*fix: .*source\.snapshot_id/m);
+    expect(emu.stats.paid.filter ?? 0).toBe(before);
   });
 });

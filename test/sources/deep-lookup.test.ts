@@ -92,7 +92,7 @@ describe('deep lookup source against the emulator', () => {
     expect(state.data.size).toBe(0);
   });
 
-  it('max_cost that covers the trigger but not the enrichment: triggered once, enrich refused', async () => {
+  it('max_cost that covers the trigger but not the enrichment refuses before any paid call', async () => {
     const h = await harness();
     const src = source(h, {
       query: QUERY,
@@ -102,7 +102,24 @@ describe('deep lookup source against the emulator', () => {
       max_cost: '$10.20',
     });
     await expect(src.plan(sourceContext(h, new MemoryStateStore()))).rejects.toThrow(
-      /refusing to enrich column cto_name/,
+      /refusing to trigger the request and enrich it: worst-case cost \$10\.50 exceeds max_cost \$10\.20/,
+    );
+    expect(h.emu.stats.paid).toEqual({});
+  });
+
+  it('an existing request whose enrichment would exceed max_cost: enrich refused, nothing paid', async () => {
+    const h = await harness();
+    const triggered = await source(h, { query: QUERY, result_limit: 10 }).plan(
+      sourceContext(h, new MemoryStateStore()),
+    );
+    const requestId = triggered[0]!.params.request_id as string;
+    const src = source(h, {
+      request_id: requestId,
+      enrich: [{ column_name: 'cto_name', query: 'CTO' }],
+      max_cost: '$0.10',
+    });
+    await expect(src.plan(sourceContext(h, new MemoryStateStore()))).rejects.toThrow(
+      /refusing to enrich column cto_name: worst-case cost .* exceeds max_cost \$0\.10/,
     );
     expect(h.emu.stats.paid).toEqual({ trigger: 1 });
   });
