@@ -9,13 +9,15 @@
  * - `writeUnitFile` (a local JSONL file, gzip or not): the file is scanned in JS for its schema (and for lines
  *   that are not JSON objects, which make it throw) and loaded as it is. Letting DuckDB detect the columns instead
  *   would parse a 10k-record unit twice and hold the parsed sample in memory.
- * The JS work runs concurrently for many units; what touches the table (schema changes, load, checkpoint) runs
- * one unit at a time per table, because DuckDB rejects concurrent schema changes and conflicting deletes.
+ * Concurrency, per table: the JS work runs for many units at once; loads (insert + checkpoint, one transaction
+ * each) run two at a time, since DuckDB lets transactions append to one table concurrently; schema changes,
+ * merges (deletes) and the `replace` swap run alone, because DuckDB rejects them next to other writers.
  */
 import { randomBytes } from 'node:crypto';
 import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
+import pLimit from 'p-limit';
 import { z } from 'zod';
 import { SluiceError } from '../src/core/errors.js';
 import type {
@@ -31,6 +33,7 @@ import type {
 import { ConflictLog } from '../src/schema/conflicts.js';
 import { duckdbType, quoteIdent, quoteString } from '../src/schema/duckdb-types.js';
 import { InferredSchema } from '../src/schema/infer.js';
+import { joinTypes } from '../src/schema/join.js';
 import { decidedColumns, type LogicalType } from '../src/schema/logical-type.js';
 import { DuckDBDatabase } from './common/duckdb-database.js';
 import {
@@ -141,6 +144,13 @@ export class DuckDBSink implements Sink {
   private reportedConflicts = 0;
   private readConn: DuckDBConnection | undefined;
   private readonly reading = new Mutex();
+  /** Connections for units' transactions, reused. */
+  private readonly idle: DuckDBConnection[] = [];
+  /**
+   * Units loading into DuckDB at once. A load of a gzip unit keeps about one core busy (gzip cannot be split),
+   * so two use both cores; each holds its uncommitted rows in memory, so more would only cost memory.
+   */
+  private readonly loadSlots = pLimit(2);
 
   constructor(
     private readonly config: DuckDBSinkConfig,
@@ -258,6 +268,7 @@ export class DuckDBSink implements Sink {
   }
 
   async close(): Promise<void> {
+    for (const c of this.idle.splice(0)) c.closeSync();
     this.conn?.closeSync();
     this.readConn?.closeSync();
     this.conn = undefined;
@@ -288,18 +299,48 @@ export class DuckDBSink implements Sink {
   private async commitUnit(unitId: string, file: UnitFile, schema: InferredSchema): Promise<CommitResult> {
     this.checkNames(schema.conflicts);
     this.noteConflicts(schema.conflicts);
-    return this.locked(async () => {
-      // First try keeping DATE/TIMESTAMP columns for ISO text (DuckDB parses it); widen to VARCHAR only if refused.
-      for (let lenient = true; ; lenient = false) {
-        const columns = file.columns.size > 0 ? await this.prepareTable(file.columns, lenient) : undefined;
-        try {
-          return await this.transaction(unitId, file, columns);
-        } catch (err) {
-          if (lenient && isConversionError(err)) continue;
-          throw err instanceof SluiceError ? err : this.failure(`could not load unit ${unitId}`, err);
+    // First try keeping DATE/TIMESTAMP columns for ISO text (DuckDB parses it); widen to VARCHAR only if refused.
+    let lenient = true;
+    for (;;) {
+      const typed = file.columns.size > 0;
+      if (typed && this.needsChange(file.columns, lenient))
+        await this.locked(() => this.prepareTable(file.columns, lenient));
+      if (file.rows > 0) this.checkPrimaryKey(file.columns);
+      try {
+        const r = await this.loadSlots(() =>
+          // Appends to one table may run at once (DuckDB has no conflict between inserts); merge deletes rows.
+          (this.config.write === 'merge' ? this.locked.bind(this) : this.shared.bind(this))(async () => {
+            // Another unit may have changed the table since: prepare it again.
+            if (typed && this.needsChange(file.columns, lenient)) return undefined;
+            const conn = await this.takeConnection();
+            try {
+              return await this.transaction(conn, unitId, file, typed ? new Map(this.columns) : undefined);
+            } finally {
+              this.giveConnection(conn);
+            }
+          }),
+        );
+        if (r) return r;
+      } catch (err) {
+        if (lenient && isConversionError(err)) {
+          lenient = false;
+          continue;
         }
+        throw err instanceof SluiceError ? err : this.failure(`could not load unit ${unitId}`, err);
       }
-    });
+    }
+  }
+
+  /** Whether the table must be created or altered before rows of `incoming` fit. */
+  private needsChange(incoming: ReadonlyMap<string, LogicalType>, lenient: boolean): boolean {
+    const columns = this.columns;
+    if (!columns) return true;
+    for (const [k, t] of incoming) {
+      const cur = columns.get(k);
+      if (cur === undefined) return true;
+      if (duckdbType(joinTypes(cur, t, [k], undefined, { textIntoTemporal: lenient })) !== duckdbType(cur)) return true;
+    }
+    return false;
   }
 
   /** Creates or evolves the target table so `incoming` fits; returns its columns. */
@@ -317,17 +358,24 @@ export class DuckDBSink implements Sink {
       for (const c of evo.changes) log.info(`${this.label}: ${c}`);
       this.noteConflicts(this.tableConflicts);
     }
+    return this.columns;
+  }
+
+  private checkPrimaryKey(incoming: ReadonlyMap<string, LogicalType>): void {
     for (const k of this.config.primary_key ?? []) {
       if (!incoming.has(k))
         throw new SluiceError(`${this.label}: primary key column "${k}" is not in the data`, {
           hint: `every row needs the key for \`write: merge\`: fix \`primary_key\` (the data has ${[...incoming.keys()].slice(0, 12).join(', ')}), or add the field with a transform`,
         });
     }
-    return this.columns;
   }
 
-  private async transaction(unitId: string, file: UnitFile, columns: Columns | undefined): Promise<CommitResult> {
-    const conn = this.connection();
+  private async transaction(
+    conn: DuckDBConnection,
+    unitId: string,
+    file: UnitFile,
+    columns: Columns | undefined,
+  ): Promise<CommitResult> {
     const pipeline = this.context().pipeline;
     await conn.run('BEGIN TRANSACTION');
     try {
@@ -335,7 +383,9 @@ export class DuckDBSink implements Sink {
         await rollback(conn);
         return { committed: false, records: 0 };
       }
-      const records = columns ? await this.insertRows(file, columns) : await this.insertEmptyRows(file.rows);
+      const records = columns
+        ? await this.insertRows(conn, file, columns)
+        : await this.insertEmptyRows(conn, file.rows);
       await this.hooks.beforeCheckpoint?.(unitId);
       await insertStateRow(conn, pipeline, this.targetStateKey, unitId, records);
       await conn.run('COMMIT');
@@ -347,7 +397,7 @@ export class DuckDBSink implements Sink {
   }
 
   /** Rows whose every value is null: nothing to type a column by, but still rows of the table when it exists. */
-  private async insertEmptyRows(rows: number): Promise<number> {
+  private async insertEmptyRows(conn: DuckDBConnection, rows: number): Promise<number> {
     if (rows === 0) return 0;
     const first = this.columns?.keys().next().value;
     if (first === undefined) {
@@ -355,13 +405,12 @@ export class DuckDBSink implements Sink {
       return 0;
     }
     const table = qualified(this.schemaName, this.target);
-    await this.connection().run(`INSERT INTO ${table} (${quoteIdent(first)}) SELECT NULL FROM range(${rows})`);
+    await conn.run(`INSERT INTO ${table} (${quoteIdent(first)}) SELECT NULL FROM range(${rows})`);
     return rows;
   }
 
   /** The unit's data statement(s): its file read with the table's types, appended or merged. Returns the rows. */
-  private async insertRows(file: UnitFile, columns: Columns): Promise<number> {
-    const conn = this.connection();
+  private async insertRows(conn: DuckDBConnection, file: UnitFile, columns: Columns): Promise<number> {
     const table = qualified(this.schemaName, this.target);
     // Timestamps are read as TIMESTAMPTZ: DuckDB's TIMESTAMP parser ignores a UTC offset in the text.
     const specs = [...file.columns.keys()].map(
@@ -423,6 +472,18 @@ export class DuckDBSink implements Sink {
     return this.database().withTable(this.lockKey(), fn);
   }
 
+  private shared<T>(fn: () => Promise<T>): Promise<T> {
+    return this.database().withTableShared(this.lockKey(), fn);
+  }
+
+  private async takeConnection(): Promise<DuckDBConnection> {
+    return this.idle.pop() ?? (await this.database().connect());
+  }
+
+  private giveConnection(conn: DuckDBConnection): void {
+    this.idle.push(conn);
+  }
+
   private lockKey(): string {
     return `${this.schemaName}.${this.config.table}`;
   }
@@ -453,10 +514,6 @@ async function rollback(conn: DuckDBConnection): Promise<void> {
   } catch {
     // No transaction left to roll back (a failed COMMIT already ended it).
   }
-}
-
-export function createDuckDBSink(config: DuckDBSinkConfig, hooks: DuckDBSinkHooks = {}): DuckDBSink {
-  return new DuckDBSink(config, hooks);
 }
 
 export const duckdbSink: ComponentDef<'sink', DuckDBSinkConfig, Sink> = {

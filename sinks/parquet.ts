@@ -185,9 +185,10 @@ export class ParquetSink implements Sink {
           m.units[unit.id] = entry;
         },
       });
-      if (committed && this.stagedBytes() >= this.targetBytes * this.jsonPerParquet) {
+      if (rows === 0) await rm(file, { force: true });
+      if (committed && this.stagedEnough()) {
         // The unit is committed either way; a publish that fails now is retried by finish(), which reports it.
-        await this.publish().catch((err: unknown) =>
+        await this.publish(false).catch((err: unknown) =>
           this.context().log.warn(`parquet sink: publishing staged units failed, retried at the end: ${String(err)}`),
         );
       }
@@ -199,7 +200,7 @@ export class ParquetSink implements Sink {
 
   /** Publishes whatever is still staged, then (for `replace`) swaps the new generation in. */
   async finish(): Promise<void> {
-    await this.publish();
+    await this.publish(true);
     await this.dir().finish();
   }
 
@@ -211,15 +212,20 @@ export class ParquetSink implements Sink {
     this.out = undefined;
   }
 
-  private stagedBytes(): number {
+  /** Staged rows would make a file of about the target size. */
+  private stagedEnough(): boolean {
     let n = 0;
     for (const u of Object.values(this.dir().manifest.units)) n += u.staged?.bytes ?? 0;
-    return n;
+    return n >= this.targetBytes * this.jsonPerParquet;
   }
 
-  /** Every staged unit → target-size Parquet files, moved into place with one manifest swap. */
-  private publish(): Promise<void> {
+  /**
+   * Every staged unit → target-size Parquet files, moved into place with one manifest swap. Unless `all`, only
+   * when enough is staged: units that triggered a publish while another was running must not make a small file.
+   */
+  private publish(all: boolean): Promise<void> {
     return this.publishing.run(async () => {
+      if (!all && !this.stagedEnough()) return;
       const out = this.dir();
       const staged = Object.entries(out.manifest.units).filter(([, u]) => u.staged !== undefined);
       if (staged.length === 0) return;

@@ -8,12 +8,12 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { SluiceError } from '../../src/core/errors.js';
-import { KeyedMutex } from './mutex.js';
+import { RwLock } from './mutex.js';
 
 interface Entry {
   instance: DuckDBInstance;
   refs: number;
-  tableLocks: KeyedMutex;
+  tableLocks: Map<string, RwLock>;
   /** Tables an open sink writes to: two sinks on one table would break each other's commits. */
   claimed: Set<string>;
 }
@@ -48,9 +48,20 @@ export class DuckDBDatabase {
     return conn;
   }
 
-  /** Runs `fn` while no other sink section runs on `table` (a qualified name). */
+  /** Runs `fn` while nothing else runs on `table` (a qualified name): schema changes, deletes, swaps. */
   withTable<T>(table: string, fn: () => Promise<T>): Promise<T> {
-    return this.entry.tableLocks.run(table, fn);
+    return this.lock(table).exclusive(fn);
+  }
+
+  /** Runs `fn` alongside other shared sections on `table`: appends, which DuckDB lets transactions make at once. */
+  withTableShared<T>(table: string, fn: () => Promise<T>): Promise<T> {
+    return this.lock(table).shared(fn);
+  }
+
+  private lock(table: string): RwLock {
+    let l = this.entry.tableLocks.get(table);
+    if (!l) this.entry.tableLocks.set(table, (l = new RwLock()));
+    return l;
   }
 
   claim(table: string): void {
@@ -100,6 +111,10 @@ async function openEntry(file: string, label: string): Promise<Entry> {
     // measured 50–90 MB lower peak RSS per unit load at no measurable cost in speed.
     await probe.run(`SET allocator_flush_threshold = '32MB'`);
     await probe.run('SET allocator_background_threads = true');
+    // Units commit 10k rows at a time, and every automatic checkpoint (default: each 16 MB of WAL) rewrites the
+    // table's last, growing row group: checkpointing at 1 GB of WAL, and once when the last sink releases the
+    // file, loads measured ~30% faster.
+    await probe.run(`SET checkpoint_threshold = '1GB'`);
     probe.closeSync();
   } catch (err) {
     const msg = err instanceof Error ? err.message : String(err);
@@ -111,5 +126,5 @@ async function openEntry(file: string, label: string): Promise<Entry> {
       cause: err,
     });
   }
-  return { instance, refs: 0, tableLocks: new KeyedMutex(), claimed: new Set() };
+  return { instance, refs: 0, tableLocks: new Map(), claimed: new Set() };
 }

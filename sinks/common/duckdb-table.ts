@@ -4,7 +4,7 @@
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { SluiceError } from '../../src/core/errors.js';
-import { ConflictLog, formatPath } from '../../src/schema/conflicts.js';
+import type { ConflictLog } from '../../src/schema/conflicts.js';
 import { duckdbType, fromDuckDBType, quoteIdent, quoteString } from '../../src/schema/duckdb-types.js';
 import { caseTwin, joinTypes, type JoinOptions } from '../../src/schema/join.js';
 import { cloneType, describeType, sameType, type LogicalType } from '../../src/schema/logical-type.js';
@@ -148,9 +148,4 @@ export function convertExpr(expr: string, from: LogicalType, to: LogicalType, de
   // DuckDB's text → TIMESTAMP cast ignores a UTC offset; through TIMESTAMPTZ (session zone UTC) it is applied.
   if (to.kind === 'timestamp' && from.kind === 'varchar') return `CAST(CAST(${expr} AS TIMESTAMPTZ) AS TIMESTAMP)`;
   return `CAST(${expr} AS ${duckdbType(to)})`;
-}
-
-/** `column: TYPE` lines, for messages. */
-export function describeColumns(columns: ReadonlyMap<string, LogicalType>): string {
-  return [...columns].map(([k, t]) => `${formatPath([k])}: ${describeType(t)}`).join(', ');
 }

@@ -9,13 +9,56 @@ export class Mutex {
   }
 }
 
-/** One `Mutex` per key, created on first use. */
-export class KeyedMutex {
-  private readonly locks = new Map<string, Mutex>();
+/**
+ * Many shared holders or one exclusive holder, granted in arrival order (a waiting exclusive request holds back
+ * shared requests that come after it, so it cannot starve).
+ */
+export class RwLock {
+  private readers = 0;
+  private writer = false;
+  private readonly queue: { exclusive: boolean; grant: () => void }[] = [];
 
-  run<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    let m = this.locks.get(key);
-    if (!m) this.locks.set(key, (m = new Mutex()));
-    return m.run(fn);
+  async shared<T>(fn: () => Promise<T>): Promise<T> {
+    await this.acquire(false);
+    try {
+      return await fn();
+    } finally {
+      this.readers--;
+      this.drain();
+    }
+  }
+
+  async exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    await this.acquire(true);
+    try {
+      return await fn();
+    } finally {
+      this.writer = false;
+      this.drain();
+    }
+  }
+
+  private acquire(exclusive: boolean): Promise<void> {
+    return new Promise((resolve) => {
+      this.queue.push({
+        exclusive,
+        grant: () => {
+          if (exclusive) this.writer = true;
+          else this.readers++;
+          resolve();
+        },
+      });
+      this.drain();
+    });
+  }
+
+  private drain(): void {
+    while (this.queue.length > 0) {
+      const next = this.queue[0]!;
+      if (this.writer || (next.exclusive && this.readers > 0)) return;
+      this.queue.shift();
+      next.grant();
+      if (next.exclusive) return;
+    }
   }
 }

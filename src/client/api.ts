@@ -48,6 +48,26 @@ export interface SnapshotMeta {
   warning_code?: string;
 }
 
+/** One entry of `GET /datasets/snapshots` (api-facts §1.1); its status vocabulary is wider than `SnapshotStatus`. */
+export interface SnapshotListItem {
+  id: string;
+  /** ISO 8601 creation time, on the service's clock. */
+  created?: string;
+  status?: string;
+  dataset_id?: string;
+  view_id?: string;
+  dataset_size?: number;
+}
+
+export interface SnapshotList {
+  snapshots: SnapshotListItem[];
+  /**
+   * The service's clock when it answered (its `Date` header, whole seconds), for comparing with `created`; undefined
+   * when the header is missing or unreadable.
+   */
+  serviceTime?: Date;
+}
+
 export interface DownloadParams {
   format?: 'json' | 'jsonl' | 'csv';
   compress?: boolean;
@@ -72,6 +92,11 @@ export interface DatasetsApi {
   /** Paid: never retried unless the request provably never reached the server. */
   filter(req: FilterRequest): Promise<{ snapshot_id: string }>;
   snapshot(id: string): Promise<SnapshotMeta>;
+  /**
+   * Free: the snapshots of one dataset (`GET /datasets/snapshots?dataset_id=`), every status, unpaged. This is how a
+   * filter call whose answer was lost is reconciled: the job it may have started shows up here.
+   */
+  snapshots(datasetId: string): Promise<SnapshotList>;
   /** `{parts}`; while the snapshot builds the service answers 400 "Snapshot is not ready" (→ ServiceError). */
   parts(id: string, params: Omit<DownloadParams, 'part'>): Promise<{ parts: number }>;
   /** 202 while building → `NotReadyError`; a 200 body as a byte stream. */

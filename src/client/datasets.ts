@@ -1,8 +1,16 @@
 /** Marketplace datasets: list, metadata, filter jobs (paid), snapshot status, parts and streamed downloads. */
 import { FormData } from 'undici';
-import type { DatasetsApi, Download, DownloadParams, FilterRequest, SnapshotMeta } from './api.js';
-import { NotReadyError } from './errors.js';
-import type { HttpCore } from './http.js';
+import type {
+  DatasetsApi,
+  Download,
+  DownloadParams,
+  FilterRequest,
+  SnapshotList,
+  SnapshotListItem,
+  SnapshotMeta,
+} from './api.js';
+import { NotReadyError, ServiceError } from './errors.js';
+import { readText, type HttpCore } from './http.js';
 
 export function datasetsApi(http: HttpCore): DatasetsApi {
   const snapshotPath = (id: string): string => `/datasets/snapshots/${encodeURIComponent(id)}`;
@@ -43,6 +51,34 @@ export function datasetsApi(http: HttpCore): DatasetsApi {
 
     snapshot: (id) => http.json<SnapshotMeta>({ method: 'GET', path: snapshotPath(id) }),
 
+    snapshots(datasetId: string): Promise<SnapshotList> {
+      const call = { method: 'GET' as const, path: '/datasets/snapshots', query: { dataset_id: datasetId } };
+      // Not `http.json`: the Date header comes with the list, so callers can compare `created` on one clock.
+      return http.call(call, async (res) => {
+        const text = await readText(res.body, Infinity);
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          parsed = undefined;
+        }
+        const items = Array.isArray(parsed) ? parsed : undefined;
+        if (!items || !items.every(isListItem))
+          throw new ServiceError({
+            method: call.method,
+            path: call.path,
+            status: 502,
+            serviceMessage: `expected an array of snapshots, got: ${text.slice(0, 200) || 'an empty answer'}`,
+          });
+        const date = res.headers.date;
+        const serviceTime = new Date(Array.isArray(date) ? (date[0] ?? '') : (date ?? ''));
+        return {
+          snapshots: items.filter((s) => s.dataset_id === undefined || s.dataset_id === datasetId),
+          ...(!Number.isNaN(serviceTime.getTime()) && { serviceTime }),
+        };
+      });
+    },
+
     parts: (id, p) =>
       http.json({
         method: 'GET',
@@ -65,4 +101,8 @@ export function datasetsApi(http: HttpCore): DatasetsApi {
       return res;
     },
   };
+}
+
+function isListItem(v: unknown): v is SnapshotListItem {
+  return typeof v === 'object' && v !== null && typeof (v as { id?: unknown }).id === 'string';
 }

@@ -1,8 +1,11 @@
 /** What every decoder needs besides its bytes: where records go, and where rejected ones go. */
 import type { Batch, DeadLetterFn, Row } from '../core/types.js';
 
-/** Dead letters carry a few KiB of the offending input: enough to see the problem, bounded for huge records. */
-const RAW_LIMIT = 4096;
+/**
+ * Dead letters carry the offending input whole up to 1 MiB, bounded for a runaway record: a letter is replayed from
+ * this text after the user fixes it, so cutting an ordinary record short would make it impossible to replay.
+ */
+const RAW_LIMIT = 1 << 20;
 
 export interface DecodeContext {
   unit: string;

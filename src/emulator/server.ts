@@ -89,6 +89,8 @@ async function handle(
 ): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://emulator');
   const method = req.method ?? 'GET';
+  // The service's clock is the emulated one: clients compare this header with snapshots' `created`.
+  res.setHeader('date', new Date(ctx.clock.now()).toUTCString());
 
   // Outside the service's paths: test introspection, no auth.
   if (url.pathname === '/_emulator/stats') {

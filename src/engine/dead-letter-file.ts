@@ -1,7 +1,10 @@
 /**
  * Dead letters go to one JSONL file per pipeline, appended as they happen (nothing is held back in memory, so a
- * crash loses none). A unit that is retried may reject the same record twice; readers de-duplicate by
- * (unit, stage, offset, reason), which is why each line carries all four.
+ * crash loses none). A unit that is retried may reject the same record twice; readers de-duplicate by the letter's
+ * key (run, unit, stage, offset or ordinal, reason), which is why each line carries all of them.
+ *
+ * A letter keeps the record's whole text up to `MAX_RAW`: `sluice dead-letters --replay` parses it again, so a
+ * letter cut short could not be replayed (it says so with `truncated`).
  */
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
@@ -9,11 +12,24 @@ import path from 'node:path';
 import { redact } from '../core/redact.js';
 import type { DeadLetter } from '../core/types.js';
 
-const MAX_RAW = 4096;
+/** Characters of a record kept in its letter (records are rarely near this; letters are few). */
+export const MAX_RAW = 1 << 20;
 
-export interface StoredDeadLetter extends DeadLetter {
+/** What the engine adds to a component's letter: where in the pipeline it was rejected. */
+export interface LetterContext {
+  /** Index in `transforms` of the transform that rejected the record; absent for decode letters. */
+  step?: number;
+  /** The record's ordinal among the letters of this step in this unit, for letters without a byte offset. */
+  index?: number;
+  /** The unit's params (query, page, fetch time…): normalizers read them again on replay. */
+  unit_params?: Record<string, unknown>;
+}
+
+export interface StoredDeadLetter extends DeadLetter, LetterContext {
   run: string;
   at: string;
+  /** `raw` holds only the first MAX_RAW characters of the record. */
+  truncated?: boolean;
 }
 
 export class DeadLetterFile {
@@ -30,10 +46,16 @@ export class DeadLetterFile {
     this.stream = createWriteStream(this.file, { flags: 'a' });
   }
 
-  write(d: DeadLetter): void {
+  write(d: DeadLetter & LetterContext): void {
     this.count++;
-    const raw = d.raw === undefined ? undefined : d.raw.length > MAX_RAW ? d.raw.slice(0, MAX_RAW) + '…' : d.raw;
-    const line: StoredDeadLetter = { ...d, raw, run: this.run, at: new Date().toISOString() };
+    const cut = d.raw !== undefined && d.raw.length > MAX_RAW;
+    const line: StoredDeadLetter = {
+      ...d,
+      ...(d.raw !== undefined && { raw: cut ? d.raw.slice(0, MAX_RAW) : d.raw }),
+      ...(cut && { truncated: true }),
+      run: this.run,
+      at: new Date().toISOString(),
+    };
     this.stream?.write(redact(JSON.stringify(line)) + '\n');
   }
 
@@ -44,8 +66,12 @@ export class DeadLetterFile {
   }
 }
 
-export function deadLetterKey(d: DeadLetter): string {
-  return JSON.stringify([d.unit, d.stage, d.offset ?? null, d.reason]);
+/**
+ * Identifies a rejected record: the same record rejected again by a retried attempt of its unit has the same key;
+ * a record of another run (a crawl's unit ids repeat every night) does not.
+ */
+export function deadLetterKey(d: DeadLetter & { run?: string; index?: number }): string {
+  return JSON.stringify([d.run ?? null, d.unit, d.stage, d.offset ?? null, d.index ?? null, d.reason]);
 }
 
 /** All dead letters of a pipeline, de-duplicated, oldest first. */

@@ -1,29 +1,73 @@
 /**
  * `sluice dead-letters`: list a pipeline's dead letters, and replay them through the (fixed) pipeline.
  *
- * Replay is exactly-once: the dead letters of one original unit form one replay unit whose id is derived from the
- * letters' keys, committed by the sinks like any unit; letters are marked replayed only after the run completes,
- * and a crashed replay resumes with the same run id, so its committed units are skipped.
+ * What a replay does: each letter's `raw` text is parsed as one JSON object and enters the pipeline where it was
+ * rejected — a decode letter goes through every transform, a transform's letter re-enters at that transform. So a
+ * fix in the pipeline (a `cast` made lenient, a field renamed) makes the same records pass; a record that is itself
+ * broken is fixed by editing the letter's `raw` in the dead-letter file, then replayed.
+ *
+ * Exactly once: the letters to replay are fixed first (`replay/pending.json`), and their replay is one run with an
+ * id derived from them, whose units (the letters of one original unit and transform) are committed by the sinks
+ * like any unit. The letters are marked replayed after the run completed; a replay interrupted at any point is
+ * finished by the next `--replay` with the same letters and the same run id, so the sinks skip what it committed.
+ *
+ * `write: replace` sinks are appended to: the replayed records join the table or generation the last run wrote,
+ * instead of a new generation holding only them. Only that run's letters are replayed there; older runs' output
+ * was replaced, and their records with it.
  */
 import { createHash } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import type { Batch, Source, SourceContext, WorkUnit } from '../core/types.js';
+import { SluiceError } from '../core/errors.js';
+import type { Batch, DeadLetter, Source, SourceContext, WorkUnit } from '../core/types.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
+import type { ComponentConfig } from '../pipeline/schema.js';
 import type { RunOptions, RunSummary } from './api.js';
-import { deadLetterKey, readDeadLetters, type StoredDeadLetter } from './dead-letter-file.js';
-import { pipelinePaths, runPipeline } from './run.js';
+import { sinkConfigs } from './components.js';
+import { deadLetterKey, readDeadLetters, type LetterContext, type StoredDeadLetter } from './dead-letter-file.js';
+import { pipelinePaths, runPipeline, type RunHooks } from './run.js';
+import { FileStateStore } from './state-store.js';
+
+function replayDir(p: LoadedPipeline): string {
+  return path.join(pipelinePaths(p).stateDir, 'replay');
+}
 
 function replayedFile(p: LoadedPipeline): string {
   return path.join(pipelinePaths(p).stateDir, 'dead-letters.replayed.json');
 }
 
-async function replayedKeys(p: LoadedPipeline): Promise<Set<string>> {
+function pendingFile(p: LoadedPipeline): string {
+  return path.join(replayDir(p), 'pending.json');
+}
+
+async function readJson<T>(file: string): Promise<T | undefined> {
   try {
-    return new Set(JSON.parse(await readFile(replayedFile(p), 'utf8')) as string[]);
-  } catch {
-    return new Set();
+    return JSON.parse(await readFile(file, 'utf8')) as T;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new SluiceError(`cannot read ${file}: ${(err as Error).message}`, {
+      hint: 'the file is sluice state that got damaged: restore it, or delete it (replayed letters would be listed again)',
+      cause: err,
+    });
   }
+}
+
+/** Temp file, fsync, rename: a crash leaves the old content or the new, which is what the ordering above needs. */
+async function writeJsonAtomic(file: string, value: unknown): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true });
+  const tmp = `${file}.${process.pid}.tmp`;
+  const fh = await open(tmp, 'w');
+  try {
+    await fh.writeFile(JSON.stringify(value));
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await rename(tmp, file);
+}
+
+async function replayedKeys(p: LoadedPipeline): Promise<Set<string>> {
+  return new Set((await readJson<string[]>(replayedFile(p))) ?? []);
 }
 
 /** Dead letters not yet replayed successfully. */
@@ -32,31 +76,54 @@ export async function listDeadLetters(p: LoadedPipeline): Promise<StoredDeadLett
   return (await readDeadLetters(pipelinePaths(p).deadLetterFile)).filter((d) => !done.has(deadLetterKey(d)));
 }
 
+interface PendingReplay {
+  /** Names the replay run: the same letters always replay under the same run id. */
+  id: string;
+  letters: StoredDeadLetter[];
+}
+
+interface ReplayUnitParams {
+  letters: StoredDeadLetter[];
+  step: number;
+}
+
 /** The letters' raw text as records again; ones that still do not parse become dead letters of the replay. */
 function replaySource(letters: StoredDeadLetter[]): Source {
-  const byUnit = new Map<string, StoredDeadLetter[]>();
-  for (const d of letters) byUnit.set(d.unit, [...(byUnit.get(d.unit) ?? []), d]);
-  const units: WorkUnit[] = [...byUnit.entries()].map(([unit, ds]) => ({
+  const groups = new Map<string, StoredDeadLetter[]>();
+  for (const d of letters) {
+    const k = JSON.stringify([d.unit, d.step ?? -1]);
+    groups.set(k, [...(groups.get(k) ?? []), d]);
+  }
+  const units: WorkUnit[] = [...groups.values()].map((ds) => ({
     id: `replay:${createHash('sha256').update(ds.map(deadLetterKey).join('\n')).digest('hex').slice(0, 20)}`,
-    params: { original_unit: unit, letters: ds },
+    // The original unit's params come back too: normalizers read query, page and fetch time from them.
+    params: { ...(ds[0]!.unit_params ?? {}), replay_of: ds[0]!.unit, letters: ds, step: ds[0]!.step ?? 0 },
   }));
   return {
     plan: async () => units,
     async *read(unit: WorkUnit, ctx: SourceContext): AsyncIterable<Batch> {
       const rows: Batch = [];
-      for (const d of unit.params.letters as StoredDeadLetter[]) {
+      for (const d of (unit.params as unknown as ReplayUnitParams).letters) {
         try {
+          if (d.truncated)
+            throw new Error(`the letter holds only the first ${d.raw?.length ?? 0} characters of the record`);
           const v = JSON.parse(d.raw ?? '') as unknown;
           if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error('not a JSON object');
           rows.push(v as Record<string, unknown>);
         } catch (err) {
-          ctx.deadLetter({
+          // Where it was rejected comes along (the engine's letter file keeps these fields), so its next replay
+          // enters at the same transform, and letters without an offset stay apart by their ordinal.
+          const again: DeadLetter & LetterContext = {
             unit: d.unit,
             ...(d.offset !== undefined && { offset: d.offset }),
+            ...(d.step !== undefined && { step: d.step }),
+            ...(d.index !== undefined && { index: d.index }),
+            ...(d.unit_params !== undefined && { unit_params: d.unit_params }),
             stage: `replay:${d.stage}`,
             reason: `still invalid on replay: ${(err as Error).message}`,
             ...(d.raw !== undefined && { raw: d.raw }),
-          });
+          };
+          ctx.deadLetter(again);
         }
       }
       if (rows.length) yield rows;
@@ -64,24 +131,93 @@ function replaySource(letters: StoredDeadLetter[]): Source {
   };
 }
 
+/** A transform's letters re-enter at the transform that rejected them: it must still be there. */
+function checkSteps(p: LoadedPipeline, letters: StoredDeadLetter[]): void {
+  const transforms = (p.config.transforms ?? []) as { type: string }[];
+  for (const d of letters) {
+    if (d.step === undefined) continue;
+    const type = /^transform:([^:]+)/.exec(d.stage)?.[1];
+    const now = transforms[d.step]?.type;
+    if (now !== undefined && (type === undefined || type === now)) continue;
+    throw new SluiceError(
+      `dead letters of transforms[${d.step}] (${type ?? d.stage}) cannot be replayed: transforms[${d.step}] is now ${now ?? 'gone'}`,
+      {
+        hint: 'a letter re-enters the pipeline at the transform that rejected it: keep the transforms in the order they had when the letters were written (fix their options, not their order), then replay',
+      },
+    );
+  }
+}
+
+export interface ReplayResult {
+  /** Undefined when there was nothing to replay. */
+  summary?: RunSummary;
+  replayed: number;
+  /** Letters of earlier runs that `write: replace` sinks have replaced: not replayed. */
+  superseded: number;
+}
+
 export async function replayDeadLetters(
   p: LoadedPipeline,
   opts: RunOptions,
-): Promise<RunSummary & { replayed: number }> {
-  const letters = await listDeadLetters(p);
-  const replayState = path.join(pipelinePaths(p).stateDir, 'replay');
+  hooks: Pick<RunHooks, 'log' | 'afterCommit'> = {},
+): Promise<ReplayResult> {
+  const sinks = sinkConfigs(p.config);
+  const replaces = sinks.some((s) => s.write === 'replace');
+  const main = await FileStateStore.open(pipelinePaths(p).stateFile);
+  const lastRun = main.get<string>('run:id');
+  if (lastRun !== undefined && main.get('run:complete') !== true)
+    throw new SluiceError(`the last run of ${p.name} (${lastRun}) has not finished`, {
+      hint:
+        `finish it first (\`sluice run ${path.relative(process.cwd(), p.file) || p.file}\` resumes it), then replay: ` +
+        'units it has not committed will read their records again, and a replay now could load them twice',
+    });
+
+  let pending = await readJson<PendingReplay>(pendingFile(p));
+  let superseded = 0;
+  if (!pending) {
+    let letters = await listDeadLetters(p);
+    if (replaces) {
+      const current = letters.filter((d) => d.run === lastRun);
+      superseded = letters.length - current.length;
+      letters = current;
+    }
+    if (letters.length === 0) return { replayed: 0, superseded };
+    pending = {
+      id: createHash('sha256').update(letters.map(deadLetterKey).join('\n')).digest('hex').slice(0, 16),
+      letters,
+    };
+    await writeJsonAtomic(pendingFile(p), pending);
+  }
+  checkSteps(p, pending.letters);
+
   const replayPipeline: LoadedPipeline = {
     ...p,
     config: {
       ...p.config,
-      state_dir: replayState,
+      state_dir: replayDir(p),
       // New rejections are written beside the originals, so they are listed (and replayable) too.
       dead_letter: pipelinePaths(p).deadLetterFile,
+      // Replace sinks take the records into what the last run wrote, not into a generation of their own.
+      ...(p.config.sinks ? { sinks: sinks.map(appendInstead) } : { sink: appendInstead(sinks[0]!) }),
     },
   };
-  const summary = await runPipeline(replayPipeline, opts, { source: replaySource(letters) });
+  const summary = await runPipeline(
+    replayPipeline,
+    { ...opts, fresh: false },
+    {
+      ...hooks,
+      source: replaySource(pending.letters),
+      runId: `replay-${pending.id}`,
+      firstTransform: (u) => (u.params as unknown as ReplayUnitParams).step,
+    },
+  );
   const done = await replayedKeys(p);
-  for (const d of letters) done.add(deadLetterKey(d));
-  await writeFile(replayedFile(p), JSON.stringify([...done]));
-  return { ...summary, replayed: letters.length };
+  for (const d of pending.letters) done.add(deadLetterKey(d));
+  await writeJsonAtomic(replayedFile(p), [...done]);
+  await rm(pendingFile(p), { force: true });
+  return { summary, replayed: pending.letters.length, superseded };
+}
+
+function appendInstead(sink: ComponentConfig): ComponentConfig {
+  return sink.write === 'replace' ? { ...sink, write: 'append' } : sink;
 }

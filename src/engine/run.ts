@@ -11,7 +11,7 @@ import { createReadStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import pLimit from 'p-limit';
-import { SluiceError } from '../core/errors.js';
+import { DecodeError, SluiceError } from '../core/errors.js';
 import { redact } from '../core/redact.js';
 import type {
   Batch,
@@ -61,6 +61,15 @@ export interface RunHooks {
   /** Replaces the pipeline's source (dead-letter replay). */
   source?: Source;
   log?: Logger;
+  /**
+   * A fixed run id (dead-letter replay: one id per batch of letters, so a replay run again after a crash, even one
+   * after its last commit, recognises every unit it committed).
+   */
+  runId?: string;
+  /** Index of the first transform a unit goes through (replay: a transform's letters re-enter at that transform). */
+  firstTransform?: (u: WorkUnit) => number;
+  /** Test seam: runs after a unit committed in every sink; a throw fails the run there, like a crash. */
+  afterCommit?: (u: WorkUnit) => void | Promise<void>;
 }
 
 export async function runPipeline(p: LoadedPipeline, opts: RunOptions, hooks: RunHooks = {}): Promise<RunSummary> {
@@ -72,13 +81,19 @@ export async function runPipeline(p: LoadedPipeline, opts: RunOptions, hooks: Ru
   // A run that completed is over: the next invocation is a new run (tonight's load), with a new id. A run that did
   // not complete is resumed, keeping its id, so the units it committed are recognised and skipped.
   let runId = state.get<string>('run:id');
-  const resumed = !opts.fresh && runId !== undefined && state.get('run:complete') !== true;
+  const resumed =
+    !opts.fresh &&
+    runId !== undefined &&
+    state.get('run:complete') !== true &&
+    (hooks.runId === undefined || hooks.runId === runId);
   if (!resumed) {
     await state.clear();
-    runId = `${new Date()
-      .toISOString()
-      .replace(/[-:.TZ]/g, '')
-      .slice(0, 14)}-${randomBytes(3).toString('hex')}`;
+    runId =
+      hooks.runId ??
+      `${new Date()
+        .toISOString()
+        .replace(/[-:.TZ]/g, '')
+        .slice(0, 14)}-${randomBytes(3).toString('hex')}`;
     await state.set('run:id', runId);
   }
   const run = runId as string;
@@ -158,6 +173,7 @@ export async function runPipeline(p: LoadedPipeline, opts: RunOptions, hooks: Ru
           if (failure !== undefined) return;
           try {
             await runUnit(u, todo);
+            await hooks.afterCommit?.(u);
             units.done++;
             progressState.unitsDone = units.done;
             for (const next of built.source.discover?.(u, sctx) ?? []) schedule(next);
@@ -187,6 +203,7 @@ export async function runPipeline(p: LoadedPipeline, opts: RunOptions, hooks: Ru
           await writeBatches(scoped, sinks, transformed(u, built.source.read(u, sctx)));
           return;
         } catch (err) {
+          if (attempt >= UNIT_ATTEMPTS && err instanceof DecodeError) throw cutShortEveryTime(err, attempt);
           if (attempt >= UNIT_ATTEMPTS || !isTransient(err) || abort.signal.aborted) throw err;
           counters.retries++;
           const delay = Math.min(unitBackoff.maxMs, unitBackoff.baseMs * 2 ** attempt) * (0.5 + Math.random() / 2);
@@ -199,8 +216,20 @@ export async function runPipeline(p: LoadedPipeline, opts: RunOptions, hooks: Ru
     };
 
     const transformed = (u: WorkUnit, batches: AsyncIterable<Batch>): AsyncIterable<Batch> => {
-      const tctx: TransformContext = { log, deadLetter, unitId: u.id, unitParams: u.params };
-      for (const t of built.transforms) batches = t.fn(batches, tctx);
+      const first = hooks.firstTransform?.(u) ?? 0;
+      built.transforms.forEach((t, step) => {
+        if (step < first) return;
+        // Each transform's letters say which transform it was and the record's ordinal there (replay re-enters
+        // at that transform; the ordinal tells two records with the same reason apart), and the unit's params.
+        let index = 0;
+        const tctx: TransformContext = {
+          log,
+          deadLetter: (d) => deadLetter({ ...d, step, index: index++, unit_params: u.params }),
+          unitId: u.id,
+          unitParams: u.params,
+        };
+        batches = t.fn(batches, tctx);
+      });
       return countRecords(batches, counters);
     };
 
@@ -312,6 +341,16 @@ export function inShard(u: WorkUnit, shard: { index: number; count: number }): b
   const key = typeof u.params.shard_key === 'string' ? u.params.shard_key : u.id;
   const h = createHash('sha1').update(key).digest().readUInt32BE(0);
   return h % shard.count === shard.index;
+}
+
+/** A unit whose bytes came short or corrupt on every attempt: no point telling the user to "rerun to download". */
+function cutShortEveryTime(err: DecodeError, attempts: number): SluiceError {
+  return new SluiceError(err.message, {
+    hint:
+      `the unit was read ${attempts} times and its bytes were cut short or corrupt every time: the service or the ` +
+      'network keeps failing on it; run the same command again later (committed units are kept and skipped)',
+    cause: err,
+  });
 }
 
 function errorText(err: unknown): string {

@@ -301,7 +301,12 @@ export function toProblems(ctx: IssueContext, issue: Issue): Problem[] {
     case 'invalid_key':
     case 'invalid_element':
       return issue.issues.flatMap((i) => toProblems(ctx, withPrefix(i as Issue, path)));
-    default:
-      return [{ path, message: `${label}: ${issue.message}`, hint: fieldHint(ctx, path) }];
+    default: {
+      // A refinement that knows what to do says so in `params.hint` (e.g. the snapshot filter's grammar checks).
+      const hint = (issue as { params?: { hint?: unknown } }).params?.hint;
+      return [
+        { path, message: `${label}: ${issue.message}`, hint: typeof hint === 'string' ? hint : fieldHint(ctx, path) },
+      ];
+    }
   }
 }

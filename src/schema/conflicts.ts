@@ -33,8 +33,6 @@ export function formatPath(segments: readonly string[]): string {
 
 export class ConflictLog {
   private readonly byPath = new Map<string, SchemaConflict>();
-  /** Bumped on every change, so callers can tell whether a batch added anything worth reporting. */
-  version = 0;
 
   /** `a` and `b` met at `path` and became `result` (VARCHAR or JSON). */
   typeConflict(path: string, a: LogicalType, b: LogicalType, result: LogicalType): void {
@@ -56,16 +54,13 @@ export class ConflictLog {
     const prev = this.byPath.get(key);
     if (!prev) {
       this.byPath.set(key, { path, kind, seen: unique(seen), resolution: RESOLUTION[kind] });
-      this.version++;
       return;
     }
     const merged = unique([...prev.seen, ...seen]);
     // Text can still escalate to JSON when an object turns up later; JSON never goes back.
     const nextKind = prev.kind === 'json' || kind === 'json' ? (prev.kind === 'case' ? 'case' : 'json') : prev.kind;
-    if (merged.length !== prev.seen.length || nextKind !== prev.kind) {
+    if (merged.length !== prev.seen.length || nextKind !== prev.kind)
       this.byPath.set(key, { path, kind: nextKind, seen: merged, resolution: RESOLUTION[nextKind] });
-      this.version++;
-    }
   }
 
   list(): SchemaConflict[] {

@@ -73,17 +73,6 @@ export function duckdbType(t: LogicalType, opts: DuckDBTypeOptions = {}): string
   }
 }
 
-/** True when the DuckDB form holds JSON somewhere: changing a column to it needs `to_json`, not a plain cast. */
-export function containsJson(t: LogicalType): boolean {
-  if (t.kind === 'json') return true;
-  if (t.kind === 'list') return containsJson(t.element);
-  if (t.kind === 'struct') {
-    if (t.fields.size === 0) return true;
-    for (const f of t.fields.values()) if (containsJson(f)) return true;
-  }
-  return false;
-}
-
 /** A column type of an existing table → logical type; types sluice never writes stay `native`. */
 export function fromDuckDBType(t: DuckDBType): LogicalType {
   if (t.alias === 'JSON') return JSON_TYPE;

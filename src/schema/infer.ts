@@ -20,7 +20,6 @@ import {
   TIMESTAMP,
   VARCHAR,
   cloneType,
-  describeType,
   listOf,
   structOf,
   type LogicalType,
@@ -91,11 +90,6 @@ export class InferredSchema {
     const out = new Map<string, LogicalType>();
     for (const [k, v] of this.root.fields) out.set(k, cloneType(v));
     return out;
-  }
-
-  /** `name: TYPE` per line, for logs and error messages. */
-  describe(): string {
-    return [...this.root.fields].map(([k, v]) => `${k}: ${describeType(v)}`).join('\n');
   }
 
   private observeFields(t: StructType, obj: Record<string, unknown>): void {

@@ -51,10 +51,6 @@ const SCALARS: Record<ScalarKind, ScalarType> = {
   json: JSON_TYPE,
 };
 
-export function scalar(kind: ScalarKind): ScalarType {
-  return SCALARS[kind];
-}
-
 export function listOf(element: LogicalType): ListType {
   return { kind: 'list', element };
 }
@@ -94,14 +90,6 @@ export function sameType(a: LogicalType, b: LogicalType): boolean {
     return true;
   }
   return true;
-}
-
-/** True when some part of the type is still open (`null`): a later value may still decide it. */
-export function hasOpenParts(t: LogicalType): boolean {
-  if (t.kind === 'null') return true;
-  if (t.kind === 'list') return hasOpenParts(t.element);
-  if (t.kind === 'struct') for (const f of t.fields.values()) if (hasOpenParts(f)) return true;
-  return false;
 }
 
 /**

@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { ServiceClient } from '../client/index.js';
+import { AmbiguousPaidCallError, ServiceError, type ServiceClient } from '../client/index.js';
 import { SluiceError } from '../core/errors.js';
 import type { Batch, ComponentDef, ComponentDeps, Source, SourceContext, WorkUnit } from '../core/types.js';
 import { decode } from '../decode/index.js';
@@ -116,7 +116,11 @@ class DeepLookupSource implements Source {
       return known;
     }
     const bound = this.triggerBound();
+    const attemptKey = `${this.stateKey}:trigger_attempt`;
+    const lost = ctx.state.get<{ started_at: string }>(attemptKey);
     if (ctx.dryRun) {
+      if (lost)
+        ctx.report?.('note', `the trigger made at ${lost.started_at} got no answer: a run refuses to trigger again`);
       ctx.report?.(
         'request',
         `POST /datasets/deep_lookup/v1/trigger (paid${bound !== undefined ? `, up to ${formatMoney(bound)}` : ''}: not made by plan)`,
@@ -130,6 +134,8 @@ class DeepLookupSource implements Source {
           hint: 'trigger it once (run the pipeline unsharded), then set source.request_id in the sharded pipeline',
         },
       );
+    // The service lists no lookup requests, so a lost trigger answer cannot be reconciled here: never pay twice.
+    if (lost) throw lostTrigger(lost.started_at);
     this.checkBudget(bound, 0, `trigger the request${this.cfg.enrich.length ? ' and enrich it' : ''}`);
     let previewId = this.cfg.preview_id;
     if (!previewId && this.cfg.query) {
@@ -143,11 +149,21 @@ class DeepLookupSource implements Source {
         return p.status === 'completed';
       });
     }
-    const res = await client.deepLookup.trigger({
-      preview_id: previewId!,
-      ...(this.cfg.result_limit !== undefined && { result_limit: this.cfg.result_limit }),
-    });
+    const startedAt = new Date().toISOString();
+    await ctx.state.set(attemptKey, { started_at: startedAt });
+    const res = await client.deepLookup
+      .trigger({
+        preview_id: previewId!,
+        ...(this.cfg.result_limit !== undefined && { result_limit: this.cfg.result_limit }),
+      })
+      .catch(async (err: unknown) => {
+        if (err instanceof AmbiguousPaidCallError) throw lostTrigger(startedAt, err);
+        // Any other failure is the service's answer: nothing was started, nothing is pending.
+        if (err instanceof ServiceError) await ctx.state.delete(attemptKey);
+        throw err;
+      });
     await ctx.state.set(this.stateKey, res.request_id);
+    await ctx.state.delete(attemptKey);
     ctx.log.info(`deep lookup request ${res.request_id} triggered (service bound ${res.max_cost ?? 'not given'})`);
     if (this.cfg.max_cost && res.max_cost && parseMoney(res.max_cost) > parseMoney(this.cfg.max_cost)) {
       await client.deepLookup.cancel(res.request_id);
@@ -200,12 +216,45 @@ class DeepLookupSource implements Source {
         const matched = Number(r.matched_records ?? (r.data as unknown[] | undefined)?.length ?? 0);
         const spent = r.total_cost ? parseMoney(r.total_cost) : 0;
         this.checkBudget(matched * PRICE_PER_EXTRA_COLUMN, spent, `enrich column ${e.column_name}`);
-        const res = await client.deepLookup.enrich(requestId, [e]);
-        ctx.log.info(`enrich ${e.column_name}: ${res.status}, up to ${res.max_additional_cost}`);
+        await this.enrichOnce(client, ctx, requestId, e);
       }
       await ctx.state.set(key, true);
     }
     await this.waitFor(ctx, `enrichment ${e.column_name}`, hasColumn);
+  }
+
+  /**
+   * The enrich call, resolved when its answer is lost: the request lists a column once it was asked for, so reading
+   * the request tells whether the lost call started the enrichment (then it is not paid again) or not (call again).
+   */
+  private async enrichOnce(
+    client: ServiceClient,
+    ctx: SourceContext,
+    requestId: string,
+    e: { column_name: string; query: string },
+  ): Promise<void> {
+    for (let call = 1; ; call++) {
+      try {
+        const res = await client.deepLookup.enrich(requestId, [e]);
+        ctx.log.info(`enrich ${e.column_name}: ${res.status}, up to ${res.max_additional_cost}`);
+        return;
+      } catch (err) {
+        if (!(err instanceof AmbiguousPaidCallError)) throw err;
+        const r = await client.deepLookup.get(requestId);
+        if ((r.columns ?? []).some((c) => c.name === e.column_name)) {
+          ctx.log.info(
+            `recovered the lost answer of enrich ${e.column_name}: the request has the column (not paid again)`,
+          );
+          return;
+        }
+        if (call >= MAX_ENRICH_CALLS)
+          throw new SluiceError(
+            `enrich ${e.column_name} of ${requestId} failed ${call} times without an answer, and the request has no such column (${err.message})`,
+            { hint: 'the service looks unwell: run the same command again later (nothing was paid)', cause: err },
+          );
+        ctx.log.warn(`enrich ${e.column_name} got no answer and started nothing: calling it again`);
+      }
+    }
   }
 
   private async waitFor(ctx: SourceContext, what: string, done: () => Promise<boolean>): Promise<void> {
@@ -232,6 +281,23 @@ class DeepLookupSource implements Source {
       ...(format === 'csv' && { jsonColumns: 'auto' as const }),
     });
   }
+}
+
+/** Enrich calls per column and run: the first, and one more after each lost answer that provably started nothing. */
+const MAX_ENRICH_CALLS = 3;
+
+/** A trigger whose answer was lost: only the account holder can tell whether it started a request. */
+function lostTrigger(startedAt: string, cause?: unknown): SluiceError {
+  return new SluiceError(
+    `the deep lookup trigger made at ${startedAt} got no answer: the service may have started a paid request, ` +
+      'and it offers no list of requests to check',
+    {
+      hint:
+        'look for a deep lookup request started at that time in the service dashboard; if there is one, replace ' +
+        'source.query / source.preview_id with source.request_id: <its ai_… id>; if there is none, run with --fresh to trigger again',
+      cause,
+    },
+  );
 }
 
 /** An enrichment is done when the request no longer reports the column as processing. */

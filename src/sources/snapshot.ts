@@ -5,7 +5,6 @@
  */
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -16,6 +15,8 @@ import { SluiceError } from '../core/errors.js';
 import type { Batch, ComponentDef, ComponentDeps, RawFile, Source, SourceContext, WorkUnit } from '../core/types.js';
 import { decode } from '../decode/index.js';
 import { countBytes } from './bytes.js';
+import { checkFilterFiles, filterRefusal, filterSchema, readFilterFiles } from './filter.js';
+import { startFilterJobOnce, type FilterAttempt } from './snapshot-reconcile.js';
 
 export const snapshotDownloadSchema = z
   .object({
@@ -38,8 +39,7 @@ export const snapshotSchema = z
       .regex(/^gd_[a-z0-9]+$/i, 'a dataset id looks like gd_l1vikfnt1wgvvqz95w')
       .optional()
       .describe('Dataset to filter (`gd_…`). Required with `filter`.'),
-    filter: z
-      .record(z.string(), z.unknown())
+    filter: filterSchema
       .optional()
       .describe('Filter object (field filter or and/or group, up to 3 levels). Starts a paid filter job.'),
     files: z
@@ -71,7 +71,8 @@ export const snapshotSchema = z
   .refine((c) => c.filter === undefined || c.dataset_id !== undefined, {
     message: '`dataset_id` is required with `filter`',
     path: ['dataset_id'],
-  });
+  })
+  .superRefine(checkFilterFiles);
 
 export type SnapshotConfig = z.infer<typeof snapshotSchema>;
 
@@ -113,12 +114,8 @@ class SnapshotSource implements Source {
   /** The snapshot to download: configured, checkpointed by an earlier run, or started now (paid). */
   private async snapshotId(client: ServiceClient, ctx: SourceContext): Promise<string | undefined> {
     if (this.cfg.snapshot_id) return this.cfg.snapshot_id;
-    const files = await Promise.all(
-      this.cfg.files.map(async (f) => ({
-        name: path.basename(f),
-        content: await readFile(path.resolve(ctx.baseDir, f)),
-      })),
-    );
+    // Checked before the paid call: the service would only say "Invalid file format" or "File not found".
+    const files = await readFilterFiles(this.cfg.files, this.cfg.filter, ctx.baseDir);
     // Keyed by what the job would select, so editing the filter starts a new job rather than reusing a stale one.
     const key = `snapshot:job:${createHash('sha256')
       .update(JSON.stringify([this.cfg.dataset_id, this.cfg.filter, this.cfg.records_limit]))
@@ -136,29 +133,45 @@ class SnapshotSource implements Source {
           'start the job once (run the pipeline unsharded, or `sluice datasets filter … --yes`), then set ' +
           'source.snapshot_id to its snapshot in the sharded pipeline: the shards split its parts',
       });
+    const attemptKey = `${key}:attempt`;
     if (ctx.dryRun) {
+      const lost = ctx.state.get<FilterAttempt>(attemptKey);
+      if (lost)
+        ctx.report?.(
+          'note',
+          `the filter call made at ${lost.started_at} got no answer: a run first lists the dataset's snapshots (free) to adopt its job, and calls again only if it started none`,
+        );
       ctx.report?.('request', `POST /datasets/filter (paid: would start a filter job on ${this.cfg.dataset_id})`);
       ctx.report?.('note', 'units are the parts of the snapshot the filter job creates; not started by plan');
       return undefined;
     }
     const datasetId = this.cfg.dataset_id!;
-    const { snapshot_id } = await client.datasets
-      .filter({
-        dataset_id: datasetId,
-        filter: this.cfg.filter,
-        ...(this.cfg.records_limit !== undefined && { records_limit: this.cfg.records_limit }),
-        ...(files.length > 0 && { files }),
-      })
-      .catch((err: unknown) => {
-        // The request's path does not name the dataset, so the service's bare 404 would leave the user guessing.
-        if (err instanceof ServiceError && err.status === 404)
-          throw new SluiceError(`dataset ${datasetId} does not exist (${err.message})`, {
-            hint: 'check source.dataset_id: `sluice datasets list` shows the ids of the datasets you can filter',
-            cause: err,
-          });
-        throw err;
-      });
+    // A lost answer is resolved against the dataset's snapshot list rather than paid for twice (snapshot-reconcile.ts).
+    const snapshot_id = await startFilterJobOnce({
+      client,
+      ctx,
+      datasetId,
+      attemptKey,
+      post: () =>
+        client.datasets
+          .filter({
+            dataset_id: datasetId,
+            filter: this.cfg.filter,
+            ...(this.cfg.records_limit !== undefined && { records_limit: this.cfg.records_limit }),
+            ...(files.length > 0 && { files }),
+          })
+          .catch((err: unknown) => {
+            // The request's path does not name the dataset, so the service's bare 404 would leave the user guessing.
+            if (err instanceof ServiceError && err.status === 404)
+              throw new SluiceError(`dataset ${datasetId} does not exist (${err.message})`, {
+                hint: 'check source.dataset_id: `sluice datasets list` shows the ids of the datasets you can filter',
+                cause: err,
+              });
+            throw filterRefusal(err, datasetId);
+          }),
+    });
     await ctx.state.set(key, snapshot_id);
+    await ctx.state.delete(attemptKey);
     ctx.log.info(`filter job started: snapshot ${snapshot_id}`);
     return snapshot_id;
   }

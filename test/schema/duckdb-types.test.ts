@@ -1,6 +1,6 @@
 import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
-import { containsJson, duckdbType, fromDuckDBType, quoteIdent, quoteString } from '../../src/schema/duckdb-types.js';
+import { duckdbType, fromDuckDBType, quoteIdent, quoteString } from '../../src/schema/duckdb-types.js';
 import {
   BIGINT,
   DATE,
@@ -30,8 +30,6 @@ describe('DuckDB type mapping', () => {
     expect(duckdbType(t, { forRead: true, openAs: 'VARCHAR' })).toBe(
       'STRUCT("a" STRUCT("ts" TIMESTAMPTZ)[], "b" VARCHAR, "c" JSON)',
     );
-    expect(containsJson(t)).toBe(true);
-    expect(containsJson(listOf(BIGINT))).toBe(false);
   });
 
   it('round-trips through a real DuckDB table', async () => {

@@ -7,7 +7,6 @@ import {
   decidedColumns,
   describeType,
   deserializeType,
-  hasOpenParts,
   listOf,
   nativeType,
   sameType,
@@ -51,7 +50,5 @@ describe('logical types', () => {
     expect(sameType(c, t)).toBe(true);
     if (c.kind === 'struct') c.fields.set('x', BIGINT);
     expect(sameType(c, t)).toBe(false);
-    expect(hasOpenParts(t)).toBe(true);
-    expect(hasOpenParts(listOf(BIGINT))).toBe(false);
   });
 });

@@ -3,7 +3,7 @@ import type { Argv, CommandModule } from 'yargs';
 import type { StoredDeadLetter } from '../../engine/dead-letter-file.js';
 import { loadPipeline } from '../../pipeline/load.js';
 import type { CliContext } from '../context.js';
-import { printSummary, runOptions } from './run.js';
+import { cliLogger, printSummary, runOptions } from './run.js';
 
 interface DeadLetterArgs {
   pipeline: string;
@@ -33,7 +33,9 @@ export function deadLettersCommand(ctx: CliContext): CommandModule<object, DeadL
           .option('replay', {
             type: 'boolean',
             default: false,
-            describe: 'Run the dead letters through the (fixed) pipeline, each committed exactly once',
+            describe:
+              'Run the dead letters through the (fixed) pipeline, each committed exactly once: a letter re-enters at ' +
+              'the transform that rejected it; to fix a broken record itself, edit its `raw` in the dead-letter file',
           })
           .option('json', { type: 'boolean', default: false, describe: 'List as JSON lines' }),
       )
@@ -54,19 +56,24 @@ export function deadLettersCommand(ctx: CliContext): CommandModule<object, DeadL
         }
         return;
       }
-      // Nothing to replay must not become an empty run: a `replace` sink would swap in an empty generation.
-      if (letters.length === 0) {
+      const { formatSummary } = await import('../../engine/run.js');
+      const result = await replayDeadLetters(
+        pipeline,
+        { fresh: false, logFormat: args['log-format'], quiet: args.quiet, progress: args.progress },
+        { log: cliLogger(ctx, args) },
+      );
+      if (result.superseded > 0)
+        ctx.io.err(
+          `warn: ${result.superseded} dead letter${result.superseded === 1 ? '' : 's'} of earlier runs not replayed: ` +
+            'a later run replaced their output (`write: replace`)',
+        );
+      // Nothing to replay never becomes an empty run: a `replace` sink would swap in an empty generation.
+      if (!result.summary) {
         ctx.io.out('no dead letters to replay');
         return;
       }
-      const { formatSummary } = await import('../../engine/run.js');
-      const summary = await replayDeadLetters(pipeline, {
-        fresh: false,
-        logFormat: args['log-format'],
-        quiet: args.quiet,
-        progress: args.progress,
-      });
-      printSummary(ctx, summary, args['log-format'], `${formatSummary(summary)}\n  replayed     ${summary.replayed}`);
+      const summary = result.summary;
+      printSummary(ctx, summary, args['log-format'], `${formatSummary(summary)}\n  replayed     ${result.replayed}`);
     },
   };
 }

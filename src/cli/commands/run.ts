@@ -1,6 +1,8 @@
 /** `sluice run <pipeline.yaml>`: the whole pipeline, resumable; the summary (and `--show` rows) on stdout. */
 import type { Argv, CommandModule } from 'yargs';
+import type { Logger } from '../../core/types.js';
 import type { RunSummary } from '../../engine/api.js';
+import { createLogger } from '../../engine/logger.js';
 import { loadPipeline } from '../../pipeline/load.js';
 import { parseShard, positiveInt } from '../args.js';
 import type { CliContext } from '../context.js';
@@ -30,6 +32,15 @@ export function runOptions<T>(y: Argv<T>) {
       default: true,
       describe: 'Progress bars on a terminal, a line every 10 s otherwise (--no-progress: none)',
     });
+}
+
+/** The run's log lines go to the command's stderr (the real one, or a test's), never around it. */
+export function cliLogger(ctx: CliContext, args: { 'log-format': 'text' | 'json'; quiet: boolean }): Logger {
+  return createLogger({
+    format: args['log-format'],
+    level: args.quiet ? 'warn' : 'info',
+    write: (line) => ctx.io.err(line),
+  });
 }
 
 export function printSummary(ctx: CliContext, summary: RunSummary, format: 'text' | 'json', text: string): void {
@@ -69,13 +80,17 @@ export function runCommand(ctx: CliContext): CommandModule<object, RunArgs> {
       const { formatSummary, runPipeline } = await import('../../engine/run.js');
       let summary: RunSummary;
       try {
-        summary = await runPipeline(pipeline, {
-          fresh: args.fresh,
-          ...(args.shard !== undefined && { shard: args.shard }),
-          logFormat: args['log-format'],
-          quiet: args.quiet,
-          progress: args.progress,
-        });
+        summary = await runPipeline(
+          pipeline,
+          {
+            fresh: args.fresh,
+            ...(args.shard !== undefined && { shard: args.shard }),
+            logFormat: args['log-format'],
+            quiet: args.quiet,
+            progress: args.progress,
+          },
+          { log: cliLogger(ctx, args) },
+        );
       } catch (err) {
         // Machine readers of a JSON log get the partial counts too; people get the one-line error.
         const partial = (err as { summary?: RunSummary }).summary;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { KeyedMutex, Mutex } from '../../../sinks/common/mutex.js';
+import { Mutex, RwLock } from '../../../sinks/common/mutex.js';
 
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
 
@@ -20,14 +20,26 @@ describe('Mutex', () => {
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
   });
 
-  it('keeps different keys independent', async () => {
-    const m = new KeyedMutex();
+});
+
+describe('RwLock', () => {
+  it('lets shared holders overlap, and runs an exclusive holder alone, in arrival order', async () => {
+    const l = new RwLock();
     const events: string[] = [];
-    let release!: () => void;
-    const blocked = m.run('a', () => new Promise<void>((r) => (release = r)));
-    await m.run('b', async () => void events.push('b ran while a is held'));
-    expect(events).toEqual(['b ran while a is held']);
-    release();
-    await blocked;
+    const hold = (name: string, exclusive: boolean) =>
+      (exclusive ? l.exclusive.bind(l) : l.shared.bind(l))(async () => {
+        events.push(`${name}+`);
+        await tick();
+        await tick();
+        events.push(`${name}-`);
+      });
+    await Promise.all([hold('r1', false), hold('r2', false), hold('w', true), hold('r3', false)]);
+    expect(events).toEqual(['r1+', 'r2+', 'r1-', 'r2-', 'w+', 'w-', 'r3+', 'r3-']);
+  });
+
+  it('releases the lock when a holder fails', async () => {
+    const l = new RwLock();
+    await expect(l.exclusive(() => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
+    await expect(l.shared(async () => 'ok')).resolves.toBe('ok');
   });
 });
