@@ -5,7 +5,7 @@
  * or runs out of reruns. The cell passes when its final output equals a clean run's (rows, distinct keys, and a
  * checksum over the rows DuckDB reads back from the output) and every paid call was made exactly once.
  *
- *   npx tsx bench/fault-matrix.ts [--seeds 1,2,3] [--out out/fault-matrix.md]
+ *   npx tsx bench/fault-matrix.ts [--seeds 1,2,3] [--rate 0.1] [--out out/fault-matrix.md] [--keep]
  *
  * prints the table and writes it as Markdown. test/reliability/fault-matrix.test.ts runs the same matrix and
  * asserts it.
@@ -203,7 +203,11 @@ async function runCell(c: {
       runs++;
       logLines.push(`--- run ${runs}`);
       try {
-        const summary = await runPipeline(loaded, { fresh: false, logFormat: 'text', quiet: true, progress: false }, { log });
+        const summary = await runPipeline(
+          loaded,
+          { fresh: false, logFormat: 'text', quiet: true, progress: false },
+          { log },
+        );
         retries += summary.retries;
         succeeded = true;
       } catch (err) {
@@ -270,6 +274,13 @@ function faultConfig(c: { seed: number; pipeline: PipelineKind; sink: SinkKind; 
     },
     { route: 'POST /datasets/filter', rate: PAID_FAULT_RATE, ...common },
     { route: 'POST /datasets/deep_lookup/v1/request/:id/enrich', rate: PAID_FAULT_RATE, ...common },
+    // Snapshot parts are where bodies are long and gzipped: cut bodies are weighted up there (same rate).
+    {
+      route: 'GET /datasets/snapshots/:id/download',
+      rate: c.rate,
+      ...common,
+      faults: { ...FAULT_WEIGHTS, reset: 3, truncated_gzip: 3, slow_body: 2 },
+    },
     { route: '**', rate: c.rate, ...common },
   ];
   return { seed: faultSeed(c.seed, c.pipeline, c.sink), rules } as FaultConfig;
@@ -365,8 +376,9 @@ async function digest(p: PipelineKind, s: SinkKind, dir: string): Promise<Digest
       .map((r) => String(r.column_name));
     const volatile = VOLATILE.filter((c) => columns.includes(c));
     const t = `(SELECT * ${volatile.length ? `EXCLUDE (${volatile.join(', ')})` : ''} FROM ${relation}) t`;
-    const counts = (await conn.runAndReadAll(`SELECT count(*) AS n, count(DISTINCT ${KEYS[p]}) AS keys FROM ${t}`))
-      .getRowObjectsJS()[0]!;
+    const counts = (
+      await conn.runAndReadAll(`SELECT count(*) AS n, count(DISTINCT ${KEYS[p]}) AS keys FROM ${t}`)
+    ).getRowObjectsJS()[0]!;
     // Each row as DuckDB renders it in JSON, with object keys sorted: a sink infers struct types from the units it
     // commits first, so two correct runs may order a struct's fields differently (same content, other type).
     const lines = (await conn.runAndReadAll(`SELECT to_json(t)::VARCHAR AS j FROM ${t}`))
@@ -488,8 +500,10 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(path.reso
     ?.split(',')
     .map((s) => Number(s));
   const out = arg('out') ?? 'out/fault-matrix.md';
+  const rate = arg('rate');
   const result = await runFaultMatrix({
     ...(seeds && { seeds }),
+    ...(rate !== undefined && { rate: Number(rate) }),
     keep: process.argv.includes('--keep'),
     progress: (l) => process.stderr.write(l + '\n'),
   });

@@ -98,8 +98,12 @@ async function openEntry(file: string, label: string): Promise<Entry> {
   try {
     await mkdir(path.dirname(file), { recursive: true });
   } catch (err) {
-    throw new SluiceError(`${label}: cannot create the directory of ${file} (${(err as NodeJS.ErrnoException).code})`, {
-      hint: `give the user running sluice write access there, or point \`path\` somewhere writable`,
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new SluiceError(`${label}: cannot create the directory of ${file} (${code})`, {
+      hint:
+        code === 'EEXIST' || code === 'ENOTDIR'
+          ? 'a file is in the way of that directory: move the file, or point `path` somewhere else'
+          : 'give the user running sluice write access there, or point `path` somewhere writable',
       cause: err,
     });
   }

@@ -39,7 +39,7 @@ export async function pollSnapshot(client: ServiceClient, id: string, opts: Poll
     }
     if (Date.now() + interval > deadline)
       throw new SluiceError(
-        `snapshot ${id} is still ${meta.status} after ${Math.round(opts.timeoutMs / 1000)} s of waiting`,
+        `snapshot ${id} is still ${meta.status} after ${seconds(opts.timeoutMs)} s of waiting`,
         {
           hint: `run the same command again later: the run resumes with snapshot ${id} and starts no new filter job (or raise source.poll.timeout_s)`,
         },
@@ -47,6 +47,11 @@ export async function pollSnapshot(client: ServiceClient, id: string, opts: Poll
     await sleep(interval, opts.signal);
     interval = Math.min(interval * 1.5, opts.maxIntervalMs ?? 10_000);
   }
+}
+
+/** Whole seconds, or tenths below ten (a 0.3 s timeout is not "0 s"). */
+function seconds(ms: number): number {
+  return ms >= 10_000 ? Math.round(ms / 1000) : Math.round(ms / 100) / 10;
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {

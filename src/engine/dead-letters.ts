@@ -83,7 +83,7 @@ interface PendingReplay {
 }
 
 interface ReplayUnitParams {
-  letters: StoredDeadLetter[];
+  /** The transform the unit's letters re-enter at. */
   step: number;
 }
 
@@ -94,16 +94,19 @@ function replaySource(letters: StoredDeadLetter[]): Source {
     const k = JSON.stringify([d.unit, d.step ?? -1]);
     groups.set(k, [...(groups.get(k) ?? []), d]);
   }
-  const units: WorkUnit[] = [...groups.values()].map((ds) => ({
-    id: `replay:${createHash('sha256').update(ds.map(deadLetterKey).join('\n')).digest('hex').slice(0, 20)}`,
+  // Letters stay out of the unit's params: transforms see the params, and their letters copy them.
+  const lettersOf = new Map<string, StoredDeadLetter[]>();
+  const units: WorkUnit[] = [...groups.values()].map((ds) => {
+    const id = `replay:${createHash('sha256').update(ds.map(deadLetterKey).join('\n')).digest('hex').slice(0, 20)}`;
+    lettersOf.set(id, ds);
     // The original unit's params come back too: normalizers read query, page and fetch time from them.
-    params: { ...(ds[0]!.unit_params ?? {}), replay_of: ds[0]!.unit, letters: ds, step: ds[0]!.step ?? 0 },
-  }));
+    return { id, params: { ...(ds[0]!.unit_params ?? {}), replay_of: ds[0]!.unit, step: ds[0]!.step ?? 0 } };
+  });
   return {
     plan: async () => units,
     async *read(unit: WorkUnit, ctx: SourceContext): AsyncIterable<Batch> {
       const rows: Batch = [];
-      for (const d of (unit.params as unknown as ReplayUnitParams).letters) {
+      for (const d of lettersOf.get(unit.id) ?? []) {
         try {
           if (d.truncated)
             throw new Error(`the letter holds only the first ${d.raw?.length ?? 0} characters of the record`);

@@ -16,6 +16,7 @@ import { toProblems, valueAt, type Problem } from './issues.js';
 import type { LoadedPipeline } from './load.js';
 import type { Registry } from './registry.js';
 import { pipelineSchema } from './schema.js';
+import { isMap, isSeq } from 'yaml';
 import { locate, locateKey, parseYaml, positionAt } from './yaml-source.js';
 
 export interface Validation {
@@ -25,10 +26,16 @@ export interface Validation {
   pipeline?: LoadedPipeline;
 }
 
-/** A pipeline file with problems: the first one as the message, all of them in `problems`. */
+/**
+ * Problems that are an unknown key: a misspelt option is the cause of the "missing required key" reported for the
+ * option it was meant to be, so it is the one worth the single line a failed run prints.
+ */
+const unknownKeys = new WeakSet<ConfigError>();
+
+/** A pipeline file with problems: the most telling one as the message, all of them in `problems`. */
 export class PipelineFileError extends ConfigError {
   constructor(readonly problems: ConfigError[]) {
-    const first = problems[0]!;
+    const first = problems.find((p) => unknownKeys.has(p)) ?? problems[0]!;
     const more = problems.length - 1;
     const message = first.message.slice(`${first.file}:${first.line}:${first.column}: `.length);
     super(
@@ -73,6 +80,21 @@ export function validatePipelineText(file: string, text: string, env: Env, reg: 
       ],
     };
 
+  if (!isMap(source.doc.contents)) {
+    const at = positionAt(source, source.doc.contents.range?.[0] ?? 0);
+    return {
+      problems: [
+        new ConfigError(
+          file,
+          at.line,
+          at.column,
+          `the file must be a mapping of options (\`key: value\` lines), not ${isSeq(source.doc.contents) ? 'a list' : 'a single value'}`,
+          'start with `version: 1`, `name`, `service`, `source` and `sink`, one `key: value` per line',
+        ),
+      ],
+    };
+  }
+
   const errors: ConfigError[] = [];
   const interpolation = interpolateDocument(source.doc, env);
   const failedPaths = interpolation.problems.map((p) => JSON.stringify(p.path));
@@ -108,7 +130,9 @@ export function validatePipelineText(file: string, text: string, env: Env, reg: 
     // A value whose interpolation failed was reported already; what the schema thinks of `${X}` is noise.
     if (failedPaths.some((f) => isUnder(JSON.stringify(p.path), f))) continue;
     const at = p.key !== undefined ? locateKey(source, p.path, p.key) : locate(source, p.path);
-    errors.push(new ConfigError(file, at.line, at.column, redact(p.message), p.hint && redact(p.hint)));
+    const error = new ConfigError(file, at.line, at.column, redact(p.message), redact(p.hint ?? GENERIC_HINT));
+    if (p.key !== undefined) unknownKeys.add(error);
+    errors.push(error);
   }
   const unique = dedupe(errors).sort((a, b) => a.line - b.line || a.column - b.column);
   if (unique.length > 0 || !parsed.success) return { problems: unique };
@@ -119,6 +143,9 @@ export function validatePipelineText(file: string, text: string, env: Env, reg: 
     pipeline: { file: absolute, baseDir: path.dirname(absolute), name: parsed.data.name, config: parsed.data },
   };
 }
+
+const GENERIC_HINT =
+  'see "Pipeline files" in README.md for the options; config/pipeline.schema.json gives editors completion';
 
 const YAML_HINT = 'fix the YAML syntax (indentation with spaces, `key: value`, quotes around values with `: ` or `#`)';
 

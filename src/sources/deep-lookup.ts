@@ -11,6 +11,7 @@ import type { Batch, ComponentDef, ComponentDeps, Source, SourceContext, WorkUni
 import { decode } from '../decode/index.js';
 import { countBytes } from './bytes.js';
 import { formatMoney, moneySchema, parseMoney } from './money.js';
+import { unknownId } from './unknown-id.js';
 
 /** Published pricing (api-facts §4.4): $1.00 per matched record, +$0.05 per extra column per matched record. */
 const PRICE_PER_RECORD = 1.0;
@@ -97,7 +98,15 @@ class DeepLookupSource implements Source {
       return [unit];
     }
     await this.waitFor(ctx, `request ${requestId}`, async () => {
-      const s = await client.deepLookup.status(requestId);
+      const s = await client.deepLookup.status(requestId).catch((err: unknown) => {
+        if (this.cfg.request_id === undefined) throw err;
+        throw unknownId(
+          err,
+          `deep lookup request ${requestId}`,
+          'source.request_id',
+          'the `ai_…` id of a lookup request of this account, or set source.query to start a new lookup',
+        );
+      });
       if (s.status === 'failed' || s.status === 'cancelled')
         throw new SluiceError(`deep lookup request ${requestId} ended ${s.status}`, {
           hint: 'look at the request in the service; start a new one with `sluice run --fresh`',
@@ -242,7 +251,7 @@ class DeepLookupSource implements Source {
         if (!(err instanceof AmbiguousPaidCallError)) throw err;
         const r = await client.deepLookup.get(requestId);
         if ((r.columns ?? []).some((c) => c.name === e.column_name)) {
-          ctx.log.info(
+          ctx.log.warn(
             `recovered the lost answer of enrich ${e.column_name}: the request has the column (not paid again)`,
           );
           return;

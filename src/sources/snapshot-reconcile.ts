@@ -13,6 +13,10 @@
  *
  * Times are compared on the service's clock when its `Date` header gives it (the list answer carries one); otherwise
  * on the local clock with a wider margin for skew.
+ *
+ * What it cannot tell apart: a job another client started on the same dataset while this call was in flight (between
+ * the list and the failure, usually well under a second). If this call started nothing, that job would be adopted;
+ * if it started one too, both are listed and the run stops. The adoption is logged as a warning with the snapshot id.
  */
 import { AmbiguousPaidCallError, ServiceError, type ServiceClient, type SnapshotListItem } from '../client/index.js';
 import { SluiceError } from '../core/errors.js';
@@ -243,7 +247,7 @@ async function resolveOrThrow(
   }
   if (r.kind === 'adopted') {
     const s = r.snapshot;
-    ctx.log.info(
+    ctx.log.warn(
       `recovered the lost answer of the filter call: snapshot ${s.id} (created ${s.created ?? '?'}, ${s.status ?? '?'}) is its job; no second job started`,
     );
     return s.id;

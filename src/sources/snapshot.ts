@@ -16,6 +16,7 @@ import type { Batch, ComponentDef, ComponentDeps, RawFile, Source, SourceContext
 import { decode } from '../decode/index.js';
 import { countBytes } from './bytes.js';
 import { checkFilterFiles, filterRefusal, filterSchema, readFilterFiles } from './filter.js';
+import { unknownId } from './unknown-id.js';
 import { startFilterJobOnce, type FilterAttempt } from './snapshot-reconcile.js';
 
 export const snapshotDownloadSchema = z
@@ -91,6 +92,14 @@ class SnapshotSource implements Source {
       timeoutMs: this.cfg.poll.timeout_s * 1000,
       signal: ctx.signal,
       onStatus: (m: SnapshotMeta) => ctx.log.info(`snapshot ${snapshotId}: ${m.status}`),
+    }).catch((err: unknown) => {
+      if (this.cfg.snapshot_id === undefined) throw err;
+      throw unknownId(
+        err,
+        `snapshot ${snapshotId}`,
+        'source.snapshot_id',
+        'the id of a snapshot of this account (`sluice datasets snapshot <id>` looks one up; snapshots are kept 30 days)',
+      );
     });
     if (meta.status === 'failed') {
       // Only "no records matched" comes back as failed without throwing: an empty result, not an error.

@@ -336,7 +336,7 @@ describe('duckdb sink', () => {
     const err = await sink.open(sinkContext(dir)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SluiceError);
     expect((err as SluiceError).message).toContain(path.join(dir, 'afile', 'sub', 'w.duckdb'));
-    expect((err as SluiceError).hint).toMatch(/writable/);
+    expect((err as SluiceError).hint).toMatch(/a file is in the way/);
   });
 
   it('removes staging files a crash left behind', async () => {

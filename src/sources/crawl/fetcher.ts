@@ -10,6 +10,7 @@
  */
 import { setMaxListeners } from 'node:events';
 import type { ServiceClient } from '../../client/index.js';
+import { SluiceError } from '../../core/errors.js';
 import type { Logger, SourceContext } from '../../core/types.js';
 import { InFlightLimiter } from './limiter.js';
 import { RateLimiter, realClock, type LimiterClock } from './rate-limit.js';
@@ -92,7 +93,7 @@ export class CrawlFetcher {
         if (signal.aborted) throw err;
         if (retryAfterMs === undefined) {
           // The client gave up on 429 (or does not retry): count it, and try again ourselves while allowed.
-          if (statusOf(err) !== 429 || attempt >= this.max429) throw err;
+          if (statusOf(err) !== 429 || attempt >= this.max429) throw unknownZone(err, this.opts.zone);
           this.rate.note429();
           ctx.counters.retries++;
           retryAfterMs = retryAfterOf(err) ?? 0;
@@ -123,6 +124,15 @@ export class CrawlFetcher {
     }
     return own;
   }
+}
+
+/** The service's 400 `zone "<name>" not found` (api-facts §5.6), said with the option that names the zone. */
+function unknownZone(err: unknown, zone: string): unknown {
+  if (statusOf(err) !== 400 || !/zone .* not found/i.test((err as Error).message)) return err;
+  return new SluiceError(`zone "${zone}" does not exist: ${(err as Error).message}`, {
+    hint: 'check source.zone: `sluice zones active` lists the zones of the account (a SERP zone is needed)',
+    cause: err,
+  });
 }
 
 function statusOf(err: unknown): number | undefined {

@@ -152,7 +152,8 @@ export function parseReviewsUnitId(id: string): { fid: string; start: number } |
 // ---- query lists ---------------------------------------------------------------------------------------------------
 
 /**
- * Queries from a file: a CSV whose header has a `query` column, or else one query per line (blank lines skipped).
+ * Queries from a file: a CSV whose header has a `query` column (required in a `.csv` file), or else one query per
+ * line (blank lines skipped).
  * Relative paths resolve against `baseDir` (the pipeline file's directory).
  */
 export async function readQueriesFile(file: string, baseDir: string): Promise<string[]> {
@@ -175,6 +176,11 @@ export async function readQueriesFile(file: string, baseDir: string): Promise<st
     header = [];
   }
   const col = header.findIndex((h) => h.trim().toLowerCase() === 'query');
+  // A .csv file is read as CSV: taking its lines as queries would search for the header and for whole rows.
+  if (col < 0 && /\.csv$/i.test(full))
+    throw new SluiceError(`queries_file ${full} has no \`query\` column (its header is "${header.join(',')}")`, {
+      hint: 'name the column that holds the queries `query`, or use a text file (not .csv) with one query per line',
+    });
   let queries: string[];
   if (col >= 0) {
     let rows: string[][];

@@ -154,8 +154,14 @@ export async function duckdbRows(file: string, label = file): Promise<Record<str
 export async function expectNothingCommitted(ws: Workspace, before: Set<string>): Promise<void> {
   const inv = await inventory(ws, before);
   expect(inv.newDataFiles, 'output files').toEqual([]);
-  expect(Object.entries(inv.duckdbRows).filter(([, n]) => n > 0), 'DuckDB rows').toEqual([]);
-  expect(Object.entries(inv.manifestUnits).filter(([, n]) => n > 0), 'manifest units').toEqual([]);
+  expect(
+    Object.entries(inv.duckdbRows).filter(([, n]) => n > 0),
+    'DuckDB rows',
+  ).toEqual([]);
+  expect(
+    Object.entries(inv.manifestUnits).filter(([, n]) => n > 0),
+    'manifest units',
+  ).toEqual([]);
   expect(inv.completeRuns, 'runs marked complete').toEqual([]);
   expect(inv.deadLetters, 'dead letters').toBe(0);
 }

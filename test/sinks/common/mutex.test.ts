@@ -19,7 +19,6 @@ describe('Mutex', () => {
     expect(events).toEqual(['a:start', 'a:end', 'b:start', 'b:end', 'c:start', 'c:end']);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
   });
-
 });
 
 describe('RwLock', () => {
