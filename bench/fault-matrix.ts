@@ -5,7 +5,7 @@
  * or runs out of reruns. The cell passes when its final output equals a clean run's (rows, distinct keys, and a
  * checksum over the rows DuckDB reads back from the output) and every paid call was made exactly once.
  *
- *   npx tsx bench/fault-matrix.ts [--seeds 1,2,3] [--rate 0.1] [--out out/fault-matrix.md] [--keep]
+ *   npx tsx bench/fault-matrix.ts [--seeds 1,2,3,4,5] [--rate 0.1] [--out out/fault-matrix.md] [--keep]
  *
  * prints the table and writes it as Markdown. test/reliability/fault-matrix.test.ts runs the same matrix and
  * asserts it.
@@ -23,7 +23,7 @@ import type { Logger } from '../src/core/types.js';
 import { COMPANY_PROFILES_ID } from '../src/emulator/data/company-profiles.js';
 import { knowledgeFid } from '../src/emulator/data/serp.js';
 import type { EmulatorOptions } from '../src/emulator/context.js';
-import { startEmulator, type EmulatorHandle, type FaultConfig } from '../src/emulator/server.js';
+import { startEmulator, type FaultConfig } from '../src/emulator/server.js';
 import { runPipeline } from '../src/engine/run.js';
 import { loadPipeline } from '../src/pipeline/load.js';
 
@@ -127,7 +127,7 @@ const KEYS: Record<PipelineKind, string> = {
 
 export async function runFaultMatrix(opts: MatrixOptions = {}): Promise<MatrixResult> {
   const started = Date.now();
-  const seeds = opts.seeds ?? [1, 2, 3];
+  const seeds = opts.seeds ?? [1, 2, 3, 4, 5];
   const pipelines = opts.pipelines ?? PIPELINES;
   const sinks = opts.sinks ?? SINKS;
   const rate = opts.rate ?? 0.1;
@@ -135,7 +135,7 @@ export async function runFaultMatrix(opts: MatrixOptions = {}): Promise<MatrixRe
   try {
     const clean = new Map<string, Digest>();
     const cleanJobs = pipelines.flatMap((p) => sinks.map((s) => ({ p, s })));
-    await inParallel(cleanJobs, opts.parallel ?? 2, async ({ p, s }) => {
+    await inParallel(cleanJobs, opts.parallel ?? 3, async ({ p, s }) => {
       const r = await runCell({ root, seed: 0, pipeline: p, sink: s, rate: 0, maxReruns: 0 });
       if (!r.digest || r.failures.length > 0)
         throw new Error(`the clean run of ${p} → ${s} failed: ${r.failures.join(' / ') || 'no output'}`);
@@ -143,7 +143,7 @@ export async function runFaultMatrix(opts: MatrixOptions = {}): Promise<MatrixRe
     });
 
     const jobs = seeds.flatMap((seed) => pipelines.flatMap((p) => sinks.map((s) => ({ seed, p, s }))));
-    const cells = await inParallel(jobs, opts.parallel ?? 2, async ({ seed, p, s }) => {
+    const cells = await inParallel(jobs, opts.parallel ?? 3, async ({ seed, p, s }) => {
       const r = await runCell({ root, seed, pipeline: p, sink: s, rate, maxReruns: opts.maxReruns ?? 3 });
       const c = clean.get(`${p}/${s}`)!;
       const equal = r.digest !== undefined && sameDigest(r.digest, c);

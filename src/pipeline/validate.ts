@@ -26,16 +26,24 @@ export interface Validation {
   pipeline?: LoadedPipeline;
 }
 
+/** Where each problem of a file is (the mapping it is about) and whether it is an unknown key. */
+const placeOf = new WeakMap<ConfigError, { mapping: string; unknownKey: boolean }>();
+
 /**
- * Problems that are an unknown key: a misspelt option is the cause of the "missing required key" reported for the
- * option it was meant to be, so it is the one worth the single line a failed run prints.
+ * The problem a failed run names on its one line: the first in the file, unless an unknown key sits in the same
+ * mapping — a misspelt option causes the "missing required key" of the option it was meant to be, and is the fix.
  */
-const unknownKeys = new WeakSet<ConfigError>();
+function primary(problems: ConfigError[]): ConfigError {
+  const first = problems[0]!;
+  const at = placeOf.get(first);
+  if (!at || at.unknownKey) return first;
+  return problems.find((p) => placeOf.get(p)?.unknownKey && placeOf.get(p)?.mapping === at.mapping) ?? first;
+}
 
 /** A pipeline file with problems: the most telling one as the message, all of them in `problems`. */
 export class PipelineFileError extends ConfigError {
   constructor(readonly problems: ConfigError[]) {
-    const first = problems.find((p) => unknownKeys.has(p)) ?? problems[0]!;
+    const first = primary(problems);
     const more = problems.length - 1;
     const message = first.message.slice(`${first.file}:${first.line}:${first.column}: `.length);
     super(
@@ -88,7 +96,7 @@ export function validatePipelineText(file: string, text: string, env: Env, reg: 
           file,
           at.line,
           at.column,
-          `the file must be a mapping of options (\`key: value\` lines), not ${isSeq(source.doc.contents) ? 'a list' : 'a single value'}`,
+          `the file: expected a mapping, got ${isSeq(source.doc.contents) ? 'a list' : 'a single value'}`,
           'start with `version: 1`, `name`, `service`, `source` and `sink`, one `key: value` per line',
         ),
       ],
@@ -131,7 +139,7 @@ export function validatePipelineText(file: string, text: string, env: Env, reg: 
     if (failedPaths.some((f) => isUnder(JSON.stringify(p.path), f))) continue;
     const at = p.key !== undefined ? locateKey(source, p.path, p.key) : locate(source, p.path);
     const error = new ConfigError(file, at.line, at.column, redact(p.message), redact(p.hint ?? GENERIC_HINT));
-    if (p.key !== undefined) unknownKeys.add(error);
+    placeOf.set(error, { mapping: JSON.stringify(p.path), unknownKey: p.key !== undefined });
     errors.push(error);
   }
   const unique = dedupe(errors).sort((a, b) => a.line - b.line || a.column - b.column);

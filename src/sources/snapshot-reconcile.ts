@@ -60,24 +60,17 @@ export type Resolution =
 export interface ReconcileOptions {
   settleMs?: number;
   maxCalls?: number;
-  /** Local clock (tests). */
-  now?: () => number;
-  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
 export class FilterReconciler {
-  private readonly now: () => number;
   private readonly settleMs: number;
-  private readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
 
   constructor(
     private readonly client: ServiceClient,
     private readonly datasetId: string,
     opts: ReconcileOptions = {},
   ) {
-    this.now = opts.now ?? Date.now;
     this.settleMs = opts.settleMs ?? SETTLE_MS;
-    this.sleep = opts.sleep ?? sleep;
   }
 
   /** Lists the dataset's snapshots and describes the attempt about to be made. */
@@ -91,7 +84,7 @@ export class FilterReconciler {
           `cannot list the snapshots of ${this.datasetId} (${err.message}): if the filter call loses its answer, ` +
             'you will have to find its snapshot yourself',
         );
-        return { dataset_id: this.datasetId, started_at: new Date(this.now()).toISOString() };
+        return { dataset_id: this.datasetId, started_at: new Date().toISOString() };
       }
       throw err;
     }
@@ -111,7 +104,7 @@ export class FilterReconciler {
     if (a.known === undefined) throw manualCheck(a);
     if (a.unanswered_at !== undefined) {
       const since = this.serviceNow(a) - (Date.parse(a.unanswered_at) - UNANSWERED_SLACK_MS);
-      if (since < this.settleMs) await this.sleep(this.settleMs - since, signal);
+      if (since < this.settleMs) await sleep(this.settleMs - since, signal);
     }
     const listed = await this.list();
     const margin = a.offset_ms !== undefined ? SERVICE_CLOCK_MARGIN_MS : LOCAL_CLOCK_MARGIN_MS;
@@ -133,7 +126,7 @@ export class FilterReconciler {
 
   private async list(): Promise<{ snapshots: SnapshotListItem[]; local: number; serviceTime?: Date }> {
     const r = await this.client.datasets.snapshots(this.datasetId);
-    return { ...r, local: this.now() };
+    return { ...r, local: Date.now() };
   }
 
   private attemptFrom(listed: { snapshots: SnapshotListItem[]; local: number; serviceTime?: Date }): FilterAttempt {
@@ -156,7 +149,7 @@ export class FilterReconciler {
   }
 
   private serviceNow(a: FilterAttempt): number {
-    return this.now() + (a.offset_ms ?? 0);
+    return Date.now() + (a.offset_ms ?? 0);
   }
 }
 

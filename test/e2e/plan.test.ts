@@ -52,7 +52,7 @@ describe('sluice plan', () => {
     'company_profiles.yaml': ['POST /datasets/filter (paid: would start a filter job on gd_l1vikfnt1wgvvqz95w)'],
     'snapshot_to_parquet.yaml': ['POST /datasets/filter (paid: would start a filter job on gd_l1vikfnt1wgvvqz95w)'],
     'deep_lookup.yaml': [
-      'POST /datasets/deep_lookup/v1/trigger (paid, up to $40.00: not made by plan)',
+      'POST /datasets/deep_lookup/v1/trigger (paid, up to $42.00: not made by plan)',
       'POST …/request/<id>/enrich ceo_name (paid, up to $2.00: not made by plan)',
     ],
     'serp.yaml': undefined,

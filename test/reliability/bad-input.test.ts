@@ -133,7 +133,7 @@ const configCases: ConfigCase[] = [
   {
     name: 'a list where the pipeline mapping belongs',
     yaml: '- version: 1\n- name: bad_input\n',
-    error: /p\.yaml:1:1: the file must be a mapping of options \(`key: value` lines\), not a list$/,
+    error: /p\.yaml:1:1: the file: expected a mapping, got a list$/,
     fix: /^start with `version: 1`, `name`, `service`, `source` and `sink`/,
   },
   {
