@@ -21,7 +21,8 @@
  *   parquet-rows     decode in JS (+ timestamps), parquet sink (staged, published at the target size), zstd
  *   parquet-rg-default  the same with DuckDB's default row group size (122,880), for the memory comparison
  *
- * Identical runs differ by up to 1.4× on a busy 2-core machine: compare ratios from one run.
+ * Wall time suffers when other work shares the 2 cores; CPU seconds (user + system of the route's process, all
+ * threads) are steadier. Compare ratios from one run.
  */
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
@@ -34,7 +35,7 @@ import type { Batch, Logger, Sink, SinkContext, WorkUnit } from '../src/core/typ
 import { duckdbType, quoteIdent } from '../src/schema/duckdb-types.js';
 import { InferredSchema } from '../src/schema/infer.js';
 import { VARCHAR, listOf, structOf, type LogicalType } from '../src/schema/logical-type.js';
-import { DuckDBSink } from '../sinks/duckdb.js';
+import { DuckDBSink, duckdbSinkSchema } from '../sinks/duckdb.js';
 import { JsonlSink } from '../sinks/jsonl.js';
 import { ParquetSink } from '../sinks/parquet.js';
 import { decodeJsonlGz, withTimestamps } from './lib/sinks-decode.js';
@@ -68,7 +69,7 @@ interface Env {
   units: string[];
   concurrency: number;
   records: number;
-  /** `--memory-limit` for DuckDB routes (e.g. 256MB), or undefined for DuckDB's default. */
+  /** `--memory-limit` for every DuckDB route; otherwise DuckDB's default (80% of RAM), or the sink's (256MB). */
   memoryLimit?: string;
 }
 
@@ -137,13 +138,14 @@ const ROUTES: Record<string, (env: Env) => Promise<Partial<Result> & { records: 
   },
 
   async 'duckdb-file'(env) {
-    const sink = new DuckDBSink({
-      type: 'duckdb',
-      path: 'file.duckdb',
-      table: 't',
-      write: 'append',
-      memory_limit: env.memoryLimit,
-    });
+    const sink = new DuckDBSink(
+      duckdbSinkSchema.parse({
+        type: 'duckdb',
+        path: 'file.duckdb',
+        table: 't',
+        ...(env.memoryLimit ? { memory_limit: env.memoryLimit } : {}),
+      }),
+    );
     await sink.open(sinkContext(env.dir));
     const records = await eachUnit(
       env,
@@ -155,13 +157,14 @@ const ROUTES: Record<string, (env: Env) => Promise<Partial<Result> & { records: 
   },
 
   async 'duckdb-rows'(env) {
-    const sink = new DuckDBSink({
-      type: 'duckdb',
-      path: 'rows.duckdb',
-      table: 't',
-      write: 'append',
-      memory_limit: env.memoryLimit,
-    });
+    const sink = new DuckDBSink(
+      duckdbSinkSchema.parse({
+        type: 'duckdb',
+        path: 'rows.duckdb',
+        table: 't',
+        ...(env.memoryLimit ? { memory_limit: env.memoryLimit } : {}),
+      }),
+    );
     return { records: await throughSink(env, sink, (f) => withTimestamps(decodeJsonlGz(f))) };
   },
 

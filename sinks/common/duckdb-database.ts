@@ -116,8 +116,8 @@ async function openEntry(file: string, label: string): Promise<Entry> {
     await probe.run(`SET allocator_flush_threshold = '32MB'`);
     await probe.run('SET allocator_background_threads = true');
     // Units commit 10k rows at a time, and every automatic checkpoint (default: each 16 MB of WAL) rewrites the
-    // table's last, growing row group: checkpointing at 1 GB of WAL, and once when the last sink releases the
-    // file, loads measured ~30% faster.
+    // table's last, growing row group. Checkpointing at 1 GB of WAL, and once when the last sink releases the
+    // file: 100k records loaded in 7.7 CPU-s instead of 10.7 (128 MB: 8.4), at the same peak memory.
     await probe.run(`SET checkpoint_threshold = '1GB'`);
     probe.closeSync();
   } catch (err) {

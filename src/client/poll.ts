@@ -38,12 +38,9 @@ export async function pollSnapshot(client: ServiceClient, id: string, opts: Poll
       });
     }
     if (Date.now() + interval > deadline)
-      throw new SluiceError(
-        `snapshot ${id} is still ${meta.status} after ${seconds(opts.timeoutMs)} s of waiting`,
-        {
-          hint: `run the same command again later: the run resumes with snapshot ${id} and starts no new filter job (or raise source.poll.timeout_s)`,
-        },
-      );
+      throw new SluiceError(`snapshot ${id} is still ${meta.status} after ${seconds(opts.timeoutMs)} s of waiting`, {
+        hint: `run the same command again later: the run resumes with snapshot ${id} and starts no new filter job (or raise source.poll.timeout_s)`,
+      });
     await sleep(interval, opts.signal);
     interval = Math.min(interval * 1.5, opts.maxIntervalMs ?? 10_000);
   }

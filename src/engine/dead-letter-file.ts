@@ -7,8 +7,9 @@
  * letter cut short could not be replayed (it says so with `truncated`).
  */
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { mkdir, readFile } from 'node:fs/promises';
+import { appendFile, mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { SluiceError } from '../core/errors.js';
 import { redact } from '../core/redact.js';
 import type { DeadLetter } from '../core/types.js';
 
@@ -34,6 +35,8 @@ export interface StoredDeadLetter extends DeadLetter, LetterContext {
 
 export class DeadLetterFile {
   private stream: WriteStream | undefined;
+  /** A write that failed after open (disk full): reported by close(). */
+  private failed: Error | undefined;
   count = 0;
 
   constructor(
@@ -42,8 +45,25 @@ export class DeadLetterFile {
   ) {}
 
   async open(): Promise<void> {
-    await mkdir(path.dirname(this.file), { recursive: true });
-    this.stream = createWriteStream(this.file, { flags: 'a' });
+    try {
+      await mkdir(path.dirname(this.file), { recursive: true });
+      // Created (or found writable) now: a stream would only say so later, in an 'error' nobody awaits.
+      await appendFile(this.file, '');
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? 'error';
+      throw new SluiceError(`cannot write the dead-letter file ${this.file} (${code})`, {
+        hint:
+          code === 'EISDIR'
+            ? 'set `dead_letter` to a file path (relative to the pipeline file), not a directory'
+            : code === 'ENOTDIR' || code === 'EEXIST'
+              ? 'a file is in the way of its directory: move it, or set `dead_letter` (or `state_dir`) elsewhere'
+              : 'give the user running sluice write access there, or set `dead_letter` to a writable path',
+        cause: err,
+      });
+    }
+    const stream = createWriteStream(this.file, { flags: 'a' });
+    stream.on('error', (err) => (this.failed ??= err));
+    this.stream = stream;
   }
 
   write(d: DeadLetter & LetterContext): void {
@@ -62,7 +82,17 @@ export class DeadLetterFile {
   async close(): Promise<void> {
     const s = this.stream;
     if (!s) return;
-    await new Promise<void>((resolve, reject) => s.end((err?: Error | null) => (err ? reject(err) : resolve())));
+    // An error while ending is recorded by the 'error' listener; either way the stream is done.
+    if (!this.failed)
+      await new Promise<void>((resolve) => {
+        s.once('error', () => resolve());
+        s.end(() => resolve());
+      });
+    if (this.failed)
+      throw new SluiceError(`writing the dead-letter file ${this.file} failed: ${this.failed.message}`, {
+        hint: 'some dead letters of this run are missing from it: free disk space or fix the path; `sluice run --fresh` reads every unit again',
+        cause: this.failed,
+      });
   }
 }
 

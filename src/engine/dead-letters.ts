@@ -87,11 +87,24 @@ interface ReplayUnitParams {
   step: number;
 }
 
+/** Unit param of a replay unit: the pipeline run its letters came from. */
+const ORIGIN_RUN = 'replay_of_run';
+
+/**
+ * The pipeline run a letter's record belongs to: its own run, or for a letter written by a replay, the run of the
+ * letter replayed (kept in the unit params, which the replay's letters carry).
+ */
+function mainRunOf(d: StoredDeadLetter): string {
+  const origin = d.unit_params?.[ORIGIN_RUN];
+  return typeof origin === 'string' ? origin : d.run;
+}
+
 /** The letters' raw text as records again; ones that still do not parse become dead letters of the replay. */
 function replaySource(letters: StoredDeadLetter[]): Source {
   const groups = new Map<string, StoredDeadLetter[]>();
   for (const d of letters) {
-    const k = JSON.stringify([d.unit, d.step ?? -1]);
+    // Crawl unit ids repeat every run: the run keeps tonight's page apart from last night's.
+    const k = JSON.stringify([mainRunOf(d), d.unit, d.step ?? -1]);
     groups.set(k, [...(groups.get(k) ?? []), d]);
   }
   // Letters stay out of the unit's params: transforms see the params, and their letters copy them.
@@ -100,7 +113,9 @@ function replaySource(letters: StoredDeadLetter[]): Source {
     const id = `replay:${createHash('sha256').update(ds.map(deadLetterKey).join('\n')).digest('hex').slice(0, 20)}`;
     lettersOf.set(id, ds);
     // The original unit's params come back too: normalizers read query, page and fetch time from them.
-    return { id, params: { ...(ds[0]!.unit_params ?? {}), replay_of: ds[0]!.unit, step: ds[0]!.step ?? 0 } };
+    const d = ds[0]!;
+    const params = { ...(d.unit_params ?? {}), replay_of: d.unit, [ORIGIN_RUN]: mainRunOf(d), step: d.step ?? 0 };
+    return { id, params };
   });
   return {
     plan: async () => units,
@@ -121,7 +136,7 @@ function replaySource(letters: StoredDeadLetter[]): Source {
             ...(d.offset !== undefined && { offset: d.offset }),
             ...(d.step !== undefined && { step: d.step }),
             ...(d.index !== undefined && { index: d.index }),
-            ...(d.unit_params !== undefined && { unit_params: d.unit_params }),
+            unit_params: { ...(d.unit_params ?? {}), [ORIGIN_RUN]: mainRunOf(d) },
             stage: `replay:${d.stage}`,
             reason: `still invalid on replay: ${(err as Error).message}`,
             ...(d.raw !== undefined && { raw: d.raw }),
@@ -176,11 +191,17 @@ export async function replayDeadLetters(
     });
 
   let pending = await readJson<PendingReplay>(pendingFile(p));
+  // An unfinished replay into `replace` sinks that a later run has replaced since: its records went with the old
+  // output, and its letters are not the current run's.
+  if (pending && replaces && pending.letters.some((d) => mainRunOf(d) !== lastRun)) {
+    await rm(pendingFile(p), { force: true });
+    pending = undefined;
+  }
   let superseded = 0;
   if (!pending) {
     let letters = await listDeadLetters(p);
     if (replaces) {
-      const current = letters.filter((d) => d.run === lastRun);
+      const current = letters.filter((d) => mainRunOf(d) === lastRun);
       superseded = letters.length - current.length;
       letters = current;
     }

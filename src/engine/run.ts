@@ -286,7 +286,7 @@ export async function runPipeline(p: LoadedPipeline, opts: RunOptions, hooks: Ru
     abort.abort();
     await built.source.close?.().catch(() => undefined);
     for (const s of built.sinks) await s.sink.close().catch((e: unknown) => log.warn(`closing sink: ${errorText(e)}`));
-    await dlq.close();
+    await dlq.close().catch((e: unknown) => (failure ??= e));
     await service.close();
   }
 

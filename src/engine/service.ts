@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import { createClient, type ServiceClient } from '../client/index.js';
+import { ConfigError, SluiceError } from '../core/errors.js';
 import { registerSecret } from '../core/redact.js';
 import type { Logger } from '../core/types.js';
 import { loadFaultsFile, startEmulator, type EmulatorHandle } from '../emulator/server.js';
@@ -55,7 +56,7 @@ export class ServiceConnection {
         ...(e.size !== undefined && { size: e.size }),
         ...(e.time_scale !== undefined && { timeScale: e.time_scale }),
         ...(e.latency_ms !== undefined && { latencyMs: e.latency_ms }),
-        ...(e.faults !== undefined && { faults: loadFaultsFile(path.resolve(this.baseDir, e.faults)) }),
+        ...(e.faults !== undefined && { faults: faultsOf(path.resolve(this.baseDir, e.faults)) }),
       });
       baseUrl = this.emulator.url;
       this.log.info(`embedded emulator listening on ${baseUrl}`);
@@ -83,5 +84,19 @@ export class ServiceConnection {
   async close(): Promise<void> {
     if (this.client) await (await this.client.catch(() => undefined))?.close();
     await this.emulator?.close();
+  }
+}
+
+/** The pipeline's `service.emulator.faults` file; a problem inside it keeps the loader's file:line:column error. */
+function faultsOf(file: string): unknown {
+  try {
+    return loadFaultsFile(file);
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    const code = ((err as { cause?: NodeJS.ErrnoException }).cause?.code ?? 'error') as string;
+    throw new SluiceError(`service.emulator.faults: cannot read ${file} (${code})`, {
+      hint: 'the path is relative to the pipeline file: fix it, or remove `faults` to run the emulator without faults',
+      cause: err,
+    });
   }
 }

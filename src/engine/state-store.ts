@@ -5,6 +5,7 @@
  */
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { SluiceError } from '../core/errors.js';
 import type { StateStore } from '../core/types.js';
 
 export class FileStateStore implements StateStore {
@@ -22,11 +23,21 @@ export class FileStateStore implements StateStore {
   /** Reads the state if there is any; the directory is created on the first write (so `plan` leaves no trace). */
   static async open(file: string): Promise<FileStateStore> {
     let data: Record<string, unknown> = {};
+    let text: string | undefined;
     try {
-      data = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
+      text = await readFile(file, 'utf8');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw unusable(file, err);
     }
+    if (text !== undefined)
+      try {
+        data = JSON.parse(text) as Record<string, unknown>;
+      } catch (err) {
+        throw new SluiceError(`the run state ${file} is not valid JSON: ${(err as Error).message}`, {
+          hint: 'it was changed outside sluice: restore it, or delete it (the next run then starts over and reads every unit again)',
+          cause: err,
+        });
+      }
     return new FileStateStore(file, data);
   }
 
@@ -60,7 +71,27 @@ export class FileStateStore implements StateStore {
   }
 }
 
+/** The state directory cannot be read or written: say which and what to change, not just the errno. */
+function unusable(file: string, err: unknown): SluiceError {
+  const code = (err as NodeJS.ErrnoException).code ?? 'error';
+  return new SluiceError(`cannot use the state directory ${path.dirname(file)} (${code})`, {
+    hint:
+      code === 'ENOTDIR' || code === 'EEXIST' || code === 'EISDIR'
+        ? 'a file is in the way: point `state_dir` at a directory (relative to the pipeline file), or move that file'
+        : 'give the user running sluice write access to it, or point `state_dir` somewhere writable',
+    cause: err,
+  });
+}
+
 async function writeAtomic(file: string, text: string): Promise<void> {
+  try {
+    await writeDurably(file, text);
+  } catch (err) {
+    throw unusable(file, err);
+  }
+}
+
+async function writeDurably(file: string, text: string): Promise<void> {
   await mkdir(path.dirname(file), { recursive: true });
   const tmp = `${file}.${process.pid}.tmp`;
   const fh = await open(tmp, 'w');

@@ -383,7 +383,10 @@ describe('a wrong pipeline file: file:line:column, what to change, nothing writt
     const v = await cli(['validate', r.ws.path('p.yaml')], c.env ?? env());
     expect(v.code).toBe(1);
     const lines = [...v.stdout, ...v.stderr].map((l) => l.replace(/^error: /, '').replace(/^.*?(?=p\.yaml:)/, ''));
-    expect(lines.some((l) => c.error.test(l) || c.error.test(`${r.ws.path('')}${l}`)), lines.join('\n')).toBe(true);
+    expect(
+      lines.some((l) => c.error.test(l) || c.error.test(`${r.ws.path('')}${l}`)),
+      lines.join('\n'),
+    ).toBe(true);
   });
 
   it('a pipeline file that does not exist', async () => {
@@ -574,7 +577,9 @@ describe('snapshots that do not become ready', () => {
       // Nothing committed, but the paid job's id is kept: the rerun waits for the same snapshot.
       const inv = await inventory(r.ws, r.before);
       expect(inv.newDataFiles).toEqual([]);
+      expect(Object.values(inv.manifestUnits).filter((n) => n > 0)).toEqual([]);
       expect(inv.completeRuns).toEqual([]);
+      expect(inv.deadLetters).toBe(0);
       const again = await cli(['run', r.ws.path('p.yaml'), '--no-progress'], env(slow));
       expect(again.stderr.at(-2)).toContain(id);
       expect(filterJobs(slow)).toBe(1);
@@ -772,13 +777,16 @@ describe('a download cut short on every attempt', () => {
 });
 
 const AS_ROOT = process.getuid?.() === 0;
-/** A directory no sink can write to: a read-only one, or as root (which ignores permissions) a path under /sys. */
-function unwritableDir(ws: Workspace): string {
-  if (AS_ROOT) return `/sys/sluice-bad-input-${Math.random().toString(36).slice(2)}`;
+/**
+ * A directory no sink can write to: a read-only one, or as root (which ignores permissions) a path under /sys.
+ * `restore` makes the workspace removable again.
+ */
+function unwritableDir(ws: Workspace): { dir: string; restore(): void } {
+  if (AS_ROOT) return { dir: `/sys/sluice-bad-input-${Math.random().toString(36).slice(2)}`, restore: () => {} };
   const dir = ws.path('readonly');
   ws.write('readonly/.keep', '');
   chmodSync(dir, 0o555);
-  return `${dir}/out`;
+  return { dir: `${dir}/out`, restore: () => chmodSync(dir, 0o755) };
 }
 
 describe('an output that cannot be written: refused before any work starts', () => {
@@ -789,11 +797,11 @@ describe('an output that cannot be written: refused before any work starts', () 
   ];
   it.each(sinks)('%s sink in a directory it may not write', async (_type, sink) => {
     const ws = workspace();
-    const dir = unwritableDir(ws);
+    const { dir, restore } = unwritableDir(ws);
     ws.write('p.yaml', HEAD + FILTER_SOURCE + sink(dir));
     const paid = filterJobs();
     const before = ws.files();
-    const r = await cli(['run', ws.path('p.yaml'), '--no-progress'], env());
+    const r = await cli(['run', ws.path('p.yaml'), '--no-progress'], env()).finally(restore);
     expectFailure(
       r,
       /cannot (write to|create the directory of) .*\((EACCES|EPERM|EROFS|ENOENT)\)$/,
@@ -813,6 +821,45 @@ describe('an output that cannot be written: refused before any work starts', () 
     expectFailure(r, /blocker.*\(E(NOTDIR|EXIST)\)$/, /a file is in the way|not a directory/);
     expect(filterJobs()).toBe(paid);
     await expectNothingCommitted(ws, before);
+  });
+});
+
+describe('state, dead letters and emulator settings that cannot be used', () => {
+  const countries = 'source: { type: countries }\n' + JSONL_SINK;
+  const cases: [string, string, Record<string, string>, RegExp, RegExp][] = [
+    [
+      'state_dir runs through a file',
+      HEAD + 'state_dir: blocker/state\n' + countries,
+      { blocker: 'a file\n' },
+      /^cannot use the state directory .*blocker\/state \(ENOTDIR\)$/,
+      /^a file is in the way: point `state_dir` at a directory/,
+    ],
+    [
+      'dead_letter names a directory',
+      HEAD + 'dead_letter: letters\n' + countries,
+      { 'letters/.keep': '' },
+      /^cannot write the dead-letter file .*letters \(EISDIR\)$/,
+      /^set `dead_letter` to a file path \(relative to the pipeline file\), not a directory$/,
+    ],
+    [
+      'the run state was damaged',
+      HEAD + countries,
+      { '.sluice/bad_input/state.json': '{"run:id": "2026' },
+      /^the run state .*\.sluice\/bad_input\/state\.json is not valid JSON: /,
+      /^it was changed outside sluice: restore it, or delete it/,
+    ],
+    [
+      'the embedded emulator’s faults file does not exist',
+      HEAD.replace('${SLUICE_BASE_URL}', 'emulator') + '  emulator: { faults: faults.yaml }\n' + countries,
+      {},
+      /^service\.emulator\.faults: cannot read .*faults\.yaml \(ENOENT\)$/,
+      /^the path is relative to the pipeline file/,
+    ],
+  ];
+  it.each(cases)('%s', async (_name, yaml, files, error, fix) => {
+    const r = await run({ 'p.yaml': yaml, ...files });
+    expectFailure(r, error, fix);
+    await expectNothingCommitted(r.ws, r.before);
   });
 });
 

@@ -8,12 +8,12 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/engine/logger.js';
 import { replayDeadLetters } from '../../src/engine/dead-letters.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
 import { cli, workspace, type Result, type Workspace } from './bad-input/harness.js';
-import { DuckDBInstance } from '@duckdb/node-api';
 
 const FILES = ['a', 'b', 'c'];
 
@@ -32,7 +32,9 @@ function inputFile(f: number): string {
 
 const allIds = FILES.flatMap((_, f) => [1, 2, 3, 4, 5, 6].map((k) => f * 100 + k));
 
-function pipeline(opts: { cast?: string; write?: 'append' | 'replace'; select?: boolean } = {}): string {
+function pipeline(
+  opts: { cast?: string; write?: 'append' | 'replace'; select?: boolean; parquet?: boolean } = {},
+): string {
   const write = opts.write ?? 'append';
   return [
     'version: 1',
@@ -46,6 +48,7 @@ function pipeline(opts: { cast?: string; write?: 'append' | 'replace'; select?: 
     'sinks:',
     `  - { type: duckdb, path: out/w.duckdb, table: t, write: ${write} }`,
     `  - { type: jsonl, path: out/jsonl, write: ${write} }`,
+    ...(opts.parquet ? [`  - { type: parquet, path: out/pq, write: ${write} }`] : []),
     '',
   ].join('\n');
 }
@@ -92,6 +95,25 @@ function jsonlIds(ws: Workspace): number[] {
         .map((l) => (JSON.parse(l) as { id: number }).id),
     )
     .sort((a, b) => a - b);
+}
+
+/** Ids in the Parquet output's files listed by its manifest. */
+async function parquetIds(ws: Workspace): Promise<number[]> {
+  const dir = ws.path('out/pq');
+  const manifest = JSON.parse(readFileSync(path.join(dir, '_sluice_manifest.json'), 'utf8')) as {
+    units: Record<string, { files: string[] }>;
+  };
+  const files = [...new Set(Object.values(manifest.units).flatMap((u) => u.files))].map((f) => path.join(dir, f));
+  const instance = await DuckDBInstance.create(':memory:');
+  const conn = await instance.connect();
+  try {
+    const list = files.map((f) => `'${f.replace(/'/g, "''")}'`).join(', ');
+    const r = await conn.runAndReadAll(`SELECT id FROM read_parquet([${list}]) ORDER BY id`);
+    return r.getRows().map(([id]) => Number(id));
+  } finally {
+    conn.closeSync();
+    instance.closeSync();
+  }
 }
 
 interface StoredLetter {
@@ -259,18 +281,20 @@ describe('dead letters: listed, then replayed exactly once after a fix', () => {
   });
 
   it('write: replace sinks get the replayed records added to the last run’s table and generation', async () => {
-    const { ws, file } = setup(pipeline({ write: 'replace' }));
+    const { ws, file } = setup(pipeline({ write: 'replace', parquet: true }));
     await runIt(file);
     const loaded = allIds.filter((id) => ![3, 5, 6].includes(id % 100));
     expect((await tableRows(ws)).map(([id]) => id)).toEqual(loaded);
     expect(jsonlIds(ws)).toEqual(loaded);
+    expect(await parquetIds(ws)).toEqual(loaded);
 
-    writeFileSync(file, pipeline({ write: 'replace', cast: 'double' }));
+    writeFileSync(file, pipeline({ write: 'replace', cast: 'double', parquet: true }));
     repairDecodeLetters(ws);
     await replay(file);
     // Not a new generation holding only the 9 replayed records: the old rows and the replayed ones together.
     expect(await tableRows(ws)).toEqual(expectedRows());
     expect(jsonlIds(ws)).toEqual(allIds);
+    expect(await parquetIds(ws)).toEqual(allIds);
 
     // The next run replaces everything with its own result: nothing doubled. The lines still cut short in the
     // input are its own dead letters again, replayed into its table in turn.
@@ -278,8 +302,23 @@ describe('dead letters: listed, then replayed exactly once after a fix', () => {
     const whole = allIds.filter((id) => id % 100 !== 6);
     expect((await tableRows(ws)).map(([id]) => id)).toEqual(whole);
     expect(jsonlIds(ws)).toEqual(whole);
+    expect(await parquetIds(ws)).toEqual(whole);
     repairDecodeLetters(ws);
     expect((await replay(file)).stdout).toContain('  replayed     3');
+    expect(await tableRows(ws)).toEqual(expectedRows());
+    expect(jsonlIds(ws)).toEqual(allIds);
+    expect(await parquetIds(ws)).toEqual(allIds);
+  });
+
+  it('write: replace: records still broken on replay are replayed into the same run’s table once repaired', async () => {
+    const { ws, file } = setup(pipeline({ write: 'replace' }));
+    await runIt(file);
+    writeFileSync(file, pipeline({ write: 'replace', cast: 'double' }));
+    expect((await replay(file)).stdout).toContain('  dead letters 3');
+    repairDecodeLetters(ws);
+    const r = await replay(file);
+    expect(r.stdout).toContain('  replayed     3');
+    expect(r.stderr).toEqual([]);
     expect(await tableRows(ws)).toEqual(expectedRows());
     expect(jsonlIds(ws)).toEqual(allIds);
   });

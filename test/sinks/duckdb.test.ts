@@ -1,23 +1,26 @@
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SluiceError } from '../../src/core/errors.js';
 import type { Row } from '../../src/core/types.js';
 import { unitFileStem } from '../../sinks/common/unit-file-name.js';
 import { DuckDBSink, duckdbSinkSchema, type DuckDBSinkConfig, type DuckDBSinkHooks } from '../../sinks/duckdb.js';
 import {
-  RICH_BACK,
   batches,
   columnTypes,
   failingBatches,
   query,
+  removeTempDirs,
+  RICH_BACK,
   richRows,
   sinkContext,
   tempDir,
   unit,
   type TestContext,
 } from './helpers.js';
+
+afterAll(removeTempDirs);
 
 let dir: string;
 let db: string;
@@ -194,7 +197,7 @@ describe('duckdb sink', () => {
     const r2 = duckdbSinkSchema.safeParse({ type: 'duckdb', path: 'x.duckdb', table: 't', primary_key: ['id'] });
     expect(r2.success).toBe(false);
     expect(duckdbSinkSchema.safeParse({ type: 'duckdb', path: 'x', table: 't', tabel: 'typo' }).success).toBe(false);
-    expect(() => new DuckDBSink({ type: 'duckdb', path: 'x', table: 't', write: 'merge' })).toThrow(SluiceError);
+    expect(() => new DuckDBSink({ ...config(), write: 'merge' })).toThrow(SluiceError);
   });
 
   it('merge says which primary key column the data lacks', async () => {

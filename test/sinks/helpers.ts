@@ -1,5 +1,5 @@
 /** Shared helpers of the sink tests: contexts, batches, and reading outputs back with DuckDB. */
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -28,8 +28,17 @@ export function sinkContext(baseDir: string, opts: { fresh?: boolean; pipeline?:
   };
 }
 
-export function tempDir(): Promise<string> {
-  return mkdtemp(path.join(os.tmpdir(), 'sluice-sinks-'));
+const made: string[] = [];
+
+/** A fresh directory under the OS temp dir, removed by `removeTempDirs`. */
+export async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'sluice-sinks-'));
+  made.push(dir);
+  return dir;
+}
+
+export async function removeTempDirs(): Promise<void> {
+  await Promise.all(made.splice(0).map((d) => rm(d, { recursive: true, force: true })));
 }
 
 export function unit(id: string): WorkUnit {

@@ -1,13 +1,15 @@
 import { lstat, mkdir, readFile, readdir, readlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { SluiceError } from '../../src/core/errors.js';
 import type { Manifest } from '../../sinks/common/manifest.js';
 import { unitFileStem } from '../../sinks/common/unit-file-name.js';
 import { JsonlSink, jsonlSinkSchema, type JsonlSinkConfig } from '../../sinks/jsonl.js';
-import { batches, failingBatches, query, richRows, sinkContext, tempDir, unit } from './helpers.js';
+import { batches, failingBatches, query, removeTempDirs, richRows, sinkContext, tempDir, unit } from './helpers.js';
 import type { FileSinkHooks } from '../../sinks/common/output-dir.js';
+
+afterAll(removeTempDirs);
 
 let dir: string;
 

@@ -1,11 +1,23 @@
 import { readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Row } from '../../src/core/types.js';
 import type { Manifest } from '../../sinks/common/manifest.js';
 import type { FileSinkHooks } from '../../sinks/common/output-dir.js';
 import { ParquetSink, parquetSinkSchema, type ParquetSinkConfig } from '../../sinks/parquet.js';
-import { RICH_BACK, batches, columnTypes, query, richRows, sinkContext, tempDir, unit } from './helpers.js';
+import {
+  batches,
+  columnTypes,
+  query,
+  removeTempDirs,
+  RICH_BACK,
+  richRows,
+  sinkContext,
+  tempDir,
+  unit,
+} from './helpers.js';
+
+afterAll(removeTempDirs);
 
 let dir: string;
 

@@ -114,8 +114,7 @@ export async function inventory(ws: Workspace, before: Set<string>): Promise<Inv
       const m = JSON.parse(readFileSync(full, 'utf8')) as { units: Record<string, unknown> };
       inv.manifestUnits[rel] = Object.keys(m.units).length;
     } else if (base === 'state.json' && rel.includes('.sluice')) {
-      const s = JSON.parse(readFileSync(full, 'utf8')) as Record<string, unknown>;
-      if (s['run:complete'] === true) inv.completeRuns.push(rel);
+      if (/"run:complete":\s*true/.test(readFileSync(full, 'utf8'))) inv.completeRuns.push(rel);
     } else if (base.endsWith('dead-letters.jsonl')) {
       inv.deadLetters += readFileSync(full, 'utf8').split('\n').filter(Boolean).length;
     } else if (base.endsWith('.duckdb')) {

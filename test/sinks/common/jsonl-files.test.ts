@@ -1,11 +1,13 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { duckdbType } from '../../../src/schema/duckdb-types.js';
 import { InferredSchema } from '../../../src/schema/infer.js';
 import { isGzipFile, scanJsonl } from '../../../sinks/common/jsonl-files.js';
-import { tempDir } from '../helpers.js';
+import { removeTempDirs, tempDir } from '../helpers.js';
+
+afterAll(removeTempDirs);
 
 describe('scanJsonl', () => {
   it('observes every line, sniffing gzip by its magic bytes, and types ISO text like DuckDB', async () => {

@@ -1,11 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { DateOnly } from '../../../src/core/values.js';
 import { InferredSchema } from '../../../src/schema/infer.js';
 import { writeNdjson } from '../../../sinks/common/ndjson-writer.js';
-import { batches, tempDir } from '../helpers.js';
+import { batches, removeTempDirs, tempDir } from '../helpers.js';
+
+afterAll(removeTempDirs);
 
 describe('writeNdjson', () => {
   it('writes one JSON object per line, typed values as ISO text, observing the schema', async () => {

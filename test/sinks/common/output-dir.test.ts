@@ -1,8 +1,10 @@
 import { mkdir, readFile, readdir, readlink, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { OutputDir, type OutputDirOptions } from '../../../sinks/common/output-dir.js';
-import { sinkContext, tempDir } from '../helpers.js';
+import { removeTempDirs, sinkContext, tempDir } from '../helpers.js';
+
+afterAll(removeTempDirs);
 
 function options(root: string, over: Partial<OutputDirOptions> = {}): OutputDirOptions {
   return {
