@@ -20,6 +20,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import pLimit from 'p-limit';
 import { z } from 'zod';
 import { SluiceError } from '../src/core/errors.js';
+import { failpoint } from '../src/core/failpoints.js';
 import type {
   Batch,
   CommitResult,
@@ -263,6 +264,7 @@ export class DuckDBSink implements Sink {
         }
         await deleteStateRows(conn, pipeline, this.stateKey);
         await moveStateRows(conn, pipeline, this.targetStateKey, this.stateKey);
+        failpoint('duckdb:replace-swap');
         await conn.run('COMMIT');
       } catch (err) {
         await rollback(conn);
@@ -392,6 +394,7 @@ export class DuckDBSink implements Sink {
         ? await this.insertRows(conn, file, columns)
         : await this.insertEmptyRows(conn, file.rows);
       await this.hooks.beforeCheckpoint?.(unitId);
+      failpoint('duckdb:after-data');
       await insertStateRow(conn, pipeline, this.targetStateKey, unitId, records);
       await conn.run('COMMIT');
       return { committed: true, records };

@@ -19,6 +19,7 @@ import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { z } from 'zod';
 import { SluiceError } from '../src/core/errors.js';
+import { failpoint } from '../src/core/failpoints.js';
 import type {
   Batch,
   CommitResult,
@@ -171,6 +172,7 @@ export class ParquetSink implements Sink {
         );
       if (schema.conflicts.size > 0)
         this.context().log.warn(`parquet sink: unit ${unit.id}: ${schema.conflicts.format()}`);
+      failpoint('parquet:staged');
       const entry: ManifestUnit = { records: rows, files: [], committed_at: new Date().toISOString() };
       if (rows > 0)
         entry.staged = {

@@ -18,6 +18,7 @@ import { randomBytes } from 'node:crypto';
 import { lstat, mkdir, readFile, readdir, readlink, rename, rm, symlink, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { SluiceError } from '../../src/core/errors.js';
+import { failpoint } from '../../src/core/failpoints.js';
 import type { Logger } from '../../src/core/types.js';
 import { ensureWritableDir, fsyncDir, fsyncFile, isErrno, writeFileAtomic } from './fs-durable.js';
 import { readManifest, referencedFiles, writeManifest, type Manifest } from './manifest.js';
@@ -125,6 +126,7 @@ export class OutputDir {
         await writeFile(marker, JSON.stringify({ files: req.moves.map((m) => m.to) }));
         await fsyncFile(marker);
         await fsyncDir(this.tmpDir);
+        failpoint('files:before-rename');
         const dirs = new Set<string>();
         for (const m of req.moves) {
           const to = path.join(this.dataDir, m.to);
@@ -132,15 +134,20 @@ export class OutputDir {
           if (!dirs.has(dir)) await mkdir(dir, { recursive: true });
           dirs.add(dir);
           await rename(m.from, to);
+          failpoint('files:after-rename');
         }
         for (const d of dirs) await fsyncDir(d);
         await this.opts.hooks?.beforeManifest?.();
+        failpoint('files:before-manifest');
       }
       const next = structuredClone(this.manifest);
       req.apply(next);
       await writeManifest(this.dataDir, this.tmpDir, next);
       this.manifest = next;
-      if (marker) await unlink(marker);
+      if (marker) {
+        failpoint('files:after-manifest');
+        await unlink(marker);
+      }
       await req.after?.();
       return true;
     });
@@ -246,6 +253,7 @@ class Generation {
     const previous = await liveGeneration(this.root);
     const link = path.join(this.genRoot, `.link-${randomBytes(4).toString('hex')}`);
     await symlink(path.join(path.basename(this.genRoot), this.name), link);
+    failpoint('replace:before-swap');
     let st;
     try {
       st = await lstat(this.root);
@@ -263,6 +271,7 @@ class Generation {
     }
     await rename(link, this.root);
     await fsyncDir(parent);
+    failpoint('replace:after-swap');
     await rm(path.join(this.genRoot, 'NEXT'), { force: true });
     for (const name of await readdir(this.genRoot)) {
       if (name !== this.name && (name === previous || name.startsWith('legacy-')))

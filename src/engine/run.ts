@@ -12,6 +12,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import pLimit from 'p-limit';
 import { DecodeError, SluiceError } from '../core/errors.js';
+import { failpoint } from '../core/failpoints.js';
 import { redact } from '../core/redact.js';
 import type {
   Batch,
@@ -174,6 +175,7 @@ export async function runPipeline(p: LoadedPipeline, opts: RunOptions, hooks: Ru
           try {
             await runUnit(u, todo);
             await hooks.afterCommit?.(u);
+            failpoint('engine:after-commit');
             units.done++;
             progressState.unitsDone = units.done;
             for (const next of built.source.discover?.(u, sctx) ?? []) schedule(next);
@@ -278,6 +280,7 @@ export async function runPipeline(p: LoadedPipeline, opts: RunOptions, hooks: Ru
     while (running.length) await Promise.all(running.splice(0));
     if (failure !== undefined) throw failure;
     for (const s of built.sinks) await s.sink.finish();
+    failpoint('engine:before-complete');
     await state.set('run:complete', true);
   } catch (err) {
     failure ??= err;

@@ -6,6 +6,7 @@
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { SluiceError } from '../core/errors.js';
+import { failpoint } from '../core/failpoints.js';
 import type { StateStore } from '../core/types.js';
 
 export class FileStateStore implements StateStore {
@@ -101,6 +102,7 @@ async function writeDurably(file: string, text: string): Promise<void> {
   } finally {
     await fh.close();
   }
+  failpoint('state:before-rename');
   await rename(tmp, file);
   // The rename is durable only once the directory entry is: a checkpointed job id must survive a power cut.
   const dir = await open(path.dirname(file), 'r');

@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { pollSnapshot } from '../client/poll.js';
 import { ServiceError, type Download, type ServiceClient, type SnapshotMeta } from '../client/index.js';
 import { SluiceError } from '../core/errors.js';
+import { failpoint } from '../core/failpoints.js';
 import type { Batch, ComponentDef, ComponentDeps, RawFile, Source, SourceContext, WorkUnit } from '../core/types.js';
 import { decode } from '../decode/index.js';
 import { countBytes } from './bytes.js';
@@ -179,8 +180,10 @@ class SnapshotSource implements Source {
             throw filterRefusal(err, datasetId);
           }),
     });
+    failpoint('snapshot:job-started');
     await ctx.state.set(key, snapshot_id);
     await ctx.state.delete(attemptKey);
+    failpoint('snapshot:job-checkpointed');
     ctx.log.info(`filter job started: snapshot ${snapshot_id}`);
     return snapshot_id;
   }

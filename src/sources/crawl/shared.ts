@@ -10,6 +10,7 @@
  */
 import { z } from 'zod';
 import { SluiceError } from '../../core/errors.js';
+import { failpoint } from '../../core/failpoints.js';
 import type { StateStore } from '../../core/types.js';
 import { isValidRate } from './rate-limit.js';
 
@@ -94,6 +95,7 @@ export class ChainStore {
     if (known !== undefined) return known;
     list.push(next);
     await this.state.set(this.key, this.chains);
+    failpoint('crawl:successor-recorded');
     return next;
   }
 }
