@@ -7,6 +7,7 @@
  *   npx tsx bench/decode.ts --batch-sizes 500,2000,5000 --batch-bytes 1048576 --cases jsonl.gz
  *   npx tsx bench/decode.ts --repeat 3                  # best of 3 rounds per case
  *   npx tsx bench/decode.ts --cases floor,csv.gz,csv-parse   # the CSV parser against csv-parse
+ *   npx tsx bench/decode.ts --cases floor,json.gz,stream-json  # the JSON array scanner against stream-json
  *
  * Inputs are generated once into `--dir` (default: <tmpdir>/sluice-bench-decode) and reused. Ratios are what to
  * compare: identical runs on the same machine differ by up to 1.4×, so only ratios from one run mean much.
@@ -20,8 +21,10 @@ import { pipeline } from 'node:stream/promises';
 import { createGunzip, createGzip } from 'node:zlib';
 import { createWriteStream } from 'node:fs';
 import { parse as csvParse } from 'csv-parse';
+import streamArray from 'stream-json/streamers/stream-array.js';
 import { decode } from '../src/decode/index.js';
 import { companyRecord, csvHeader, csvRow } from './lib/company-records.js';
+import { countBatches, parseJsonlFile } from './lib/jsonl-floor.js';
 
 /** `json`: one element per line, as the emulator writes arrays; `json-compact`: the whole array on one line. */
 export type BenchFormat = 'jsonl' | 'json' | 'json-compact' | 'csv';
@@ -71,26 +74,7 @@ export interface Measurement {
 
 /** The floor: gunzip (64 KiB chunks) + split on newline bytes + JSON.parse per line, nothing else. */
 export async function measureFloor(file: string): Promise<Measurement> {
-  return timed('floor (gunzip+split+parse)', file, async (sample) => {
-    let records = 0;
-    let rest: Buffer | null = null;
-    const source = createReadStream(file, { highWaterMark: 1 << 16 });
-    const input = file.endsWith('.gz') ? source.pipe(createGunzip({ chunkSize: 1 << 16 })) : source;
-    for await (const c of input as AsyncIterable<Buffer>) {
-      const chunk: Buffer = rest ? Buffer.concat([rest, c]) : c;
-      let pos = 0;
-      for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, pos)) {
-        if (nl > pos) {
-          JSON.parse(chunk.toString('utf8', pos, nl));
-          records++;
-        }
-        pos = nl + 1;
-      }
-      rest = pos < chunk.length ? chunk.subarray(pos) : null;
-      sample();
-    }
-    return records;
-  });
+  return timed('floor (gunzip+split+parse)', file, () => countBatches(parseJsonlFile(file)));
 }
 
 /**
@@ -98,27 +82,36 @@ export async function measureFloor(file: string): Promise<Measurement> {
  * row, nested JSON cells decoded as the decoder does). Kept so the choice can be re-measured.
  */
 export async function measureCsvParse(file: string): Promise<Measurement> {
-  return timed('csv-parse (for comparison)', file, async (sample) => {
-    let records = 0;
-    let header: string[] | null = null;
-    const source = createReadStream(file, { highWaterMark: 1 << 16 });
-    const input = file.endsWith('.gz') ? source.pipe(createGunzip({ chunkSize: 1 << 16 })) : source;
-    for await (const rec of input.pipe(csvParse({ bom: true, relax_column_count: true })) as AsyncIterable<string[]>) {
-      if (header === null) {
-        header = rec;
-        continue;
-      }
-      const row: Record<string, unknown> = {};
-      for (let k = 0; k < rec.length; k++) {
-        const v = rec[k]!;
-        const c = v.charCodeAt(0);
-        row[header[k]!] = v === '' ? null : c === 0x5b || c === 0x7b ? JSON.parse(v) : v;
-      }
-      records++;
-      if ((records & 255) === 0) sample();
+  return timed('csv-parse (for comparison)', file, () => csvParseRecords(file));
+}
+
+export async function csvParseRecords(file: string): Promise<number> {
+  let records = 0;
+  let header: string[] | null = null;
+  for await (const rec of inputBytes(file).pipe(csvParse({ bom: true, relax_column_count: true })) as AsyncIterable<
+    string[]
+  >) {
+    if (header === null) {
+      header = rec;
+      continue;
     }
-    return records;
-  });
+    const row: Record<string, unknown> = {};
+    for (let k = 0; k < rec.length; k++) {
+      const v = rec[k]!;
+      const c = v.charCodeAt(0);
+      row[header[k]!] = v === '' ? null : c === 0x5b || c === 0x7b ? JSON.parse(v) : v;
+    }
+    records++;
+  }
+  return records;
+}
+
+/** What src/decode/json-array.ts replaced: stream-json's parser + StreamArray over a top-level array. */
+export async function streamJsonRecords(file: string): Promise<number> {
+  let records = 0;
+  for await (const _item of inputBytes(file).pipe(streamArray.withParserAsStream()) as AsyncIterable<unknown>)
+    records++;
+  return records;
 }
 
 export interface Batching {
@@ -132,35 +125,38 @@ export async function measureDecode(
   batching: Batching = {},
   name = `decode ${path.basename(file).replace(/^companies-\d+\./, '')}`,
 ): Promise<Measurement> {
-  return timed(name, file, async (sample) => {
-    let records = 0;
-    const deadLetters: string[] = [];
-    const batches = decode(createReadStream(file, { highWaterMark: 1 << 16 }), {
-      format: format === 'json-compact' ? 'json' : format,
-      unit: 'bench',
-      deadLetter: (d) => deadLetters.push(d.reason),
-      ...(format === 'csv' && { jsonColumns: 'auto' as const }),
-      ...batching,
-    });
-    for await (const b of batches) {
-      records += b.length;
-      sample();
-    }
-    if (deadLetters.length > 0) throw new Error(`${deadLetters.length} dead letters, first: ${deadLetters[0]}`);
-    return records;
-  });
+  return timed(name, file, () => decodeRecords(file, format, batching));
 }
 
-async function timed(name: string, file: string, run: (sample: () => void) => Promise<number>): Promise<Measurement> {
+/** Records of `file` through sluice's decoder (src/decode); throws if any record was dead-lettered. */
+export async function decodeRecords(file: string, format: BenchFormat, batching: Batching = {}): Promise<number> {
+  const deadLetters: string[] = [];
+  const batches = decode(createReadStream(file, { highWaterMark: 1 << 16 }), {
+    format: format === 'json-compact' ? 'json' : format,
+    unit: 'bench',
+    deadLetter: (d) => deadLetters.push(d.reason),
+    ...(format === 'csv' && { jsonColumns: 'auto' as const }),
+    ...batching,
+  });
+  const records = await countBatches(batches);
+  if (deadLetters.length > 0) throw new Error(`${deadLetters.length} dead letters, first: ${deadLetters[0]}`);
+  return records;
+}
+
+/** The file's bytes, gunzipped (64 KiB chunks) when its name ends in `.gz`. */
+function inputBytes(file: string): NodeJS.ReadableStream {
+  const source = createReadStream(file, { highWaterMark: 1 << 16 });
+  return file.endsWith('.gz') ? source.pipe(createGunzip({ chunkSize: 1 << 16 })) : source;
+}
+
+async function timed(name: string, file: string, run: () => Promise<number>): Promise<Measurement> {
   globalThis.gc?.();
   let peak = process.memoryUsage.rss();
-  let ticks = 0;
-  const sample = (): void => {
-    if ((ticks++ & 63) === 0) peak = Math.max(peak, process.memoryUsage.rss());
-  };
+  // Sampled rather than getrusage's lifetime peak: one process measures several cases in turn.
+  const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 20);
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  const records = await run(sample);
+  const records = await run().finally(() => clearInterval(sampler));
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
   const cpuSeconds = (cpu.user + cpu.system) / 1e6;
@@ -170,7 +166,7 @@ async function timed(name: string, file: string, run: (sample: () => void) => Pr
     cpuSeconds,
     records,
     inputBytes: (await stat(file)).size,
-    peakRssMb: Math.round(peak / 2 ** 20),
+    peakRssMb: Math.round(Math.max(peak, process.memoryUsage.rss()) / 2 ** 20),
   };
 }
 
@@ -195,6 +191,11 @@ async function main(): Promise<void> {
       }
       if (c === 'csv-parse') {
         all.push(await measureCsvParse(await benchFile(dir, 'csv', n, true)));
+        continue;
+      }
+      if (c === 'stream-json') {
+        const file = await benchFile(dir, 'json', n, true);
+        all.push(await timed('stream-json StreamArray', file, () => streamJsonRecords(file)));
         continue;
       }
       const [format, gz] = c.split('.') as [BenchFormat, string | undefined];
