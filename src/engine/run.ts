@@ -75,7 +75,18 @@ export interface RunHooks {
 
 export async function runPipeline(p: LoadedPipeline, opts: RunOptions, hooks: RunHooks = {}): Promise<RunSummary> {
   const startedAt = Date.now();
-  const log = hooks.log ?? createLogger({ format: opts.logFormat, level: opts.quiet ? 'warn' : 'info' });
+  const counters: Counters = { records: 0, bytes: 0, retries: 0, deadLetters: 0 };
+  const progress = new Progress(
+    { counters, startedAt },
+    {
+      tty: opts.progress && !opts.quiet && Boolean(process.stderr.isTTY),
+      intervalMs: 10_000,
+      write: (s) => process.stderr.write(s),
+    },
+  );
+  const progressState = progress.state;
+  // On a terminal, log lines appear above the progress bars rather than through them.
+  const log = progress.wrap(hooks.log ?? createLogger({ format: opts.logFormat, level: opts.quiet ? 'warn' : 'info' }));
   const paths = pipelinePaths(p);
   const state = await FileStateStore.open(paths.stateFile);
 
@@ -100,7 +111,6 @@ export async function runPipeline(p: LoadedPipeline, opts: RunOptions, hooks: Ru
   const run = runId as string;
   log.info(`${resumed ? 'resuming' : 'starting'} ${p.name} (run ${run})`);
 
-  const counters: Counters = { records: 0, bytes: 0, retries: 0, deadLetters: 0 };
   const dlq = new DeadLetterFile(paths.deadLetterFile, run);
   await dlq.open();
   const deadLetter = (d: Parameters<DeadLetterFile['write']>[0]): void => {
@@ -126,16 +136,6 @@ export async function runPipeline(p: LoadedPipeline, opts: RunOptions, hooks: Ru
   const sinkCtx: SinkContext = { log, deadLetter, baseDir: p.baseDir, pipeline: p.name, fresh: !resumed };
 
   const units = { total: 0, done: 0, skipped: 0, failed: 0 };
-  const progress = new Progress(
-    { unitsTotal: 0, unitsDone: 0, counters, startedAt },
-    {
-      tty: opts.progress && !opts.quiet && Boolean(process.stderr.isTTY),
-      intervalMs: 10_000,
-      write: (s) => process.stderr.write(s),
-    },
-  );
-  const progressState = (progress as unknown as { state: { unitsTotal: number; unitsDone: number } }).state;
-
   let failure: unknown;
   try {
     for (const s of built.sinks) await s.sink.open(sinkCtx);
@@ -145,9 +145,10 @@ export async function runPipeline(p: LoadedPipeline, opts: RunOptions, hooks: Ru
     const pendingSinks = (u: WorkUnit): number[] =>
       built.sinks.map((_, i) => i).filter((i) => !committedPerSink[i]?.has(sinkId(u)));
 
+    if (opts.progress && !opts.quiet) progress.start();
     let planned = await built.source.plan(sctx);
     if (opts.shard) planned = planned.filter((u) => inShard(u, opts.shard!));
-    if (!opts.quiet) progress.start();
+    progressState.plan = `${planned.length} unit(s) planned${opts.shard ? ` in shard ${opts.shard.index}/${opts.shard.count}` : ''}`;
 
     const concurrency = Number(p.config.source.concurrency ?? 4);
     const limit = pLimit(Math.max(1, concurrency));
