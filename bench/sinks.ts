@@ -1,11 +1,12 @@
 /**
  * Sink throughput and peak memory, each route in a child process of its own (so peak RSS is the route's):
  *
- *   npx tsx bench/sinks.ts --records 200000 [--unit 10000] [--routes floor,duckdb-file,…] [--concurrency 4]
- *                          [--memory-limit 256MB] [--keep]
+ *   npx tsx bench/sinks.ts --records 200000 [--routes floor,duckdb-file,…] [--concurrency 4] [--memory-limit 256MB]
  *
- * Input: company-profile-shaped records (bench/lib/sinks-records.ts) as one .jsonl.gz file per unit of `--unit`
- * records, as a snapshot download delivers them. Routes run units `--concurrency` at a time, like the engine.
+ * Input: the workload's parts (bench/lib/workload.ts: the emulator's company profiles, one .jsonl.gz of 10,000
+ * records per unit, as a snapshot download delivers them). Routes run units `--concurrency` at a time, like the
+ * engine. Each route runs in a child process of its own (bench/lib/child.ts). `npm run bench` is the summary; this
+ * tool compares the alternative routes the sinks' design choices were measured on.
  *
  *   floor            gunzip + split + JSON.parse in JS: the JS floor
  *   duckdb-own       DuckDB's own load: CREATE TABLE AS SELECT * FROM read_json('units/*.jsonl.gz')
@@ -24,11 +25,9 @@
  * Wall time suffers when other work shares the 2 cores; CPU seconds (user + system of the route's process, all
  * threads) are steadier. Compare ratios from one run.
  */
-import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { DuckDBDataChunk, DuckDBInstance, JSToDuckDBValueConverter, type JS } from '@duckdb/node-api';
 import pLimit from 'p-limit';
 import type { Batch, Logger, Sink, SinkContext, WorkUnit } from '../src/core/types.js';
@@ -38,29 +37,16 @@ import { VARCHAR, listOf, structOf, type LogicalType } from '../src/schema/logic
 import { DuckDBSink, duckdbSinkSchema } from '../sinks/duckdb.js';
 import { JsonlSink } from '../sinks/jsonl.js';
 import { ParquetSink } from '../sinks/parquet.js';
-import { decodeJsonlGz, withTimestamps } from './lib/sinks-decode.js';
-import { writeProfilesFile } from './lib/sinks-records.js';
+import { caseMain, isCaseChild, runCase, type CaseFn, type CaseOutcome, type CaseResult } from './lib/child.js';
+import { parseJsonlFile, withTimestamps } from './lib/jsonl-floor.js';
+import { formatTable } from './lib/table.js';
+import { WORK_DIR, partFiles, prepareWorkload } from './lib/workload.js';
 
 interface Args {
   records: number;
-  unit: number;
   concurrency: number;
   routes: string[];
-  child?: string;
-  dir?: string;
   memoryLimit?: string;
-  keep: boolean;
-}
-
-interface Result {
-  route: string;
-  seconds: number;
-  /** user + system CPU of the route's process: steadier than wall time when other work shares the cores. */
-  cpuSeconds: number;
-  maxRssMB: number;
-  records: number;
-  outputMB?: number;
-  note?: string;
 }
 
 interface Env {
@@ -97,11 +83,11 @@ async function throughSink(env: Env, sink: Sink, rows: (file: string) => AsyncIt
   return n;
 }
 
-const ROUTES: Record<string, (env: Env) => Promise<Partial<Result> & { records: number }>> = {
+const ROUTES: Record<string, (env: Env) => Promise<CaseOutcome>> = {
   async floor(env) {
     const records = await eachUnit(env, async (f) => {
       let n = 0;
-      for await (const b of decodeJsonlGz(f)) n += b.length;
+      for await (const b of parseJsonlFile(f)) n += b.length;
       return n;
     });
     return { records };
@@ -165,7 +151,7 @@ const ROUTES: Record<string, (env: Env) => Promise<Partial<Result> & { records: 
         ...(env.memoryLimit ? { memory_limit: env.memoryLimit } : {}),
       }),
     );
-    return { records: await throughSink(env, sink, (f) => withTimestamps(decodeJsonlGz(f))) };
+    return { records: await throughSink(env, sink, (f) => withTimestamps(parseJsonlFile(f))) };
   },
 
   async 'duckdb-chunk'(env) {
@@ -179,17 +165,17 @@ const ROUTES: Record<string, (env: Env) => Promise<Partial<Result> & { records: 
 
   async 'jsonl-rows'(env) {
     const sink = new JsonlSink({ type: 'jsonl', path: 'jsonl', compress: false, gzip_level: 1, write: 'append' });
-    return { records: await throughSink(env, sink, (f) => decodeJsonlGz(f)), outputMB: await sizeMB(env, 'jsonl') };
+    return { records: await throughSink(env, sink, (f) => parseJsonlFile(f)), outputBytes: await sizeOf(env, 'jsonl') };
   },
 
   async 'jsonl-rows-gz1'(env) {
     const sink = new JsonlSink({ type: 'jsonl', path: 'gz1', compress: true, gzip_level: 1, write: 'append' });
-    return { records: await throughSink(env, sink, (f) => decodeJsonlGz(f)), outputMB: await sizeMB(env, 'gz1') };
+    return { records: await throughSink(env, sink, (f) => parseJsonlFile(f)), outputBytes: await sizeOf(env, 'gz1') };
   },
 
   async 'jsonl-rows-gz6'(env) {
     const sink = new JsonlSink({ type: 'jsonl', path: 'gz6', compress: true, gzip_level: 6, write: 'append' });
-    return { records: await throughSink(env, sink, (f) => decodeJsonlGz(f)), outputMB: await sizeMB(env, 'gz6') };
+    return { records: await throughSink(env, sink, (f) => parseJsonlFile(f)), outputBytes: await sizeOf(env, 'gz6') };
   },
 
   async 'jsonl-file'(env) {
@@ -201,7 +187,7 @@ const ROUTES: Record<string, (env: Env) => Promise<Partial<Result> & { records: 
     );
     await sink.finish();
     await sink.close();
-    return { records, outputMB: await sizeMB(env, 'jfile') };
+    return { records, outputBytes: await sizeOf(env, 'jfile') };
   },
 
   async 'parquet-rows'(env) {
@@ -212,8 +198,8 @@ const ROUTES: Record<string, (env: Env) => Promise<Partial<Result> & { records: 
       compression: 'zstd',
       row_group_size: 20_000,
     });
-    const records = await throughSink(env, sink, (f) => withTimestamps(decodeJsonlGz(f)));
-    return { records, outputMB: await sizeMB(env, 'pq') };
+    const records = await throughSink(env, sink, (f) => withTimestamps(parseJsonlFile(f)));
+    return { records, outputBytes: await sizeOf(env, 'pq') };
   },
 
   async 'parquet-rg-default'(env) {
@@ -224,15 +210,15 @@ const ROUTES: Record<string, (env: Env) => Promise<Partial<Result> & { records: 
       compression: 'zstd',
       row_group_size: 122_880,
     });
-    const records = await throughSink(env, sink, (f) => withTimestamps(decodeJsonlGz(f)));
-    return { records, outputMB: await sizeMB(env, 'pq2') };
+    const records = await throughSink(env, sink, (f) => withTimestamps(parseJsonlFile(f)));
+    return { records, outputBytes: await sizeOf(env, 'pq2') };
   },
 };
 
 /** The appender routes: table from the schema of the first unit (open parts as VARCHAR), units one at a time. */
 async function appenderRoute(env: Env, mode: 'row' | 'chunk'): Promise<{ records: number }> {
   const schema = new InferredSchema();
-  for await (const b of withTimestamps(decodeJsonlGz(env.units[0]!))) schema.observe(b);
+  for await (const b of withTimestamps(parseJsonlFile(env.units[0]!))) schema.observe(b);
   const columns = [...schema.columns].map(([k, t]) => [k, closeOpenParts(t)] as const);
   const db = await DuckDBInstance.create(path.join(env.dir, `${mode}.duckdb`));
   const conn = await db.connect();
@@ -243,7 +229,7 @@ async function appenderRoute(env: Env, mode: 'row' | 'chunk'): Promise<{ records
   for (const f of env.units) {
     const app = await conn.createAppender('t');
     const types = names.map((_, i) => app.columnType(i));
-    for await (const b of withTimestamps(decodeJsonlGz(f, 2048))) {
+    for await (const b of withTimestamps(parseJsonlFile(f, 2048))) {
       if (mode === 'chunk') {
         const chunk = DuckDBDataChunk.create(types, b.length);
         chunk.setColumnsConverted(
@@ -278,7 +264,8 @@ function closeOpenParts(t: LogicalType): LogicalType {
   return t;
 }
 
-async function sizeMB(env: Env, sub: string): Promise<number> {
+/** Bytes of the route's output below `sub`, its `_sluice` bookkeeping left out. */
+async function sizeOf(env: Env, sub: string): Promise<number> {
   let bytes = 0;
   const walk = async (d: string): Promise<void> => {
     for (const e of await readdir(d, { withFileTypes: true })) {
@@ -288,7 +275,7 @@ async function sizeMB(env: Env, sub: string): Promise<number> {
     }
   };
   await walk(path.join(env.dir, sub));
-  return bytes / 2 ** 20;
+  return bytes;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -298,125 +285,80 @@ function parseArgs(argv: string[]): Args {
   };
   return {
     records: Number(get('records') ?? 50_000),
-    unit: Number(get('unit') ?? 10_000),
     concurrency: Number(get('concurrency') ?? 4),
     routes: (get('routes') ?? Object.keys(ROUTES).join(',')).split(',').filter(Boolean),
-    child: get('child'),
-    dir: get('dir'),
     memoryLimit: get('memory-limit'),
-    keep: argv.includes('--keep'),
   };
 }
 
-async function runChild(args: Args): Promise<void> {
-  const unitsDir = path.join(args.dir!, 'units');
-  const units = (await readdir(unitsDir)).sort().map((f) => path.join(unitsDir, f));
-  const dir = await mkdtemp(path.join(args.dir!, `out-${args.child}-`));
-  const env: Env = { dir, units, concurrency: args.concurrency, records: args.records, memoryLimit: args.memoryLimit };
-  const route = ROUTES[args.child!];
-  if (!route) throw new Error(`unknown route ${args.child}; routes: ${Object.keys(ROUTES).join(', ')}`);
-  const cpu0 = process.cpuUsage();
-  const t0 = performance.now();
-  const r = await route(env);
-  const seconds = (performance.now() - t0) / 1000;
-  const cpu = process.cpuUsage(cpu0);
-  const cpuSeconds = (cpu.user + cpu.system) / 1e6;
-  const result: Result = {
-    route: args.child!,
-    seconds,
-    cpuSeconds,
-    maxRssMB: process.resourceUsage().maxRSS / 1024,
-    ...r,
-  };
-  process.stdout.write(`RESULT ${JSON.stringify(result)}\n`);
-  await rm(dir, { recursive: true, force: true });
-}
-
-function spawnChild(route: string, args: Args, dir: string): Promise<Result> {
-  const script = fileURLToPath(import.meta.url);
-  const childArgs = ['--import', 'tsx', script, '--child', route, '--dir', dir];
-  childArgs.push('--records', String(args.records), '--concurrency', String(args.concurrency));
-  if (args.memoryLimit) childArgs.push('--memory-limit', args.memoryLimit);
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, childArgs, { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    p.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    p.on('error', reject);
-    p.on('close', (code) => {
-      const line = out.split('\n').find((l) => l.startsWith('RESULT '));
-      if (code !== 0 || !line) reject(new Error(`route ${route} failed (exit ${code})`));
-      else resolve(JSON.parse(line.slice(7)) as Result);
-    });
-  });
-}
+/** The routes as child-process cases: the unit list is read in the (unmeasured) setup. */
+const CASES: Record<string, CaseFn<Omit<Env, 'units'> & { partsDir: string }>> = Object.fromEntries(
+  Object.entries(ROUTES).map(([name, route]) => [
+    name,
+    async ({ partsDir, ...env }: Omit<Env, 'units'> & { partsDir: string }) => {
+      const units = (await readdir(partsDir)).sort().map((f) => path.join(partsDir, f));
+      return () => route({ ...env, units });
+    },
+  ]),
+);
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
-  if (args.child) return runChild(args);
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'sluice-bench-sinks-'));
-  try {
-    const unitsDir = path.join(dir, 'units');
-    await mkdir(unitsDir);
-    const t0 = performance.now();
-    const files: Promise<void>[] = [];
-    for (let i = 0, k = 0; i < args.records; i += args.unit, k++) {
-      const file = path.join(unitsDir, `part-${String(k).padStart(5, '0')}.jsonl.gz`);
-      files.push(writeProfilesFile(file, i, Math.min(args.records, i + args.unit)));
+  const w = await prepareWorkload(args.records, ['parts'], console.log);
+  const units = await partFiles(w);
+  console.log(
+    `${args.records} records in ${units.length} units (${((await dirBytes(w.partsDir)) / 2 ** 20).toFixed(0)} MB gzip); concurrency ${args.concurrency}; ${os.cpus().length} cores`,
+  );
+  const results: CaseResult[] = [];
+  for (const route of args.routes) {
+    const dir = await mkdtemp(path.join(WORK_DIR, `sinks-${route}-`));
+    try {
+      const env = { dir, partsDir: w.partsDir, concurrency: args.concurrency, records: args.records };
+      results.push(await runCase(import.meta.url, route, { ...env, memoryLimit: args.memoryLimit }));
+    } catch (err) {
+      console.log(`${route}: ${(err as Error).message}`);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
-    await Promise.all(files);
-    const inputMB = (await Promise.all((await readdir(unitsDir)).map((f) => stat(path.join(unitsDir, f))))).reduce(
-      (n, s) => n + s.size,
-      0,
-    );
-    console.log(
-      `${args.records} records in ${files.length} units of ${args.unit} (${(inputMB / 2 ** 20).toFixed(0)} MB gzip), generated in ${((performance.now() - t0) / 1000).toFixed(1)} s; concurrency ${args.concurrency}; ${os.cpus().length} cores`,
-    );
-    const results: Result[] = [];
-    for (const route of args.routes) {
-      try {
-        results.push(await spawnChild(route, args, dir));
-      } catch (err) {
-        console.log(`${route}: ${(err as Error).message}`);
-      }
-    }
-    const floor = results.find((r) => r.route === 'floor');
-    const own = results.find((r) => r.route === 'duckdb-own');
-    const rows = [
-      [
-        'route',
-        'seconds',
-        '× floor',
-        '× duckdb-own',
-        'CPU s',
-        'CPU × floor',
-        'CPU × own',
-        'peak RSS MB',
-        'records',
-        'output MB',
-      ],
-    ];
-    const ratio = (a: number, b: number | undefined, skip: boolean): string => (b && !skip ? (a / b).toFixed(2) : '');
-    for (const r of results) {
-      rows.push([
-        r.route,
-        r.note ? '-' : r.seconds.toFixed(2),
-        ratio(r.seconds, floor?.seconds, !!r.note),
-        ratio(r.seconds, own?.seconds, !!r.note),
-        r.note ? '-' : r.cpuSeconds.toFixed(2),
-        ratio(r.cpuSeconds, floor?.cpuSeconds, !!r.note),
-        ratio(r.cpuSeconds, own?.cpuSeconds, !!r.note),
-        r.maxRssMB.toFixed(0),
-        String(r.records),
-        r.outputMB !== undefined ? r.outputMB.toFixed(1) : (r.note ?? ''),
-      ]);
-    }
-    const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-    for (const r of rows)
-      console.log(r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
-  } finally {
-    if (args.keep) console.log(`kept ${dir}`);
-    else await rm(dir, { recursive: true, force: true });
   }
+  const floor = results.find((r) => r.name === 'floor');
+  const own = results.find((r) => r.name === 'duckdb-own');
+  const ratio = (a: number, b: number | undefined, skip: boolean): string => (b && !skip ? (a / b).toFixed(2) : '');
+  const rows = [
+    [
+      'route',
+      'seconds',
+      '× floor',
+      '× duckdb-own',
+      'CPU s',
+      'CPU × floor',
+      'CPU × own',
+      'peak RSS MB',
+      'records',
+      'output MB',
+    ],
+  ];
+  for (const r of results)
+    rows.push([
+      r.name,
+      r.note ? '-' : r.seconds.toFixed(2),
+      ratio(r.seconds, floor?.seconds, !!r.note),
+      ratio(r.seconds, own?.seconds, !!r.note),
+      r.note ? '-' : r.cpuSeconds.toFixed(2),
+      ratio(r.cpuSeconds, floor?.cpuSeconds, !!r.note),
+      ratio(r.cpuSeconds, own?.cpuSeconds, !!r.note),
+      r.peakRssMb.toFixed(0),
+      String(r.records),
+      r.outputBytes !== undefined ? (r.outputBytes / 2 ** 20).toFixed(1) : (r.note ?? ''),
+    ]);
+  console.log(formatTable(rows));
 }
 
-await main();
+async function dirBytes(dir: string): Promise<number> {
+  let n = 0;
+  for (const f of await readdir(dir)) n += (await stat(path.join(dir, f))).size;
+  return n;
+}
+
+if (isCaseChild(import.meta.url)) await caseMain(CASES);
+else await main();

@@ -48,7 +48,7 @@ import {
 import { createTable, evolveTable, qualified, readColumns, tableExists, type Columns } from './common/duckdb-table.js';
 import { ensureWritableDir } from './common/fs-durable.js';
 import { Mutex } from './common/mutex.js';
-import { scanJsonl } from './common/jsonl-files.js';
+import { scanJsonlForDuckDB } from './common/duckdb-stage.js';
 import { writeNdjson } from './common/ndjson-writer.js';
 import { unitFileStem } from './common/unit-file-name.js';
 
@@ -128,6 +128,8 @@ export interface DuckDBSinkHooks {
 interface UnitFile {
   path: string;
   gzip: boolean;
+  /** Bytes of the longest line, when known: DuckDB's read buffers are sized to it. */
+  longestLine?: number;
   /** The columns whose type is decided (null-only ones are left out: their values are null anyway). */
   columns: ReadonlyMap<string, LogicalType>;
   rows: number;
@@ -157,7 +159,7 @@ export class DuckDBSink implements Sink {
    * Units loading into DuckDB at once. A load of a gzip unit keeps about one core busy (gzip cannot be split),
    * so two use both cores; each holds its uncommitted rows in memory, so more would only cost memory.
    */
-  private readonly loadSlots = pLimit(2);
+  private readonly loadSlots = pLimit(Number(process.env.XP_SLOTS ?? 2));
 
   constructor(
     private readonly config: DuckDBSinkConfig,
@@ -220,10 +222,7 @@ export class DuckDBSink implements Sink {
 
   async writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult> {
     if (await this.isCommitted(unit.id)) return { committed: false, records: 0 };
-    const staging = path.join(
-      this.stagingDir,
-      `${this.stagingPrefix}${unitFileStem(unit.id)}.${randomBytes(4).toString('hex')}.json`,
-    );
+    const staging = this.stagingFile(unit.id);
     const schema = new InferredSchema();
     try {
       const { rows } = await writeNdjson(batches, staging, { schema });
@@ -239,9 +238,14 @@ export class DuckDBSink implements Sink {
     if (file.format !== 'jsonl') throw new Error(`the duckdb sink loads only JSONL files natively, not ${file.format}`);
     if (await this.isCommitted(unit.id)) return { committed: false, records: 0 };
     const schema = new InferredSchema({ temporalText: true });
-    const { records, gzip } = await scanJsonl(file.path, schema);
-    const columns = decidedColumns(schema.columns);
-    return this.commitUnit(unit.id, { path: file.path, gzip, columns, rows: records }, schema);
+    const scan = await scanJsonlForDuckDB(file.path, schema, this.stagingFile(unit.id));
+    try {
+      const columns = decidedColumns(schema.columns);
+      const staged = { path: scan.path, gzip: false, columns, rows: scan.records, longestLine: scan.longestLine };
+      return await this.commitUnit(unit.id, staged, schema);
+    } finally {
+      if (scan.staged) await rm(scan.path, { force: true });
+    }
   }
 
   /** `replace`: the new table takes the old one's place, with its checkpoints, in one transaction. */
@@ -285,6 +289,11 @@ export class DuckDBSink implements Sink {
       await this.db.release();
       this.db = undefined;
     }
+  }
+
+  /** A new staging file's path for a unit (removed on open if a crash left it behind). */
+  private stagingFile(unitId: string): string {
+    return path.join(this.stagingDir, `${this.stagingPrefix}${unitFileStem(unitId)}.${randomBytes(4).toString('hex')}.json`);
   }
 
   /** A quick look before reading a unit; the transaction checks again before it commits. */
@@ -424,7 +433,7 @@ export class DuckDBSink implements Sink {
     const specs = [...file.columns.keys()].map(
       (k) => `${quoteString(k)}: ${quoteString(duckdbType(columns.get(k)!, { forRead: true }))}`,
     );
-    const source = `read_json(${quoteString(file.path)}, format = 'newline_delimited', compression = '${file.gzip ? 'gzip' : 'uncompressed'}', columns = {${specs.join(', ')}})`;
+    const source = `read_json(${quoteString(file.path)}, format = 'newline_delimited', compression = '${file.gzip ? 'gzip' : 'uncompressed'}', columns = {${specs.join(', ')}}${readBufferOption(file.longestLine)})`;
     if (this.config.write !== 'merge') {
       const r = await conn.run(`INSERT INTO ${table} BY NAME SELECT * FROM ${source}`);
       return Number(r.rowsChanged);
@@ -511,6 +520,17 @@ export class DuckDBSink implements Sink {
     return this.conn;
   }
 }
+
+/**
+ * DuckDB's JSON reader holds two `maximum_object_size` per reading thread (default 16 MB: 32 MB buffers, in its
+ * memory limit). When the longest line is known, objects are bounded by it (with room to spare).
+ */
+function readBufferOption(longestLine: number | undefined): string {
+  if (longestLine === undefined || process.env.XP_NOBUF) return '';
+  return `, maximum_object_size = ${Math.max(MIN_OBJECT_SIZE, 2 * longestLine + 2)}`;
+}
+
+const MIN_OBJECT_SIZE = 1 << 20;
 
 function isConversionError(err: unknown): boolean {
   return err instanceof Error && /conver|JSON transform error/i.test(err.message);

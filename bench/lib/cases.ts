@@ -7,17 +7,13 @@
  * per part) into each sink; decoders (src/decode) on the JSON-array and CSV files.
  * References: stream-json's StreamArray and csv-parse, the libraries sluice's own JSON-array and CSV decoders
  * replaced.
+ *
+ * Each case imports its modules in its (unmeasured) setup: a case's peak RSS holds only what it uses.
  */
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
 import type { Logger } from '../../src/core/types.js';
-import { runPipeline } from '../../src/engine/run.js';
-import { loadPipeline } from '../../src/pipeline/load.js';
-import { quoteString } from '../../src/schema/duckdb-types.js';
-import { csvParseRecords, decodeRecords, streamJsonRecords } from '../decode.js';
-import { caseMain, isEntry, type CaseFn, type CaseOutcome } from './child.js';
-import { countBatches, parseJsonlFile } from './jsonl-floor.js';
+import { caseMain, isCaseChild, type CaseFn, type CaseOutcome } from './child.js';
 import { sizeOf } from './workload.js';
 
 export interface CaseArgs {
@@ -33,6 +29,8 @@ export interface CaseArgs {
   sinkOptions?: Record<string, unknown>;
 }
 
+type Run = () => Promise<CaseOutcome>;
+
 const silent: Logger = {
   debug: () => undefined,
   info: () => undefined,
@@ -41,7 +39,9 @@ const silent: Logger = {
 };
 
 /** `file` source over the parts → `sink`, as a pipeline file loaded and run like `sluice run`. */
-async function sluicePipeline(a: CaseArgs, sink: Record<string, unknown>, output: string): Promise<CaseOutcome> {
+async function sluicePipeline(a: CaseArgs, sink: Record<string, unknown>, output: string): Promise<Run> {
+  const { loadPipeline } = await import('../../src/pipeline/load.js');
+  const { runPipeline } = await import('../../src/engine/run.js');
   const file = path.join(a.outDir, 'bench.yaml');
   const config = {
     version: 1,
@@ -53,43 +53,60 @@ async function sluicePipeline(a: CaseArgs, sink: Record<string, unknown>, output
   // JSON is YAML: no need for a YAML writer.
   await writeFile(file, JSON.stringify(config, null, 2));
   const pipeline = await loadPipeline(file, {});
-  const summary = await runPipeline(
-    pipeline,
-    { fresh: true, logFormat: 'text', quiet: true, progress: false },
-    { log: silent },
-  );
-  if (summary.deadLetters > 0) throw new Error(`${summary.deadLetters} dead letters`);
-  return { records: summary.records, outputBytes: await sizeOf(path.join(a.outDir, output)) };
+  return async () => {
+    const summary = await runPipeline(
+      pipeline,
+      { fresh: true, logFormat: 'text', quiet: true, progress: false },
+      { log: silent },
+    );
+    if (summary.deadLetters > 0) throw new Error(`${summary.deadLetters} dead letters`);
+    return { records: summary.records, outputBytes: await sizeOf(path.join(a.outDir, output)) };
+  };
 }
 
-/** DuckDB's own load, default settings, in a database of its own. */
-async function duckdbOwn(a: CaseArgs, statement: (source: string) => string, output: string): Promise<CaseOutcome> {
-  const db = await DuckDBInstance.create(path.join(a.outDir, 'own.duckdb'));
-  const conn = await db.connect();
-  try {
-    const source = `read_json(${quoteString(a.jsonlGz)}, format = 'newline_delimited')`;
-    const r = await conn.run(statement(source));
-    const records = Number(r.rowsChanged);
-    await conn.run('CHECKPOINT');
-    return { records, outputBytes: await sizeOf(path.join(a.outDir, output)) };
-  } finally {
-    conn.closeSync();
-    db.closeSync();
-  }
+/** DuckDB's own load with its default settings, in a database of its own; `records` counts what it wrote. */
+async function duckdbOwn(a: CaseArgs, statement: (source: string) => string, records: string): Promise<Run> {
+  const { DuckDBInstance } = await import('@duckdb/node-api');
+  const { quoteString } = await import('../../src/schema/duckdb-types.js');
+  const file = path.join(a.outDir, 'own.duckdb');
+  return async () => {
+    const db = await DuckDBInstance.create(file);
+    const conn = await db.connect();
+    try {
+      await conn.run(statement(`read_json(${quoteString(a.jsonlGz)}, format = 'newline_delimited')`));
+      const n = Number((await conn.runAndReadAll(records)).getRows()[0]![0]);
+      await conn.run('CHECKPOINT');
+      return { records: n, outputBytes: await sizeOf(a.outDir) };
+    } finally {
+      conn.closeSync();
+      db.closeSync();
+    }
+  };
+}
+
+async function jsFloor(file: string): Promise<Run> {
+  const { countBatches, parseJsonlFile } = await import('./jsonl-floor.js');
+  return async () => ({ records: await countBatches(parseJsonlFile(file)) });
+}
+
+async function decoder(file: string, format: 'jsonl' | 'json' | 'csv'): Promise<Run> {
+  const { decodeRecords } = await import('../decode.js');
+  return async () => ({ records: await decodeRecords(file, format) });
 }
 
 export const CASES: Record<string, CaseFn<CaseArgs>> = {
-  'js-floor': async (a) => ({ records: await countBatches(parseJsonlFile(a.jsonlGz)) }),
+  'js-floor': (a) => jsFloor(a.jsonlGz),
 
-  'duckdb-own-table': (a) => duckdbOwn(a, (src) => `CREATE TABLE t AS SELECT * FROM ${src}`, 'own.duckdb'),
+  'duckdb-own-table': (a) => duckdbOwn(a, (src) => `CREATE TABLE t AS SELECT * FROM ${src}`, 'SELECT count(*) FROM t'),
 
-  'duckdb-own-parquet': (a) =>
-    duckdbOwn(
+  'duckdb-own-parquet': (a) => {
+    const out = path.join(a.outDir, 'own.parquet').replaceAll("'", "''");
+    return duckdbOwn(
       a,
-      (src) =>
-        `COPY (SELECT * FROM ${src}) TO ${quoteString(path.join(a.outDir, 'own.parquet'))} (FORMAT parquet, COMPRESSION zstd)`,
-      'own.parquet',
-    ),
+      (src) => `COPY (SELECT * FROM ${src}) TO '${out}' (FORMAT parquet, COMPRESSION zstd)`,
+      `SELECT count(*) FROM '${out}'`,
+    );
+  },
 
   'sluice-duckdb': (a) => sluicePipeline(a, { type: 'duckdb', path: 'out.duckdb', table: 'companies' }, 'out.duckdb'),
 
@@ -97,15 +114,21 @@ export const CASES: Record<string, CaseFn<CaseArgs>> = {
 
   'sluice-jsonl': (a) => sluicePipeline(a, { type: 'jsonl', path: 'jsonl' }, 'jsonl'),
 
-  'decode-jsonl': async (a) => ({ records: await decodeRecords(a.jsonlGz, 'jsonl') }),
+  'decode-jsonl': (a) => decoder(a.jsonlGz, 'jsonl'),
 
-  'decode-json': async (a) => ({ records: await decodeRecords(a.jsonGz, 'json') }),
+  'decode-json': (a) => decoder(a.jsonGz, 'json'),
 
-  'decode-csv': async (a) => ({ records: await decodeRecords(a.csvGz, 'csv') }),
+  'decode-csv': (a) => decoder(a.csvGz, 'csv'),
 
-  'stream-json': async (a) => ({ records: await streamJsonRecords(a.jsonGz) }),
+  'stream-json': async (a) => {
+    const { streamJsonRecords } = await import('../decode.js');
+    return async () => ({ records: await streamJsonRecords(a.jsonGz) });
+  },
 
-  'csv-parse': async (a) => ({ records: await csvParseRecords(a.csvGz) }),
+  'csv-parse': async (a) => {
+    const { csvParseRecords } = await import('../decode.js');
+    return async () => ({ records: await csvParseRecords(a.csvGz) });
+  },
 };
 
-if (isEntry(import.meta.url)) await caseMain(CASES);
+if (isCaseChild(import.meta.url)) await caseMain(CASES);

@@ -2,10 +2,10 @@
  * One measured case per child process, so each peak RSS is the case's own (getrusage's maxRSS of a fresh process,
  * DuckDB's threads and allocations included) and no case inherits another's heap, caches or JIT state.
  *
- * Parent: `runCase(entry, name, args)` runs `node <entry compiled to JS> '<json>'` (plain node: see transpile.ts)
- * and parses the one `RESULT {…}` line the child prints. Child: the entry module calls `caseMain(cases)` when it
- * is the process's main module; it times the case alone (wall, and user + system CPU of every thread), not the
- * imports before it, and reports the RSS it started from beside the peak.
+ * Parent: `runCase(entry, name, args)` runs `node <entry compiled to JS> --bench-case '<json>'` (plain node: see
+ * transpile.ts) and parses the one `RESULT {…}` line the child prints. Child: the entry module calls
+ * `caseMain(cases)` when `isCaseChild`; it times the case's run alone (wall, and user + system CPU of every
+ * thread), not its setup, and reports the RSS the run started from beside the peak.
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -18,7 +18,11 @@ export interface CaseOutcome {
   note?: string;
 }
 
-export type CaseFn<A> = (args: A) => Promise<CaseOutcome>;
+/**
+ * A case: its setup (imports, opening files: not measured) resolves to the run that is measured. Cases import what
+ * they use inside their setup, so a case's RSS holds only its own modules (DuckDB's library alone is ~50 MB).
+ */
+export type CaseFn<A> = (args: A) => Promise<() => Promise<CaseOutcome>>;
 
 export interface CaseResult extends CaseOutcome {
   name: string;
@@ -32,6 +36,7 @@ export interface CaseResult extends CaseOutcome {
 }
 
 const RESULT = 'RESULT ';
+const FLAG = '--bench-case';
 let transpiled: Promise<void> | undefined;
 
 /** Runs case `name` of the entry module `entryUrl` (an `import.meta.url`) in a fresh plain-node process. */
@@ -39,7 +44,7 @@ export async function runCase<A>(entryUrl: string, name: string, args: A): Promi
   await (transpiled ??= transpileProject());
   const script = compiledPath(fileURLToPath(entryUrl));
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--expose-gc', script, JSON.stringify({ name, args })], {
+    const child = spawn(process.execPath, ['--expose-gc', script, FLAG, JSON.stringify({ name, args })], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';
@@ -48,26 +53,30 @@ export async function runCase<A>(entryUrl: string, name: string, args: A): Promi
     child.on('close', (code, signal) => {
       const line = out.split('\n').find((l) => l.startsWith(RESULT));
       if (code === 0 && line) resolve(JSON.parse(line.slice(RESULT.length)) as CaseResult);
-      else reject(new Error(`case ${name} failed (${signal ?? `exit ${code}`})${out ? `: ${out.trim().slice(-500)}` : ''}`));
+      else
+        reject(
+          new Error(`case ${name} failed (${signal ?? `exit ${code}`})${out ? `: ${out.trim().slice(-500)}` : ''}`),
+        );
     });
   });
 }
 
-/** Whether the module of `moduleUrl` is the process's entry point (a child started by `runCase`). */
-export function isEntry(moduleUrl: string): boolean {
-  return process.argv[1] !== undefined && fileURLToPath(moduleUrl) === process.argv[1];
+/** Whether this process is a child `runCase` started on the module of `moduleUrl`. */
+export function isCaseChild(moduleUrl: string): boolean {
+  return process.argv[2] === FLAG && process.argv[1] === fileURLToPath(moduleUrl);
 }
 
 /** The child side: runs the case named in argv, prints its `RESULT` line, exits. */
 export async function caseMain<A>(cases: Record<string, CaseFn<A>>): Promise<void> {
-  const { name, args } = JSON.parse(process.argv[2] ?? '{}') as { name: string; args: A };
+  const { name, args } = JSON.parse(process.argv[3] ?? '{}') as { name: string; args: A };
   const fn = cases[name];
   if (!fn) throw new Error(`unknown case ${name}; cases: ${Object.keys(cases).join(', ')}`);
+  const run = await fn(args);
   globalThis.gc?.();
   const startRssMb = process.memoryUsage.rss() / 2 ** 20;
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  const outcome = await fn(args);
+  const outcome = await run();
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
   const result: CaseResult = {

@@ -15,11 +15,12 @@ import { ROOT, WORK_DIR } from './workload.js';
 export const JS_DIR = path.join(WORK_DIR, 'js');
 const SOURCE_DIRS = ['src', 'sinks', 'bench'];
 
-/** Transpiles what changed; returns the compiled path of `tsFile` (absolute, under the project). */
+/** Transpiles the files whose source changed since their last transpile. */
 export async function transpileProject(): Promise<void> {
   for (const d of SOURCE_DIRS) await transpileDir(path.join(ROOT, d));
 }
 
+/** Where the transpiled copy of `tsFile` (absolute, inside the project) is. */
 export function compiledPath(tsFile: string): string {
   return path.join(JS_DIR, path.relative(ROOT, tsFile)).replace(/\.ts$/, '.js');
 }

@@ -118,7 +118,11 @@ async function openEntry(file: string, label: string): Promise<Entry> {
     // Units commit 10k rows at a time, and every automatic checkpoint (default: each 16 MB of WAL) rewrites the
     // table's last, growing row group. Checkpointing at 1 GB of WAL, and once when the last sink releases the
     // file: 100k records loaded in 7.7 CPU-s instead of 10.7 (128 MB: 8.4), at the same peak memory.
-    await probe.run(`SET checkpoint_threshold = '1GB'`);
+    await probe.run(`SET checkpoint_threshold = '${process.env.XP_CKPT ?? '1GB'}'`);
+    if (process.env.XP_THREADS) await probe.run(`SET threads = ${process.env.XP_THREADS}`);
+    if (process.env.XP_FLUSH) await probe.run(`SET allocator_flush_threshold = '${process.env.XP_FLUSH}'`);
+    if (process.env.XP_BULK) await probe.run(`SET allocator_bulk_deallocation_flush_threshold = '${process.env.XP_BULK}'`);
+    if (process.env.XP_PIO) await probe.run(`SET preserve_insertion_order = false`);
     probe.closeSync();
   } catch (err) {
     const msg = err instanceof Error ? err.message : String(err);

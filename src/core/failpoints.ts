@@ -31,7 +31,8 @@ export const FAILPOINTS = {
   'files:before-manifest': 'every file of a commit is renamed into place, before the manifest records them',
   'files:after-manifest': 'the manifest records a commit, before its marker (and published staging files) are removed',
   'parquet:staged': 'a unit’s staging file is written and synced, before the manifest records the unit as staged',
-  'replace:before-swap': 'replace (file sinks): the new symlink is made beside the output, before it is renamed over it',
+  'replace:before-swap':
+    'replace (file sinks): the new symlink is made beside the output, before it is renamed over it',
   'replace:after-swap': 'replace (file sinks): the output links to the new generation, before the old one is deleted',
 } as const;
 

@@ -253,6 +253,9 @@ export async function runPipeline(p: LoadedPipeline, opts: RunOptions, hooks: Ru
     const fastPath =
       built.transforms.length === 0 && built.source.rawFile !== undefined && p.config.fast_path !== false;
     const tmpDir = path.join(paths.stateDir, 'tmp');
+    // Downloads a killed run could not delete: their units are read again, or were committed before the kill. One
+    // run of a pipeline at a time owns its state directory, as the sinks own their temp directories.
+    await rm(tmpDir, { recursive: true, force: true });
     const runUnitFromFile = async (u: WorkUnit, scoped: WorkUnit, sinks: Sink[]): Promise<void> => {
       await mkdir(tmpDir, { recursive: true });
       const raw = await built.source.rawFile!(u, sctx, tmpDir);

@@ -3,7 +3,7 @@
  * the new state, never half of one. `set` resolves only when the bytes are on disk: sources checkpoint paid job ids
  * here *before* waiting on them.
  */
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir, open, readFile, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { SluiceError } from '../core/errors.js';
 import { failpoint } from '../core/failpoints.js';
@@ -13,6 +13,7 @@ export class FileStateStore implements StateStore {
   private data: Record<string, unknown>;
   /** Writes are chained so concurrent `set` calls never interleave partial files. */
   private writing: Promise<void> = Promise.resolve();
+  private wrote = false;
 
   private constructor(
     readonly file: string,
@@ -67,8 +68,40 @@ export class FileStateStore implements StateStore {
 
   private flush(): Promise<void> {
     const snapshot = JSON.stringify(this.data, null, 1);
+    if (!this.wrote) {
+      this.wrote = true;
+      this.writing = this.writing.then(() => removeStaleTemps(this.file));
+    }
     this.writing = this.writing.then(() => writeAtomic(this.file, snapshot));
     return this.writing;
+  }
+}
+
+/**
+ * Temp files of writers killed between their write and their rename (kill -9, power cut): each process names its
+ * own, so they would pile up. Only a dead process's are removed: a live one may be about to rename its file.
+ */
+async function removeStaleTemps(file: string): Promise<void> {
+  const prefix = `${path.basename(file)}.`;
+  let names: string[];
+  try {
+    names = await readdir(path.dirname(file));
+  } catch {
+    return; // no directory yet: nothing left behind; the write reports a real problem
+  }
+  for (const name of names) {
+    const pid = Number(name.startsWith(prefix) && name.endsWith('.tmp') ? name.slice(prefix.length, -4) : NaN);
+    if (Number.isInteger(pid) && pid !== process.pid && !isAlive(pid))
+      await rm(path.join(path.dirname(file), name), { force: true });
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
