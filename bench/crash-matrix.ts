@@ -1,6 +1,6 @@
 /**
  * The crash matrix: `sluice run` killed with SIGKILL at every failpoint of the commit paths (src/core/failpoints.ts)
- * and from outside at a random moment mid-download, for a snapshot pipeline (five parts, two at a time) into each
+ * and from outside at a random moment mid-download, for a snapshot pipeline (four parts, two at a time) into each
  * sink — DuckDB append and merge, Parquet, JSONL, and `write: replace` of each kind — and a SERP crawl into DuckDB.
  * For each cell:
  *
@@ -13,7 +13,7 @@
  *     differ between correct runs such as fetch times), with the paid filter job started exactly once over the
  *     crashed run and its rerun, and no crash leftovers (temp, staging, marker, generation or state temp files).
  *
- *   npx tsx bench/crash-matrix.ts [--parallel 2] [--only <part of a cell label>] [--out out/crash-matrix.md] [--keep]
+ *   npx tsx bench/crash-matrix.ts [--parallel 3] [--only <part of a cell label>] [--out out/crash-matrix.md] [--keep]
  *
  * prints the table and writes it as Markdown (not with --only). test/reliability/crash-matrix.test.ts runs the same
  * matrix and asserts it.
@@ -51,8 +51,8 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 const BIN = path.join(ROOT, 'bin/sluice.js');
 const API_KEY = 'crash-matrix-key';
 const DATA_SEED = 7;
-/** Five parts of 1,000 records: enough for units to commit before, during and after the kill. */
-const RECORDS = 5000;
+/** Four parts of 1,000 records, two read at a time: units commit before, during and after the kill. */
+const RECORDS = 4000;
 const SERP_QUERIES = ['coffee roasters portland', 'ramen berlin', 'bike repair lyon'];
 /**
  * Parquet publishes once the staged NDJSON would make a file of this size (at ~6 NDJSON bytes per Parquet byte):
@@ -300,7 +300,7 @@ async function runCell(dir: string, spec: CellSpec, cleanKnown: Digest | undefin
 
 function emulatorOptions(): Parameters<typeof startEmulator>[0] {
   // Filter jobs take a fraction of a second at the real pace, which keeps the service clock the local one.
-  return { apiKey: API_KEY, seed: DATA_SEED, size: 6000, timeScale: 1, jobSchedulingMs: 100 };
+  return { apiKey: API_KEY, seed: DATA_SEED, size: 5000, timeScale: 1, jobSchedulingMs: 100 };
 }
 
 /** Writes the cell's pipeline into `dir`; returns its output and the pipeline file. */
@@ -428,7 +428,7 @@ async function cleanDigest(root: string, c: CellSpec): Promise<Digest> {
   } finally {
     await emu.close();
   }
-  const d = await outputDigest(output);
+  const d = await outputDigest(output, true);
   if (d.rows === 0 || d.keys !== d.rows) throw new Error(`the clean run of ${key(c)} wrote ${JSON.stringify(d)}`);
   return d;
 }
@@ -547,6 +547,10 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(path.reso
   });
   const table = formatMatrix(result);
   process.stdout.write(table);
+  const cpu = process.cpuUsage();
+  process.stderr.write(
+    `this process (emulators, clean runs, checks): ${((cpu.user + cpu.system) / 1e6).toFixed(1)} CPU-s\n`,
+  );
   if (only === undefined) {
     mkdirSync(path.dirname(path.resolve(out)), { recursive: true });
     writeFileSync(out, table);

@@ -56,6 +56,11 @@ import { unitFileStem } from './common/unit-file-name.js';
  * DuckDB's own default is 80% of RAM, and it keeps that much of the written table cached: a 200k-record load
  * peaked at 880 MB RSS. With 256 MB it peaked at 510 MB and ran as fast (`bench/sinks.ts --memory-limit`).
  */
+export const XPROF = { scan: 0, insert: 0, commit: 0 };
+function cpuSince(c0: NodeJS.CpuUsage): number {
+  const c = process.cpuUsage(c0);
+  return (c.user + c.system) / 1e6;
+}
 export const DEFAULT_MEMORY_LIMIT = '256MB';
 
 /** Suffix of the table a `replace` run fills before it is swapped in. */
@@ -238,7 +243,9 @@ export class DuckDBSink implements Sink {
     if (file.format !== 'jsonl') throw new Error(`the duckdb sink loads only JSONL files natively, not ${file.format}`);
     if (await this.isCommitted(unit.id)) return { committed: false, records: 0 };
     const schema = new InferredSchema({ temporalText: true });
+    const c0 = process.cpuUsage();
     const scan = await scanJsonlForDuckDB(file.path, schema, this.stagingFile(unit.id));
+    XPROF.scan += cpuSince(c0);
     try {
       const columns = decidedColumns(schema.columns);
       const staged = { path: scan.path, gzip: false, columns, rows: scan.records, longestLine: scan.longestLine };
@@ -279,6 +286,11 @@ export class DuckDBSink implements Sink {
   }
 
   async close(): Promise<void> {
+    if (process.env.XP_PROF) {
+      const c0 = process.cpuUsage();
+      await this.database().checkpointForBench();
+      process.stderr.write(`XPROF ${JSON.stringify(XPROF)} checkpoint ${cpuSince(c0).toFixed(2)}\n`);
+    }
     for (const c of this.idle.splice(0)) c.closeSync();
     this.conn?.closeSync();
     this.readConn?.closeSync();
@@ -399,13 +411,17 @@ export class DuckDBSink implements Sink {
         await rollback(conn);
         return { committed: false, records: 0 };
       }
+      const c0 = process.cpuUsage();
       const records = columns
         ? await this.insertRows(conn, file, columns)
         : await this.insertEmptyRows(conn, file.rows);
+      XPROF.insert += cpuSince(c0);
       await this.hooks.beforeCheckpoint?.(unitId);
       failpoint('duckdb:after-data');
       await insertStateRow(conn, pipeline, this.targetStateKey, unitId, records);
+      const c1 = process.cpuUsage();
       await conn.run('COMMIT');
+      XPROF.commit += cpuSince(c1);
       return { committed: true, records };
     } catch (err) {
       await rollback(conn);

@@ -76,6 +76,12 @@ export class DuckDBDatabase {
     this.entry.claimed.delete(table);
   }
 
+  async checkpointForBench(): Promise<void> {
+    const conn = await this.entry.instance.connect();
+    await conn.run('CHECKPOINT');
+    conn.closeSync();
+  }
+
   async release(): Promise<void> {
     if (this.released) return;
     this.released = true;

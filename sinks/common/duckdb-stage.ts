@@ -13,7 +13,7 @@
  * - the longest line is measured, so DuckDB's read buffers can be sized to the data (`maximum_object_size`):
  *   its default 16 MB makes 32 MB buffers per thread, which a low memory limit cannot hold.
  */
-import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
+import { createReadStream, createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { createGunzip } from 'node:zlib';
 import type { Row } from '../../src/core/types.js';
@@ -44,7 +44,8 @@ export async function scanJsonlForDuckDB(
     const chunks = gzip ? source.pipe(createGunzip({ chunkSize: 1 << 16 })) : source;
     for await (const chunk of chunks as AsyncIterable<Buffer>) {
       // Written before it is parsed: the write proceeds on libuv's threads while the chunk's lines are parsed.
-      if (out && !out.write(chunk)) await drained(out);
+      // `once` rejects if the stream fails while we wait.
+      if (out && !out.write(chunk)) await once(out, 'drain');
       lines.push(chunk);
     }
     lines.end();
@@ -58,10 +59,6 @@ export async function scanJsonlForDuckDB(
     throw err;
   }
   return { path: gzip ? stagingPath : file, staged: gzip, records: lines.records, longestLine: lines.longest };
-}
-
-async function drained(out: WriteStream): Promise<void> {
-  await Promise.race([once(out, 'drain'), once(out, 'error').then(([e]) => Promise.reject(e as Error))]);
 }
 
 /** Splits bytes into lines and parses each; blank lines are skipped (DuckDB skips them too). */
