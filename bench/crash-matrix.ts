@@ -53,10 +53,17 @@ const API_KEY = 'crash-matrix-key';
 const DATA_SEED = 7;
 /** Four parts of 1,000 records, two read at a time: units commit before, during and after the kill. */
 const RECORDS = 4000;
+/**
+ * Parquet cells: three parts of 2,500 records. DuckDB splits files only between row groups, and groups rows 2,048 at
+ * a time at least: a part is two row groups, which files of PARQUET_FILE_BYTES put in two files. Each publish (one
+ * part) then moves two files, so a kill can fall between their renames.
+ */
+const PARQUET_RECORDS = 7500;
+const PARQUET_BATCH = 2500;
 const SERP_QUERIES = ['coffee roasters portland', 'ramen berlin', 'bike repair lyon'];
 /**
  * Parquet publishes once the staged NDJSON would make a file of this size (at ~6 NDJSON bytes per Parquet byte):
- * small, so publishes happen during the run and each writes several files, which the publish failpoints need.
+ * small, so publishes happen during the run, one unit each.
  */
 const PARQUET_FILE_BYTES = 150_000;
 /** Reruns after the crash at most; a cell passes only when the first one succeeds. */
@@ -300,7 +307,7 @@ async function runCell(dir: string, spec: CellSpec, cleanKnown: Digest | undefin
 
 function emulatorOptions(): Parameters<typeof startEmulator>[0] {
   // Filter jobs take a fraction of a second at the real pace, which keeps the service clock the local one.
-  return { apiKey: API_KEY, seed: DATA_SEED, size: 5000, timeScale: 1, jobSchedulingMs: 100 };
+  return { apiKey: API_KEY, seed: DATA_SEED, size: 10_000, timeScale: 1, jobSchedulingMs: 100 };
 }
 
 /** Writes the cell's pipeline into `dir`; returns its output and the pipeline file. */
@@ -325,8 +332,8 @@ function pipelineYaml(name: string, p: PipelineKind, s: SinkKind, url: string): 
           '  type: snapshot',
           `  dataset_id: ${COMPANY_PROFILES_ID}`,
           "  filter: { name: followers, operator: '>', value: 0 }",
-          `  records_limit: ${RECORDS}`,
-          '  download: { format: jsonl, compress: true, batch_size: 1000 }',
+          `  records_limit: ${s.startsWith('parquet') ? PARQUET_RECORDS : RECORDS}`,
+          `  download: { format: jsonl, compress: true, batch_size: ${s.startsWith('parquet') ? PARQUET_BATCH : 1000} }`,
           '  concurrency: 2',
           '  poll: { interval_ms: 20, timeout_s: 60 }',
           // Merge takes rows from a JS transform; the other sinks load the downloaded files natively.
@@ -345,12 +352,13 @@ function pipelineYaml(name: string, p: PipelineKind, s: SinkKind, url: string): 
         ];
   // `append` unless the cell is about merge or replace: a record written twice must show up, not be merged away.
   const where = `path: ${sinkPath(s)}`;
+  const parquetSizes = `file_size_bytes: ${PARQUET_FILE_BYTES}, row_group_size: 1000`;
   const sink: Record<SinkKind, string> = {
     duckdb: `{ type: duckdb, ${where}, table: t }`,
     duckdb_merge: `{ type: duckdb, ${where}, table: t, write: merge, primary_key: [id] }`,
     duckdb_replace: `{ type: duckdb, ${where}, table: t, write: replace }`,
-    parquet: `{ type: parquet, ${where}, file_size_bytes: ${PARQUET_FILE_BYTES} }`,
-    parquet_replace: `{ type: parquet, ${where}, write: replace, file_size_bytes: ${PARQUET_FILE_BYTES} }`,
+    parquet: `{ type: parquet, ${where}, ${parquetSizes} }`,
+    parquet_replace: `{ type: parquet, ${where}, write: replace, ${parquetSizes} }`,
     jsonl: `{ type: jsonl, ${where} }`,
     jsonl_replace: `{ type: jsonl, ${where}, write: replace }`,
   };

@@ -135,11 +135,19 @@ async function measure(w: Workload, name: string, o: Options): Promise<CaseResul
 async function mainTable(o: Options): Promise<boolean> {
   const rows = selectRows(o.only);
   const w = await prepareWorkload(o.records, [...new Set(rows.flatMap((r) => r.needs))], console.log);
-  const gz = async (p: string): Promise<string> => `${((await sizeOf(p).catch(() => 0)) / 1e6).toFixed(0)} MB`;
+  const sizes: string[] = [];
+  for (const [label, p] of [
+    ['.jsonl.gz', w.jsonlGz],
+    ['parts', w.partsDir],
+    ['.json.gz', w.jsonGz],
+    ['.csv.gz', w.csvGz],
+  ] as const) {
+    const bytes = await sizeOf(p).catch(() => undefined);
+    if (bytes !== undefined) sizes.push(`${label} ${(bytes / 1e6).toFixed(0)} MB`);
+  }
   console.log(
     `${w.records.toLocaleString('en')} company profiles, ${(w.jsonlBytes / 1e6).toFixed(0)} MB as JSONL ` +
-      `(gzip: .jsonl.gz ${await gz(w.jsonlGz)}, parts ${await gz(w.partsDir)}, .json.gz ${await gz(w.jsonGz)}, ` +
-      `.csv.gz ${await gz(w.csvGz)}); ${os.cpus().length} cores, node ${process.version}, ` +
+      `(gzip level 6: ${sizes.join(', ')}); ${os.cpus().length} cores, node ${process.version}, ` +
       `load average ${loadAverage()}; sluice pipelines: ${o.concurrency} units at once`,
   );
 

@@ -246,9 +246,13 @@ export class DuckDBSink implements Sink {
     const c0 = process.cpuUsage();
     const scan = await scanJsonlForDuckDB(file.path, schema, this.stagingFile(unit.id));
     XPROF.scan += cpuSince(c0);
+    if (process.env.XP_SKIPLOAD) {
+      if (scan.staged) await rm(scan.path, { force: true });
+      return { committed: true, records: scan.records };
+    }
     try {
       const columns = decidedColumns(schema.columns);
-      const staged = { path: scan.path, gzip: false, columns, rows: scan.records, longestLine: scan.longestLine };
+      const staged = { path: scan.path, gzip: scan.gzip && !scan.staged, columns, rows: scan.records, longestLine: scan.longestLine };
       return await this.commitUnit(unit.id, staged, schema);
     } finally {
       if (scan.staged) await rm(scan.path, { force: true });
@@ -289,7 +293,8 @@ export class DuckDBSink implements Sink {
     if (process.env.XP_PROF) {
       const c0 = process.cpuUsage();
       await this.database().checkpointForBench();
-      process.stderr.write(`XPROF ${JSON.stringify(XPROF)} checkpoint ${cpuSince(c0).toFixed(2)}\n`);
+      const m = process.memoryUsage();
+      process.stderr.write(`XPROF ${JSON.stringify(XPROF)} checkpoint ${cpuSince(c0).toFixed(2)} rss ${m.rss >> 20} heapTotal ${m.heapTotal >> 20} heapUsed ${m.heapUsed >> 20} external ${m.external >> 20} ab ${m.arrayBuffers >> 20} maxrss ${process.resourceUsage().maxRSS >> 10}\n`);
     }
     for (const c of this.idle.splice(0)) c.closeSync();
     this.conn?.closeSync();

@@ -259,7 +259,10 @@ export class ParquetSink implements Sink {
         await this.copyToParquet(stagedPaths, schema, tmpOut, publishId);
         const moves: Move[] = [];
         let parquetBytes = 0;
-        for (const rel of await listFiles(tmpOut)) {
+        const written = await listFiles(tmpOut);
+        const empty = await this.emptyFiles(tmpOut, written);
+        for (const rel of written) {
+          if (empty.has(rel)) continue;
           moves.push({ from: path.join(tmpOut, rel), to: rel.replace(/\.tmp$/, '.parquet') });
           parquetBytes += (await stat(path.join(tmpOut, rel))).size;
         }
@@ -286,6 +289,21 @@ export class ParquetSink implements Sink {
         await rm(tmpOut, { recursive: true, force: true });
       }
     });
+  }
+
+  /**
+   * Files of `written` (relative to `dir`) that hold no rows. DuckDB starts the next file as soon as a row group takes
+   * a file past FILE_SIZE_BYTES, even after the last row group: a publish whose data ends there leaves an empty file.
+   */
+  private async emptyFiles(dir: string, written: string[]): Promise<Set<string>> {
+    if (written.length === 0) return new Set();
+    const list = `[${written.map((rel) => quoteString(path.join(dir, rel))).join(', ')}]`;
+    const r = await this.connection().runAndReadAll(
+      `SELECT file_name FROM parquet_file_metadata(${list}) WHERE num_rows = 0`,
+    );
+    return new Set(
+      r.getRowObjectsJS().map((row) => path.relative(dir, String(row.file_name)).split(path.sep).join('/')),
+    );
   }
 
   private async copyToParquet(files: string[], schema: InferredSchema, dir: string, publishId: string): Promise<void> {

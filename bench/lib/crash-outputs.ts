@@ -185,7 +185,7 @@ async function miscounted(conn: DuckDBConnection, o: Output): Promise<string[]> 
         ? `read_parquet(${list}, union_by_name = true)`
         : `read_json(${list}, format = 'newline_delimited', union_by_name = true)`;
     const n = Number((await conn.runAndReadAll(`SELECT count(*) AS n FROM ${read}`)).getRowObjectsJS()[0]!.n);
-    if (n !== g.records) problems.push(`${g.files.join(', ')} hold ${n} rows, the manifest commits ${g.records}`);
+    if (n !== g.records) problems.push(`${g.files.join(', ')}: ${n} row(s), the manifest commits ${g.records}`);
   }
   return problems;
 }

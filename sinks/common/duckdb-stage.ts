@@ -25,6 +25,7 @@ export interface ScannedJsonl {
   path: string;
   /** Whether `path` is the staging file (the caller removes it). */
   staged: boolean;
+  gzip: boolean;
   records: number;
   /** Bytes of the longest line. */
   longestLine: number;
@@ -37,9 +38,10 @@ export async function scanJsonlForDuckDB(
   stagingPath: string,
 ): Promise<ScannedJsonl> {
   const gzip = await isGzipFile(file);
+  const stage = gzip && !process.env.XP_NOSTAGE;
   const lines = new LineScanner((row) => schema.observeRow(row));
   const source = createReadStream(file, { highWaterMark: 1 << 16 });
-  const out = gzip ? createWriteStream(stagingPath, { highWaterMark: 1 << 16 }) : undefined;
+  const out = stage ? createWriteStream(stagingPath, { highWaterMark: 1 << 16 }) : undefined;
   try {
     const chunks = gzip ? source.pipe(createGunzip({ chunkSize: 1 << 16 })) : source;
     for await (const chunk of chunks as AsyncIterable<Buffer>) {
@@ -58,7 +60,7 @@ export async function scanJsonlForDuckDB(
     out?.destroy();
     throw err;
   }
-  return { path: gzip ? stagingPath : file, staged: gzip, records: lines.records, longestLine: lines.longest };
+  return { path: stage ? stagingPath : file, staged: stage, gzip, records: lines.records, longestLine: lines.longest };
 }
 
 /** Splits bytes into lines and parses each; blank lines are skipped (DuckDB skips them too). */

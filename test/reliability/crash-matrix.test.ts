@@ -6,14 +6,71 @@
  * filter job started once and no crash leftovers. The table is printed; `npx tsx bench/crash-matrix.ts` prints the
  * same and writes out/crash-matrix.md.
  */
-import { describe, expect, it } from 'vitest';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { CELLS, cellPassed, formatMatrix, runCrashMatrix } from '../../bench/crash-matrix.js';
+import { leftovers, outputDigest, visibleAfterKill, type Output } from '../../bench/lib/crash-outputs.js';
 import { FAILPOINTS } from '../../src/core/failpoints.js';
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+/** A JSONL sink's output directory as a crash could leave it: `files` by name, the manifest's units. */
+function jsonlOutput(
+  files: Record<string, string>,
+  units: Record<string, { records: number; files: string[] }>,
+): Output {
+  const dir = mkdtempSync(path.join(tmpdir(), 'sluice-crash-checks-'));
+  dirs.push(dir);
+  const out = path.join(dir, 'out/jsonl');
+  mkdirSync(path.join(out, '.sluice-tmp'), { recursive: true });
+  for (const [name, text] of Object.entries(files)) writeFileSync(path.join(out, name), text);
+  const manifest = { version: 1, pipeline: 'p', format: 'jsonl', updated_at: '', units };
+  writeFileSync(path.join(out, '_sluice_manifest.json'), JSON.stringify(manifest));
+  return { dir, pipeline: 'snapshot', sink: 'jsonl', name: 'p' };
+}
+
+const row = (id: number): string => `${JSON.stringify({ id, name: `company ${id}` })}\n`;
+
+describe('the checks the crash matrix relies on', () => {
+  it('see a cut-short file, a committed file short of rows, a record twice and a record no clean run has', async () => {
+    const clean = await outputDigest(jsonlOutput({ 'a.jsonl': row(1) + row(2) + row(3) + row(4) }, {}), true);
+    expect(clean).toMatchObject({ rows: 4, keys: 4 });
+
+    const cut = jsonlOutput(
+      { 'a.jsonl': row(1) + row(2), 'b.jsonl': row(3) + row(4).slice(0, 9) },
+      {
+        u1: { records: 2, files: ['a.jsonl'] },
+      },
+    );
+    expect((await visibleAfterKill(cut, clean)).problems).toEqual(['b.jsonl: does not end with a newline (cut short)']);
+
+    const wrong = jsonlOutput(
+      { 'a.jsonl': row(1) + row(2), 'b.jsonl': row(3), 'c.jsonl': row(2) + row(9) },
+      { u1: { records: 2, files: ['a.jsonl'] }, u2: { records: 2, files: ['b.jsonl'] } },
+    );
+    const seen = await visibleAfterKill(wrong, clean);
+    expect(seen.rows).toBe(5);
+    expect(seen.uncommittedFiles).toBe(1);
+    expect(seen.problems).toEqual([
+      'b.jsonl: 1 row(s), the manifest commits 2',
+      '1 visible record(s) that a clean run does not have',
+      '1 record(s) visible twice',
+      "5 rows visible, more than a clean run's 4",
+    ]);
+    writeFileSync(path.join(wrong.dir, 'out/jsonl/.sluice-tmp/x.tmp'), 'partial');
+    expect(leftovers(wrong)).toEqual(['out/jsonl/.sluice-tmp/x.tmp', 'out/jsonl/c.jsonl']);
+  });
+});
 
 describe('crash matrix', () => {
   it(
     'every kill -9 leaves nothing partial visible, and one rerun gives the clean output, paid once',
-    { timeout: 300_000 },
+    { timeout: 420_000 },
     async () => {
       const result = await runCrashMatrix();
       console.log(formatMatrix(result));

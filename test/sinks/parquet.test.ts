@@ -122,6 +122,18 @@ describe('parquet sink', () => {
     expect(Object.values((await manifest()).units).every((u) => u.files.length > 0 && !u.staged)).toBe(true);
   });
 
+  it('leaves out the empty file DuckDB opens when the last row group takes a file past the size limit', async () => {
+    // 2,000 rows make one full row group (DuckDB groups rows 2,048 at a time) that takes the file past 1 KB: DuckDB
+    // then opens a next file for rows that never come.
+    const sink = await openSink({ file_size_bytes: 1_000, row_group_size: 1_000 });
+    await sink.writeUnit(unit('u1'), batches(rows(0, 2_000)));
+    await sink.finish();
+    const files = await parquetFiles();
+    expect(files).toHaveLength(1);
+    expect((await manifest()).units['run1/u1']?.files).toEqual(files);
+    expect(await query(`SELECT count(*) AS n FROM read_parquet('${glob()}')`)).toEqual([{ n: 2_000 }]);
+  });
+
   it('partitions hive style, with the values in the directory names', async () => {
     const sink = await openSink({ partition_by: ['cc'] });
     await sink.writeUnit(unit('u1'), batches(rows(0, 9)));
