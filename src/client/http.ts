@@ -16,6 +16,7 @@ import { Pool, type Dispatcher, type FormData } from 'undici';
 import { redact } from '../core/redact.js';
 import type { ClientOptions } from './api.js';
 import { AmbiguousPaidCallError, ServiceError } from './errors.js';
+import { sleep } from '../core/sleep.js';
 
 export interface CallOptions {
   method: 'GET' | 'POST' | 'DELETE';
@@ -274,19 +275,4 @@ export async function readText(body: Readable, max: number): Promise<string> {
     size += c.length;
   }
   return Buffer.concat(chunks).subarray(0, Math.min(size, max)).toString('utf8');
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const onAbort = (): void => {
-      clearTimeout(t);
-      reject(signal!.reason);
-    };
-    const t = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }

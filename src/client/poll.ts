@@ -4,6 +4,7 @@
  */
 import { SluiceError } from '../core/errors.js';
 import type { ServiceClient, SnapshotMeta } from './api.js';
+import { sleep } from '../core/sleep.js';
 
 export interface PollOptions {
   /** First wait between status checks; grows ×1.5 up to `maxIntervalMs`. */
@@ -49,19 +50,4 @@ export async function pollSnapshot(client: ServiceClient, id: string, opts: Poll
 /** Whole seconds, or tenths below ten (a 0.3 s timeout is not "0 s"). */
 function seconds(ms: number): number {
   return ms >= 10_000 ? Math.round(ms / 1000) : Math.round(ms / 100) / 10;
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(t);
-        reject(signal.reason);
-      },
-      { once: true },
-    );
-  });
 }

@@ -5,6 +5,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { FaultKind } from './faults.js';
+import { sleep } from '../core/sleep.js';
 
 export interface BodyFault {
   kind: FaultKind;
@@ -132,8 +133,4 @@ function write(res: ServerResponse, chunk: Uint8Array): Promise<void> {
 
 function end(res: ServerResponse): Promise<void> {
   return new Promise((resolve) => res.end(() => resolve()));
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

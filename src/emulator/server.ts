@@ -14,6 +14,7 @@ import { register as datasets } from './routes/datasets.js';
 import { register as deepLookup } from './routes/deep-lookup.js';
 import { register as request } from './routes/request.js';
 import { register as zones } from './routes/zones.js';
+import { sleep } from '../core/sleep.js';
 
 export { loadFaultsFile, type FaultConfig } from './faults.js';
 
@@ -239,8 +240,4 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
     req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
   });
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

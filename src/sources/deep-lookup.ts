@@ -12,6 +12,7 @@ import { decode } from '../decode/index.js';
 import { countBytes } from './bytes.js';
 import { formatMoney, moneySchema, parseMoney } from './money.js';
 import { unknownId } from './unknown-id.js';
+import { sleep } from '../core/sleep.js';
 
 /** Published pricing (api-facts §4.4): $1.00 per matched record, +$0.05 per extra column per matched record. */
 const PRICE_PER_RECORD = 1.0;
@@ -314,16 +315,6 @@ function enrichmentDone(r: Record<string, unknown>, column: string): boolean {
   const enrichments = r.enrichments as { column_name?: string; status?: string }[] | undefined;
   const e = enrichments?.find((x) => x.column_name === column);
   return e === undefined || e.status !== 'processing';
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(t);
-      resolve();
-    });
-  });
 }
 
 export const deepLookupSource: ComponentDef<'source', DeepLookupConfig, Source> = {

@@ -21,6 +21,7 @@
 import { AmbiguousPaidCallError, ServiceError, type ServiceClient, type SnapshotListItem } from '../client/index.js';
 import { SluiceError } from '../core/errors.js';
 import type { SourceContext } from '../core/types.js';
+import { sleep } from '../core/sleep.js';
 
 /** Slack around the attempt's time window when both ends come from the service's clock (Date has 1 s resolution). */
 export const SERVICE_CLOCK_MARGIN_MS = 30_000;
@@ -280,19 +281,4 @@ function manualCheck(a: FilterAttempt): SluiceError {
         'or run with --fresh if there is none',
     },
   );
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const t = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = (): void => {
-      clearTimeout(t);
-      reject(signal.reason);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }
