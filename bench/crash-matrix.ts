@@ -69,8 +69,8 @@ const PARQUET_FILE_BYTES = 150_000;
 /** Reruns after the crash at most; a cell passes only when the first one succeeds. */
 const MAX_RERUNS = 3;
 /**
- * Cells at once. The children are CPU-bound only part of the time (fsyncs, the filter job, polling): on 2 cores,
- * 3 at a time measured 122 s for the matrix against 134 s for 2.
+ * Cells at once. The children are CPU-bound only part of the time (fsyncs, the filter job, polling): on 2 cores
+ * shared with other work, an earlier 36-cell matrix took 122 s 3 at a time, 134 s 2 at a time.
  */
 export const DEFAULT_PARALLEL = 3;
 /** An outside kill comes this long at most after the emulator counted the second download (page, for a crawl). */
