@@ -24,7 +24,7 @@ import { parse as csvParse } from 'csv-parse';
 import streamArray from 'stream-json/streamers/stream-array.js';
 import { decode } from '../src/decode/index.js';
 import { companyRecord, csvHeader, csvRow } from './lib/company-records.js';
-import { countBatches, parseJsonlFile } from './lib/jsonl-floor.js';
+import { countBatches, countJsonl } from './lib/jsonl-floor.js';
 
 /** `json`: one element per line, as the emulator writes arrays; `json-compact`: the whole array on one line. */
 export type BenchFormat = 'jsonl' | 'json' | 'json-compact' | 'csv';
@@ -74,7 +74,7 @@ export interface Measurement {
 
 /** The floor: gunzip (64 KiB chunks) + split on newline bytes + JSON.parse per line, nothing else. */
 export async function measureFloor(file: string): Promise<Measurement> {
-  return timed('floor (gunzip+split+parse)', file, () => countBatches(parseJsonlFile(file)));
+  return timed('floor (gunzip+split+parse)', file, () => countJsonl(file));
 }
 
 /**

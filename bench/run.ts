@@ -78,7 +78,10 @@ function parseOptions(): Options {
   const argv = yargs(hideBin(process.argv))
     .scriptName('npm run bench --')
     .option('records', { type: 'number', default: 200_000, describe: 'Records in the workload' })
-    .option('only', { type: 'string', describe: `Cases to run, comma separated: ${ROWS.map((r) => r.name).join(', ')}` })
+    .option('only', {
+      type: 'string',
+      describe: `Cases to run, comma separated: ${ROWS.map((r) => r.name).join(', ')}`,
+    })
     .option('repeat', { type: 'number', default: 1, describe: 'Runs per case; the fastest counts' })
     .option('skip-crawl', { type: 'boolean', default: false, describe: 'Leave out the crawl benchmark' })
     .option('rss-sweep', { type: 'boolean', default: false, describe: 'sluice → duckdb peak RSS at 50k/200k/1M' })
@@ -98,9 +101,7 @@ function parseOptions(): Options {
     skipCrawl: argv['skip-crawl'],
     rssSweep: argv['rss-sweep'],
     concurrency: argv.concurrency,
-    duckdbOptions: argv['duckdb-options']
-      ? (JSON.parse(argv['duckdb-options']) as Record<string, unknown>)
-      : undefined,
+    duckdbOptions: argv['duckdb-options'] ? (JSON.parse(argv['duckdb-options']) as Record<string, unknown>) : undefined,
   };
 }
 

@@ -6,18 +6,20 @@
  * explicit `columns` (the table's types) inside the unit's transaction:
  * - `writeUnit` (rows from JS): the rows are written to a staging file, the schema inferred on the way —
  *   measured faster than the appender, row by row or in columnar DataChunks (`bench/sinks.ts`);
- * - `writeUnitFile` (a local JSONL file, gzip or not): the file is scanned in JS for its schema (and for lines
- *   that are not JSON objects, which make it throw) and loaded as it is. Letting DuckDB detect the columns instead
- *   would parse a 10k-record unit twice and hold the parsed sample in memory.
- * Concurrency, per table: the JS work runs for many units at once; loads (insert + checkpoint, one transaction
- * each) run two at a time, since DuckDB lets transactions append to one table concurrently; schema changes,
- * merges (deletes) and the `replace` swap run alone, because DuckDB rejects them next to other writers.
+ * - `writeUnitFile` (a local JSONL file, gzip or not): one JS pass (common/duckdb-stage.ts) checks every line,
+ *   learns the schema from every row — the only proof that `read_json` with explicit columns drops no key and
+ *   narrows no value — and decompresses gzip into a staging file, so DuckDB reads plain text. Letting DuckDB
+ *   detect the columns from a sample instead is not safe: beyond the sample it rounds 1.5 into a BIGINT column
+ *   and reads 3 as `true` in a BOOLEAN one, silently.
+ * Concurrency: the JS work runs for as many units as the engine reads at once; loads (insert to commit, one
+ * transaction each) run one at a time per database file, on one DuckDB thread (see duckdb-database.ts: the
+ * measurements); schema changes, merges (deletes) and the `replace` swap also exclude other writers of the
+ * table, because DuckDB rejects them next to them.
  */
 import { randomBytes } from 'node:crypto';
 import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import pLimit from 'p-limit';
 import { z } from 'zod';
 import { SluiceError } from '../src/core/errors.js';
 import { failpoint } from '../src/core/failpoints.js';
@@ -54,14 +56,10 @@ import { unitFileStem } from './common/unit-file-name.js';
 
 /**
  * DuckDB's own default is 80% of RAM, and it keeps that much of the written table cached: a 200k-record load
- * peaked at 880 MB RSS. With 256 MB it peaked at 510 MB and ran as fast (`bench/sinks.ts --memory-limit`).
+ * peaked at 880 MB RSS. Loading one unit at a time on one thread, 128 MB peaked at ~450 MB and 256 MB at ~540 MB,
+ * at the same speed; a 200k-record unit loads within 128 MB too (DuckDB writes full row groups out as it goes).
  */
-export const XPROF = { scan: 0, insert: 0, commit: 0 };
-function cpuSince(c0: NodeJS.CpuUsage): number {
-  const c = process.cpuUsage(c0);
-  return (c.user + c.system) / 1e6;
-}
-export const DEFAULT_MEMORY_LIMIT = '256MB';
+export const DEFAULT_MEMORY_LIMIT = '128MB';
 
 /** Suffix of the table a `replace` run fills before it is swapped in. */
 export const NEXT_SUFFIX = '__sluice_next';
@@ -102,7 +100,7 @@ export const duckdbSinkSchema = z
       .regex(/^\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i, 'a size such as 512MB or 2GB')
       .default(DEFAULT_MEMORY_LIMIT)
       .describe(
-        `DuckDB's memory limit for the database file (shared by the sinks writing to it); beyond it DuckDB spills to \`<file>.tmp/\`. The default ${DEFAULT_MEMORY_LIMIT} keeps a load's peak memory low at no cost in speed; 128MB is too little for two units loading at once.`,
+        `DuckDB's memory limit for the database file (shared by the sinks writing to it); beyond it DuckDB spills to \`<file>.tmp/\`. The default ${DEFAULT_MEMORY_LIMIT} keeps a load's peak memory low at no cost in speed (units load one at a time per file); 64MB ran out of memory loading a 10k-record unit.`,
       ),
   })
   .strict()
@@ -160,11 +158,6 @@ export class DuckDBSink implements Sink {
   private readonly reading = new Mutex();
   /** Connections for units' transactions, reused. */
   private readonly idle: DuckDBConnection[] = [];
-  /**
-   * Units loading into DuckDB at once. A load of a gzip unit keeps about one core busy (gzip cannot be split),
-   * so two use both cores; each holds its uncommitted rows in memory, so more would only cost memory.
-   */
-  private readonly loadSlots = pLimit(Number(process.env.XP_SLOTS ?? 2));
 
   constructor(
     private readonly config: DuckDBSinkConfig,
@@ -243,16 +236,10 @@ export class DuckDBSink implements Sink {
     if (file.format !== 'jsonl') throw new Error(`the duckdb sink loads only JSONL files natively, not ${file.format}`);
     if (await this.isCommitted(unit.id)) return { committed: false, records: 0 };
     const schema = new InferredSchema({ temporalText: true });
-    const c0 = process.cpuUsage();
     const scan = await scanJsonlForDuckDB(file.path, schema, this.stagingFile(unit.id));
-    XPROF.scan += cpuSince(c0);
-    if (process.env.XP_SKIPLOAD) {
-      if (scan.staged) await rm(scan.path, { force: true });
-      return { committed: true, records: scan.records };
-    }
     try {
       const columns = decidedColumns(schema.columns);
-      const staged = { path: scan.path, gzip: scan.gzip && !scan.staged, columns, rows: scan.records, longestLine: scan.longestLine };
+      const staged = { path: scan.path, gzip: false, columns, rows: scan.records, longestLine: scan.longestLine };
       return await this.commitUnit(unit.id, staged, schema);
     } finally {
       if (scan.staged) await rm(scan.path, { force: true });
@@ -290,12 +277,6 @@ export class DuckDBSink implements Sink {
   }
 
   async close(): Promise<void> {
-    if (process.env.XP_PROF) {
-      const c0 = process.cpuUsage();
-      await this.database().checkpointForBench();
-      const m = process.memoryUsage();
-      process.stderr.write(`XPROF ${JSON.stringify(XPROF)} checkpoint ${cpuSince(c0).toFixed(2)} rss ${m.rss >> 20} heapTotal ${m.heapTotal >> 20} heapUsed ${m.heapUsed >> 20} external ${m.external >> 20} ab ${m.arrayBuffers >> 20} maxrss ${process.resourceUsage().maxRSS >> 10}\n`);
-    }
     for (const c of this.idle.splice(0)) c.closeSync();
     this.conn?.closeSync();
     this.readConn?.closeSync();
@@ -310,7 +291,10 @@ export class DuckDBSink implements Sink {
 
   /** A new staging file's path for a unit (removed on open if a crash left it behind). */
   private stagingFile(unitId: string): string {
-    return path.join(this.stagingDir, `${this.stagingPrefix}${unitFileStem(unitId)}.${randomBytes(4).toString('hex')}.json`);
+    return path.join(
+      this.stagingDir,
+      `${this.stagingPrefix}${unitFileStem(unitId)}.${randomBytes(4).toString('hex')}.json`,
+    );
   }
 
   /** A quick look before reading a unit; the transaction checks again before it commits. */
@@ -340,7 +324,7 @@ export class DuckDBSink implements Sink {
         await this.locked(() => this.prepareTable(file.columns, lenient));
       if (file.rows > 0) this.checkPrimaryKey(file.columns);
       try {
-        const r = await this.loadSlots(() =>
+        const r = await this.database().withLoadSlot(() =>
           // Appends to one table may run at once (DuckDB has no conflict between inserts); merge deletes rows.
           (this.config.write === 'merge' ? this.locked.bind(this) : this.shared.bind(this))(async () => {
             // Another unit may have changed the table since: prepare it again.
@@ -416,17 +400,13 @@ export class DuckDBSink implements Sink {
         await rollback(conn);
         return { committed: false, records: 0 };
       }
-      const c0 = process.cpuUsage();
       const records = columns
         ? await this.insertRows(conn, file, columns)
         : await this.insertEmptyRows(conn, file.rows);
-      XPROF.insert += cpuSince(c0);
       await this.hooks.beforeCheckpoint?.(unitId);
       failpoint('duckdb:after-data');
       await insertStateRow(conn, pipeline, this.targetStateKey, unitId, records);
-      const c1 = process.cpuUsage();
       await conn.run('COMMIT');
-      XPROF.commit += cpuSince(c1);
       return { committed: true, records };
     } catch (err) {
       await rollback(conn);
@@ -547,7 +527,7 @@ export class DuckDBSink implements Sink {
  * memory limit). When the longest line is known, objects are bounded by it (with room to spare).
  */
 function readBufferOption(longestLine: number | undefined): string {
-  if (longestLine === undefined || process.env.XP_NOBUF) return '';
+  if (longestLine === undefined) return '';
   return `, maximum_object_size = ${Math.max(MIN_OBJECT_SIZE, 2 * longestLine + 2)}`;
 }
 

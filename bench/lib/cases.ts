@@ -85,8 +85,8 @@ async function duckdbOwn(a: CaseArgs, statement: (source: string) => string, rec
 }
 
 async function jsFloor(file: string): Promise<Run> {
-  const { countBatches, parseJsonlFile } = await import('./jsonl-floor.js');
-  return async () => ({ records: await countBatches(parseJsonlFile(file)) });
+  const { countJsonl } = await import('./jsonl-floor.js');
+  return async () => ({ records: await countJsonl(file) });
 }
 
 async function decoder(file: string, format: 'jsonl' | 'json' | 'csv'): Promise<Run> {

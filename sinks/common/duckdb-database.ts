@@ -7,6 +7,7 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import pLimit, { type LimitFunction } from 'p-limit';
 import { SluiceError } from '../../src/core/errors.js';
 import { RwLock } from './mutex.js';
 
@@ -16,6 +17,8 @@ interface Entry {
   tableLocks: Map<string, RwLock>;
   /** Tables an open sink writes to: two sinks on one table would break each other's commits. */
   claimed: Set<string>;
+  /** Units loading into this database at once (see `withLoadSlot`). */
+  loads: LimitFunction;
 }
 
 const databases = new Map<string, Promise<Entry>>();
@@ -48,6 +51,16 @@ export class DuckDBDatabase {
     return conn;
   }
 
+  /**
+   * Runs a unit's load (its transaction, insert to commit) when no other unit is loading into this file, from
+   * any sink. A loading unit's uncommitted rows stay pinned in DuckDB's memory until it commits, so concurrent
+   * loads multiply the memory a load needs (two 10k-record units ran out of a 128 MB limit), and with DuckDB on
+   * one thread they gained nothing: the JS pass over the next units runs meanwhile.
+   */
+  withLoadSlot<T>(fn: () => Promise<T>): Promise<T> {
+    return this.entry.loads(fn);
+  }
+
   /** Runs `fn` while nothing else runs on `table` (a qualified name): schema changes, deletes, swaps. */
   withTable<T>(table: string, fn: () => Promise<T>): Promise<T> {
     return this.lock(table).exclusive(fn);
@@ -74,12 +87,6 @@ export class DuckDBDatabase {
 
   unclaim(table: string): void {
     this.entry.claimed.delete(table);
-  }
-
-  async checkpointForBench(): Promise<void> {
-    const conn = await this.entry.instance.connect();
-    await conn.run('CHECKPOINT');
-    conn.closeSync();
   }
 
   async release(): Promise<void> {
@@ -118,17 +125,19 @@ async function openEntry(file: string, label: string): Promise<Entry> {
     instance = await DuckDBInstance.fromCache(file);
     const probe = await instance.connect();
     // Hand freed memory back to the OS after each task instead of keeping up to 128 MB per thread cached:
-    // measured 50–90 MB lower peak RSS per unit load at no measurable cost in speed.
+    // measured 50–90 MB lower peak RSS per unit load at no measurable cost in speed. (A threshold of 0 saved
+    // another ~80 MB on 200k records but cost ~25% more CPU.)
     await probe.run(`SET allocator_flush_threshold = '32MB'`);
     await probe.run('SET allocator_background_threads = true');
+    // One DuckDB thread: sluice's own pass over each unit (parse, schema, staging) keeps the other core busy, and
+    // a second DuckDB thread only added contention — 200k records in 10.7–13 CPU-s with one thread, 14–19 with
+    // two, at the same wall time (`npm run bench`; threads per load and loads at once measured).
+    await probe.run('SET threads = 1');
     // Units commit 10k rows at a time, and every automatic checkpoint (default: each 16 MB of WAL) rewrites the
-    // table's last, growing row group. Checkpointing at 1 GB of WAL, and once when the last sink releases the
-    // file: 100k records loaded in 7.7 CPU-s instead of 10.7 (128 MB: 8.4), at the same peak memory.
-    await probe.run(`SET checkpoint_threshold = '${process.env.XP_CKPT ?? '1GB'}'`);
-    if (process.env.XP_THREADS) await probe.run(`SET threads = ${process.env.XP_THREADS}`);
-    if (process.env.XP_FLUSH) await probe.run(`SET allocator_flush_threshold = '${process.env.XP_FLUSH}'`);
-    if (process.env.XP_BULK) await probe.run(`SET allocator_bulk_deallocation_flush_threshold = '${process.env.XP_BULK}'`);
-    if (process.env.XP_PIO) await probe.run(`SET preserve_insertion_order = false`);
+    // table's last, growing row group (122,880 rows). At 256 MB of WAL (~11 units of company profiles) that
+    // happens about once per row group, and the checkpoint when the last sink releases the file is shorter; 48 or
+    // 96 MB cost 15–20% more CPU, 1 GB no less than 256 MB.
+    await probe.run(`SET checkpoint_threshold = '256MB'`);
     probe.closeSync();
   } catch (err) {
     const msg = err instanceof Error ? err.message : String(err);
@@ -140,5 +149,5 @@ async function openEntry(file: string, label: string): Promise<Entry> {
       cause: err,
     });
   }
-  return { instance, refs: 0, tableLocks: new Map(), claimed: new Set() };
+  return { instance, refs: 0, tableLocks: new Map(), claimed: new Set(), loads: pLimit(1) };
 }

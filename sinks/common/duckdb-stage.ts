@@ -25,7 +25,6 @@ export interface ScannedJsonl {
   path: string;
   /** Whether `path` is the staging file (the caller removes it). */
   staged: boolean;
-  gzip: boolean;
   records: number;
   /** Bytes of the longest line. */
   longestLine: number;
@@ -38,10 +37,9 @@ export async function scanJsonlForDuckDB(
   stagingPath: string,
 ): Promise<ScannedJsonl> {
   const gzip = await isGzipFile(file);
-  const stage = gzip && !process.env.XP_NOSTAGE;
   const lines = new LineScanner((row) => schema.observeRow(row));
   const source = createReadStream(file, { highWaterMark: 1 << 16 });
-  const out = stage ? createWriteStream(stagingPath, { highWaterMark: 1 << 16 }) : undefined;
+  const out = gzip ? createWriteStream(stagingPath, { highWaterMark: 1 << 16 }) : undefined;
   try {
     const chunks = gzip ? source.pipe(createGunzip({ chunkSize: 1 << 16 })) : source;
     for await (const chunk of chunks as AsyncIterable<Buffer>) {
@@ -60,37 +58,57 @@ export async function scanJsonlForDuckDB(
     out?.destroy();
     throw err;
   }
-  return { path: stage ? stagingPath : file, staged: stage, gzip, records: lines.records, longestLine: lines.longest };
+  return { path: gzip ? stagingPath : file, staged: gzip, records: lines.records, longestLine: lines.longest };
 }
 
-/** Splits bytes into lines and parses each; blank lines are skipped (DuckDB skips them too). */
+/**
+ * Splits bytes into lines and parses each; blank lines are skipped (DuckDB skips them too). Lines are parsed
+ * from the chunk they lie in; only a line cut by a chunk boundary is copied (concatenating each chunk onto the
+ * previous remainder copies every byte once more).
+ */
 class LineScanner {
   records = 0;
   longest = 0;
-  private rest: Buffer | undefined;
-  /** Byte offset of `rest` (or of the next chunk) in the file's decompressed bytes. */
-  private offset = 0;
+  /** Pieces of a line that started in an earlier chunk. */
+  private partial: Buffer[] = [];
+  /** Byte offset of the current chunk's first byte in the file's decompressed bytes. */
+  private chunkOffset = 0;
+  /** Byte offset of the first line not yet complete. */
+  private lineOffset = 0;
 
   constructor(private readonly onRow: (row: Row) => void) {}
 
   push(chunk: Buffer): void {
-    const buf = this.rest ? Buffer.concat([this.rest, chunk]) : chunk;
-    let start = 0;
-    for (let nl = buf.indexOf(10, start); nl !== -1; nl = buf.indexOf(10, start)) {
-      this.line(buf, start, nl);
-      start = nl + 1;
+    let pos = 0;
+    let nl = chunk.indexOf(10);
+    if (this.partial.length > 0 && nl !== -1) {
+      this.partial.push(chunk.subarray(0, nl));
+      const joined = Buffer.concat(this.partial);
+      this.partial = [];
+      this.line(joined, 0, joined.length, this.lineOffset);
+      pos = nl + 1;
+      nl = chunk.indexOf(10, pos);
     }
-    this.offset += start;
-    // A copy: the remainder must not pin the whole 64 KiB chunk it came from.
-    this.rest = start < buf.length ? Buffer.from(buf.subarray(start)) : undefined;
+    while (nl !== -1) {
+      this.line(chunk, pos, nl, this.chunkOffset + pos);
+      pos = nl + 1;
+      nl = chunk.indexOf(10, pos);
+    }
+    if (pos < chunk.length) {
+      if (this.partial.length === 0) this.lineOffset = this.chunkOffset + pos;
+      this.partial.push(chunk.subarray(pos));
+    }
+    this.chunkOffset += chunk.length;
   }
 
   end(): void {
-    if (this.rest) this.line(this.rest, 0, this.rest.length);
-    this.rest = undefined;
+    if (this.partial.length === 0) return;
+    const last = Buffer.concat(this.partial);
+    this.partial = [];
+    this.line(last, 0, last.length, this.lineOffset);
   }
 
-  private line(buf: Buffer, start: number, end: number): void {
+  private line(buf: Buffer, start: number, end: number, offset: number): void {
     if (end - start > this.longest) this.longest = end - start;
     const text = buf.toString('utf8', start, end);
     let v: unknown;
@@ -98,10 +116,10 @@ class LineScanner {
       v = JSON.parse(text);
     } catch (err) {
       if (text.trim() === '') return;
-      throw new Error(`not JSON at byte ${this.offset + start}: ${(err as Error).message}`);
+      throw new Error(`not JSON at byte ${offset}: ${(err as Error).message}`);
     }
     if (typeof v !== 'object' || v === null || Array.isArray(v))
-      throw new Error(`line at byte ${this.offset + start} is not a JSON object`);
+      throw new Error(`line at byte ${offset} is not a JSON object`);
     this.records++;
     this.onRow(v as Row);
   }

@@ -1,0 +1,136 @@
+/**
+ * The duckdb sink's native file path (`writeUnitFile`): the JS pass that proves `read_json` with explicit columns
+ * keeps every key and value, the staging of gzip input as plain text, read buffers sized to the data, and one
+ * load at a time per database file.
+ */
+import { readdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DuckDBSink, duckdbSinkSchema, type DuckDBSinkConfig, type DuckDBSinkHooks } from '../../sinks/duckdb.js';
+import { columnTypes, query, removeTempDirs, sinkContext, tempDir, unit } from './helpers.js';
+
+afterAll(removeTempDirs);
+
+let dir: string;
+let db: string;
+const open: DuckDBSink[] = [];
+
+beforeEach(async () => {
+  dir = await tempDir();
+  db = path.join(dir, 'w.duckdb');
+});
+
+afterEach(async () => {
+  for (const s of open.splice(0)) await s.close();
+});
+
+async function openSink(over: Partial<DuckDBSinkConfig> = {}, hooks: DuckDBSinkHooks = {}): Promise<DuckDBSink> {
+  const sink = new DuckDBSink(duckdbSinkSchema.parse({ type: 'duckdb', path: 'w.duckdb', table: 't', ...over }), hooks);
+  await sink.open(sinkContext(dir));
+  open.push(sink);
+  return sink;
+}
+
+async function jsonlFile(name: string, rows: unknown[], gzip: boolean, eol = '\n'): Promise<string> {
+  const file = path.join(dir, name);
+  const text = rows.map((r) => JSON.stringify(r)).join(eol) + eol;
+  await writeFile(file, gzip ? gzipSync(text) : text);
+  return file;
+}
+
+const load = (sink: DuckDBSink, id: string, file: string) =>
+  sink.writeUnitFile(unit(id), { path: file, format: 'jsonl', temporary: false });
+
+describe('duckdb sink, native file loads', () => {
+  it('keeps keys and values that only the last of thousands of lines has, nested ones too', async () => {
+    // read_json with explicit columns would drop `late`, `s.extra` and `l[].z` and round 2.5 to 3: the schema must
+    // come from every row, not from a sample.
+    const rows: Record<string, unknown>[] = Array.from({ length: 5000 }, (_, i) => ({
+      id: i,
+      n: i,
+      s: { a: 'x' },
+      l: [{ y: i }],
+    }));
+    rows.push({ id: 5000, n: 2.5, s: { a: 'y', extra: true }, l: [{ y: 1, z: 'deep' }], late: 'kept' });
+    const sink = await openSink();
+    expect(await load(sink, 'u', await jsonlFile('u.jsonl.gz', rows, true))).toEqual({
+      committed: true,
+      records: 5001,
+    });
+    expect(await columnTypes('SELECT * FROM t', db)).toEqual({
+      id: 'BIGINT',
+      n: 'DOUBLE',
+      s: 'STRUCT(a VARCHAR, extra BOOLEAN)',
+      l: 'STRUCT(y BIGINT, z VARCHAR)[]',
+      late: 'VARCHAR',
+    });
+    expect(await query('SELECT n, s, l, late FROM t WHERE id = 5000', db)).toEqual([
+      { n: 2.5, s: { a: 'y', extra: true }, l: [{ y: 1, z: 'deep' }], late: 'kept' },
+    ]);
+  });
+
+  it('decompresses gzip into a staging file that is gone after the commit and after a failure', async () => {
+    const staging = `${db}.sluice-tmp`;
+    const sink = await openSink({}, { beforeCheckpoint: (id) => failOn(id, 'run1/bad') });
+    await load(sink, 'ok', await jsonlFile('ok.jsonl.gz', [{ id: 1 }], true));
+    expect(await readdir(staging)).toEqual([]);
+    await expect(load(sink, 'bad', await jsonlFile('bad.jsonl.gz', [{ id: 2 }], true))).rejects.toThrow(/injected/);
+    expect(await readdir(staging)).toEqual([]);
+    expect(await query('SELECT id FROM t', db)).toEqual([{ id: 1 }]);
+  });
+
+  it('loads plain files in place, skipping blank lines and CRLF endings', async () => {
+    const file = path.join(dir, 'crlf.jsonl');
+    await writeFile(file, '{"id":1}\r\n\r\n   \n{"id":2}\r\n');
+    const sink = await openSink();
+    expect(await load(sink, 'u', file)).toEqual({ committed: true, records: 2 });
+    expect(await readdir(`${db}.sluice-tmp`)).toEqual([]);
+    expect(await query('SELECT id FROM t ORDER BY id', db)).toEqual([{ id: 1 }, { id: 2 }]);
+  });
+
+  it('loads records longer than the smallest read buffer (sized from the longest line)', async () => {
+    const big = 'x'.repeat(3 << 20);
+    const sink = await openSink();
+    const file = await jsonlFile(
+      'big.jsonl.gz',
+      [
+        { id: 1, text: 'small' },
+        { id: 2, text: big },
+      ],
+      true,
+    );
+    expect(await load(sink, 'u', file)).toEqual({ committed: true, records: 2 });
+    expect(await query('SELECT id, length(text) AS n FROM t ORDER BY id', db)).toEqual([
+      { id: 1, n: 5 },
+      { id: 2, n: 3 << 20 },
+    ]);
+  });
+
+  it('loads one unit at a time per database file, across sinks', async () => {
+    let inside = 0;
+    let most = 0;
+    const hooks: DuckDBSinkHooks = {
+      beforeCheckpoint: async () => {
+        most = Math.max(most, ++inside);
+        await new Promise((r) => setTimeout(r, 20));
+        inside--;
+      },
+    };
+    const a = await openSink({ table: 'a' }, hooks);
+    const b = await openSink({ table: 'b' }, hooks);
+    const files = await Promise.all(
+      Array.from({ length: 4 }, (_, i) => jsonlFile(`u${i}.jsonl.gz`, [{ id: i }], true)),
+    );
+    const results = await Promise.all(files.flatMap((f, i) => [load(a, `u${i}`, f), load(b, `u${i}`, f)]));
+    expect(results.every((r) => r.committed && r.records === 1)).toBe(true);
+    expect(most).toBe(1);
+    expect(await query('SELECT (SELECT count(*) FROM a) AS a, (SELECT count(*) FROM b) AS b', db)).toEqual([
+      { a: 4, b: 4 },
+    ]);
+  });
+});
+
+function failOn(id: string, bad: string): void {
+  if (id === bad) throw new Error('injected failure');
+}
