@@ -8,10 +8,17 @@
  *   the fixed cost of one round trip (HTTP, page generation) that the ideal does not count.
  * - Rate-limit accuracy: a crawl with `rate_limit` and more than enough concurrency; the achieved rate is the
  *   request starts per second between the first and the last start. Target: within ±5% of the configured rate.
+ *
+ * The client is created as the engine creates it for a pipeline without `service.connections`, so the bench runs
+ * the shipped transport settings. Each level also reports where the time went: the mean time of one page request
+ * (the fetcher's call into the client until the page is parsed; the emulator answers `latency` ms after a request
+ * arrives, its own work included) and the event-loop time per page of each thread: the client's (the source, the
+ * client, undici) and the emulator's (reported, not subtracted: the ideal counts the latency alone).
  */
 import type { ServiceClient } from '../src/client/index.js';
 import { createClient } from '../src/client/index.js';
 import type { ComponentDeps, Logger, SourceContext } from '../src/core/types.js';
+import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import { MemoryStateStore } from '../src/engine/state-store.js';
 import { serpSchema, serpSource } from '../src/sources/serp.js';
@@ -41,6 +48,12 @@ export interface ThroughputRow {
   /** pagesPerSec / (concurrency × the pages/s of concurrency 1): how well the crawl scales, whatever the round trip. */
   scaling: number;
   maxInFlight: number;
+  /** Mean ms of one page request, from the fetcher's call into the client until the page is parsed. */
+  requestMs: number;
+  /** Event-loop (CPU) ms per page on the crawl's thread: source, client, undici. */
+  clientMsPerPage: number;
+  /** Event-loop (CPU) ms per page on the emulator's thread (reported, not subtracted from anything). */
+  emulatorMsPerPage: number;
 }
 
 export interface CrawlBenchResult {
@@ -62,13 +75,15 @@ export async function runCrawlBench(opts: CrawlBenchOptions = {}): Promise<Crawl
   const print = opts.print ?? ((line: string) => process.stdout.write(`${line}\n`));
 
   const emu = await startEmulatorThread({ apiKey: API_KEY, latencyMs, seed: 1 });
-  const client = createClient({
-    baseUrl: emu.url,
-    apiKey: API_KEY,
-    connections: Math.max(...concurrencies, 16),
-  });
+  // No `connections`: the pool the engine gives a pipeline that does not set `service.connections`.
+  const client = createClient({ baseUrl: emu.url, apiKey: API_KEY });
   const starts: number[] = [];
-  const deps: ComponentDeps = { log: silent, baseDir: process.cwd(), client: async () => timed(client, starts) };
+  const requests = { count: 0, totalMs: 0 };
+  const deps: ComponentDeps = {
+    log: silent,
+    baseDir: process.cwd(),
+    client: async () => timed(client, starts, requests),
+  };
   try {
     // Warm the connections and the JIT so the first level does not pay for them.
     await crawl(deps, 8, 16, 'warmup', {});
@@ -77,7 +92,12 @@ export async function runCrawlBench(opts: CrawlBenchOptions = {}): Promise<Crawl
     for (const c of concurrencies) {
       await emu.resetStats();
       const pages = c * rounds;
+      requests.count = requests.totalMs = 0;
+      const clientElu = performance.eventLoopUtilization();
+      const emuElu = emu.elu();
       const seconds = await crawl(deps, c, pages, `c${c}`, {});
+      const clientActive = performance.eventLoopUtilization(clientElu).active;
+      const emuActive = emu.elu(emuElu).active;
       const pagesPerSec = pages / seconds;
       const idealPerSec = (c * 1000) / latencyMs;
       throughput.push({
@@ -89,13 +109,16 @@ export async function runCrawlBench(opts: CrawlBenchOptions = {}): Promise<Crawl
         efficiency: pagesPerSec / idealPerSec,
         scaling: throughput[0] ? pagesPerSec / ((throughput[0].pagesPerSec * c) / throughput[0].concurrency) : 1,
         maxInFlight: (await emu.stats()).routeMaxInFlight['POST /request'] ?? 0,
+        requestMs: requests.totalMs / requests.count,
+        clientMsPerPage: clientActive / pages,
+        emulatorMsPerPage: emuActive / pages,
       });
     }
 
     starts.length = 0;
-    const requests = Math.round(rate * rateSeconds) + 1;
+    const rateRequests = Math.round(rate * rateSeconds) + 1;
     const rateConcurrency = Math.max(4, Math.ceil((rate * latencyMs * 2) / 1000));
-    await crawl(deps, rateConcurrency, requests, 'rate', { rate_limit: `${rate}/s` });
+    await crawl(deps, rateConcurrency, rateRequests, 'rate', { rate_limit: `${rate}/s` });
     const span = (starts[starts.length - 1]! - starts[0]!) / 1000;
     const achieved = (starts.length - 1) / span;
     const errorPct = ((achieved - rate) / rate) * 100;
@@ -116,6 +139,8 @@ export async function runCrawlBench(opts: CrawlBenchOptions = {}): Promise<Crawl
 
 interface EmulatorThread {
   url: string;
+  /** The emulator thread's event-loop utilization (since `since`, when given). */
+  elu(since?: EventLoopUtilization): EventLoopUtilization;
   stats(): Promise<{ routeMaxInFlight: Record<string, number> }>;
   resetStats(): Promise<void>;
   close(): Promise<void>;
@@ -139,6 +164,7 @@ async function startEmulatorThread(options: Record<string, unknown>): Promise<Em
   const statsUrl = `${url}/_emulator/stats`;
   return {
     url,
+    elu: (since) => worker.performance.eventLoopUtilization(since),
     stats: async () => (await (await fetch(statsUrl)).json()) as { routeMaxInFlight: Record<string, number> },
     resetStats: async () => void (await fetch(statsUrl, { method: 'DELETE' })).body?.cancel(),
     close: async () => {
@@ -175,14 +201,22 @@ async function crawl(
   return result.durationMs / 1000;
 }
 
-/** The client with each page request's start time recorded. */
-function timed(client: ServiceClient, starts: number[]): ServiceClient {
+/** The client with each page request's start time and duration recorded. */
+function timed(
+  client: ServiceClient,
+  starts: number[],
+  requests: { count: number; totalMs: number },
+): ServiceClient {
   return {
     ...client,
     request: {
-      page: (req, o) => {
-        starts.push(performance.now());
-        return client.request.page(req, o);
+      page: async (req, o) => {
+        const started = performance.now();
+        starts.push(started);
+        const page = await client.request.page(req, o);
+        requests.count++;
+        requests.totalMs += performance.now() - started;
+        return page;
       },
     },
   } as ServiceClient;
@@ -190,11 +224,15 @@ function timed(client: ServiceClient, starts: number[]): ServiceClient {
 
 function printTable(r: CrawlBenchResult, print: (line: string) => void): void {
   print(`crawl benchmark (serp source, emulator latency ${r.latencyMs} ms)`);
-  print('  concurrency    pages   seconds   pages/s   ideal/s   of ideal   scaling   max in flight');
+  print(
+    '  concurrency    pages   seconds   pages/s   ideal/s   of ideal   scaling   max in flight' +
+      '   request ms   client ms/page   emulator ms/page',
+  );
   for (const t of r.throughput)
     print(
       `  ${pad(t.concurrency, 11)}  ${pad(t.pages, 7)}  ${pad(t.seconds.toFixed(2), 8)}  ${pad(t.pagesPerSec.toFixed(1), 8)}  ` +
         `${pad(t.idealPerSec.toFixed(0), 8)}  ${pad(pct(t.efficiency), 9)}  ${pad(pct(t.scaling), 8)}  ${pad(t.maxInFlight, 14)}` +
+        `  ${pad(t.requestMs.toFixed(1), 11)}  ${pad(t.clientMsPerPage.toFixed(2), 15)}  ${pad(t.emulatorMsPerPage.toFixed(2), 17)}` +
         `${t.efficiency >= 0.9 ? '' : '   < 90%'}`,
     );
   const x = r.rate;

@@ -83,6 +83,24 @@ async function throughSink(env: Env, sink: Sink, rows: (file: string) => AsyncIt
   return n;
 }
 
+/** The duckdb sink on `file` with `--memory-limit`, if given. */
+function duckdbSink(env: Env, file: string): DuckDBSink {
+  const memory = env.memoryLimit ? { memory_limit: env.memoryLimit } : {};
+  return new DuckDBSink(duckdbSinkSchema.parse({ type: 'duckdb', path: file, table: 't', ...memory }));
+}
+
+/** Each unit's file handed to the sink's native path (`writeUnitFile`). */
+async function throughFiles(env: Env, sink: Sink): Promise<number> {
+  await sink.open(sinkContext(env.dir));
+  const n = await eachUnit(
+    env,
+    async (f) => (await sink.writeUnitFile!(unitOf(f), { path: f, format: 'jsonl', temporary: false })).records,
+  );
+  await sink.finish();
+  await sink.close();
+  return n;
+}
+
 const ROUTES: Record<string, (env: Env) => Promise<CaseOutcome>> = {
   async floor(env) {
     const records = await eachUnit(env, async (f) => {
@@ -124,33 +142,12 @@ const ROUTES: Record<string, (env: Env) => Promise<CaseOutcome>> = {
   },
 
   async 'duckdb-file'(env) {
-    const sink = new DuckDBSink(
-      duckdbSinkSchema.parse({
-        type: 'duckdb',
-        path: 'file.duckdb',
-        table: 't',
-        ...(env.memoryLimit ? { memory_limit: env.memoryLimit } : {}),
-      }),
-    );
-    await sink.open(sinkContext(env.dir));
-    const records = await eachUnit(
-      env,
-      async (f) => (await sink.writeUnitFile(unitOf(f), { path: f, format: 'jsonl', temporary: false })).records,
-    );
-    await sink.finish();
-    await sink.close();
-    return { records };
+    const sink = duckdbSink(env, 'file.duckdb');
+    return { records: await throughFiles(env, sink) };
   },
 
   async 'duckdb-rows'(env) {
-    const sink = new DuckDBSink(
-      duckdbSinkSchema.parse({
-        type: 'duckdb',
-        path: 'rows.duckdb',
-        table: 't',
-        ...(env.memoryLimit ? { memory_limit: env.memoryLimit } : {}),
-      }),
-    );
+    const sink = duckdbSink(env, 'rows.duckdb');
     return { records: await throughSink(env, sink, (f) => withTimestamps(parseJsonlFile(f))) };
   },
 
@@ -163,57 +160,46 @@ const ROUTES: Record<string, (env: Env) => Promise<CaseOutcome>> = {
     return appenderRoute(env, 'row');
   },
 
-  async 'jsonl-rows'(env) {
-    const sink = new JsonlSink({ type: 'jsonl', path: 'jsonl', compress: false, gzip_level: 1, write: 'append' });
-    return { records: await throughSink(env, sink, (f) => parseJsonlFile(f)), outputBytes: await sizeOf(env, 'jsonl') };
-  },
+  'jsonl-rows': (env) => jsonlRows(env, 'jsonl', undefined),
 
-  async 'jsonl-rows-gz1'(env) {
-    const sink = new JsonlSink({ type: 'jsonl', path: 'gz1', compress: true, gzip_level: 1, write: 'append' });
-    return { records: await throughSink(env, sink, (f) => parseJsonlFile(f)), outputBytes: await sizeOf(env, 'gz1') };
-  },
+  'jsonl-rows-gz1': (env) => jsonlRows(env, 'gz1', 1),
 
-  async 'jsonl-rows-gz6'(env) {
-    const sink = new JsonlSink({ type: 'jsonl', path: 'gz6', compress: true, gzip_level: 6, write: 'append' });
-    return { records: await throughSink(env, sink, (f) => parseJsonlFile(f)), outputBytes: await sizeOf(env, 'gz6') };
-  },
+  'jsonl-rows-gz6': (env) => jsonlRows(env, 'gz6', 6),
 
   async 'jsonl-file'(env) {
     const sink = new JsonlSink({ type: 'jsonl', path: 'jfile', compress: true, gzip_level: 1, write: 'append' });
-    await sink.open(sinkContext(env.dir));
-    const records = await eachUnit(
-      env,
-      async (f) => (await sink.writeUnitFile(unitOf(f), { path: f, format: 'jsonl', temporary: false })).records,
-    );
-    await sink.finish();
-    await sink.close();
-    return { records, outputBytes: await sizeOf(env, 'jfile') };
+    return { records: await throughFiles(env, sink), outputBytes: await sizeOf(env, 'jfile') };
   },
 
-  async 'parquet-rows'(env) {
-    const sink = new ParquetSink({
-      type: 'parquet',
-      path: 'pq',
-      write: 'append',
-      compression: 'zstd',
-      row_group_size: 20_000,
-    });
-    const records = await throughSink(env, sink, (f) => withTimestamps(parseJsonlFile(f)));
-    return { records, outputBytes: await sizeOf(env, 'pq') };
-  },
+  'parquet-rows': (env) => parquetRows(env, 'pq', 20_000),
 
-  async 'parquet-rg-default'(env) {
-    const sink = new ParquetSink({
-      type: 'parquet',
-      path: 'pq2',
-      write: 'append',
-      compression: 'zstd',
-      row_group_size: 122_880,
-    });
-    const records = await throughSink(env, sink, (f) => withTimestamps(parseJsonlFile(f)));
-    return { records, outputBytes: await sizeOf(env, 'pq2') };
-  },
+  'parquet-rg-default': (env) => parquetRows(env, 'pq2', 122_880),
 };
+
+/** Decoded rows into a jsonl sink writing `sub`, plain or gzip at `gzipLevel`. */
+async function jsonlRows(env: Env, sub: string, gzipLevel: number | undefined): Promise<CaseOutcome> {
+  const sink = new JsonlSink({
+    type: 'jsonl',
+    path: sub,
+    compress: gzipLevel !== undefined,
+    gzip_level: gzipLevel ?? 1,
+    write: 'append',
+  });
+  return { records: await throughSink(env, sink, (f) => parseJsonlFile(f)), outputBytes: await sizeOf(env, sub) };
+}
+
+/** Decoded rows (timestamps as the normalizer leaves them) into a zstd parquet sink writing `sub`. */
+async function parquetRows(env: Env, sub: string, rowGroupSize: number): Promise<CaseOutcome> {
+  const sink = new ParquetSink({
+    type: 'parquet',
+    path: sub,
+    write: 'append',
+    compression: 'zstd',
+    row_group_size: rowGroupSize,
+  });
+  const records = await throughSink(env, sink, (f) => withTimestamps(parseJsonlFile(f)));
+  return { records, outputBytes: await sizeOf(env, sub) };
+}
 
 /** The appender routes: table from the schema of the first unit (open parts as VARCHAR), units one at a time. */
 async function appenderRoute(env: Env, mode: 'row' | 'chunk'): Promise<{ records: number }> {

@@ -325,7 +325,7 @@ export class DuckDBSink implements Sink {
       if (file.rows > 0) this.checkPrimaryKey(file.columns);
       try {
         const r = await this.database().withLoadSlot(() =>
-          // Appends to one table may run at once (DuckDB has no conflict between inserts); merge deletes rows.
+          // Appends share the table (a schema change waits for them); a merge deletes rows, so it has it alone.
           (this.config.write === 'merge' ? this.locked.bind(this) : this.shared.bind(this))(async () => {
             // Another unit may have changed the table since: prepare it again.
             if (typed && this.needsChange(file.columns, lenient)) return undefined;

@@ -1,5 +1,5 @@
 /**
- * The JS floor every JSON-reading path is measured against: gunzip (node zlib, 64 KiB chunks; the 16 KiB default 
+ * The JS floor every JSON-reading path is measured against: gunzip (node zlib, 64 KiB chunks; the 16 KiB default
  * is ~1.5× slower), split on newline bytes, `JSON.parse` per line — no decoder, no dead letters, nothing else.
  * Also the minimal row source of the sink benchmarks.
  */

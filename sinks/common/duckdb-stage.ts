@@ -7,14 +7,16 @@
  *   drops keys it was not told about (top level and inside structs) and converts leniently (1 → true), so only a
  *   schema learnt from every row proves that nothing is lost. Learning it natively instead
  *   (`json_group_structure` over `read_json_objects`) measured ~3× the CPU of this pass;
- * - a gzip file's decompressed bytes are written to a staging file as they go by: DuckDB then reads plain text,
- *   which it parses on all its threads (a gzip stream is read by one), and the data is decompressed once, not
- *   twice;
+ * - a gzip file's decompressed bytes are written to a staging file as they go by, so the data is decompressed
+ *   once (by zlib, on libuv's threads), not twice, and DuckDB's one thread only parses (see duckdb-database.ts);
  * - the longest line is measured, so DuckDB's read buffers can be sized to the data (`maximum_object_size`):
- *   its default 16 MB makes 32 MB buffers per thread, which a low memory limit cannot hold.
+ *   its default 16 MB makes 32 MB buffers, which count against the sink's small memory limit.
  */
-import { createReadStream, createWriteStream } from 'node:fs';
 import { once } from 'node:events';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { pipeline } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import type { Row } from '../../src/core/types.js';
 import type { InferredSchema } from '../../src/schema/infer.js';
@@ -30,7 +32,10 @@ export interface ScannedJsonl {
   longestLine: number;
 }
 
-/** Scans `file` into `schema` (create it with `temporalText`); gzip input is decompressed into `stagingPath`. */
+/**
+ * Scans `file` into `schema` (create it with `temporalText`); gzip input is decompressed into `stagingPath`, which
+ * is removed again when the scan fails.
+ */
 export async function scanJsonlForDuckDB(
   file: string,
   schema: InferredSchema,
@@ -39,23 +44,22 @@ export async function scanJsonlForDuckDB(
   const gzip = await isGzipFile(file);
   const lines = new LineScanner((row) => schema.observeRow(row));
   const source = createReadStream(file, { highWaterMark: 1 << 16 });
+  // `pipeline` destroys both streams when either fails or the loop below stops early.
+  const chunks = gzip ? pipeline(source, createGunzip({ chunkSize: 1 << 16 }), () => undefined) : source;
   const out = gzip ? createWriteStream(stagingPath, { highWaterMark: 1 << 16 }) : undefined;
+  // Failures of the staging file surface through `once` and `finished` below; this keeps them from being unhandled.
+  out?.on('error', () => undefined);
   try {
-    const chunks = gzip ? source.pipe(createGunzip({ chunkSize: 1 << 16 })) : source;
     for await (const chunk of chunks as AsyncIterable<Buffer>) {
       // Written before it is parsed: the write proceeds on libuv's threads while the chunk's lines are parsed.
-      // `once` rejects if the stream fails while we wait.
       if (out && !out.write(chunk)) await once(out, 'drain');
       lines.push(chunk);
     }
     lines.end();
-    if (out) {
-      out.end();
-      await once(out, 'close');
-    }
+    if (out) await finished(out.end());
   } catch (err) {
-    source.destroy();
     out?.destroy();
+    if (out) await rm(stagingPath, { force: true });
     throw err;
   }
   return { path: gzip ? stagingPath : file, staged: gzip, records: lines.records, longestLine: lines.longest };

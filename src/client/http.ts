@@ -42,6 +42,14 @@ export interface RawResponse {
 /** Transport error codes that prove the request never left this machine. */
 const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT', 'EHOSTUNREACH']);
 
+/**
+ * Sockets to the service when `connections` is not set: as many as the highest concurrency a source accepts (a crawl's
+ * `concurrency` goes up to 64). A smaller pool silently caps a crawl: with 16, a crawl at concurrency 64 had 16
+ * requests in flight and the rest queued in the pool, at a quarter of the pages per second. undici opens sockets
+ * only when requests need them, so a lower concurrency opens no more than it uses.
+ */
+export const DEFAULT_CONNECTIONS = 64;
+
 /** Error bodies are small; a huge one is not worth holding. */
 const MAX_ERROR_BODY = 64 * 1024;
 
@@ -57,7 +65,7 @@ export class HttpCore {
     this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
     const t = opts.timeouts ?? {};
     this.pool = new Pool(new URL(this.baseUrl).origin, {
-      connections: opts.connections ?? 16,
+      connections: opts.connections ?? DEFAULT_CONNECTIONS,
       connectTimeout: t.connect ?? 10_000,
       // /request can wait for a page element server-side for up to 150 s (api-facts §5.6).
       headersTimeout: t.headers ?? 180_000,

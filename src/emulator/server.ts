@@ -141,9 +141,14 @@ async function handle(
     faults?.count(kind);
     delay += decision.rule?.spike_ms ?? 0;
   }
-  if (delay > 0) await sleep(delay);
+  // The latency is the service's answer time, counted from the request's arrival, with the emulator's own work
+  // (reading the body, generating the page) done inside it rather than after it. Working after the wait made every
+  // answer wait for the pages of all requests due in the same millisecond, and requests arriving meanwhile were read
+  // late in one batch, due together again: a closed-loop client saw 100 ms + concurrency × ~0.5 ms per request.
+  const answerable = delay > 0 ? sleep(delay) : undefined;
 
   if (kind && kind !== 'latency' && PRE_HANDLER_KINDS.has(kind)) {
+    if (answerable) await answerable;
     faults?.count(kind);
     if (kind === 'reset_before') {
       await request.body().catch(() => undefined);
@@ -161,11 +166,14 @@ async function handle(
           applied: (k) => faults.count(k),
         }
       : undefined;
-  const responder = makeResponder(res, bodyFault);
+  const responder = makeResponder(res, bodyFault, answerable);
   try {
     await match.route.handler(request, responder);
   } catch (err) {
-    if (!(err instanceof HttpError)) throw err;
+    if (!(err instanceof HttpError)) {
+      if (answerable) await answerable; // the 500 comes no sooner than an answer would
+      throw err;
+    }
     if (typeof err.body === 'string') responder.text(err.status, err.body, err.headers);
     else responder.json(err.status, err.body, err.headers);
   }
@@ -188,16 +196,22 @@ function preHandlerFault(res: ServerResponse, kind: FaultKind, retryAfterS: numb
   res.end(JSON.stringify({ error }));
 }
 
-/** The responder applies a response-time fault at most once per request (the first body sent). */
-function makeResponder(res: ServerResponse, fault: BodyFault | undefined): EmuResponder {
+/**
+ * The responder applies a response-time fault at most once per request (the first body sent), and sends nothing
+ * before `answerable` settles (the request's latency has passed).
+ */
+function makeResponder(
+  res: ServerResponse,
+  fault: BodyFault | undefined,
+  answerable: Promise<void> | undefined,
+): EmuResponder {
   let pending = fault;
   const take = (): BodyFault | undefined => {
     const f = pending;
     pending = undefined;
     return f;
   };
-  const send = (status: number, headers: Record<string, string>, body: string): void => {
-    const buf = Buffer.from(body, 'utf8');
+  const deliver = (status: number, headers: Record<string, string>, buf: Buffer): void => {
     const all = { ...headers, 'content-length': String(buf.length) };
     const f = take();
     if (!f) {
@@ -206,6 +220,14 @@ function makeResponder(res: ServerResponse, fault: BodyFault | undefined): EmuRe
       return;
     }
     deliverWithFault(res, status, all, [buf], f, { gzip: false, totalLength: buf.length }).catch(() => drop(res));
+  };
+  const send = (status: number, headers: Record<string, string>, body: string): void => {
+    const buf = Buffer.from(body, 'utf8');
+    if (answerable)
+      answerable
+        .then(() => deliver(status, headers, buf))
+        .catch((err: unknown) => res.destroy(err instanceof Error ? err : new Error(String(err))));
+    else deliver(status, headers, buf);
   };
   return {
     raw: res,
@@ -216,6 +238,7 @@ function makeResponder(res: ServerResponse, fault: BodyFault | undefined): EmuRe
       send(status, { 'content-type': 'text/html; charset=utf-8', ...headers }, body);
     },
     async stream(status, headers, body, opts) {
+      if (answerable) await answerable;
       const f = take();
       if (f) {
         await deliverWithFault(res, status, headers, body, f, { gzip: opts?.gzip === true }).catch(() => drop(res));

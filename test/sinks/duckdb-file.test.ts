@@ -89,6 +89,22 @@ describe('duckdb sink, native file loads', () => {
     expect(await query('SELECT id FROM t ORDER BY id', db)).toEqual([{ id: 1 }, { id: 2 }]);
   });
 
+  it('refuses a bad line with its byte offset, also past chunk boundaries, committing nothing', async () => {
+    // Lines of ~1 KB: the bad one starts well past the first 64 KiB chunk, and some line straddles each boundary.
+    const good = Array.from({ length: 300 }, (_, i) => JSON.stringify({ id: i, pad: 'p'.repeat(1000 + (i % 7)) }));
+    const prefix = good.join('\n') + '\n';
+    const sink = await openSink();
+    const file = path.join(dir, 'bad.jsonl.gz');
+    await writeFile(file, gzipSync(prefix + '{"id": 300, oops}\n{"id":301}\n'));
+    await expect(load(sink, 'u', file)).rejects.toThrow(`not JSON at byte ${Buffer.byteLength(prefix)}`);
+    await writeFile(file, gzipSync(prefix + '[1, 2]\n'));
+    await expect(load(sink, 'u', file)).rejects.toThrow(
+      `line at byte ${Buffer.byteLength(prefix)} is not a JSON object`,
+    );
+    expect(await sink.committedUnits()).toEqual(new Set());
+    expect(await readdir(`${db}.sluice-tmp`)).toEqual([]);
+  });
+
   it('loads records longer than the smallest read buffer (sized from the longest line)', async () => {
     const big = 'x'.repeat(3 << 20);
     const sink = await openSink();

@@ -1,7 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient } from '../../src/client/index.js';
 import type { Row, Source, WorkUnit } from '../../src/core/types.js';
+import { startEmulator } from '../../src/emulator/server.js';
 import { expectedOrganicLinks, serpQueryPlan, type SerpQueryPlan } from '../../src/emulator/data/serp.js';
 import { MemoryStateStore } from '../../src/engine/state-store.js';
 import { driveCrawl, type DriveResult } from '../../src/sources/crawl/drive.js';
@@ -9,6 +11,7 @@ import { parseSerpUnitId } from '../../src/sources/crawl/pager.js';
 import { SERP_STATE_KEY, serpSchema, serpSource } from '../../src/sources/serp.js';
 import { normalizeSerpOrganic } from '../../src/transforms/presets/serp-organic.js';
 import {
+  API_KEY,
   REQUEST_ROUTE,
   pagesServed,
   resetStats,
@@ -145,6 +148,24 @@ describe('serp source', () => {
     const s = await stats(h);
     expect(s.routeMaxInFlight[REQUEST_ROUTE]).toBeLessThanOrEqual(3);
     expect(s.routeMaxInFlight[REQUEST_ROUTE]).toBeGreaterThan(1); // the requests did overlap
+  });
+
+  it('has all of its `concurrency` requests in flight through a client with default transport settings', async () => {
+    // The engine creates the client without `connections` unless the pipeline sets it: its pool must not cap a crawl.
+    const emu = await startEmulator({ seed: SEED, apiKey: API_KEY, latencyMs: 300 });
+    const client = createClient({ baseUrl: emu.url, apiKey: API_KEY });
+    try {
+      const queries = Array.from({ length: 64 }, (_, i) => `in flight ${i}`);
+      const config = serpSchema.parse({ type: 'serp', zone: 'serp_zone', queries, max_pages: 1, concurrency: 64 });
+      const source = serpSource.create(config, { ...h.deps, client: async () => client });
+      const result = await driveCrawl(source, sourceContext(h), { concurrency: 64 });
+      expect(result.error).toBeUndefined();
+      expect(result.committed).toHaveLength(64);
+      expect(emu.stats.routeMaxInFlight[REQUEST_ROUTE]).toBe(64);
+    } finally {
+      await client.close();
+      await emu.close();
+    }
   });
 
   it('resumes a failed crawl fetching only the pages not committed', async () => {
