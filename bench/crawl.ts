@@ -202,11 +202,7 @@ async function crawl(
 }
 
 /** The client with each page request's start time and duration recorded. */
-function timed(
-  client: ServiceClient,
-  starts: number[],
-  requests: { count: number; totalMs: number },
-): ServiceClient {
+function timed(client: ServiceClient, starts: number[], requests: { count: number; totalMs: number }): ServiceClient {
   return {
     ...client,
     request: {

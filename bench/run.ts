@@ -4,7 +4,7 @@
  *   npm run bench [-- --records N] [--only a,b] [--repeat N] [--skip-crawl] [--rss-sweep] [--concurrency N]
  *                    [--duckdb-options '{"memory_limit":"192MB"}']
  *
- * 1. The workload (bench/lib/workload.ts): N company profiles (default 200,000, ≈ 576 MB of JSONL) from the
+ * 1. The workload (bench/lib/workload.ts): N company profiles (default 200,000, 582 MB of JSONL) from the
  *    emulator's generator as .jsonl.gz, as 10k-record parts, as .json.gz and .csv.gz; cached under bench/.work/.
  * 2. The table: every case (bench/lib/cases.ts) in a child process of its own — wall and CPU seconds, records/s,
  *    MB/s of uncompressed JSONL, peak RSS — and each sluice path's ratio to its floor beside its target.

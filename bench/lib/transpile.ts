@@ -1,5 +1,6 @@
 /**
- * The project's TypeScript as plain JavaScript under bench/.work/js/, so measuring children run on plain `node`:
+ * The project's TypeScript as plain JavaScript under node_modules/.cache/sluice-bench/js/ (where linters and git
+ * do not look, and from where the project's dependencies resolve), so measuring children run on plain `node`:
  * tsx's loader adds ~30 MB to every process (a child importing the engine and sinks: 129 MB peak RSS under tsx,
  * 100 MB compiled), which would be charged to whatever the child measures.
  *
@@ -10,14 +11,16 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, readdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import ts from 'typescript';
-import { ROOT, WORK_DIR } from './workload.js';
+import { ROOT } from './workload.js';
 
-export const JS_DIR = path.join(WORK_DIR, 'js');
+export const JS_DIR = path.join(ROOT, 'node_modules', '.cache', 'sluice-bench', 'js');
 const SOURCE_DIRS = ['src', 'sinks', 'bench'];
 
 /** Transpiles the files whose source changed since their last transpile. */
 export async function transpileProject(): Promise<void> {
   for (const d of SOURCE_DIRS) await transpileDir(path.join(ROOT, d));
+  // Node does not look for a package.json above node_modules/: this one makes the copies ES modules.
+  await writeFile(path.join(JS_DIR, 'package.json'), '{ "type": "module" }\n');
 }
 
 /** Where the transpiled copy of `tsFile` (absolute, inside the project) is. */
