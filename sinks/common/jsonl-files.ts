@@ -5,17 +5,12 @@
  *
  * - `copyCheckedJsonl` (jsonl sink): the bytes are copied as they are — compressed input is not recompressed —
  *   instead of serialising parsed rows again.
- * - `scanJsonl` (duckdb sink): the rows' schema, so DuckDB can load the file with explicit columns in one pass;
- *   DuckDB's own detection would parse a 10k-record unit twice (it samples up to 20,480 rows) and hold the
- *   parsed sample in memory.
  */
 import { createReadStream, createWriteStream } from 'node:fs';
 import { copyFile, open } from 'node:fs/promises';
 import { Transform, Writable, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip, createGzip } from 'node:zlib';
-import type { Row } from '../../src/core/types.js';
-import type { InferredSchema } from '../../src/schema/infer.js';
 import { fsyncFile } from './fs-durable.js';
 
 export async function isGzipFile(file: string): Promise<boolean> {
@@ -49,28 +44,9 @@ export async function copyCheckedJsonl(src: string, dest: string, gzipLevel: num
   return checker.records;
 }
 
-/**
- * The rows of `file` observed into `schema` (create it with `temporalText`, to type ISO text as DuckDB would);
- * returns the record count and whether the file is gzip.
- */
-export async function scanJsonl(file: string, schema: InferredSchema): Promise<{ records: number; gzip: boolean }> {
-  const gzip = await isGzipFile(file);
-  const checker = new LineChecker((row) => schema.observeRow(row));
-  const streams: (NodeJS.ReadableStream | NodeJS.WritableStream)[] = [
-    createReadStream(file, { highWaterMark: 1 << 16 }),
-  ];
-  if (gzip) streams.push(createGunzip({ chunkSize: 1 << 16 }));
-  await pipeline([...streams, checker, discard()]);
-  return { records: checker.records, gzip };
-}
-
 /** Passes bytes through unchanged; throws on a line that is not a JSON object. */
 class LineChecker extends Transform {
   records = 0;
-
-  constructor(private readonly onRow?: (row: Row) => void) {
-    super();
-  }
 
   private rest: Buffer | undefined;
   private offset = 0;
@@ -112,7 +88,6 @@ class LineChecker extends Transform {
     if (typeof v !== 'object' || v === null || Array.isArray(v))
       throw new Error(`line at byte ${this.offset + start} is not a JSON object`);
     this.records++;
-    this.onRow?.(v as Row);
   }
 }
 

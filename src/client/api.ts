@@ -7,9 +7,9 @@ import type { Readable } from 'node:stream';
 export interface ClientOptions {
   baseUrl: string;
   apiKey: string;
-  /** Max sockets to the service (an undici Pool). Default 16. */
+  /** Max sockets to the service (an undici Pool). Default 64. */
   connections?: number;
-  /** ms; defaults: connect 10s, headers 60s, body idle 120s. */
+  /** ms; defaults: connect 10s, headers 180s (a search page may wait server-side up to 150 s), body idle 120s. */
   timeouts?: { connect?: number; headers?: number; body?: number };
   retry?: RetryOptions;
   /** Called on each retry (for counters and logs); the message is already redacted. */

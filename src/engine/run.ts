@@ -118,6 +118,7 @@ export async function runPipeline(p: LoadedPipeline, opts: RunOptions, hooks: Ru
     dlq.write(d);
   };
   const service = new ServiceConnection(p.config.service, p.baseDir, log, counters);
+  warnIfPoolCapsConcurrency(p, log);
   hooks.onService?.(service);
   const deps: ComponentDeps = { log, baseDir: p.baseDir, client: () => service.get() };
   const built = buildComponents(p.config, deps);
@@ -413,4 +414,14 @@ export async function planPipeline(p: LoadedPipeline, hooks: RunHooks = {}): Pro
     for (const s of built.sinks) await s.sink.close().catch(() => undefined);
     await service.close();
   }
+}
+
+/** A pool smaller than the source's concurrency silently caps it: say so, once, with the fix. */
+function warnIfPoolCapsConcurrency(p: LoadedPipeline, log: Logger): void {
+  const pool = p.config.service?.connections as number | undefined;
+  const concurrency = Number(p.config.source?.concurrency ?? 0);
+  if (pool !== undefined && concurrency > pool)
+    log.warn(
+      `source.concurrency is ${concurrency} but service.connections is ${pool}: at most ${pool} requests will be in flight; raise service.connections or remove it (default 64)`,
+    );
 }

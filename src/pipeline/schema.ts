@@ -24,7 +24,15 @@ export const serviceSchema = z
       .string()
       .min(1, 'api_key is empty')
       .describe('Bearer API key; take it from the environment: ${SLUICE_API_KEY}. Never logged.'),
-    connections: z.number().int().min(1).max(256).optional().describe('Sockets to the service at most (default 16).'),
+    connections: z
+      .number()
+      .int()
+      .min(1)
+      .max(256)
+      .optional()
+      .describe(
+        'Sockets to the service at most (default 64). A crawl never has more requests in flight than this, whatever its concurrency.',
+      ),
     timeouts: z
       .object({
         connect: ms('Connect timeout in ms (default 10000).'),
