@@ -74,7 +74,7 @@ describe('--shard i/n', () => {
     const snapshotId = (await snapshots(emu)).sort((a, b) => String(a.created).localeCompare(String(b.created))).at(-1)!
       .id as string;
     const sharded = text.replace(
-      /\n  filter:[\s\S]*?\n  files: .*\n  records_limit: .*\n/,
+      /\n {2}filter:[\s\S]*?\n {2}files: .*\n {2}records_limit: .*\n/,
       `\n  snapshot_id: ${snapshotId}\n`,
     );
     expect(sharded).toContain(`snapshot_id: ${snapshotId}`);
