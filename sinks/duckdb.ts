@@ -236,11 +236,7 @@ export class DuckDBSink implements Sink {
     if (file.format !== 'jsonl') throw new Error(`the duckdb sink loads only JSONL files natively, not ${file.format}`);
     if (await this.isCommitted(unit.id)) return { committed: false, records: 0 };
     const schema = new InferredSchema({ temporalText: true });
-    const G = globalThis as any;
-    if (!G.__iv) { G.__mx = {}; G.__iv = setInterval(() => { const m = process.memoryUsage() as any; for (const k in m) G.__mx[k] = Math.max(G.__mx[k] ?? 0, Math.round(m[k] / 2 ** 20)); }, 20); G.__iv.unref(); }
-    const T0 = performance.now();
     const scan = await scanJsonlForDuckDB(file.path, schema, this.stagingFile(unit.id));
-    (globalThis as any).__scan = ((globalThis as any).__scan ?? 0) + performance.now() - T0;
     try {
       const columns = decidedColumns(schema.columns);
       const staged = { path: scan.path, gzip: false, columns, rows: scan.records, longestLine: scan.longestLine };
@@ -281,10 +277,6 @@ export class DuckDBSink implements Sink {
   }
 
   async close(): Promise<void> {
-    const T2 = performance.now();
-    try { await this.close2(); } finally { process.stderr.write(`DUCKPERF scan ${((globalThis as any).__scan/1000).toFixed(2)} load ${((globalThis as any).__load/1000).toFixed(2)} close ${((performance.now()-T2)/1000).toFixed(2)} max ${JSON.stringify((globalThis as any).__mx)}\n`); }
-  }
-  async close2(): Promise<void> {
     for (const c of this.idle.splice(0)) c.closeSync();
     this.conn?.closeSync();
     this.readConn?.closeSync();
@@ -332,7 +324,7 @@ export class DuckDBSink implements Sink {
         await this.locked(() => this.prepareTable(file.columns, lenient));
       if (file.rows > 0) this.checkPrimaryKey(file.columns);
       try {
-        const r = await this.database().withLoadSlot(async () => { const T1 = performance.now(); try { return await (
+        const r = await this.database().withLoadSlot(() =>
           // Appends share the table (a schema change waits for them); a merge deletes rows, so it has it alone.
           (this.config.write === 'merge' ? this.locked.bind(this) : this.shared.bind(this))(async () => {
             // Another unit may have changed the table since: prepare it again.
@@ -343,7 +335,7 @@ export class DuckDBSink implements Sink {
             } finally {
               this.giveConnection(conn);
             }
-          })); } finally { (globalThis as any).__load = ((globalThis as any).__load ?? 0) + performance.now() - T1; } },
+          }),
         );
         if (r) return r;
       } catch (err) {

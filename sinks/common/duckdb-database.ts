@@ -55,7 +55,10 @@ export class DuckDBDatabase {
    * Runs a unit's load (its transaction, insert to commit) when no other unit is loading into this file, from
    * any sink. A loading unit's uncommitted rows stay pinned in DuckDB's memory until it commits, so concurrent
    * loads multiply the memory a load needs (two 10k-record units ran out of a 128 MB limit), and with DuckDB on
-   * one thread they gained nothing: the JS pass over the next units runs meanwhile.
+   * one thread they gained nothing: the JS pass over the next units runs meanwhile. Committing the units that
+   * wait here together (one transaction, one `read_json` of their files) gained nothing either: DuckDB only
+   * skips the WAL for a transaction that fills a row group (122,880 rows), and groups of 2–7 units of 10k rows
+   * cost 7.3–8.0 CPU-s over 200k records against 6.5–7.0 one unit at a time (13 or more units: 5.7–6.4).
    */
   withLoadSlot<T>(fn: () => Promise<T>): Promise<T> {
     return this.entry.loads(fn);
@@ -131,7 +134,9 @@ async function openEntry(file: string, label: string): Promise<Entry> {
     await probe.run('SET allocator_background_threads = true');
     // One DuckDB thread: sluice's own pass over each unit (parse, schema, staging) keeps the other core busy, and
     // a second DuckDB thread only added contention — 200k records in 10.7–13 CPU-s with one thread, 14–19 with
-    // two, at the same wall time (`npm run bench`; threads per load and loads at once measured).
+    // two, at the same wall time (`npm run bench`; threads per load and loads at once measured). Two threads only
+    // pay off with `preserve_insertion_order = false` (DuckDB alone: 5.6 s instead of 6.9 s over 200k records),
+    // which needs a 256 MB limit (128 MB ran out of memory; peak 524 MB) and gives up the file's row order.
     await probe.run('SET threads = 1');
     // Units commit 10k rows at a time, and every automatic checkpoint (default: each 16 MB of WAL) rewrites the
     // table's last, growing row group (122,880 rows). At 256 MB of WAL (~11 units of company profiles) that

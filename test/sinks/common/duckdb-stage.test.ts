@@ -42,6 +42,21 @@ describe('scanJsonlForDuckDB', () => {
     expect(schema.conflicts.size).toBe(0);
   });
 
+  it('parses lines that straddle read chunks (several hundred KiB of input)', async () => {
+    const dir = await tempDir();
+    const file = path.join(dir, 'big.jsonl.gz');
+    const rows = Array.from({ length: 4000 }, (_, i) => JSON.stringify({ i, pad: 'é'.repeat(i % 97) }));
+    const big = rows.join('\n') + '\n';
+    await writeFile(file, gzipSync(big));
+    const staging = path.join(dir, 'stage.json');
+    const schema = new InferredSchema({ temporalText: true });
+    const scan = await scanJsonlForDuckDB(file, schema, staging);
+    expect(scan.records).toBe(4000);
+    expect(scan.longestLine).toBe(Math.max(...rows.map((r) => Buffer.byteLength(r))));
+    expect(await readFile(staging, 'utf8')).toBe(big);
+    expect(schema.rows).toBe(4000);
+  });
+
   it('reads plain input where it is, without a staging file', async () => {
     const dir = await tempDir();
     const file = path.join(dir, 'in.jsonl');
