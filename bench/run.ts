@@ -72,6 +72,7 @@ interface Options {
   rssSweep: boolean;
   concurrency: number;
   duckdbOptions?: Record<string, unknown>;
+  nodeFlags: string[];
 }
 
 function parseOptions(): Options {
@@ -87,6 +88,10 @@ function parseOptions(): Options {
     .option('rss-sweep', { type: 'boolean', default: false, describe: 'sluice → duckdb peak RSS at 50k/200k/1M' })
     .option('concurrency', { type: 'number', default: 2, describe: 'Units at once in the sluice pipelines' })
     .option('duckdb-options', { type: 'string', describe: 'JSON merged into the sluice-duckdb sink config' })
+    .option('node-flags', {
+      type: 'string',
+      describe: 'Flags for the node process of each case, e.g. "--max-old-space-size=160"',
+    })
     .strict()
     .help()
     .parseSync();
@@ -102,6 +107,7 @@ function parseOptions(): Options {
     rssSweep: argv['rss-sweep'],
     concurrency: argv.concurrency,
     duckdbOptions: argv['duckdb-options'] ? (JSON.parse(argv['duckdb-options']) as Record<string, unknown>) : undefined,
+    nodeFlags: argv['node-flags']?.split(/\s+/).filter(Boolean) ?? [],
   };
 }
 
@@ -125,7 +131,7 @@ async function measure(w: Workload, name: string, o: Options): Promise<CaseResul
       concurrency: o.concurrency,
       ...(name === 'sluice-duckdb' && o.duckdbOptions && { sinkOptions: o.duckdbOptions }),
     };
-    const r = await runCase(CASES_MODULE, name, args);
+    const r = await runCase(CASES_MODULE, name, args, o.nodeFlags);
     if (r.records !== w.records) throw new Error(`case ${name} counted ${r.records} records, not ${w.records}`);
     return r;
   } finally {
@@ -218,7 +224,8 @@ function targetVerdict(row: Row, r: CaseResult, ratio: number | undefined): { ta
 }
 
 async function rssSweep(o: Options): Promise<void> {
-  console.log('\nsluice → duckdb peak RSS by workload size (target: flat within ±15% of the smallest)');
+  const flags = o.nodeFlags.length > 0 ? `, node ${o.nodeFlags.join(' ')}` : '';
+  console.log(`\nsluice → duckdb peak RSS by workload size (target: flat within ±15% of the smallest${flags})`);
   const lines: string[][] = [['records', 's', 'CPU s', 'rec/s', 'peak RSS', 'vs smallest']];
   let first: CaseResult | undefined;
   let ok = true;

@@ -17,7 +17,7 @@
  * table, because DuckDB rejects them next to them.
  */
 import { randomBytes } from 'node:crypto';
-import { readdir, rm } from 'node:fs/promises';
+import { mkdir, readdir, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { z } from 'zod';
@@ -236,6 +236,8 @@ export class DuckDBSink implements Sink {
     if (file.format !== 'jsonl') throw new Error(`the duckdb sink loads only JSONL files natively, not ${file.format}`);
     if (await this.isCommitted(unit.id)) return { committed: false, records: 0 };
     const schema = new InferredSchema({ temporalText: true });
+    // Another sink on this file may have removed the (then empty) directory when it closed.
+    await mkdir(this.stagingDir, { recursive: true });
     const scan = await scanJsonlForDuckDB(file.path, schema, this.stagingFile(unit.id));
     try {
       const columns = decidedColumns(schema.columns);
@@ -286,6 +288,9 @@ export class DuckDBSink implements Sink {
       this.db.unclaim(this.lockKey());
       await this.db.release();
       this.db = undefined;
+      // Leave no empty directory beside the database; one still in use by another sink is not empty, or is
+      // made again before its next staging file.
+      await rmdir(this.stagingDir).catch(() => undefined);
     }
   }
 

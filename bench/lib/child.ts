@@ -40,11 +40,16 @@ const FLAG = '--bench-case';
 let transpiled: Promise<void> | undefined;
 
 /** Runs case `name` of the entry module `entryUrl` (an `import.meta.url`) in a fresh plain-node process. */
-export async function runCase<A>(entryUrl: string, name: string, args: A): Promise<CaseResult> {
+export async function runCase<A>(
+  entryUrl: string,
+  name: string,
+  args: A,
+  nodeFlags: string[] = [],
+): Promise<CaseResult> {
   await (transpiled ??= transpileProject());
   const script = compiledPath(fileURLToPath(entryUrl));
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--expose-gc', script, FLAG, JSON.stringify({ name, args })], {
+    const child = spawn(process.execPath, ['--expose-gc', ...nodeFlags, script, FLAG, JSON.stringify({ name, args })], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';

@@ -80,6 +80,23 @@ describe('duckdb sink, native file loads', () => {
     expect(await query('SELECT id FROM t', db)).toEqual([{ id: 1 }]);
   });
 
+  it('leaves no staging directory behind once the last sink on the file closes', async () => {
+    const staging = `${db}.sluice-tmp`;
+    const first = await openSink();
+    const second = await openSink({ table: 't2' });
+    await load(first, 'a', await jsonlFile('a.jsonl.gz', [{ id: 1 }], true));
+    await first.close();
+    // The other sink on the file still stages, even though the first one removed the empty directory.
+    expect(await load(second, 'b', await jsonlFile('b.jsonl.gz', [{ id: 2 }], true))).toEqual({
+      committed: true,
+      records: 1,
+    });
+    await second.close();
+    open.splice(0);
+    await expect(readdir(staging)).rejects.toThrow(/ENOENT/);
+    expect(await query('SELECT id FROM t2', db)).toEqual([{ id: 2 }]);
+  });
+
   it('loads plain files in place, skipping blank lines and CRLF endings', async () => {
     const file = path.join(dir, 'crlf.jsonl');
     await writeFile(file, '{"id":1}\r\n\r\n   \n{"id":2}\r\n');
