@@ -54,6 +54,8 @@ class CsvParser {
   readonly out: Batcher;
   private header: string[] | null = null;
   private kinds: number[] = [];
+  /** Builds a record from the fields, one object literal shape per header (see `rowFactory`). */
+  private makeRow: (fields: unknown[]) => Row = () => ({});
   /** The record's fields; reused across records. */
   private readonly fields: (string | null)[] = [];
   /** Index of a field with text after its closing quote (the row is rejected), or -1. */
@@ -248,26 +250,16 @@ class CsvParser {
       return;
     }
     const kinds = this.kinds;
-    const row: Row = {};
     for (let k = 0; k < fields.length; k++) {
       const v = fields[k]!;
       const kind = kinds[k];
-      if (kind === TEXT || v === null || v === '') {
-        row[header[k]!] = v;
-        continue;
-      }
+      if (kind === TEXT || v === null || v === '') continue;
       const c = v.charCodeAt(0);
-      if (kind === JSON_AUTO && c !== 0x5b && c !== 0x7b) {
-        row[header[k]!] = v;
-        continue;
-      }
+      if (kind === JSON_AUTO && c !== 0x5b && c !== 0x7b) continue;
       try {
-        row[header[k]!] = JSON.parse(v);
+        fields[k] = JSON.parse(v) as string;
       } catch (err) {
-        if (kind === JSON_AUTO) {
-          row[header[k]!] = v;
-          continue;
-        }
+        if (kind === JSON_AUTO) continue;
         rejectRecord(
           this.ctx,
           this.offset + start,
@@ -277,6 +269,7 @@ class CsvParser {
         return;
       }
     }
+    const row = this.makeRow(fields);
     this.out.add(row, end - start);
   }
 
@@ -290,6 +283,7 @@ class CsvParser {
       taken.add(unique);
       return unique;
     });
+    this.makeRow = rowFactory(this.header);
     const cols = this.jsonColumns;
     if (Array.isArray(cols)) {
       const missing = cols.filter((c) => !this.header!.includes(c));
@@ -307,6 +301,30 @@ class CsvParser {
   private raw(start: number, end: number): string {
     return this.bytes.toString('utf8', start, Math.min(end, start + 8192));
   }
+}
+
+/**
+ * A function that builds a record as one object literal with the header's keys: V8 then creates every record
+ * with the same shape in one step, where assigning keys one by one made the records in dictionary mode and took
+ * most of the decoder's time (bench/decode.ts). Keys are JSON-quoted, so any header text is a safe key; a
+ * `__proto__` column would set the prototype in a literal, so that header gets plain assignments instead.
+ */
+function rowFactory(header: string[]): (fields: unknown[]) => Row {
+  if (header.includes('__proto__'))
+    return (fields) => {
+      const row: Row = {};
+      for (let k = 0; k < header.length; k++)
+        Object.defineProperty(row, header[k]!, {
+          value: fields[k],
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
+      return row;
+    };
+  const body = header.map((h, k) => `${JSON.stringify(h)}: f[${k}]`).join(', ');
+  // Only JSON string literals and indexes go into the code.
+  return new Function('f', `return { ${body} };`) as (fields: unknown[]) => Row;
 }
 
 function endsLine(bytes: Buffer): boolean {

@@ -100,6 +100,18 @@ describe('csv decoder', () => {
     expect(rows).toEqual([{ a: '1', a_2: '2', column_3: '3', a_2_2: '4' }]);
   });
 
+  it('keeps any header text as a plain key: quotes, backslashes, line breaks, code-like text, __proto__', async () => {
+    const header = ['"a\\b"""', '"x\ny"', '"}; throw 1; //"', '__proto__', 'constructor'].join(',');
+    const { rows } = await decodeAll(`${header}\n1,2,3,"{""p"":1}",5\n`, { format: 'csv', jsonColumns: 'auto' });
+    expect(rows).toHaveLength(1);
+    const row = rows[0]!;
+    expect(Object.getPrototypeOf(row)).toBe(Object.prototype);
+    expect(Object.keys(row)).toEqual(['a\\b"', 'x\ny', '}; throw 1; //', '__proto__', 'constructor']);
+    expect(Object.getOwnPropertyDescriptor(row, '__proto__')?.value).toEqual({ p: 1 });
+    expect(row['}; throw 1; //']).toBe('3');
+    expect(row.constructor).toBe('5');
+  });
+
   it('takes a complete last row without a line end, and skips blank lines', async () => {
     const { rows } = await decodeAll('a,b\n\n1,2\r\n\r\n3,4', { format: 'csv' }, 1);
     expect(rows).toEqual([
