@@ -76,7 +76,7 @@ export async function readRows(sink: SinkConfig, baseDir: string, limit: number)
 
 export async function showOutputs(io: CliIo, pipeline: LoadedPipeline, limit: number): Promise<void> {
   for (const sink of sinkConfigs(pipeline.config) as SinkConfig[]) {
-    io.out(`\n== ${describeSink(sink)}: first ${limit} row${limit === 1 ? '' : 's'}`);
+    io.out(`\n== ${describeSink(sink, pipeline.baseDir)}: first ${limit} row${limit === 1 ? '' : 's'}`);
     try {
       const rows = await readRows(sink, pipeline.baseDir, limit);
       if (rows.length === 0) io.out('(no rows)');
@@ -87,7 +87,7 @@ export async function showOutputs(io: CliIo, pipeline: LoadedPipeline, limit: nu
         continue;
       }
       // Showing is a courtesy after a successful run: a failure to read back is reported, not fatal.
-      io.err(`warn: cannot show ${describeSink(sink)}: ${(err as Error).message.split('\n')[0]}`);
+      io.err(`warn: cannot show ${describeSink(sink, pipeline.baseDir)}: ${(err as Error).message.split('\n')[0]}`);
     }
   }
 }

@@ -1,6 +1,7 @@
 /**
  * Builds a pipeline's source, transforms and sinks from the explicit component lists.
  */
+import path from 'node:path';
 import type { ComponentDeps, Sink, Source, Transform } from '../core/types.js';
 import { SluiceError } from '../core/errors.js';
 import { findDef } from '../pipeline/registry.js';
@@ -26,13 +27,23 @@ export function buildComponents(config: any, deps: ComponentDeps): Built {
   }));
   const sinks = sinkConfigs(config).map((s) => ({
     type: s.type,
-    label: describeSink(s),
+    label: describeSink(s, deps.baseDir),
     sink: findDef('sink', s.type).create(s, deps) as Sink,
   }));
   return { source: sourceDef.create(config.source, deps) as Source, sourceType: config.source.type, transforms, sinks };
 }
 
-export function describeSink(s: { type: string; [k: string]: unknown }): string {
-  if (s.type === 'duckdb') return `duckdb ${String(s.path)} table ${String(s.table)}`;
-  return `${s.type} ${String(s.path)}`;
+/**
+ * A sink's type, where it writes and (DuckDB) its table. With `baseDir` (the pipeline file's directory, which
+ * `path` is relative to) the path is shown as the user would type it from the current directory.
+ */
+export function describeSink(s: { type: string; [k: string]: unknown }, baseDir?: string): string {
+  const where = baseDir === undefined ? String(s.path) : displayPath(path.resolve(baseDir, String(s.path)));
+  if (s.type === 'duckdb') return `duckdb ${where} table ${String(s.table)}`;
+  return `${s.type} ${where}`;
+}
+
+function displayPath(abs: string): string {
+  const rel = path.relative(process.cwd(), abs);
+  return rel === '' ? '.' : rel.startsWith('..') || path.isAbsolute(rel) ? abs : rel;
 }

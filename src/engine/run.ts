@@ -405,7 +405,7 @@ export async function planPipeline(p: LoadedPipeline, hooks: RunHooks = {}): Pro
         ...(u.estimatedRecords !== undefined && { estimatedRecords: u.estimatedRecords }),
       })),
       requests,
-      targets: sinkConfigs(p.config).map((s) => describeSink(s)),
+      targets: sinkConfigs(p.config).map((s) => describeSink(s, p.baseDir)),
       ...(units.length > 0 && est !== undefined && { estimatedRecords: est }),
       notes,
     };

@@ -26,14 +26,13 @@ function filePipeline(): string {
 describe('sluice run', () => {
   it('runs a pipeline, prints the summary, then the first rows of each output', async () => {
     const io = memoryIo({});
-    expect(
-      await runCli(['run', filePipeline(), '--quiet', '--no-progress', '--show', '2'], io),
-      io.stderr.join('\n'),
-    ).toBe(0);
+    const file = filePipeline();
+    expect(await runCli(['run', file, '--quiet', '--no-progress', '--show', '2'], io), io.stderr.join('\n')).toBe(0);
     const out = io.stdout.join('\n');
     expect(out).toMatch(/^done: run_test$/m);
     expect(out).toMatch(/^ {2}records {6}3$/m);
-    expect(out).toContain('== jsonl out: first 2 rows');
+    // The sink's `path: out`, shown from the current directory (absolute here: the pipeline is outside it).
+    expect(out).toContain(`== jsonl ${path.join(path.dirname(file), 'out')}: first 2 rows`);
     const rows = io.stdout.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { id: number });
     expect(rows).toHaveLength(2);
     expect(io.stderr).toEqual([]);

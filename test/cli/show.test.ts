@@ -84,9 +84,9 @@ describe('--show reads outputs back through DuckDB', () => {
     const io = memoryIo();
     await showOutputs(io, pipeline, 3);
     expect(io.stdout).toEqual([
-      '\n== jsonl long: first 3 rows',
+      `\n== jsonl ${path.join(dir, 'long')}: first 3 rows`,
       JSON.stringify({ about: 'x'.repeat(60) + '…', short: [1, 2], list: '[20 items]', nested: '{1 field}' }),
-      '\n== jsonl empty: first 3 rows',
+      `\n== jsonl ${path.join(dir, 'empty')}: first 3 rows`,
       '(no rows)',
     ]);
   });
