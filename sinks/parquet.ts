@@ -150,10 +150,10 @@ export class ParquetSink implements Sink {
     this.conn = await this.db.connect();
     await this.conn.run(`SET TimeZone = 'UTC'`);
     // One thread, freed memory handed back: the JS pass that stages the next units keeps the other core busy.
-    // Measured over 200k company profiles (`npm run bench -- --only sluice-parquet`, two runs each): peak RSS
-    // 695–742 → 501–534 MB and 10.4 → 9.3–9.7 CPU-s, for 7–11% more wall time (7.8 → 8.4–8.7 s). A memory limit
-    // would bound it further (256 MB: 526 MB) but makes a publish of wide rows fail where DuckDB could have
-    // finished it (128 MB ran out of memory; 192 MB spilled, 1.6× slower).
+    // Measured over 200k company profiles (`npm run bench -- --only sluice-parquet`, five runs each): peak RSS
+    // 695–742 → 484–561 MB; wall 7.4–9.5 → 8.4–9.4 s, CPU 9.9–12.7 → 9.3–10.5 s. A memory limit would bound it
+    // further (256 MB: 526 MB) but makes a publish of wide rows fail where DuckDB could have finished it (128 MB
+    // ran out of memory; 192 MB spilled, 1.6× slower).
     await this.conn.run('SET threads = 1');
     await this.conn.run(`SET allocator_flush_threshold = '32MB'`);
   }
