@@ -125,9 +125,9 @@ export const CELLS: CellSpec[] = [
     [
       'download:body=60000',
       'parquet:staged=2',
-      'files:after-rename=1',
       'files:before-manifest=1',
       'files:after-manifest=1',
+      'files:after-rename=1',
     ],
     true,
   ),
@@ -135,7 +135,7 @@ export const CELLS: CellSpec[] = [
   ...cells(
     'snapshot',
     'jsonl',
-    ['download:body=60000', 'files:before-rename=2', 'files:after-rename=2', 'files:after-manifest=2'],
+    ['download:body=60000', 'files:before-manifest=2', 'files:after-manifest=2', 'files:after-rename=2'],
     true,
   ),
   // `write: replace`, over the output of an earlier complete run.
@@ -157,8 +157,10 @@ export interface CellResult extends CellSpec {
   killDelayMs?: number;
   /** Rows a reader saw right after the kill (undefined: nothing to read yet). */
   visibleRows: number | undefined;
-  /** Complete data files visible right after the kill that the manifest did not commit yet. */
+  /** Complete data files visible right after the kill that the manifest did not commit (must be 0). */
   uncommittedFiles: number;
+  /** Committed files not in place right after the kill; the rerun's open moves them in. */
+  pendingFiles: number;
   /** What was wrong with what a reader saw right after the kill (partial files, duplicates, …). */
   visibleProblems: string[];
   /** Runs after the crash until one succeeded. */
@@ -233,6 +235,7 @@ async function runCell(dir: string, spec: CellSpec, cleanKnown: Digest | undefin
     died: false,
     visibleRows: undefined,
     uncommittedFiles: 0,
+    pendingFiles: 0,
     visibleProblems: [],
     reruns: 0,
     rerunSucceeded: false,
@@ -275,6 +278,7 @@ async function runCell(dir: string, spec: CellSpec, cleanKnown: Digest | undefin
     const visible = await visibleAfterKill(output, r.clean);
     r.visibleRows = visible.rows;
     r.uncommittedFiles = visible.uncommittedFiles;
+    r.pendingFiles = visible.pendingFiles;
     r.visibleProblems = visible.problems;
     phase('read after kill');
 
@@ -501,7 +505,7 @@ function progressLine(r: CellResult): string {
 /** The matrix as a Markdown table, with totals. */
 export function formatMatrix(r: MatrixResult): string {
   const head =
-    '| pipeline | sink | killed at | died there | partial file or duplicate visible | rows visible after the kill | uncommitted files visible | reruns needed | rerun equal to clean | paid calls | leftovers after rerun |\n' +
+    '| pipeline | sink | killed at | died there | partial, uncommitted or duplicate data visible | rows visible after the kill | committed files not yet in place | reruns needed | rerun equal to clean | paid calls | leftovers after rerun |\n' +
     '|---|---|---|---|---|---:|---:|---:|---|---|---|';
   const rows = r.cells.map((c) => {
     const at =
@@ -512,7 +516,7 @@ export function formatMatrix(r: MatrixResult): string {
     return (
       `| ${c.pipeline} | ${c.sink} | ${at} | ${c.died ? 'yes' : `NO (${c.endedAs})`} | ` +
       `${c.visibleProblems.length ? `YES: ${c.visibleProblems.join('; ')}` : 'no'} | ` +
-      `${c.visibleRows ?? 0} of ${c.clean.rows} | ${c.sink.startsWith('duckdb') ? '—' : c.uncommittedFiles} | ` +
+      `${c.visibleRows ?? 0} of ${c.clean.rows} | ${c.sink.startsWith('duckdb') ? '—' : c.pendingFiles} | ` +
       `${c.rerunSucceeded ? c.reruns : `${c.reruns} (all failed)`} | ${c.equal ? 'yes' : 'NO'} | ${paid} | ` +
       `${c.leftovers.length ? c.leftovers.join(' ') : 'none'} |`
     );
@@ -530,8 +534,8 @@ export function formatMatrix(r: MatrixResult): string {
     '',
     `Passed: ${r.cells.filter(cellPassed).length}/${r.cells.length} (died at the failpoint, nothing partial or ` +
       'duplicated visible after the kill, one rerun gave the clean output, the paid filter job started once, no ' +
-      'leftovers). "Uncommitted files visible": complete files renamed into place whose manifest commit the kill ' +
-      'cut off; the rerun deletes them and writes their units again.',
+      'leftovers). A data file appears only after the manifest commits it; "committed files not yet in place": ' +
+      'the kill came between the commit and the renames, and the rerun moved them in before anything else.',
     `Clean outputs: ${clean}.`,
     ...(failed.length ? ['', 'Failures:', ...failed] : []),
     '',

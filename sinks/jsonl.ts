@@ -1,6 +1,6 @@
 /**
- * `jsonl` sink: one newline-delimited JSON file per work unit, committed by rename and recorded in the directory's
- * `_sluice_manifest.json` (see `common/output-dir.ts` for the commit protocol and `replace` generations).
+ * `jsonl` sink: one newline-delimited JSON file per work unit, recorded in the directory's `_sluice_manifest.json`
+ * and then renamed into place (see `common/output-dir.ts` for the commit protocol and `replace` generations).
  */
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -17,7 +17,7 @@ import type {
 } from '../src/core/types.js';
 import { copyCheckedJsonl } from './common/jsonl-files.js';
 import { writeNdjson } from './common/ndjson-writer.js';
-import { OutputDir, type FileSinkHooks } from './common/output-dir.js';
+import { CommitIncompleteError, OutputDir, type FileSinkHooks } from './common/output-dir.js';
 import { unitFileStem } from './common/unit-file-name.js';
 
 /**
@@ -95,11 +95,15 @@ export class JsonlSink implements Sink {
     if (out.isCommitted(unit.id)) return { committed: false, records: 0 };
     const stem = unitFileStem(unit.id);
     const tmp = out.tempPath(stem);
+    let keep = false;
     try {
       const { rows } = await writeNdjson(batches, tmp, { gzipLevel: this.gzipLevel, sync: true });
       return await this.commit(unit, stem, tmp, rows);
+    } catch (err) {
+      keep = err instanceof CommitIncompleteError;
+      throw err;
     } finally {
-      await rm(tmp, { force: true });
+      if (!keep) await rm(tmp, { force: true });
     }
   }
 
@@ -110,11 +114,15 @@ export class JsonlSink implements Sink {
     if (out.isCommitted(unit.id)) return { committed: false, records: 0 };
     const stem = unitFileStem(unit.id);
     const tmp = out.tempPath(stem);
+    let keep = false;
     try {
       const rows = await copyCheckedJsonl(file.path, tmp, this.gzipLevel);
       return await this.commit(unit, stem, tmp, rows);
+    } catch (err) {
+      keep = err instanceof CommitIncompleteError;
+      throw err;
     } finally {
-      await rm(tmp, { force: true });
+      if (!keep) await rm(tmp, { force: true });
     }
   }
 

@@ -7,8 +7,8 @@
  * synced NDJSON file under `.sluice-staged/`, recorded in the manifest as committed-but-staged (exactly-once holds
  * from that moment). When the staged data would make a file of about the target size — and always in `finish()` —
  * the staged units are published together: one `COPY` reads them all (`read_json` with the merged schema) and
- * writes target-size Parquet files to `.sluice-tmp/`, which are renamed into place and recorded in the manifest in
- * one atomic manifest swap; the staged files are then deleted. Readers only ever see complete, full-size files
+ * writes target-size Parquet files to `.sluice-tmp/`, which are recorded in the manifest in one atomic manifest swap
+ * and then renamed into place; the staged files are then deleted. Readers only ever see complete, full-size files
  * (the last one of a run may be smaller) and never a duplicate; staging costs no second Parquet encode, and the
  * manifest-listed staging files survive a crash. With `partition_by`, one publish writes a file per partition
  * present, so files are smaller by the number of partitions (raise `target_file_mb` to compensate).
@@ -35,7 +35,7 @@ import { deserializeType, serializeType } from '../src/schema/logical-type.js';
 import type { ManifestUnit } from './common/manifest.js';
 import { Mutex } from './common/mutex.js';
 import { writeNdjson } from './common/ndjson-writer.js';
-import { OutputDir, STAGED_DIR, type FileSinkHooks, type Move } from './common/output-dir.js';
+import { CommitIncompleteError, OutputDir, STAGED_DIR, type FileSinkHooks, type Move } from './common/output-dir.js';
 import { unitFileStem } from './common/unit-file-name.js';
 
 export const DEFAULT_TARGET_FILE_MB = 128;
@@ -262,6 +262,7 @@ export class ParquetSink implements Sink {
       const jsonBytes = staged.reduce((n, [, u]) => n + u.staged!.bytes, 0);
       const publishId = `${new Date().toISOString().replace(/[-:.TZ]/g, '')}-${randomBytes(3).toString('hex')}`;
       const tmpOut = out.tempPath(`publish-${publishId}`, 'dir');
+      let keep = false;
       try {
         await this.copyToParquet(stagedPaths, schema, tmpOut, publishId);
         const moves: Move[] = [];
@@ -292,8 +293,11 @@ export class ParquetSink implements Sink {
         this.context().log.info(
           `parquet sink: published ${staged.length} unit(s) as ${files.length} file(s), ${(parquetBytes / 2 ** 20).toFixed(1)} MB`,
         );
+      } catch (err) {
+        keep = err instanceof CommitIncompleteError;
+        throw err;
       } finally {
-        await rm(tmpOut, { recursive: true, force: true });
+        if (!keep) await rm(tmpOut, { recursive: true, force: true });
       }
     });
   }

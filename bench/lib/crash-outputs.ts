@@ -63,8 +63,10 @@ export async function outputDigest(o: Output, rows = false): Promise<Digest> {
 export interface Visible {
   /** Rows a reader saw; undefined when there was nothing to read. */
   rows: number | undefined;
-  /** Data files a glob lists that the manifest does not commit yet (complete; removed by the rerun). */
+  /** Data files a glob lists that the manifest does not commit: a problem (files appear only once committed). */
   uncommittedFiles: number;
+  /** Files the manifest commits that are not in place yet (the kill came between the commit and the renames). */
+  pendingFiles: number;
   /**
    * Partial or unreadable files, committed files holding other row counts than the manifest says, records a clean
    * run does not have, records seen twice, more rows than a clean run, rows without a checkpoint.
@@ -78,7 +80,7 @@ export interface Visible {
  */
 export async function visibleAfterKill(o: Output, clean: Digest): Promise<Visible> {
   return withDuckDB(async (conn) => {
-    const v: Visible = { rows: undefined, uncommittedFiles: 0, problems: [] };
+    const v: Visible = { rows: undefined, uncommittedFiles: 0, pendingFiles: 0, problems: [] };
     if (kind(o.sink) !== 'duckdb') {
       const files = await globbed(conn, o);
       for (const f of files) {
@@ -90,8 +92,9 @@ export async function visibleAfterKill(o: Output, clean: Digest): Promise<Visibl
       const committed = manifestFiles(o);
       const root = path.join(o.dir, sinkPath(o.sink));
       v.uncommittedFiles = files.filter((f) => !committed.has(path.relative(root, f))).length;
-      if (isReplace(o.sink) && v.uncommittedFiles > 0)
-        v.problems.push(`${v.uncommittedFiles} file(s) of the live generation that its manifest does not list`);
+      v.pendingFiles = [...committed].filter((f) => !existsSync(path.join(root, f))).length;
+      if (v.uncommittedFiles > 0)
+        v.problems.push(`${v.uncommittedFiles} visible file(s) that the manifest does not commit`);
     }
     let relation: string | undefined;
     try {
@@ -179,6 +182,8 @@ async function miscounted(conn: DuckDBConnection, o: Output): Promise<string[]> 
   }
   const problems: string[] = [];
   for (const g of groups.values()) {
+    // Committed files not in place yet (killed between the commit and the renames) are counted by `pendingFiles`.
+    if (g.files.some((f) => !existsSync(path.join(root, f)))) continue;
     const list = `[${g.files.map((f) => sql(path.join(root, f))).join(', ')}]`;
     const read =
       kind(o.sink) === 'parquet'

@@ -3,12 +3,15 @@
  *
  * A unit's data is written to a temp file under `<dir>/.sluice-tmp/` (never named like a data file), synced, and
  * then committed:
- *   1. a marker `<name>.pending` listing the final paths is written and synced,
- *   2. the temp files are renamed into place (each rename is atomic: readers never see a partial file),
- *   3. the manifest, listing unit id → files and records, is replaced atomically (temp + rename): the commit point,
+ *   1. a marker `<name>.pending` listing each temp file and its final path is written and synced,
+ *   2. the manifest, listing unit id → files and records, is replaced atomically (temp + rename): the commit point,
+ *   3. the temp files are renamed into place (each rename is atomic: readers never see a partial file),
  *   4. the marker is removed.
- * On open, a marker whose files the manifest does not list means a crash between 2 and 3: those files are deleted
- * (the unit was not committed and will be written again), and everything else under `.sluice-tmp/` is removed.
+ * So a data file a reader can list is always committed: files appear only after the manifest records them. On
+ * open, a marker whose files the manifest lists means a crash between 2 and 4: the commit is completed (rolled
+ * forward) by renaming what is still in the temp directory into place. A marker whose files the manifest does not
+ * list was cut off before the commit point: nothing of it is in place. Everything else under `.sluice-tmp/` is
+ * removed.
  *
  * `replace` writes a new generation directory beside the output (`.<name>.sluice-generations/<gen>`), and `path`
  * becomes a symlink to it, swapped atomically in `finish()`: readers see the old generation or the complete new
@@ -44,8 +47,23 @@ export interface OutputDirOptions {
 
 /** Test seams of the file sinks. */
 export interface FileSinkHooks {
-  /** Runs after a commit's files were renamed into place and before the manifest records them. */
+  /** Runs when a commit's temp files and marker are synced, before the manifest records them. */
   beforeManifest?: () => void | Promise<void>;
+  /** Runs when the manifest records a commit, before its files are renamed into place (a crash there). */
+  afterManifest?: () => void | Promise<void>;
+}
+
+/**
+ * A commit the manifest records whose files are not all in place yet. Its temp files now belong to the output
+ * directory (the next open, or `finish()`, moves them in): the caller must not delete them.
+ */
+export class CommitIncompleteError extends SluiceError {
+  override readonly name = 'CommitIncompleteError';
+}
+
+/** What a `.pending` marker holds: each file's temp path (absolute) and final path (relative to the data dir). */
+interface Marker {
+  moves: Move[];
 }
 
 /** A temp file to move into the output directory, at `to` (relative, `/`-separated). */
@@ -103,54 +121,81 @@ export class OutputDir {
   }
 
   /**
-   * Moves `moves` into place and applies `apply` to the manifest, atomically as far as the manifest goes (see the
-   * protocol above). `check` runs first under the lock: returning false abandons the commit (temp files removed).
-   * Returns whether the commit happened.
+   * Applies `apply` to the manifest and moves `moves` into place, atomically as far as readers go (see the protocol
+   * above). `check` runs first under the lock: returning false abandons the commit (temp files removed). Returns
+   * whether the commit happened.
    */
   async commit(req: {
     moves: Move[];
     check?: (m: Manifest) => boolean;
     apply: (m: Manifest) => void;
-    /** Runs under the lock after the manifest is written (e.g. deleting staged files that are now published). */
+    /** Runs under the lock after the files are in place (e.g. deleting staged files that are now published). */
     after?: () => Promise<void>;
   }): Promise<boolean> {
     return this.mutex.run(async () => {
+      const discard = async (marker?: string): Promise<void> => {
+        await Promise.all([
+          ...req.moves.map((m) => rm(m.from, { recursive: true, force: true })),
+          marker && rm(marker, { force: true }),
+        ]);
+      };
       if (req.check && !req.check(this.manifest)) {
-        await Promise.all(req.moves.map((m) => rm(m.from, { force: true })));
+        await discard();
         return false;
       }
       let marker: string | undefined;
-      if (req.moves.length > 0) {
-        await Promise.all(req.moves.map((m) => fsyncFile(m.from)));
-        marker = this.tempPath('commit', MARKER_EXT.slice(1));
-        await writeFile(marker, JSON.stringify({ files: req.moves.map((m) => m.to) }));
-        await fsyncFile(marker);
-        await fsyncDir(this.tmpDir);
-        failpoint('files:before-rename');
-        const dirs = new Set<string>();
-        for (const m of req.moves) {
-          const to = path.join(this.dataDir, m.to);
-          const dir = path.dirname(to);
-          if (!dirs.has(dir)) await mkdir(dir, { recursive: true });
-          dirs.add(dir);
-          await rename(m.from, to);
-          failpoint('files:after-rename');
-        }
-        for (const d of dirs) await fsyncDir(d);
-        await this.opts.hooks?.beforeManifest?.();
-        failpoint('files:before-manifest');
-      }
       const next = structuredClone(this.manifest);
-      req.apply(next);
-      await writeManifest(this.dataDir, this.tmpDir, next);
+      try {
+        if (req.moves.length > 0) {
+          await Promise.all(req.moves.map((m) => fsyncFile(m.from)));
+          marker = this.tempPath('commit', MARKER_EXT.slice(1));
+          await writeFile(marker, JSON.stringify({ moves: req.moves } satisfies Marker));
+          await fsyncFile(marker);
+          await fsyncDir(this.tmpDir);
+          await this.opts.hooks?.beforeManifest?.();
+          failpoint('files:before-manifest');
+        }
+        req.apply(next);
+        await writeManifest(this.dataDir, this.tmpDir, next);
+      } catch (err) {
+        // Before the commit point: nothing of this commit is visible or recorded.
+        await discard(marker);
+        throw err;
+      }
       this.manifest = next;
       if (marker) {
-        failpoint('files:after-manifest');
-        await unlink(marker);
+        try {
+          await this.opts.hooks?.afterManifest?.();
+          failpoint('files:after-manifest');
+          await this.moveIntoPlace(req.moves);
+          await unlink(marker);
+        } catch (err) {
+          // Committed, not yet visible: the marker stays, and the next open completes the commit.
+          throw new CommitIncompleteError(
+            `${this.opts.label}: a commit is recorded but its files are not all in place: ${(err as Error).message}`,
+            {
+              hint: 'fix the cause (disk space, permissions) and run again: the commit is completed when the output opens',
+              cause: err,
+            },
+          );
+        }
       }
       await req.after?.();
       return true;
     });
+  }
+
+  private async moveIntoPlace(moves: Move[]): Promise<void> {
+    const dirs = new Set<string>();
+    for (const m of moves) {
+      const to = path.join(this.dataDir, m.to);
+      const dir = path.dirname(to);
+      if (!dirs.has(dir)) await mkdir(dir, { recursive: true });
+      dirs.add(dir);
+      await rename(m.from, to);
+      failpoint('files:after-rename');
+    }
+    for (const d of dirs) await fsyncDir(d);
   }
 
   /** Runs `fn` under the commit lock (nothing commits meanwhile). */
@@ -158,32 +203,54 @@ export class OutputDir {
     return this.mutex.run(fn);
   }
 
-  /** `replace`: swaps the new generation in. `append`: nothing to do. */
+  /**
+   * Completes a commit whose files could not all be moved into place earlier in the run (see `commit`); then
+   * `replace` swaps the new generation in.
+   */
   async finish(): Promise<void> {
     await this.mutex.run(async () => {
+      await this.completeRecorded();
       if (this.generation) await this.generation.swapIn();
     });
   }
 
-  /** Crash leftovers: uncommitted files named by markers, every temp file, staged files no unit refers to. */
+  /**
+   * Completes the commits the manifest records whose files are not all in place (their marker is still there):
+   * moves what is left in the temp directory into place and removes the marker. Returns the files moved.
+   */
+  private async completeRecorded(): Promise<string[]> {
+    const referenced = referencedFiles(this.manifest);
+    const moved: string[] = [];
+    for (const name of (await readdir(this.tmpDir)).filter((n) => n.endsWith(MARKER_EXT))) {
+      const file = path.join(this.tmpDir, name);
+      const moves = (await readMarker(file)).moves ?? [];
+      if (moves.length === 0 || !moves.every((m) => referenced.has(m.to))) continue;
+      const pending: Move[] = [];
+      for (const m of moves) if (await exists(m.from)) pending.push(m);
+      await this.moveIntoPlace(pending);
+      await unlink(file);
+      moved.push(...pending.map((m) => m.to));
+    }
+    return moved;
+  }
+
+  /**
+   * Crash leftovers: commits recorded in the manifest whose files were not all moved into place are completed;
+   * then every temp file, and staged files no unit refers to, are removed.
+   */
   private async removeOrphans(): Promise<void> {
+    const completed = await this.completeRecorded();
     const referenced = referencedFiles(this.manifest);
     const removed: string[] = [];
     for (const name of await readdir(this.tmpDir)) {
       const p = path.join(this.tmpDir, name);
-      if (name.endsWith(MARKER_EXT)) {
-        let files: string[] = [];
-        try {
-          files = (JSON.parse(await readFile(p, 'utf8')) as { files: string[] }).files;
-        } catch {
-          // A marker torn by the crash was written before any rename happened: nothing of it is in place.
-        }
-        for (const f of files) {
+      // Markers of sluice before 2026-11-23 list files renamed into place before the manifest recorded them.
+      if (name.endsWith(MARKER_EXT))
+        for (const f of (await readMarker(p)).files ?? []) {
           if (referenced.has(f)) continue;
           await rm(path.join(this.dataDir, f), { force: true });
           removed.push(f);
         }
-      }
       await rm(p, { recursive: true, force: true });
     }
     const staged = new Set(
@@ -196,6 +263,11 @@ export class OutputDir {
       if (!isErrno(err, 'ENOENT')) throw err;
     }
     for (const name of stagedNames) if (!staged.has(name)) await rm(path.join(this.stagedDir, name), { force: true });
+    if (completed.length > 0)
+      this.opts.log.warn(
+        `${this.opts.label}: completed a commit a crash interrupted: moved ${completed.length} committed file(s) into place`,
+        { files: completed },
+      );
     if (removed.length > 0)
       this.opts.log.warn(`${this.opts.label}: removed ${removed.length} uncommitted file(s) left by a crash`, {
         files: removed,
@@ -289,6 +361,25 @@ async function liveGeneration(root: string): Promise<string | undefined> {
     return parts.length === 2 && parts[0] === genRootName ? parts[1] : undefined;
   } catch (err) {
     if (isErrno(err, 'ENOENT', 'EINVAL')) return undefined;
+    throw err;
+  }
+}
+
+/** A marker's content; a marker torn by a crash was written before the commit point and holds nothing. */
+async function readMarker(file: string): Promise<Partial<Marker> & { files?: string[] }> {
+  try {
+    return JSON.parse(await readFile(file, 'utf8')) as Partial<Marker> & { files?: string[] };
+  } catch {
+    return {};
+  }
+}
+
+async function exists(p: string): Promise<boolean> {
+  try {
+    await lstat(p);
+    return true;
+  } catch (err) {
+    if (isErrno(err, 'ENOENT')) return false;
     throw err;
   }
 }

@@ -58,12 +58,23 @@ describe('the checks the crash matrix relies on', () => {
     expect(seen.uncommittedFiles).toBe(1);
     expect(seen.problems).toEqual([
       'b.jsonl: 1 row(s), the manifest commits 2',
+      '1 visible file(s) that the manifest does not commit',
       '1 visible record(s) that a clean run does not have',
       '1 record(s) visible twice',
       "5 rows visible, more than a clean run's 4",
     ]);
     writeFileSync(path.join(wrong.dir, 'out/jsonl/.sluice-tmp/x.tmp'), 'partial');
     expect(leftovers(wrong)).toEqual(['out/jsonl/.sluice-tmp/x.tmp', 'out/jsonl/c.jsonl']);
+  });
+
+  it('count committed files that are not in place yet without calling them a problem', async () => {
+    const clean = await outputDigest(jsonlOutput({ 'a.jsonl': row(1) + row(2) }, {}), true);
+    const pending = jsonlOutput(
+      { 'a.jsonl': row(1) },
+      { u1: { records: 1, files: ['a.jsonl'] }, u2: { records: 1, files: ['b.jsonl'] } },
+    );
+    const seen = await visibleAfterKill(pending, clean);
+    expect(seen).toEqual({ rows: 1, uncommittedFiles: 0, pendingFiles: 1, problems: [] });
   });
 });
 

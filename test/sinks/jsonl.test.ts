@@ -103,27 +103,64 @@ describe('jsonl sink', () => {
     expect(await sink.committedUnits()).toEqual(new Set());
   });
 
-  it('a crash after the rename and before the manifest leaves a file that the next open removes; the retry commits once', async () => {
+  it('a failure before the manifest records a unit leaves no file in place and no temp file; the retry commits once', async () => {
     const crashing = await openSink({}, true, {
       beforeManifest: () => {
         throw new Error('crash before the manifest');
       },
     });
-    await crashing.writeUnit(unit('ok'), batches([])); // no file: no rename, no crash
+    await crashing.writeUnit(unit('ok'), batches([])); // no file: no marker, no hook
     await expect(crashing.writeUnit(unit('u1'), batches(richRows()))).rejects.toThrow(/crash before/);
-    // The file is in place but not committed: the manifest does not list it.
-    expect(await visible()).toHaveLength(1);
+    expect(await visible()).toEqual([]);
+    expect(await readdir(path.join(dir, 'out', '.sluice-tmp'))).toEqual([]);
     expect(Object.keys((await manifest()).units)).toEqual(['run1/ok']);
     // A temp file of another unit that was being written when the process died.
     await writeFile(path.join(dir, 'out', '.sluice-tmp', 'other.1234.tmp'), 'partial');
 
     const sink = await openSink({}, false);
-    expect(await visible()).toEqual([]);
     expect(await readdir(path.join(dir, 'out', '.sluice-tmp'))).toEqual([]);
     expect(await sink.committedUnits()).toEqual(new Set(['run1/ok']));
     expect(await sink.writeUnit(unit('u1'), batches(richRows()))).toEqual({ committed: true, records: 2 });
     expect(await visible()).toHaveLength(1);
     expect((await manifest()).units['run1/u1']?.records).toBe(2);
+  });
+
+  it('a crash after the manifest records a unit and before its file is in place: the next open moves it in', async () => {
+    const crashing = await openSink({}, true, {
+      afterManifest: () => {
+        throw new Error('crash after the manifest');
+      },
+    });
+    await expect(crashing.writeUnit(unit('u1'), batches(richRows()))).rejects.toThrow(
+      /recorded but its files are not all in place: crash after the manifest/,
+    );
+    // Committed, not yet visible: a reader listing the directory sees no file the manifest does not commit.
+    expect(await visible()).toEqual([]);
+    expect((await manifest()).units['run1/u1']?.records).toBe(2);
+    const sink = new JsonlSink(config({}));
+    const ctx = sinkContext(dir, { fresh: false });
+    await sink.open(ctx);
+    expect(await visible()).toEqual([`${unitFileStem('run1/u1')}.jsonl`]);
+    expect(ctx.logs.join('\n')).toMatch(/warn: .*completed a commit a crash interrupted: moved 1 committed file/);
+    expect(await readdir(path.join(dir, 'out', '.sluice-tmp'))).toEqual([]);
+    expect(await sink.writeUnit(unit('u1'), batches(richRows()))).toEqual({ committed: false, records: 0 });
+    const text = await readFile(path.join(dir, 'out', `${unitFileStem('run1/u1')}.jsonl`), 'utf8');
+    expect(text.trim().split('\n')).toHaveLength(2);
+  });
+
+  it('finish() moves in the files of a commit that could not be completed earlier in the run', async () => {
+    let fail = true;
+    const sink = await openSink({}, true, {
+      afterManifest: () => {
+        if (fail) throw new Error('disk full');
+      },
+    });
+    await expect(sink.writeUnit(unit('u1'), batches(richRows()))).rejects.toThrow(/disk full/);
+    fail = false;
+    expect(await visible()).toEqual([]);
+    await sink.finish();
+    expect(await visible()).toEqual([`${unitFileStem('run1/u1')}.jsonl`]);
+    expect(await readdir(path.join(dir, 'out', '.sluice-tmp'))).toEqual([]);
   });
 
   it('copies a unit file natively: gzip bytes as they are, or converted, every line checked', async () => {

@@ -155,7 +155,7 @@ describe('parquet sink', () => {
     await expect(nested.finish()).rejects.toThrow(/partition column "o" is a STRUCT/);
   });
 
-  it('cleans crash leftovers: unreferenced staged files, temp files, and published files the manifest never got', async () => {
+  it('cleans crash leftovers: unreferenced staged files, temp files, and a publish cut off before its manifest', async () => {
     const crashing = await openSink({}, true, {
       beforeManifest: () => {
         throw new Error('crash while publishing');
@@ -163,7 +163,7 @@ describe('parquet sink', () => {
     });
     await crashing.writeUnit(unit('u1'), batches(rows(0, 5)));
     await expect(crashing.finish()).rejects.toThrow(/crash while publishing/);
-    expect(await parquetFiles()).toHaveLength(1); // renamed into place, not committed
+    expect(await parquetFiles()).toEqual([]); // nothing is in place before the manifest records it
     await writeFile(path.join(dir, 'out', '.sluice-staged', 'orphan.1234.staged'), '{"id":1}\n');
     await writeFile(path.join(dir, 'out', '.sluice-tmp', 'x.tmp'), 'partial');
 
@@ -175,6 +175,28 @@ describe('parquet sink', () => {
     expect(await sink.committedUnits()).toEqual(new Set(['run1/u1']));
     await sink.finish();
     expect(await query(`SELECT count(*) AS n FROM read_parquet('${glob()}')`)).toEqual([{ n: 5 }]);
+  });
+
+  it('a crash after the manifest records a publish and before its files are in place: the next open moves them in', async () => {
+    const crashing = await openSink({}, true, {
+      afterManifest: () => {
+        throw new Error('crash after the manifest');
+      },
+    });
+    await crashing.writeUnit(unit('u1'), batches(rows(0, 5)));
+    await crashing.writeUnit(unit('u2'), batches(rows(5, 3)));
+    await expect(crashing.finish()).rejects.toThrow(/not all in place: crash after the manifest/);
+    expect(await parquetFiles()).toEqual([]);
+
+    const sink = await openSink({}, false);
+    expect(await parquetFiles()).toHaveLength(1);
+    expect(await readdir(path.join(dir, 'out', '.sluice-tmp'))).toEqual([]);
+    expect(await readdir(path.join(dir, 'out', '.sluice-staged'))).toEqual([]);
+    expect(await sink.committedUnits()).toEqual(new Set(['run1/u1', 'run1/u2']));
+    await sink.finish(); // nothing left to publish
+    expect(await query(`SELECT count(*) AS n, count(DISTINCT id) AS k FROM read_parquet('${glob()}')`)).toEqual([
+      { n: 8, k: 8 },
+    ]);
   });
 
   it('replace publishes into a new generation that finish swaps in', async () => {

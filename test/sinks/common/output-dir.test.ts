@@ -20,7 +20,7 @@ function options(root: string, over: Partial<OutputDirOptions> = {}): OutputDirO
 }
 
 describe('OutputDir', () => {
-  it('deletes files named by a commit marker that the manifest never recorded, and keeps committed ones', async () => {
+  it('deletes files an earlier version renamed into place before its manifest, and keeps committed ones', async () => {
     const root = path.join(await tempDir(), 'out');
     const out = await OutputDir.open(options(root));
     const tmp = out.tempPath('a');
@@ -29,7 +29,8 @@ describe('OutputDir', () => {
       moves: [{ from: tmp, to: 'a.jsonl' }],
       apply: (m) => void (m.units.a = { records: 1, files: ['a.jsonl'], committed_at: '' }),
     });
-    // What a crash between the rename and the manifest leaves: the file in place and its marker.
+    // What a crash between the rename and the manifest left when files were renamed first (sluice before
+    // 2026-11-23): the file in place and a marker listing final names.
     await writeFile(path.join(root, 'b.jsonl'), '{"x":2}\n');
     await writeFile(
       path.join(root, '.sluice-tmp', 'commit.1.pending'),
@@ -44,6 +45,43 @@ describe('OutputDir', () => {
       'users-own.jsonl',
     ]);
     expect(again.committedUnits()).toEqual(new Set(['a']));
+  });
+
+  it('completes a recorded commit cut off half-way through its renames, and drops one cut off before the manifest', async () => {
+    const root = path.join(await tempDir(), 'out');
+    const out = await OutputDir.open(options(root));
+    const tmp = (name: string): string => path.join(root, '.sluice-tmp', name);
+    // Recorded: two files, the first already renamed into place when the process died.
+    await writeFile(path.join(root, 'a1.jsonl'), '{"x":1}\n');
+    await writeFile(tmp('a2.tmp'), '{"x":2}\n');
+    await out.commit({
+      moves: [],
+      apply: (m) => void (m.units.a = { records: 2, files: ['a1.jsonl', 'a2.jsonl'], committed_at: '' }),
+    });
+    await writeFile(
+      tmp('commit.1.pending'),
+      JSON.stringify({
+        moves: [
+          { from: tmp('a1.tmp'), to: 'a1.jsonl' },
+          { from: tmp('a2.tmp'), to: 'a2.jsonl' },
+        ],
+      }),
+    );
+    // Not recorded: the manifest never got it, so its temp file must not appear.
+    await writeFile(tmp('b.tmp'), '{"x":3}\n');
+    await writeFile(tmp('commit.2.pending'), JSON.stringify({ moves: [{ from: tmp('b.tmp'), to: 'b.jsonl' }] }));
+    // A marker torn by the crash.
+    await writeFile(tmp('commit.3.pending'), '{"moves": [');
+
+    const ctx = sinkContext(root);
+    const again = await OutputDir.open(options(root, { fresh: false, log: ctx.log }));
+    expect((await readdir(root)).sort()).toEqual(['.sluice-tmp', '_sluice_manifest.json', 'a1.jsonl', 'a2.jsonl']);
+    expect(await readFile(path.join(root, 'a2.jsonl'), 'utf8')).toBe('{"x":2}\n');
+    expect(await readdir(path.join(root, '.sluice-tmp'))).toEqual([]);
+    expect(again.committedUnits()).toEqual(new Set(['a']));
+    expect(ctx.logs).toEqual([
+      'warn: test sink: completed a commit a crash interrupted: moved 1 committed file(s) into place',
+    ]);
   });
 
   it('replace: a crash after the swap but before NEXT was removed does not delete the live generation', async () => {
