@@ -74,6 +74,8 @@ export interface Move {
 
 export class OutputDir {
   private readonly mutex = new Mutex();
+  /** Set when a manifest write failed: the directory's state is known again only after the next open. */
+  private unsettled: Error | undefined;
 
   private constructor(
     private readonly opts: OutputDirOptions,
@@ -133,6 +135,10 @@ export class OutputDir {
     after?: () => Promise<void>;
   }): Promise<boolean> {
     return this.mutex.run(async () => {
+      if (this.unsettled)
+        throw new SluiceError(`${this.opts.label}: an earlier commit is unsettled: ${this.unsettled.message}`, {
+          hint: 'fix the cause and run again: the next run settles it before committing anything else',
+        });
       const discard = async (marker?: string): Promise<void> => {
         await Promise.all([
           ...req.moves.map((m) => rm(m.from, { recursive: true, force: true })),
@@ -156,11 +162,21 @@ export class OutputDir {
           failpoint('files:before-manifest');
         }
         req.apply(next);
-        await writeManifest(this.dataDir, this.tmpDir, next);
       } catch (err) {
         // Before the commit point: nothing of this commit is visible or recorded.
         await discard(marker);
         throw err;
+      }
+      try {
+        await writeManifest(this.dataDir, this.tmpDir, next);
+      } catch (err) {
+        // Whether the new manifest landed is unknown (it may have been renamed into place before a later step
+        // failed): keep the temp files and the marker for the next open to settle, and take no further commits.
+        this.unsettled = err as Error;
+        throw new CommitIncompleteError(`${this.opts.label}: could not write the manifest: ${(err as Error).message}`, {
+          hint: 'fix the cause (disk space, permissions) and run again: the next run settles this commit',
+          cause: err,
+        });
       }
       this.manifest = next;
       if (marker) {

@@ -1,7 +1,7 @@
-import { mkdir, readFile, readdir, readlink, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { OutputDir, type OutputDirOptions } from '../../../sinks/common/output-dir.js';
+import { CommitIncompleteError, OutputDir, type OutputDirOptions } from '../../../sinks/common/output-dir.js';
 import { removeTempDirs, sinkContext, tempDir } from '../helpers.js';
 
 afterAll(removeTempDirs);
@@ -82,6 +82,35 @@ describe('OutputDir', () => {
     expect(ctx.logs).toEqual([
       'warn: test sink: completed a commit a crash interrupted: moved 1 committed file(s) into place',
     ]);
+  });
+
+  it('a manifest that cannot be written keeps the commit for the next open to settle and takes no more commits', async () => {
+    const root = path.join(await tempDir(), 'out');
+    const out = await OutputDir.open(options(root));
+    const manifestPath = path.join(root, '_sluice_manifest.json');
+    await rm(manifestPath, { force: true });
+    await mkdir(manifestPath); // renaming the new manifest over a directory fails
+    const file = (name: string): Promise<string> => {
+      const tmp = out.tempPath(name);
+      return writeFile(tmp, '{"x":1}\n').then(() => tmp);
+    };
+    const commitA = out.commit({
+      moves: [{ from: await file('a'), to: 'a.jsonl' }],
+      apply: (m) => void (m.units.a = { records: 1, files: ['a.jsonl'], committed_at: '' }),
+    });
+    await expect(commitA).rejects.toThrow(CommitIncompleteError);
+    await expect(commitA).rejects.toThrow(/could not write the manifest/);
+    await expect(
+      out.commit({ moves: [], apply: (m) => void (m.units.b = { records: 0, files: [], committed_at: '' }) }),
+    ).rejects.toThrow(/an earlier commit is unsettled/);
+    expect((await readdir(path.join(root, '.sluice-tmp'))).some((f) => f.endsWith('.pending'))).toBe(true);
+
+    await rm(manifestPath, { recursive: true });
+    const again = await OutputDir.open(options(root, { fresh: false }));
+    // The manifest never recorded it: nothing appears, nothing is left behind.
+    expect((await readdir(root)).filter((f) => f.endsWith('.jsonl'))).toEqual([]);
+    expect(await readdir(path.join(root, '.sluice-tmp'))).toEqual([]);
+    expect(again.committedUnits()).toEqual(new Set());
   });
 
   it('replace: a crash after the swap but before NEXT was removed does not delete the live generation', async () => {
