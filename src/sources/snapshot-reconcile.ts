@@ -79,8 +79,15 @@ export class FilterReconciler {
     try {
       return this.attemptFrom(await this.list());
     } catch (err) {
-      // A key that may not list snapshots can still filter: only a lost answer then needs a person.
-      if (err instanceof ServiceError && err.status >= 400 && err.status < 500 && err.status !== 429) {
+      // A key that may not list snapshots (403) can still filter: only a lost answer then needs a person. A key
+      // the service does not know (401) cannot filter either: that is the error to report, before anything else.
+      if (
+        err instanceof ServiceError &&
+        err.status >= 400 &&
+        err.status < 500 &&
+        err.status !== 401 &&
+        err.status !== 429
+      ) {
         log.warn(
           `cannot list the snapshots of ${this.datasetId} (${err.message}): if the filter call loses its answer, ` +
             'you will have to find its snapshot yourself',

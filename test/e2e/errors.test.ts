@@ -33,7 +33,8 @@ describe('fatal errors', () => {
     });
     expect(r.code).toBe(1);
     expect(failure(r)).toEqual({
-      error: 'error: POST /datasets/filter: 401: Invalid credentials',
+      // The first call (listing the dataset's snapshots, before any paid call) is refused.
+      error: 'error: GET /datasets/snapshots: 401: Invalid credentials',
       fix: 'fix: the API key was refused: set SLUICE_API_KEY to a valid key',
     });
     expect(r.stdout).toBe('');

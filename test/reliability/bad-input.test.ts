@@ -513,7 +513,7 @@ describe('the service says no: what it said, and which option to change', () => 
     });
     expectFailure(
       r,
-      /^POST \/datasets\/filter: 401: Invalid credentials$/,
+      /^GET \/datasets\/snapshots: 401: Invalid credentials$/,
       /^the API key was refused: set SLUICE_API_KEY/,
     );
     expect(r.stderr.join('\n')).not.toContain('not-the-key-1234');

@@ -214,7 +214,7 @@ describe('the API key never reaches an output, a log or a file', () => {
           { baseUrl: other.url },
         );
         expect(r.code).toBe(1);
-        expect(r.stderr).toMatch(/^error: POST \/datasets\/filter: 401: Invalid credentials$/m);
+        expect(r.stderr).toMatch(/^error: GET \/datasets\/snapshots: 401: Invalid credentials$/m);
         expect(r.stderr).toMatch(/^ {2}fix: the API key was refused: set SLUICE_API_KEY to a valid key$/m);
         expect(r.stderr).toMatch(/^\s+at /m); // --debug printed the stack
         if (format === 'json') expect(JSON.parse(r.stdout)).toMatchObject({ status: 'failed' });

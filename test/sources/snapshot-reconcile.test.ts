@@ -305,4 +305,41 @@ describe('startFilterJobOnce', () => {
     }).catch((e: unknown) => e)) as SluiceError;
     expect(rerun.message).toMatch(/cannot be listed/);
   });
+
+  it('a key the service does not know (401 on the list) fails at once with that error: no warning, no paid call', async () => {
+    const h = await harness();
+    const unknownKey = {
+      ...h.client,
+      datasets: {
+        ...h.client.datasets,
+        snapshots: () =>
+          Promise.reject(
+            new ServiceError({
+              method: 'GET',
+              path: '/datasets/snapshots',
+              status: 401,
+              serviceMessage: 'Invalid credentials',
+            }),
+          ),
+      },
+    } as ServiceClient;
+    const log = recordingLog();
+    const state = new MemoryStateStore();
+    let posted = 0;
+    const err = (await startFilterJobOnce({
+      client: unknownKey,
+      ctx: sourceContext(h, state, { log }),
+      datasetId: COMPANY_PROFILES_ID,
+      attemptKey: KEY,
+      post: () => {
+        posted++;
+        return Promise.reject(new Error('must not be called'));
+      },
+    }).catch((e: unknown) => e)) as ServiceError;
+    expect(err).toBeInstanceOf(ServiceError);
+    expect(err.status).toBe(401);
+    expect(posted).toBe(0);
+    expect(log.lines.filter((l) => l.startsWith('warn:'))).toEqual([]);
+    expect(state.get(KEY)).toBeUndefined();
+  });
 });
