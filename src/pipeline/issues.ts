@@ -3,10 +3,10 @@
  * in words, and says what is allowed there (the allowed keys, values or registered types). Positions are added by
  * the loader, which knows the YAML nodes.
  */
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { YamlPath } from './interpolate.js';
 import type { ComponentKind, Registry } from './registry.js';
-import { descriptionOf, resolveObject, schemaAt } from './schema-walk.js';
+import { descriptionOf, resolveObject, schemaAt, unwrap } from './schema-walk.js';
 
 export interface Problem {
   path: YamlPath;
@@ -122,6 +122,40 @@ function fieldHint(ctx: IssueContext, path: YamlPath): string | undefined {
   const schema = schemaAt(ctx.schema, ctx.data, path);
   const text = schema && descriptionOf(schema);
   return text ? `${String(path.at(-1))}: ${text}` : undefined;
+}
+
+/** The field's description, led by the range a numeric field allows. */
+function rangeHint(ctx: IssueContext, path: YamlPath): string | undefined {
+  const range = numberRange(ctx, path);
+  const hint = [range && `set ${String(path.at(-1))} to ${range}`, fieldHint(ctx, path)].filter(Boolean).join('; ');
+  return hint || undefined;
+}
+
+/** "an integer from 1 to 100", "a number > 0": what a numeric field allows, from its schema's checks. */
+function numberRange(ctx: IssueContext, path: YamlPath): string | undefined {
+  const schema = schemaAt(ctx.schema, ctx.data, path);
+  const n = schema && unwrap(schema);
+  if (!(n instanceof z.ZodNumber)) return undefined;
+  const int = n.isInt;
+  let lo: { value: number; inclusive: boolean } | undefined;
+  let hi: { value: number; inclusive: boolean } | undefined;
+  for (const check of n._zod.def.checks ?? []) {
+    const d = check._zod.def as { check: string; value?: unknown; inclusive?: boolean };
+    if (typeof d.value !== 'number') continue;
+    const bound = { value: d.value, inclusive: d.inclusive ?? true };
+    if (d.check === 'greater_than') lo = bound;
+    if (d.check === 'less_than') hi = bound;
+  }
+  // An integer above 0 is an integer of at least 1: say it the simple way.
+  if (int && lo && !lo.inclusive) lo = { value: Math.floor(lo.value) + 1, inclusive: true };
+  if (int && hi && !hi.inclusive) hi = { value: Math.ceil(hi.value) - 1, inclusive: true };
+  const what = int ? 'an integer' : 'a number';
+  if (lo?.inclusive && hi?.inclusive) return `${what} from ${lo.value} to ${hi.value}`;
+  const parts = [
+    lo && `${lo.inclusive ? '≥' : '>'} ${lo.value}`,
+    hi && `${hi.inclusive ? '≤' : '<'} ${hi.value}`,
+  ].filter(Boolean);
+  return parts.length > 0 ? `${what} ${parts.join(' and ')}` : undefined;
 }
 
 /** "source (snapshot)", "transforms[1] (normalize)", "service.retry". */
@@ -260,7 +294,7 @@ export function toProblems(ctx: IssueContext, issue: Issue): Problem[] {
       const expected = EXPECTED[issue.expected] ?? issue.expected;
       const ref = ctx.references.get(JSON.stringify(path));
       const got = ref ? `${describeValue(value, path)} from ${ref}` : describeValue(value, path);
-      return [{ path, message: `${label}: expected ${expected}, got ${got}`, hint: fieldHint(ctx, path) }];
+      return [{ path, message: `${label}: expected ${expected}, got ${got}`, hint: rangeHint(ctx, path) }];
     }
     case 'invalid_value': {
       if (isMissing(ctx, path) && path.at(-1) !== 'type') return [missingKey(ctx, path)];
@@ -286,7 +320,7 @@ export function toProblems(ctx: IssueContext, issue: Issue): Problem[] {
     case 'too_small':
     case 'too_big': {
       const custom = !/^Too (small|big)/.test(issue.message);
-      return [{ path, message: `${label}: ${custom ? issue.message : sizeText(issue)}`, hint: fieldHint(ctx, path) }];
+      return [{ path, message: `${label}: ${custom ? issue.message : sizeText(issue)}`, hint: rangeHint(ctx, path) }];
     }
     case 'invalid_format': {
       const custom = !/^Invalid/.test(issue.message);

@@ -88,6 +88,20 @@ describe('broken pipelines are reported at file:line:column', () => {
     expect((await hints('missing-env.yaml'))[0]).toContain('${SLUICE_TEST_UNSET_KEY:-value}');
   });
 
+  it('names the range a number must be in: integer bounds as integers, a bound that excludes its value', async () => {
+    const hintOf = async (poll: string) => {
+      const file = writeTemp(
+        HEAD +
+          `source: { type: deep_lookup, query: "Find all coffee roasters in Portland", poll: ${poll} }\n` +
+          'sink: { type: jsonl, path: out }\n',
+      );
+      return (await validatePipeline(file, {})).problems.map((p) => p.hint);
+    };
+    expect(await hintOf('{ interval_ms: 5 }')).toEqual(['set interval_ms to an integer ≥ 10']);
+    expect(await hintOf('{ timeout_s: 0 }')).toEqual(['set timeout_s to a number > 0']);
+    expect(await hintOf('{ timeout_s: soon }')).toEqual(['set timeout_s to a number > 0']);
+  });
+
   it('reads variables from the environment it is given', async () => {
     const file = path.join(broken, 'missing-env.yaml');
     const { problems, pipeline } = await validatePipeline(file, { SLUICE_TEST_UNSET_KEY: 'from-env-key' });

@@ -182,7 +182,7 @@ const configCases: ConfigCase[] = [
     name: 'wrong type: a number as words',
     yaml: HEAD + FILTER_SOURCE + '  concurrency: lots\n' + JSONL_SINK,
     error: /p\.yaml:14:16: source\.concurrency: expected a number, got a string \("lots"\)/,
-    fix: /^concurrency: /,
+    fix: /^set concurrency to an integer from 1 to 64; concurrency: /,
   },
   {
     name: 'wrong type: one query where a list belongs',
@@ -194,7 +194,7 @@ const configCases: ConfigCase[] = [
     name: 'wrong type: records_limit quoted',
     yaml: HEAD + FILTER_SOURCE.replace('records_limit: 500', "records_limit: '500'") + JSONL_SINK,
     error: /source\.records_limit: expected a number, got a string \("500"\)/,
-    fix: /^records_limit: /,
+    fix: /^set records_limit to an integer ≥ 1; records_limit: /,
   },
   {
     name: 'wrong type: yes for a boolean (YAML 1.2 reads a string)',
@@ -326,19 +326,19 @@ const configCases: ConfigCase[] = [
     name: 'batch_size below the service minimum of 1000',
     yaml: HEAD + FILTER_SOURCE.replace('batch_size: 1000', 'batch_size: 500') + JSONL_SINK,
     error: /source\.download\.batch_size: must be ≥ 1000/,
-    fix: /^batch_size: .*at least 1000/,
+    fix: /^set batch_size to an integer ≥ 1000; batch_size: .*at least 1000/,
   },
   {
     name: 'records_limit of 0',
     yaml: HEAD + FILTER_SOURCE.replace('records_limit: 500', 'records_limit: 0') + JSONL_SINK,
     error: /source\.records_limit: must be > 0/,
-    fix: /^records_limit: /,
+    fix: /^set records_limit to an integer ≥ 1; records_limit: /,
   },
   {
     name: 'a negative records_limit',
     yaml: HEAD + FILTER_SOURCE.replace('records_limit: 500', 'records_limit: -20') + JSONL_SINK,
     error: /source\.records_limit: must be > 0/,
-    fix: /^records_limit: /,
+    fix: /^set records_limit to an integer ≥ 1; records_limit: /,
   },
   {
     name: 'a base_url that is not an http(s) URL',
