@@ -239,6 +239,9 @@ export class ParquetSink implements Sink {
       const staged = Object.entries(out.manifest.units).filter(([, u]) => u.staged !== undefined);
       if (staged.length === 0) return;
       const schema = new InferredSchema();
+      // Starting from what earlier publishes wrote keeps one column and struct-field order across all the files of
+      // the directory, whichever unit a field first appeared in.
+      if (out.manifest.schema) schema.absorb(new Map(out.manifest.schema.map(([k, s]) => [k, deserializeType(s)])));
       for (const [, u] of staged) schema.absorb(new Map(u.staged!.schema.map(([k, s]) => [k, deserializeType(s)])));
       const cases = schema.conflicts.caseConflicts();
       if (cases.length > 0)
@@ -284,6 +287,7 @@ export class ParquetSink implements Sink {
               delete u.staged;
               u.files = files;
             }
+            m.schema = [...schema.columns].map(([k, t]) => [k, serializeType(t)]);
           },
           after: async () => {
             await Promise.all(stagedPaths.map((p) => rm(p, { force: true })));

@@ -1,7 +1,7 @@
 /**
  * `_sluice_manifest.json`: the commit record of a file sink's output directory. A unit is committed when the
- * manifest lists it; files in the directory that no manifest entry names are leftovers of a crash and are removed
- * on the next open. Readers that want exactly the committed data read the files listed here.
+ * manifest lists it, and its data files appear in the directory only after that (see output-dir.ts), so a reader
+ * may list the directory or read the files listed here.
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -29,6 +29,11 @@ export interface Manifest {
   format: 'jsonl' | 'parquet';
   updated_at: string;
   units: Record<string, ManifestUnit>;
+  /**
+   * Parquet only: the columns of the files published so far, in the order they first appeared; each publish
+   * starts from it, so every file of the directory lists columns and struct fields in one order.
+   */
+  schema?: [string, SerializedType][];
 }
 
 export function emptyManifest(pipeline: string, format: Manifest['format']): Manifest {

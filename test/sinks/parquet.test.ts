@@ -199,6 +199,35 @@ describe('parquet sink', () => {
     ]);
   });
 
+  it('keeps one column and struct-field order across publishes, whichever unit a field first appeared in', async () => {
+    const first = await openSink();
+    await first.writeUnit(unit('u1'), batches([{ id: 1, s: { a: 1, b: 'x' } }]));
+    await first.finish();
+    await first.close();
+    const second = await openSink({}, false);
+    await second.writeUnit(unit('u2'), batches([{ extra: true, s: { c: 2.5, b: 'y', a: 2 }, id: 2 }]));
+    await second.finish();
+    await second.close();
+    const files = await parquetFiles();
+    expect(files).toHaveLength(2);
+    const layout = async (f: string) =>
+      (
+        await query(
+          `SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet('${path.join(dir, 'out', f)}'))`,
+        )
+      ).map((r) => `${String(r.column_name)} ${String(r.column_type)}`);
+    const [a, b] = await Promise.all(files.map(layout));
+    expect(a).toEqual(['id BIGINT', 's STRUCT(a BIGINT, b VARCHAR)']);
+    // The second file starts with the first one's columns and fields, in their order; new ones follow.
+    expect(b).toEqual(['id BIGINT', 's STRUCT(a BIGINT, b VARCHAR, c DOUBLE)', 'extra BOOLEAN']);
+    expect(
+      await query(`SELECT id, s.a AS a, s.b AS b FROM read_parquet('${glob()}', union_by_name = true) ORDER BY id`),
+    ).toEqual([
+      { id: 1, a: 1, b: 'x' },
+      { id: 2, a: 2, b: 'y' },
+    ]);
+  });
+
   it('replace publishes into a new generation that finish swaps in', async () => {
     const first = await openSink({ write: 'replace' });
     await first.writeUnit(unit('old'), batches(rows(0, 3)));
