@@ -74,6 +74,15 @@ const ambiguous = (): AmbiguousPaidCallError =>
 const paid = (h: Harness): number => h.emu.stats.paid.filter ?? 0;
 const calls = (h: Harness, route: string): number => h.emu.stats.routes[route] ?? 0;
 
+/** The harness's client, except that listing the dataset's snapshots is refused with `status`. */
+function listRefused(h: Harness, status: number, serviceMessage: string): ServiceClient {
+  const refusal = new ServiceError({ method: 'GET', path: '/datasets/snapshots', status, serviceMessage });
+  return {
+    ...h.client,
+    datasets: { ...h.client.datasets, snapshots: () => Promise.reject(refusal) },
+  } as ServiceClient;
+}
+
 describe('snapshot source: a lost filter answer', () => {
   it('the job ran but its answer was lost (reset_after): the run adopts it from the list, paying once', async () => {
     const h = await harness({ faults: firstFilterCall('reset_after') });
@@ -267,21 +276,7 @@ describe('startFilterJobOnce', () => {
 
   it('when the list cannot be read (403), it warns, and a lost answer then needs a person', async () => {
     const h = await harness();
-    const refusing = {
-      ...h.client,
-      datasets: {
-        ...h.client.datasets,
-        snapshots: () =>
-          Promise.reject(
-            new ServiceError({
-              method: 'GET',
-              path: '/datasets/snapshots',
-              status: 403,
-              serviceMessage: 'Access denied.',
-            }),
-          ),
-      },
-    } as ServiceClient;
+    const refusing = listRefused(h, 403, 'Access denied.');
     const log = recordingLog();
     const state = new MemoryStateStore();
     const err = (await startFilterJobOnce({
@@ -308,21 +303,7 @@ describe('startFilterJobOnce', () => {
 
   it('a key the service does not know (401 on the list) fails at once with that error: no warning, no paid call', async () => {
     const h = await harness();
-    const unknownKey = {
-      ...h.client,
-      datasets: {
-        ...h.client.datasets,
-        snapshots: () =>
-          Promise.reject(
-            new ServiceError({
-              method: 'GET',
-              path: '/datasets/snapshots',
-              status: 401,
-              serviceMessage: 'Invalid credentials',
-            }),
-          ),
-      },
-    } as ServiceClient;
+    const unknownKey = listRefused(h, 401, 'Invalid credentials');
     const log = recordingLog();
     const state = new MemoryStateStore();
     let posted = 0;
