@@ -12,37 +12,15 @@ import { parse as parseCsv } from 'csv-parse/sync';
 import { z } from 'zod';
 import { ServiceError } from '../client/index.js';
 import { SluiceError } from '../core/errors.js';
+import {
+  FIELD_OPERATORS,
+  GROUP_OPERATORS,
+  LIST_OPERATORS,
+  MAX_GROUP_DEPTH,
+  VALUELESS_OPERATORS,
+} from '../core/filter-grammar.js';
 import { didYouMean } from '../pipeline/issues.js';
 
-export const FIELD_OPERATORS = [
-  '=',
-  '!=',
-  '<',
-  '<=',
-  '>',
-  '>=',
-  'in',
-  'not_in',
-  'includes',
-  'not_includes',
-  'array_includes',
-  'not_array_includes',
-  'is_null',
-  'is_not_null',
-] as const;
-export const GROUP_OPERATORS = ['and', 'or'] as const;
-/** Operators whose value may name an uploaded file (spec "Filter object"). */
-export const FILE_OPERATORS: ReadonlySet<string> = new Set([
-  'in',
-  'not_in',
-  'includes',
-  'not_includes',
-  'array_includes',
-  'not_array_includes',
-]);
-const VALUELESS: ReadonlySet<string> = new Set(['is_null', 'is_not_null']);
-/** Groups nest at most this deep; the outermost group is level 1. */
-export const MAX_GROUP_DEPTH = 3;
 /** A filter value that looks like this names an uploaded file rather than being a literal. */
 const FILE_NAME = /\.(csv|json)$/i;
 
@@ -143,7 +121,7 @@ function checkField(o: Record<string, unknown>, report: Report, path: Path): voi
     );
     return;
   }
-  if (VALUELESS.has(op)) {
+  if (VALUELESS_OPERATORS.has(op)) {
     if ('value' in o)
       report(
         [...path, 'value'],
@@ -171,7 +149,7 @@ export function fileReferences(filter: unknown, path: Path = []): { file: string
   if (Array.isArray(filter.filters))
     return filter.filters.flatMap((f, i) => fileReferences(f, [...path, 'filters', i]));
   const { name, operator, value } = filter;
-  if (typeof name === 'string' && typeof operator === 'string' && FILE_OPERATORS.has(operator))
+  if (typeof name === 'string' && typeof operator === 'string' && LIST_OPERATORS.has(operator))
     if (typeof value === 'string' && FILE_NAME.test(value))
       return [{ file: value, field: name, path: [...path, 'value'] }];
   return [];

@@ -18,6 +18,7 @@
  * `Invalid file format`) as 400 `{error}` naming the culprit; type and value problems as 400
  * `{validation_errors}` in the Joi wording of filter-validate.ts.
  */
+import { LIST_OPERATORS } from '../../core/filter-grammar.js';
 import type { DatasetFields, ScalarType } from '../data/dataset-fields.js';
 import { HttpError } from '../router.js';
 import { resolveField, type ResolvedField } from './filter-fields.js';
@@ -167,15 +168,6 @@ function operatorFits(op: string, field: ResolvedField, type: ScalarType): boole
 function describe(field: ResolvedField, type: ScalarType): string {
   return field.shape === 'multi' ? `an array of ${type}` : type;
 }
-
-const LIST_OPERATORS: ReadonlySet<string> = new Set([
-  'in',
-  'not_in',
-  'includes',
-  'not_includes',
-  'array_includes',
-  'not_array_includes',
-]);
 
 /** The filter's value(s) coerced to the field's type; undefined after recording an error. */
 function operands(f: FieldFilter, type: ScalarType, env: CompileEnv): unknown[] | undefined {

@@ -4,27 +4,15 @@
  * rejected (`"filter.filters[0].x" is not allowed`); groups nest at most 3 levels. Whether a field exists and
  * whether an operator suits its type needs the dataset: that is filter-compile.ts.
  */
+import {
+  FIELD_OPERATORS,
+  GROUP_OPERATORS,
+  MAX_GROUP_DEPTH,
+  VALUELESS_OPERATORS,
+  type FieldOperator,
+  type GroupOperator,
+} from '../../core/filter-grammar.js';
 
-export const FIELD_OPERATORS = [
-  '=',
-  '!=',
-  '<',
-  '<=',
-  '>',
-  '>=',
-  'in',
-  'not_in',
-  'includes',
-  'not_includes',
-  'array_includes',
-  'not_array_includes',
-  'is_null',
-  'is_not_null',
-] as const;
-export const GROUP_OPERATORS = ['and', 'or'] as const;
-
-export type FieldOperator = (typeof FIELD_OPERATORS)[number];
-export type GroupOperator = (typeof GROUP_OPERATORS)[number];
 export type Scalar = string | number | boolean;
 export type FilterValue = Scalar | Scalar[];
 
@@ -47,10 +35,6 @@ export interface GroupFilter {
 
 export type FilterNode = FieldFilter | GroupFilter;
 
-/** Groups nest at most this deep (the outermost group is level 1). */
-export const MAX_GROUP_DEPTH = 3;
-
-const VALUELESS: ReadonlySet<string> = new Set(['is_null', 'is_not_null']);
 const OPERATOR_LIST = `[${[...FIELD_OPERATORS, ...GROUP_OPERATORS].join(', ')}]`;
 
 /** The parsed filter, or the list of everything wrong with it. */
@@ -113,7 +97,7 @@ function field(o: Record<string, unknown>, path: string, errors: string[]): Fiel
   else if (typeof op !== 'string' || !(FIELD_OPERATORS as readonly string[]).includes(op))
     errors.push(`"${path}.operator" must be one of ${OPERATOR_LIST}`);
 
-  if (typeof op === 'string' && VALUELESS.has(op)) {
+  if (typeof op === 'string' && VALUELESS_OPERATORS.has(op)) {
     if (o.value !== undefined) errors.push(`"${path}.value" is not allowed`);
   } else if (o.value === undefined) errors.push(`"${path}.value" is required`);
   else checkValue(o.value, `${path}.value`, errors);
