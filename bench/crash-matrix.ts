@@ -32,6 +32,7 @@ import { COMPANY_PROFILES_ID } from '../src/emulator/data/company-profiles.js';
 import { startEmulator, type EmulatorHandle } from '../src/emulator/server.js';
 import { runPipeline } from '../src/engine/run.js';
 import { loadPipeline } from '../src/pipeline/load.js';
+import { cliArg, inParallel, paidText } from './lib/matrix-common.js';
 import {
   isReplace,
   leftovers,
@@ -457,24 +458,6 @@ function lastLines(stderr: string): string {
   return stderr.trimEnd().split('\n').slice(-2).join(' / ');
 }
 
-function paidText(p: Record<string, number>): string {
-  const parts = Object.entries(p).map(([k, n]) => `${k} ${n}`);
-  return parts.length ? parts.join(', ') : 'none';
-}
-
-async function inParallel<T, R>(items: T[], n: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array<R>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!, i);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(n, items.length)) }, worker));
-  return out;
-}
-
 /** It died where planned, nothing partial was visible, one rerun made the clean output, paid once, left nothing. */
 export function cellPassed(c: CellResult): boolean {
   return (
@@ -542,15 +525,10 @@ export function formatMatrix(r: MatrixResult): string {
   ].join('\n');
 }
 
-function arg(name: string): string | undefined {
-  const i = process.argv.indexOf(`--${name}`);
-  return i === -1 ? undefined : process.argv[i + 1];
-}
-
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
-  const only = arg('only');
-  const out = arg('out') ?? 'out/crash-matrix.md';
-  const parallel = arg('parallel');
+  const only = cliArg('only');
+  const out = cliArg('out') ?? 'out/crash-matrix.md';
+  const parallel = cliArg('parallel');
   const result = await runCrashMatrix({
     ...(only !== undefined && { cells: CELLS.filter((c) => cellLabel(c).includes(only)) }),
     ...(parallel !== undefined && { parallel: Number(parallel) }),

@@ -13,12 +13,10 @@
  * Each cell has an emulator of its own (same data seed, its own fault seed), so its paid-call counters and its
  * snapshot list hold only that cell's work, and the pipeline runs in-process (`runPipeline`) against it.
  */
-import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { DuckDBInstance } from '@duckdb/node-api';
 import type { Logger } from '../src/core/types.js';
 import { COMPANY_PROFILES_ID } from '../src/emulator/data/company-profiles.js';
 import { knowledgeFid } from '../src/emulator/data/serp.js';
@@ -26,6 +24,18 @@ import type { EmulatorOptions } from '../src/emulator/context.js';
 import { startEmulator, type FaultConfig } from '../src/emulator/server.js';
 import { runPipeline } from '../src/engine/run.js';
 import { loadPipeline } from '../src/pipeline/load.js';
+import {
+  cliArg,
+  digestOf,
+  inParallel,
+  paidText,
+  sameDigest,
+  sql,
+  withDuckDB,
+  type Digest,
+} from './lib/matrix-common.js';
+
+export type { Digest } from './lib/matrix-common.js';
 
 export const PIPELINES = ['snapshot', 'serp', 'reviews', 'deep_lookup'] as const;
 export const SINKS = ['duckdb', 'parquet', 'jsonl'] as const;
@@ -69,36 +79,11 @@ export interface MatrixOptions {
 }
 
 /** What DuckDB computes over an output: rows, distinct keys, and md5 over the rows' JSON in a fixed order. */
-export interface Digest {
-  rows: number;
-  keys: number;
-  checksum: string;
-}
-
-export interface CellResult {
-  seed: number;
-  pipeline: PipelineKind;
-  sink: SinkKind;
-  /** Runs made: 1 when the first run succeeded. */
-  runs: number;
-  succeeded: boolean;
-  /** Client retries plus units read again, over all runs. */
-  retries: number;
-  faults: Record<string, number>;
-  /** Requests the emulator received, over all runs. */
-  requests: number;
-  /** Paid operations the emulator started, by kind. */
-  paid: Record<string, number>;
-  /** Lost answers of paid calls recovered by reconciliation (from the logs). */
-  recovered: number;
-  /** First line of each failed run's error. */
-  failures: string[];
-  digest: Digest | undefined;
+export interface CellResult extends CellRun {
   clean: Digest;
   equal: boolean;
   /** Every paid operation the pipeline needs was started exactly once. */
   paidOnce: boolean;
-  seconds: number;
 }
 
 export interface MatrixResult {
@@ -165,13 +150,19 @@ interface CellRun {
   seed: number;
   pipeline: PipelineKind;
   sink: SinkKind;
+  /** Runs made: 1 when the first run succeeded. */
   runs: number;
   succeeded: boolean;
+  /** Client retries plus units read again, over all runs. */
   retries: number;
   faults: Record<string, number>;
+  /** Requests the emulator received, over all runs. */
   requests: number;
+  /** Paid operations the emulator started, by kind. */
   paid: Record<string, number>;
+  /** Lost answers of paid calls recovered by reconciliation (from the logs). */
   recovered: number;
+  /** First line of each failed run's error. */
   failures: string[];
   digest: Digest | undefined;
   seconds: number;
@@ -353,56 +344,23 @@ function placeQueries(): string[] {
   return found;
 }
 
-/** Rows, distinct keys and a checksum of one cell's output, computed by DuckDB. */
+/** Rows, distinct keys and a checksum of one cell's committed output, computed by DuckDB. */
 async function digest(p: PipelineKind, s: SinkKind, dir: string): Promise<Digest> {
-  const instance = await DuckDBInstance.create(':memory:');
-  const conn = await instance.connect();
-  try {
-    await conn.run(`SET TimeZone = 'UTC'`);
+  return withDuckDB(async (conn) => {
     let relation: string;
     if (s === 'duckdb') {
-      await conn.run(`ATTACH ${sqlString(path.join(dir, 'out/warehouse.duckdb'))} AS w (READ_ONLY)`);
+      await conn.run(`ATTACH ${sql(path.join(dir, 'out/warehouse.duckdb'))} AS w (READ_ONLY)`);
       relation = 'w.t';
     } else {
       const out = path.join(dir, 'out', s);
-      const files = committedFiles(out).map((f) => sqlString(path.join(out, f)));
+      const files = committedFiles(out).map((f) => sql(path.join(out, f)));
       relation =
         s === 'parquet'
           ? `read_parquet([${files.join(', ')}], union_by_name = true)`
           : `read_json([${files.join(', ')}], format = 'newline_delimited', union_by_name = true)`;
     }
-    const columns = (await conn.runAndReadAll(`DESCRIBE SELECT * FROM ${relation}`))
-      .getRowObjectsJS()
-      .map((r) => String(r.column_name));
-    const volatile = VOLATILE.filter((c) => columns.includes(c));
-    const t = `(SELECT * ${volatile.length ? `EXCLUDE (${volatile.join(', ')})` : ''} FROM ${relation}) t`;
-    const counts = (
-      await conn.runAndReadAll(`SELECT count(*) AS n, count(DISTINCT ${KEYS[p]}) AS keys FROM ${t}`)
-    ).getRowObjectsJS()[0]!;
-    // Each row as DuckDB renders it in JSON, with object keys sorted: a sink infers struct types from the units it
-    // commits first, so two correct runs may order a struct's fields differently (same content, other type).
-    const lines = (await conn.runAndReadAll(`SELECT to_json(t)::VARCHAR AS j FROM ${t}`))
-      .getRowObjectsJS()
-      .map((r) => JSON.stringify(sortKeys(JSON.parse(String(r.j)))))
-      .sort();
-    const hash = createHash('sha256');
-    for (const l of lines) hash.update(l).update('\n');
-    return { rows: Number(counts.n), keys: Number(counts.keys), checksum: hash.digest('hex').slice(0, 16) };
-  } finally {
-    conn.closeSync();
-    instance.closeSync();
-  }
-}
-
-function sortKeys(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(sortKeys);
-  if (v === null || typeof v !== 'object') return v;
-  const o = v as Record<string, unknown>;
-  return Object.fromEntries(
-    Object.keys(o)
-      .sort()
-      .map((k) => [k, sortKeys(o[k])]),
-  );
+    return digestOf(conn, relation, { key: KEYS[p], volatile: VOLATILE });
+  });
 }
 
 /** The data files a file sink's manifest lists: exactly the committed data. */
@@ -418,31 +376,10 @@ function committedFiles(dir: string): string[] {
   return [...files].sort();
 }
 
-function sqlString(s: string): string {
-  return `'${s.replace(/'/g, "''")}'`;
-}
-
-function sameDigest(a: Digest, b: Digest): boolean {
-  return a.rows === b.rows && a.keys === b.keys && a.checksum === b.checksum;
-}
-
 function memoryLogger(lines: string[]): Logger {
   const at = (level: string) => (msg: string, fields?: Record<string, unknown>) =>
     lines.push(`${level} ${msg}${fields ? ` ${JSON.stringify(fields)}` : ''}`);
   return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
-}
-
-async function inParallel<T, R>(items: T[], n: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array<R>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(n, items.length)) }, worker));
-  return out;
 }
 
 const FAULT_ORDER = Object.keys(FAULT_WEIGHTS);
@@ -450,11 +387,6 @@ const FAULT_ORDER = Object.keys(FAULT_WEIGHTS);
 function faultText(f: Record<string, number>): string {
   const parts = FAULT_ORDER.filter((k) => f[k]).map((k) => `${k}×${f[k]}`);
   return parts.length ? parts.join(' ') : 'none';
-}
-
-function paidText(p: Record<string, number>): string {
-  const parts = Object.entries(p).map(([k, n]) => `${k} ${n}`);
-  return parts.length ? parts.join(', ') : 'none';
 }
 
 /** The matrix as a Markdown table, with totals. */
@@ -490,17 +422,12 @@ export function formatMatrix(r: MatrixResult): string {
   ].join('\n');
 }
 
-function arg(name: string): string | undefined {
-  const i = process.argv.indexOf(`--${name}`);
-  return i === -1 ? undefined : process.argv[i + 1];
-}
-
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
-  const seeds = arg('seeds')
+  const seeds = cliArg('seeds')
     ?.split(',')
     .map((s) => Number(s));
-  const out = arg('out') ?? 'out/fault-matrix.md';
-  const rate = arg('rate');
+  const out = cliArg('out') ?? 'out/fault-matrix.md';
+  const rate = cliArg('rate');
   const result = await runFaultMatrix({
     ...(seeds && { seeds }),
     ...(rate !== undefined && { rate: Number(rate) }),

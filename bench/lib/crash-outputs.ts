@@ -3,10 +3,12 @@
  * data file that a `**` glob of the output directory lists, read with `read_parquet` / `read_json` — its digest,
  * what is wrong with it right after a kill, and the crash leftovers a successful rerun must have cleared.
  */
-import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { digestOf, sameDigest, sql, withDuckDB, type Digest } from './matrix-common.js';
+
+export { sameDigest, type Digest } from './matrix-common.js';
 
 export type SinkKind =
   'duckdb' | 'duckdb_merge' | 'duckdb_replace' | 'parquet' | 'parquet_replace' | 'jsonl' | 'jsonl_replace';
@@ -18,15 +20,6 @@ export interface Output {
   pipeline: PipelineKind;
   sink: SinkKind;
   name: string;
-}
-
-/** What DuckDB computes over an output: rows, distinct keys, and a hash over every row's JSON. */
-export interface Digest {
-  rows: number;
-  keys: number;
-  checksum: string;
-  /** A hash of each distinct row, when asked for: what a reader sees mid-run must be a subset of a clean run. */
-  rowHashes?: Set<string>;
 }
 
 /** Keys that identify a record of each pipeline's output. */
@@ -47,16 +40,12 @@ export function sinkPath(s: SinkKind): string {
   return { duckdb: 'out/warehouse.duckdb', parquet: 'out/parquet', jsonl: 'out/jsonl' }[kind(s)];
 }
 
-export function sameDigest(a: Digest, b: Digest): boolean {
-  return a.rows === b.rows && a.keys === b.keys && a.checksum === b.checksum;
-}
-
 /** Rows, distinct keys and a checksum (and the row hashes, with `rows`) of the output as a reader sees it. */
 export async function outputDigest(o: Output, rows = false): Promise<Digest> {
   return withDuckDB(async (conn) => {
     const relation = await relationOf(conn, o);
     if (relation === undefined) return { rows: 0, keys: 0, checksum: 'empty' };
-    return digestOf(conn, relation, o.pipeline, rows);
+    return digestOf(conn, relation, { key: KEYS[o.pipeline], volatile: VOLATILE, rowHashes: rows });
   });
 }
 
@@ -107,7 +96,11 @@ export async function visibleAfterKill(o: Output, clean: Digest): Promise<Visibl
       if (isReplace(o.sink)) v.problems.push('the output of the earlier run is gone');
       return v;
     }
-    const d = await digestOf(conn, relation, o.pipeline, !isReplace(o.sink));
+    const d = await digestOf(conn, relation, {
+      key: KEYS[o.pipeline],
+      volatile: VOLATILE,
+      rowHashes: !isReplace(o.sink),
+    });
     v.rows = d.rows;
     if (isReplace(o.sink)) {
       if (!sameDigest(d, clean)) v.problems.push(`the live output is not a complete run's: ${JSON.stringify(d)}`);
@@ -223,29 +216,6 @@ async function globbed(conn: DuckDBConnection, o: Output): Promise<string[]> {
   return r.getRowObjectsJS().map((x) => String(x.file));
 }
 
-async function digestOf(conn: DuckDBConnection, relation: string, p: PipelineKind, rows: boolean): Promise<Digest> {
-  const columns = (await conn.runAndReadAll(`DESCRIBE SELECT * FROM ${relation}`))
-    .getRowObjectsJS()
-    .map((r) => String(r.column_name));
-  const volatile = VOLATILE.filter((c) => columns.includes(c));
-  const t = `(SELECT * ${volatile.length ? `EXCLUDE (${volatile.join(', ')})` : ''} FROM ${relation}) t`;
-  // Each row as DuckDB renders it in JSON, keys sorted and numbers re-read: files published at different moments
-  // may order a struct's fields differently, or type a column DOUBLE where another has BIGINT (same values).
-  const read = (
-    await conn.runAndReadAll(`SELECT ${KEYS[p]} AS k, to_json(t)::VARCHAR AS j FROM ${t}`)
-  ).getRowObjectsJS();
-  const lines = read.map((r) => JSON.stringify(sortKeys(JSON.parse(String(r.j))))).sort();
-  const hash = createHash('sha256');
-  for (const l of lines) hash.update(l).update('\n');
-  const digest: Digest = {
-    rows: read.length,
-    keys: new Set(read.filter((r) => r.k !== null).map((r) => String(r.k))).size,
-    checksum: hash.digest('hex').slice(0, 16),
-  };
-  if (rows) digest.rowHashes = new Set(lines.map((l) => createHash('sha1').update(l).digest('base64')));
-  return digest;
-}
-
 async function parquetProblem(conn: DuckDBConnection, file: string): Promise<string | undefined> {
   try {
     await conn.runAndReadAll(`SELECT count(*) FROM read_parquet(${sql(file)})`);
@@ -271,18 +241,6 @@ function jsonlProblem(file: string): string | undefined {
   return undefined;
 }
 
-async function withDuckDB<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
-  const instance = await DuckDBInstance.create(':memory:');
-  const conn = await instance.connect();
-  try {
-    await conn.run(`SET TimeZone = 'UTC'`);
-    return await fn(conn);
-  } finally {
-    conn.closeSync();
-    instance.closeSync();
-  }
-}
-
 /** Files under `dir` (following a symlinked root), skipping the sinks' hidden directories. */
 function walk(dir: string): string[] {
   const out: string[] = [];
@@ -293,21 +251,6 @@ function walk(dir: string): string[] {
     else out.push(p);
   }
   return out;
-}
-
-function sortKeys(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(sortKeys);
-  if (v === null || typeof v !== 'object') return v;
-  const o = v as Record<string, unknown>;
-  return Object.fromEntries(
-    Object.keys(o)
-      .sort()
-      .map((k) => [k, sortKeys(o[k])]),
-  );
-}
-
-function sql(s: string): string {
-  return `'${s.replace(/'/g, "''")}'`;
 }
 
 function firstLine(err: unknown): string {
