@@ -17,7 +17,8 @@
  */
 import type { ServiceClient } from '../src/client/index.js';
 import { createClient } from '../src/client/index.js';
-import type { ComponentDeps, Logger, SourceContext } from '../src/core/types.js';
+import type { Logger, SourceContext } from '../src/core/types.js';
+import type { ComponentDeps } from '../src/core/component.js';
 import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import { MemoryStateStore } from '../src/engine/state-store.js';

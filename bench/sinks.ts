@@ -34,9 +34,10 @@ import type { Batch, Logger, Sink, SinkContext, WorkUnit } from '../src/core/typ
 import { duckdbType, quoteIdent } from '../src/schema/duckdb-types.js';
 import { InferredSchema } from '../src/schema/infer.js';
 import { VARCHAR, listOf, structOf, type LogicalType } from '../src/schema/logical-type.js';
-import { DuckDBSink, duckdbSinkSchema } from '../sinks/duckdb.js';
-import { JsonlSink } from '../sinks/jsonl.js';
-import { ParquetSink } from '../sinks/parquet.js';
+import { duckdbSinkSchema } from '../sinks/duckdb/config.js';
+import { DuckDBSink } from '../sinks/duckdb/sink.js';
+import { JsonlSink } from '../sinks/jsonl/sink.js';
+import { ParquetSink } from '../sinks/parquet/sink.js';
 import { caseMain, isCaseChild, runCase, type CaseFn, type CaseOutcome, type CaseResult } from './lib/child.js';
 import { parseJsonlFile, withTimestamps } from './lib/jsonl-floor.js';
 import { formatTable } from './lib/table.js';
@@ -94,7 +95,8 @@ async function throughFiles(env: Env, sink: Sink): Promise<number> {
   await sink.open(sinkContext(env.dir));
   const n = await eachUnit(
     env,
-    async (f) => (await sink.writeUnitFile!(unitOf(f), { path: f, format: 'jsonl', temporary: false })).records,
+    async (f) =>
+      (await sink.writeUnitFile!(unitOf(f), { path: f, decode: { format: 'jsonl' }, temporary: false })).records,
   );
   await sink.finish();
   await sink.close();

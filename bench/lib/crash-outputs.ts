@@ -132,8 +132,9 @@ export function leftovers(o: Output): string[] {
   const rel = (p: string): string => path.relative(o.dir, p);
   const contents = (d: string): string[] => (existsSync(d) ? readdirSync(d).map((n) => path.join(d, n)) : []);
   const stateDir = path.join(o.dir, '.sluice', o.name);
-  for (const f of contents(stateDir))
-    if (!['state.json', 'dead-letters.jsonl', 'tmp'].includes(path.basename(f))) found.push(rel(f));
+  // The state directory's durable files; a lock (`run.lock`) left after the rerun finished is a leftover.
+  const kept = ['state.json', 'dead-letters.jsonl', 'runs.jsonl', 'emulator.json', 'tmp'];
+  for (const f of contents(stateDir)) if (!kept.includes(path.basename(f))) found.push(rel(f));
   found.push(...contents(path.join(stateDir, 'tmp')).map(rel));
   const out = path.join(o.dir, sinkPath(o.sink));
   if (kind(o.sink) === 'duckdb') return [...found, ...contents(`${out}.sluice-tmp`).map(rel)];

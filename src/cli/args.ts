@@ -34,3 +34,30 @@ export function listArg(values: unknown): string[] {
   const list = Array.isArray(values) ? values : [values];
   return list.flatMap((v) => String(v).split(/[\s,]+/)).filter(Boolean);
 }
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** `90s`, `10m`, `1h30m`, `500ms` → milliseconds. A unit is required: `--wait=10` could mean seconds or minutes. */
+export function parseDuration(text: string): number {
+  const t = String(text).trim();
+  const parts = [...t.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)];
+  if (t === '' || parts.map((m) => m[0]).join('') !== t) return NaN;
+  return Math.round(parts.reduce((ms, m) => ms + Number(m[1]) * DURATION_UNITS[m[2]!]!, 0));
+}
+
+/** How long `--wait` alone waits for another run's lock: a nightly job that overran by an hour is not normal. */
+export const DEFAULT_LOCK_WAIT = '1h';
+
+/**
+ * `--wait` (DEFAULT_LOCK_WAIT) or `--wait=<duration>`. An option whose value is optional swallows the next word, so a
+ * word that is not a duration is most likely the pipeline file written after `--wait`.
+ */
+export function lockWait(value: unknown): number {
+  const text = value === true || value === '' ? DEFAULT_LOCK_WAIT : String(value);
+  const ms = parseDuration(text);
+  if (!Number.isFinite(ms))
+    throw new Error(
+      `--wait takes a duration such as 90s, 10m or 1h (got "${text}"): write --wait=10m, or put --wait after the pipeline file`,
+    );
+  return ms;
+}

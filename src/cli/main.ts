@@ -1,4 +1,4 @@
-/** The `sluice` executable (bin/sluice.js runs this through tsx). */
+/** The `sluice` executable's entry: bin/sluice.js runs the compiled copy of this file (dist/src/cli/main.js). */
 import { runCli } from './cli.js';
 import { processIo } from './io.js';
 

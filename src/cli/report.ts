@@ -1,38 +1,56 @@
 /**
  * How a failed command ends: one line `error: <what went wrong>` and one line `  fix: <what to do>`, never a stack
- * trace for an expected error (`--debug` adds it). Exit status 2 for a wrong command line, 1 for everything else.
+ * trace for an expected error (`--debug` adds it); under `--log-format json` the same as one JSON line, so a log
+ * collector reading stderr line by line gets the cause too. The exit status is the error's `exitCode`
+ * (EXIT_CODES in core/errors.ts): 2 for a wrong command line or pipeline file, 1 for anything unexpected.
  */
-import { SluiceError } from '../core/errors.js';
+import { EXIT_CODES, InterruptedError, SluiceError } from '../core/errors.js';
 import type { CliIo } from './io.js';
 
 /** A command line yargs or a command refused: wrong arguments, a missing `--yes`. */
 export class UsageError extends SluiceError {
   constructor(message: string, hint: string) {
-    super(message, { hint });
+    super(message, { hint, exitCode: EXIT_CODES.config });
     this.name = 'UsageError';
   }
 }
 
-export const EXIT_FAILURE = 1;
-export const EXIT_USAGE = 2;
+export type ErrorFormat = 'text' | 'json';
 
 function oneLine(text: string): string {
   return text.replace(/\s*\n\s*/g, ' ').trim();
 }
 
-export function reportError(io: CliIo, err: unknown, debug: boolean): number {
-  if (err instanceof SluiceError) {
-    io.err(`error: ${oneLine(err.message)}`);
-    if (err.hint) io.err(`  fix: ${oneLine(err.hint)}`);
-    if (debug && err.stack) io.err(err.stack);
-    return err instanceof UsageError ? EXIT_USAGE : EXIT_FAILURE;
+const UNEXPECTED_HINT = 'this is not an error sluice expected: run again with --debug and report the stack trace';
+
+export function reportError(io: CliIo, err: unknown, opts: { debug: boolean; format: ErrorFormat }): number {
+  const expected = err instanceof SluiceError;
+  const message = oneLine(err instanceof Error ? err.message : String(err)) || 'unexpected failure';
+  const hint = expected ? (err.hint !== undefined ? oneLine(err.hint) : undefined) : UNEXPECTED_HINT;
+  const exitCode = expected ? err.exitCode : EXIT_CODES.failure;
+  const stack = opts.debug && err instanceof Error ? err.stack : undefined;
+  if (opts.format === 'json') {
+    io.err(
+      JSON.stringify({
+        time: new Date().toISOString(),
+        level: 'error',
+        msg: message,
+        ...(hint !== undefined && { fix: hint }),
+        error: err instanceof Error ? err.name : typeof err,
+        exit_code: exitCode,
+        ...(stack !== undefined && { stack }),
+      }),
+    );
+    return exitCode;
   }
-  const message = err instanceof Error ? err.message : String(err);
-  io.err(`error: ${oneLine(message) || 'unexpected failure'}`);
-  io.err(
-    debug && err instanceof Error && err.stack
-      ? err.stack
-      : '  fix: this is not an error sluice expected: run again with --debug and report the stack trace',
-  );
-  return EXIT_FAILURE;
+  if (err instanceof InterruptedError) {
+    // Not a failure to fix: the message already says what to do (`… units committed; run again to resume`).
+    io.err(message);
+  } else {
+    io.err(`error: ${message}`);
+    // An unexpected error's stack replaces the fix line under --debug: reporting it is the fix.
+    if (hint !== undefined && !(stack !== undefined && !expected)) io.err(`  fix: ${hint}`);
+  }
+  if (stack !== undefined) io.err(stack);
+  return exitCode;
 }

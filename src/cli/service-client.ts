@@ -5,7 +5,7 @@
  */
 import type { Argv } from 'yargs';
 import type { ServiceClient } from '../client/index.js';
-import { SluiceError } from '../core/errors.js';
+import { EXIT_CODES, SluiceError } from '../core/errors.js';
 import { registerSecret } from '../core/redact.js';
 import type { CliIo } from './io.js';
 import { UsageError } from './report.js';
@@ -28,24 +28,30 @@ export function serviceOptions<T>(y: Argv<T>) {
     });
 }
 
-export function serviceConfig(io: CliIo, args: ServiceArgs): { base_url: string; api_key: string } {
+export function serviceConfig(
+  io: CliIo,
+  args: ServiceArgs,
+): { base_url: string; api_key: string; api_key_variable: string } {
   const baseUrl = args['base-url'] ?? io.env.SLUICE_BASE_URL;
   if (!baseUrl)
     throw new SluiceError('no service address', {
       hint: 'set SLUICE_BASE_URL=https://api.brightdata.com or pass --base-url (`--base-url emulator` works offline)',
+      exitCode: EXIT_CODES.config,
     });
   if (baseUrl !== 'emulator' && !/^https?:\/\/\S+$/.test(baseUrl))
     throw new SluiceError(`the service address "${baseUrl}" is not an http(s) URL`, {
       hint: 'pass an address such as https://api.brightdata.com, or `emulator`',
+      exitCode: EXIT_CODES.config,
     });
   const envName = args['api-key-env'];
   const key = io.env[envName] ?? (baseUrl === 'emulator' ? 'emulator-key' : undefined);
   if (!key)
     throw new SluiceError(`no API key: ${envName} is not set`, {
       hint: `export ${envName}=<your API key> (it is read from the environment only, never from a flag)`,
+      exitCode: EXIT_CODES.config,
     });
   registerSecret(key);
-  return { base_url: baseUrl, api_key: key };
+  return { base_url: baseUrl, api_key: key, api_key_variable: envName };
 }
 
 /** Runs `fn` with a client and closes it (and the embedded emulator) afterwards, whatever happens. */

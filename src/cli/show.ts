@@ -1,39 +1,16 @@
 /**
- * `--show N`: the first rows of every output of a pipeline, read back through DuckDB (a DuckDB table directly;
- * Parquet and JSONL outputs through DuckDB's readers), one JSON object per row with long text shortened.
+ * `--show N`: the first rows of every output of a pipeline, read back through DuckDB, one JSON object per row with
+ * long text shortened. Each sink says how its output is read (`Sink.outputQuery`) and how it is named
+ * (`Sink.describe`): this file knows no sink type.
  */
-import path from 'node:path';
-import { describeSink, sinkConfigs } from '../engine/components.js';
+import type { ComponentDeps } from '../core/component.js';
+import type { Sink } from '../core/types.js';
+import { buildSink, sinkConfigs, type SinkConfig } from '../engine/components.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
+import { findDef } from '../pipeline/registry.js';
 import type { CliIo } from './io.js';
 
 const MAX_TEXT = 60;
-
-type SinkConfig = { type: string; path?: string; table?: string; schema?: string; [k: string]: unknown };
-
-const ident = (name: string): string => `"${name.replace(/"/g, '""')}"`;
-const literal = (text: string): string => `'${text.replace(/'/g, "''")}'`;
-
-/** The query that reads a sink's output, and the database it runs in (undefined: in memory). */
-export function outputQuery(sink: SinkConfig, baseDir: string, limit: number): { database?: string; sql: string } {
-  const where = path.resolve(baseDir, String(sink.path ?? '.'));
-  switch (sink.type) {
-    case 'duckdb': {
-      const table = sink.schema ? `${ident(sink.schema)}.${ident(String(sink.table))}` : ident(String(sink.table));
-      return { database: where, sql: `SELECT * FROM ${table} LIMIT ${limit}` };
-    }
-    case 'parquet':
-      return {
-        sql: `SELECT * FROM read_parquet(${literal(path.join(where, '**', '*.parquet'))}, hive_partitioning = true, union_by_name = true) LIMIT ${limit}`,
-      };
-    case 'jsonl':
-      return {
-        sql: `SELECT * FROM read_json_auto(${literal(path.join(where, '**', '*.jsonl*'))}, format = 'newline_delimited', union_by_name = true) LIMIT ${limit}`,
-      };
-    default:
-      throw new Error(`--show cannot read ${sink.type} outputs`);
-  }
-}
 
 /** DuckDB's JS values as JSON: BIGINT as a number when exact, timestamps as ISO 8601, blobs by size. */
 function printable(value: unknown): unknown {
@@ -60,9 +37,10 @@ function shorten(row: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
-export async function readRows(sink: SinkConfig, baseDir: string, limit: number): Promise<Record<string, unknown>[]> {
+/** The first `limit` rows of what `sink` wrote. Needs no `open()`: the sink only says where to read. */
+export async function readRows(sink: Sink, limit: number): Promise<Record<string, unknown>[]> {
   const { DuckDBInstance } = await import('@duckdb/node-api');
-  const { database, sql } = outputQuery(sink, baseDir, limit);
+  const { database, sql } = sink.outputQuery(limit);
   // The sinks share one instance per database file in this process (fromCache): opening a second one would fail.
   const instance = database ? await DuckDBInstance.fromCache(database) : await DuckDBInstance.create(':memory:');
   const connection = await instance.connect();
@@ -74,20 +52,41 @@ export async function readRows(sink: SinkConfig, baseDir: string, limit: number)
   }
 }
 
+/** A sink built from its config for reading back: building opens nothing and needs no service. */
+export function sinkForShow(config: SinkConfig, baseDir: string): Sink {
+  const deps: ComponentDeps = {
+    log: { debug() {}, info() {}, warn() {}, error() {} },
+    baseDir,
+    client: () => Promise.reject(new Error('showing outputs needs no service')),
+  };
+  // Defaults filled in, as a loaded pipeline's config has them.
+  const parsed = findDef('sink', config.type).schema.safeParse(config);
+  return buildSink((parsed.success ? parsed.data : config) as SinkConfig, deps);
+}
+
+/**
+ * A file sink's glob that matches nothing yet (a run that wrote no rows). DuckDB reports it as an IO error whose
+ * only distinguishing mark is its text: @duckdb/node-api exposes no error type or code to check instead.
+ */
+function isNoFilesFound(err: unknown): boolean {
+  return err instanceof Error && /No files found/i.test(err.message);
+}
+
 export async function showOutputs(io: CliIo, pipeline: LoadedPipeline, limit: number): Promise<void> {
-  for (const sink of sinkConfigs(pipeline.config) as SinkConfig[]) {
-    io.out(`\n== ${describeSink(sink, pipeline.baseDir)}: first ${limit} row${limit === 1 ? '' : 's'}`);
+  for (const config of sinkConfigs(pipeline.config)) {
+    const sink = sinkForShow(config, pipeline.baseDir);
+    io.out(`\n== ${sink.describe()}: first ${limit} row${limit === 1 ? '' : 's'}`);
     try {
-      const rows = await readRows(sink, pipeline.baseDir, limit);
+      const rows = await readRows(sink, limit);
       if (rows.length === 0) io.out('(no rows)');
       for (const row of rows) io.out(JSON.stringify(shorten(row)));
     } catch (err) {
-      if (/No files found/i.test((err as Error).message)) {
+      if (isNoFilesFound(err)) {
         io.out('(no rows)');
         continue;
       }
       // Showing is a courtesy after a successful run: a failure to read back is reported, not fatal.
-      io.err(`warn: cannot show ${describeSink(sink, pipeline.baseDir)}: ${(err as Error).message.split('\n')[0]}`);
+      io.err(`warn: cannot show ${sink.describe()}: ${(err as Error).message.split('\n')[0]}`);
     }
   }
 }

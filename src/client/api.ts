@@ -3,10 +3,13 @@
  * the undici implementation lives beside it (one module per API area).
  */
 import type { Readable } from 'node:stream';
+import type { ServiceError } from './errors.js';
 
 export interface ClientOptions {
   baseUrl: string;
   apiKey: string;
+  /** The environment variable the key came from: a 401's fix line says to set it (default SLUICE_API_KEY). */
+  apiKeyVariable?: string;
   /** Max sockets to the service (an undici Pool). Default 64. */
   connections?: number;
   /** ms; defaults: connect 10s, headers 180s (a search page may wait server-side up to 150 s), body idle 120s. */
@@ -14,6 +17,14 @@ export interface ClientOptions {
   retry?: RetryOptions;
   /** Called on each retry (for counters and logs); the message is already redacted. */
   onRetry?: (info: { attempt: number; delayMs: number; reason: string; method: string; path: string }) => void;
+}
+
+/** Told before a request is tried again: the error it failed with, and the wait the client is about to make. */
+export interface RetryNotice {
+  status: number;
+  delayMs: number;
+  reason: string;
+  error: ServiceError;
 }
 
 export interface RetryOptions {
@@ -48,7 +59,7 @@ export interface SnapshotMeta {
   warning_code?: string;
 }
 
-/** One entry of `GET /datasets/snapshots` (api-facts §1.1); its status vocabulary is wider than `SnapshotStatus`. */
+/** One entry of `GET /datasets/snapshots` (docs/service.md §1.1); its status vocabulary is wider than `SnapshotStatus`. */
 export interface SnapshotListItem {
   id: string;
   /** ISO 8601 creation time, on the service's clock. */
@@ -158,7 +169,7 @@ export interface RequestApi {
     opts?: {
       signal?: AbortSignal;
       /** Called before each retry of this call (429/5xx/network), so a crawl's rate limiter can slow down on 429s. */
-      onRetry?: (info: { status: number; delayMs: number; reason: string }) => void;
+      onRetry?: (info: RetryNotice) => void;
     },
   ): Promise<{ payload: unknown; bytes: number; fetchedAt: Date }>;
 }

@@ -21,7 +21,7 @@ export function datasetsApi(http: HttpCore): DatasetsApi {
 
     async filter(req: FilterRequest) {
       if (!req.files?.length) {
-        // JSON mode (api-facts §2.1): everything in the body.
+        // JSON mode (docs/service.md §2.1): everything in the body.
         return http.json({
           method: 'POST',
           path: '/datasets/filter',

@@ -1,5 +1,5 @@
 /**
- * Deep lookup under `/datasets/deep_lookup/v1` (api-facts §4): preview, trigger (paid), status, data, download
+ * Deep lookup under `/datasets/deep_lookup/v1` (docs/service.md §4): preview, trigger (paid), status, data, download
  * (streamed), enrich (paid) and cancel. Trigger and preview bodies are arrays of items, as the service's schema says.
  */
 import type { DeepLookupApi, Download } from './api.js';

@@ -1,22 +1,35 @@
 /**
- * The transport under every API area: one undici Pool (bounded connections), one retry policy, one way of turning
- * the service's many error shapes into a `ServiceError`.
+ * The transport under every API area: one undici Pool (bounded connections), one way of turning the service's many
+ * error shapes into a `ServiceError`, and the retry decisions of core/retry.ts applied to each request.
  *
- * The retry policy, in one place:
- * - 429, 5xx and network errors are retried with exponential backoff and jitter, honouring Retry-After, each wait
- *   capped at `maxDelayMs`; other 4xx never (they fail the same way again).
+ * - 429, 5xx and network errors are transient (each error says so itself) and retried under the client's
+ *   `RetryPolicy`: exponential backoff with jitter, Retry-After honoured, each wait capped at `maxDelayMs`. Other
+ *   4xx never are (they fail the same way again).
  * - Calls that start paid or account-changing work (`paid: true`: filter, trigger, enrich, zone create, IP refresh,
  *   domain removal) are retried only when the service provably did not act on them: the connection was never
- *   established (refused, DNS, connect timeout), or the service answered 429 (an explicit refusal before any work;
- *   rejected requests are not billed, api-facts §6). A 5xx or a connection lost after the request was sent may
- *   have started the job, so it surfaces as `AmbiguousPaidCallError` instead of a second paid job.
+ *   established (`NetworkError.sent` is false), or the service answered 429 (an explicit refusal before any work;
+ *   rejected requests are not billed, docs/service.md §6). A 5xx or a connection lost after the request was sent
+ *   may have started the job, so it surfaces as `AmbiguousPaidCallError` instead of a second paid job.
+ * - A service never reached yet (every connection refused, host unknown) gets a few quick tries within about 10 s,
+ *   then `UnreachableServiceError` (first-contact.ts); after its first answer, the full policy applies.
+ * - A streamed body (`send`) fails with a `ServiceError` of status 0 whose cause is a `NetworkError`, whatever
+ *   undici threw, so callers downstream classify it without reading messages.
  */
 import type { Readable } from 'node:stream';
 import { Pool, type Dispatcher, type FormData } from 'undici';
 import { redact } from '../core/redact.js';
-import type { ClientOptions } from './api.js';
-import { AmbiguousPaidCallError, ServiceError } from './errors.js';
+import { RetryPolicy } from '../core/retry.js';
 import { sleep } from '../core/sleep.js';
+import type { ClientOptions, RetryNotice } from './api.js';
+import {
+  AmbiguousPaidCallError,
+  ServiceError,
+  UnreachableServiceError,
+  apiKeyRefusedHint,
+  networkFailure,
+} from './errors.js';
+import { firstContactPolicy, withinFirstContactBudget } from './first-contact.js';
+import { guardedBody, transportFailure } from './network.js';
 
 export interface CallOptions {
   method: 'GET' | 'POST' | 'DELETE';
@@ -28,7 +41,7 @@ export interface CallOptions {
   paid?: boolean;
   signal?: AbortSignal;
   /** Told before each retry's wait (in addition to the client-wide `onRetry`). */
-  onRetry?: (info: { status: number; delayMs: number; reason: string }) => void;
+  onRetry?: (info: RetryNotice) => void;
   /** Statuses that are answers for this call rather than errors (e.g. 202 on a download). */
   accept?: number[];
 }
@@ -38,9 +51,6 @@ export interface RawResponse {
   headers: Record<string, string | string[] | undefined>;
   body: Readable;
 }
-
-/** Transport error codes that prove the request never left this machine. */
-const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT', 'EHOSTUNREACH']);
 
 /**
  * Sockets to the service when `connections` is not set: as many as the highest concurrency a source accepts (a crawl's
@@ -56,9 +66,11 @@ const MAX_ERROR_BODY = 64 * 1024;
 export class HttpCore {
   readonly baseUrl: string;
   private readonly pool: Pool;
-  private readonly retries: number;
-  private readonly baseDelayMs: number;
-  private readonly maxDelayMs: number;
+  private readonly policy: RetryPolicy;
+  /** While the service has never answered: a few quick tries, then `UnreachableServiceError` (first-contact.ts). */
+  private readonly firstContact: RetryPolicy;
+  /** Set by the first response of any status: the service exists at this address. */
+  private reached = false;
   private readonly authorization: string;
 
   constructor(private readonly opts: ClientOptions) {
@@ -67,19 +79,30 @@ export class HttpCore {
     this.pool = new Pool(new URL(this.baseUrl).origin, {
       connections: opts.connections ?? DEFAULT_CONNECTIONS,
       connectTimeout: t.connect ?? 10_000,
-      // /request can wait for a page element server-side for up to 150 s (api-facts §5.6).
+      // /request can wait for a page element server-side for up to 150 s (docs/service.md §5.6).
       headersTimeout: t.headers ?? 180_000,
       bodyTimeout: t.body ?? 120_000,
     });
-    this.retries = opts.retry?.retries ?? 5;
-    this.baseDelayMs = opts.retry?.baseDelayMs ?? 500;
-    this.maxDelayMs = opts.retry?.maxDelayMs ?? 30_000;
+    this.policy = new RetryPolicy({
+      attempts: (opts.retry?.retries ?? 5) + 1,
+      baseMs: opts.retry?.baseDelayMs ?? 500,
+      maxMs: opts.retry?.maxDelayMs ?? 30_000,
+    });
+    this.firstContact = firstContactPolicy(this.policy);
     this.authorization = `Bearer ${opts.apiKey}`;
   }
 
-  /** A successful (2xx or accepted) response with its body unread. Errors are thrown as `ServiceError`. */
+  /**
+   * A successful (2xx or accepted) response with its body unread. Errors are thrown as `ServiceError`, including
+   * those of the body while it is streamed (status 0, cause `NetworkError`).
+   */
   send(call: CallOptions): Promise<RawResponse> {
-    return this.call(call, async (res) => res);
+    return this.call(call, async (res) => ({
+      ...res,
+      body: guardedBody(res.body, (e) =>
+        call.signal?.aborted ? (call.signal.reason as Error) : networkFailure(call, transportFailure(e, 'body')),
+      ),
+    }));
   }
 
   /** The answer parsed as JSON. */
@@ -116,9 +139,9 @@ export class HttpCore {
    */
   async call<T>(call: CallOptions, consume: (res: RawResponse) => Promise<T>): Promise<T> {
     const path = this.pathOf(call);
-    for (let attempt = 0; ; attempt++) {
+    const startedAt = Date.now();
+    for (let attempt = 1; ; attempt++) {
       let err: ServiceError;
-      let sent = true;
       try {
         const res = await this.pool.request({
           method: call.method,
@@ -127,36 +150,35 @@ export class HttpCore {
           body: call.form ?? (call.json !== undefined ? JSON.stringify(call.json) : undefined),
           signal: call.signal,
         });
+        this.reached = true;
         const ok =
           (res.statusCode >= 200 && res.statusCode < 300 && res.statusCode !== 202) ||
           call.accept?.includes(res.statusCode);
-        if (!ok) err = await errorFrom(call, res);
+        if (!ok) err = await errorFrom(call, res, this.opts.apiKeyVariable);
         else {
           try {
             return await consume({ status: res.statusCode, headers: res.headers, body: res.body });
           } catch (e) {
             if (call.signal?.aborted) throw call.signal.reason;
-            if (!(e instanceof ServiceError)) throw networkError(call, e);
-            err = e;
+            err = e instanceof ServiceError ? e : networkFailure(call, transportFailure(e, 'body'));
           }
         }
       } catch (e) {
         if (call.signal?.aborted) throw call.signal.reason;
-        if (e instanceof ServiceError && e.status !== 0) throw e;
-        const code = (e as { code?: string }).code ?? (e as { cause?: { code?: string } }).cause?.code ?? '';
-        sent = !NEVER_SENT.has(code);
-        err = e instanceof ServiceError ? e : networkError(call, e);
+        err = networkFailure(call, transportFailure(e, 'request'));
       }
 
-      const retryable = err.status === 0 || err.status === 429 || err.status >= 500;
-      if (!retryable) throw err;
-      if (call.paid && err.status !== 429 && sent) throw new AmbiguousPaidCallError({ ...errInit(err), cause: err });
-      if (attempt >= this.retries) throw err;
-      await this.wait(call, attempt, {
-        status: err.status,
-        reason: err.status === 0 ? err.serviceMessage : `${err.status} ${err.serviceMessage}`,
-        retryAfterMs: err.retryAfterMs,
-      });
+      if (call.paid && err.transient && mayHaveActed(err))
+        throw new AmbiguousPaidCallError({ ...errInit(err), cause: err });
+      if (!this.reached && !err.sent) {
+        if (!this.firstContact.shouldRetry(attempt, err)) throw this.unreachable(err);
+        const delayMs = this.firstContact.delayMs(attempt, err);
+        if (!withinFirstContactBudget(Date.now() - startedAt, delayMs)) throw this.unreachable(err);
+        await this.wait(call, attempt, err, delayMs);
+        continue;
+      }
+      if (!this.policy.shouldRetry(attempt, err)) throw err;
+      await this.wait(call, attempt, err);
     }
   }
 
@@ -178,30 +200,34 @@ export class HttpCore {
     return h;
   }
 
+  private unreachable(err: ServiceError): UnreachableServiceError {
+    const network = err.cause as { message?: string } | undefined;
+    return new UnreachableServiceError(this.baseUrl, {
+      ...errInit(err),
+      serviceMessage: network?.message ?? err.serviceMessage,
+      cause: err.cause,
+    });
+  }
+
   private async wait(
     call: CallOptions,
     attempt: number,
-    info: { status: number; reason: string; retryAfterMs: number | undefined },
+    err: ServiceError,
+    delayMs = this.policy.delayMs(attempt, err),
   ): Promise<void> {
-    const backoff = Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** attempt) * (0.5 + Math.random() * 0.5);
-    const delayMs = Math.min(this.maxDelayMs, info.retryAfterMs ?? backoff);
-    const reason = redact(info.reason);
-    this.opts.onRetry?.({ attempt: attempt + 1, delayMs, reason, method: call.method, path: call.path });
-    call.onRetry?.({ status: info.status, delayMs, reason });
+    const reason = redact(err.status === 0 ? err.serviceMessage : `${err.status} ${err.serviceMessage}`);
+    this.opts.onRetry?.({ attempt, delayMs, reason, method: call.method, path: call.path });
+    call.onRetry?.({ status: err.status, delayMs, reason, error: err });
     await sleep(delayMs, call.signal);
   }
 }
 
-function networkError(call: CallOptions, e: unknown): ServiceError {
-  const code = (e as { code?: string }).code;
-  const message = (e as Error)?.message ?? String(e);
-  return new ServiceError({
-    method: call.method,
-    path: call.path,
-    status: 0,
-    serviceMessage: code ? `${code}: ${message}` : message,
-    cause: e,
-  });
+/**
+ * Whether a failed paid call may have started its work: any failure after the request was sent, except a 429,
+ * which the service answers before doing anything (docs/service.md §6).
+ */
+function mayHaveActed(err: ServiceError): boolean {
+  return err.sent && err.status !== 429;
 }
 
 function errInit(e: ServiceError): ConstructorParameters<typeof ServiceError>[0] {
@@ -217,7 +243,11 @@ function errInit(e: ServiceError): ConstructorParameters<typeof ServiceError>[0]
 }
 
 /** Reads the error answer in whichever shape the service chose (see errors.ts). */
-async function errorFrom(call: CallOptions, res: Dispatcher.ResponseData): Promise<ServiceError> {
+async function errorFrom(
+  call: CallOptions,
+  res: Dispatcher.ResponseData,
+  apiKeyVariable: string | undefined,
+): Promise<ServiceError> {
   const text = await readText(res.body, MAX_ERROR_BODY).catch(() => '');
   const parsed = parseErrorBody(text);
   const h = res.headers;
@@ -236,6 +266,7 @@ async function errorFrom(call: CallOptions, res: Dispatcher.ResponseData): Promi
     ...((brdCode ?? parsed.code) !== undefined && { code: (brdCode ?? parsed.code)! }),
     ...(parsed.details && { details: parsed.details }),
     ...(retryAfterMs !== undefined && { retryAfterMs }),
+    ...(res.statusCode === 401 && { hint: apiKeyRefusedHint(apiKeyVariable) }),
   });
 }
 

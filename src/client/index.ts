@@ -8,8 +8,9 @@ import { requestApi } from './request.js';
 import { zonesApi } from './zones.js';
 
 export type * from './api.js';
-export { AmbiguousPaidCallError, NotReadyError, ServiceError } from './errors.js';
+export { AmbiguousPaidCallError, NotReadyError, ServiceError, UnreachableServiceError } from './errors.js';
 export { pollSnapshot, type PollOptions } from './poll.js';
+export { SEARCH_ZONE_TYPES } from './zones.js';
 
 export function createClient(options: ClientOptions): ServiceClient {
   // Registered before any request, so no error or log line can carry the key.

@@ -1,5 +1,5 @@
 /**
- * `POST /request`: a search or reviews page through a zone. Billed per successful request only (api-facts §5.6), so
+ * `POST /request`: a search or reviews page through a zone. Billed per successful request only (docs/service.md §5.6), so
  * it is not a paid call for the retry policy. The real outcome can hide in headers: an `x-brd-error` or
  * `x-brd-err-code` header is an error even on HTTP 200, and an empty 200 is an error too, never "no results".
  */

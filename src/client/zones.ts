@@ -2,9 +2,15 @@
 import type { ZonesApi } from './api.js';
 import { readText, type HttpCore } from './http.js';
 
+/**
+ * Zone types that serve search and review pages through `POST /request`: `serp` (a search zone, docs/service.md
+ * §7.1) and `unblocker`. A zone of any other type fails every page with 403 (docs/service.md §8).
+ */
+export const SEARCH_ZONE_TYPES: readonly string[] = ['serp', 'unblocker'];
+
 export function zonesApi(http: HttpCore): ZonesApi {
   return {
-    // The success body is undocumented (api-facts §7.1: older docs show 201 "Zone added", newer ones JSON). A zone
+    // The success body is undocumented (docs/service.md §7.1: older docs show 201 "Zone added", newer ones JSON). A zone
     // that was created must not be reported as an error because its answer was plain text.
     create: (body) =>
       http.call({ method: 'POST', path: '/zone', paid: true, json: body }, async (res) => {

@@ -1,5 +1,5 @@
 /**
- * The service's filter vocabulary (api-facts §2.2): the field and group operators, which of them take a list (or
+ * The service's filter vocabulary (docs/service.md §2.2): the field and group operators, which of them take a list (or
  * an uploaded file naming one), which take no value, and how deep groups nest. Shared by the pipeline-side check
  * (src/sources/filter.ts) and the emulator's validation, which word their errors differently.
  */

@@ -2,8 +2,6 @@
  * The contracts every component is written against. Records flow as async iterables of
  * batches (arrays of plain objects): per-record async overhead is what makes naive streaming slow.
  */
-import type { z } from 'zod';
-
 /** One record: a plain JSON-compatible object. */
 export type Row = Record<string, unknown>;
 /** Thousands of records at a time. */
@@ -102,15 +100,38 @@ export interface Source {
    * Optional fast path: the unit's bytes as a local file, for sinks that load files natively when the pipeline
    * has no JS transform (DuckDB reads JSONL faster than JS can hand it rows). Sources that download put the
    * bytes in `tmpDir` (`temporary: true`, the engine deletes the file); local-file sources return their path.
+   * `read(unit)` must yield exactly what decoding this file with `file.decode` yields: the engine relies on it.
    */
   rawFile?(unit: WorkUnit, ctx: SourceContext, tmpDir: string): Promise<RawFile>;
+  /**
+   * Optional: checks against the service, with free calls only, that what the config names exists before anything
+   * is paid — the key is accepted, the zone exists and serves search pages, the dataset / snapshot / request exists.
+   * Throws a `SluiceError` whose hint is the fix. `plan` and `run` call it once, before `plan`.
+   */
+  preflight?(ctx: SourceContext): Promise<void>;
+  /** Units the engine reads at once for this source (the source's own config decides; default 4). */
+  readonly concurrency?: number;
   close?(): Promise<void>;
+}
+
+export type RawFormat = 'jsonl' | 'json' | 'csv';
+
+/**
+ * How a raw file's bytes become records: everything a decoder needs besides the bytes. A source hands it over
+ * with the file, so whoever decodes the file (a sink's native reader or the engine's JS decoder) reads it the same.
+ */
+export interface RawDecodeOptions {
+  format: RawFormat;
+  /** For `json`: dotted path of the records array inside the document. */
+  path?: string;
+  /** For `csv`: cells holding JSON written by the service; 'auto' decodes cells that start with `[` or `{`. */
+  jsonColumns?: 'auto' | string[];
 }
 
 /** A unit's undecoded bytes on local disk. gzip or not is for the reader to sniff. */
 export interface RawFile {
   path: string;
-  format: 'jsonl' | 'json' | 'csv';
+  decode: RawDecodeOptions;
   temporary: boolean;
 }
 
@@ -142,6 +163,27 @@ export interface SinkContext {
   pipeline: string;
   /** `--fresh`: forget committed units (and, for `replace`, start the new generation). */
   fresh: boolean;
+  /**
+   * The run's id (kept by a resumed run; unit ids handed to the sink start with it). A sink that records its loads
+   * (DuckDB's `_sluice_runs`) keys them by it. Absent when no engine run drives the sink (tests, benches).
+   */
+  runId?: string;
+}
+
+/** What a sink can do, declared rather than inferred from its type name (dlt's destination capabilities). */
+export interface SinkCapabilities {
+  /**
+   * Raw files the sink loads natively through `writeUnitFile` (the fast path); empty = rows only. A sink may still
+   * refuse one file at load time with `NativeLoadRefused` (core/errors.ts), and the engine then decodes it in JS.
+   */
+  nativeFormats: readonly RawFormat[];
+}
+
+/** A query that reads a sink's output back through DuckDB (`--show`), and the database file it runs in. */
+export interface OutputQuery {
+  /** undefined: an in-memory DuckDB (files read with read_parquet / read_json). */
+  database?: string;
+  sql: string;
 }
 
 /**
@@ -149,34 +191,30 @@ export interface SinkContext {
  * The engine serialises nothing: a sink must accept `writeUnit` calls for different units concurrently.
  */
 export interface Sink {
+  readonly capabilities: SinkCapabilities;
+  /** One line for summaries and `plan`: type, where it writes (as typed from the current directory), table. */
+  describe(): string;
+  /** `--show`: how to read back what the sink wrote; works without `open()`. */
+  outputQuery(limit: number): OutputQuery;
+  /**
+   * Optional: a lock file the engine takes before `open()` and releases after `close()`, for output that two
+   * pipelines could share (a file sink's directory). Sinks whose store locks itself (a DuckDB file) have none.
+   * `baseDir` is the pipeline file's directory, which relative paths in the config resolve against.
+   */
+  lockPath?(baseDir: string): string;
   open(ctx: SinkContext): Promise<void>;
   /** Ids of units already committed by earlier runs of this pipeline into this sink. */
   committedUnits(): Promise<Set<string>>;
   /** Consume the unit's batches and commit them atomically with the unit id. No-op if already committed. */
   writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult>;
   /**
-   * Optional fast path: load a unit's JSONL file (gzip or not) natively, atomically with the unit id, exactly like
-   * `writeUnit`. Throws when the file cannot be loaded as a whole (the engine then decodes it in JS).
+   * Optional fast path for the formats in `capabilities.nativeFormats`: load a unit's file (gzip or not) natively,
+   * atomically with the unit id, giving exactly the rows `writeUnit` would give for the file decoded with
+   * `file.decode`. Throws `NativeLoadRefused` when the file cannot be loaded as a whole (the engine then decodes it
+   * in JS); any other error fails the unit like an error of `writeUnit`.
    */
   writeUnitFile?(unit: WorkUnit, file: RawFile): Promise<CommitResult>;
   /** Called once after every unit succeeded (e.g. `replace` swaps the new generation in here). */
   finish(): Promise<void>;
   close(): Promise<void>;
-}
-
-/** Shared services a component may need when it is built. */
-export interface ComponentDeps {
-  log: Logger;
-  baseDir: string;
-  /** Creates the service client for the pipeline's `service` block (lazily starts the embedded emulator). */
-  client(): Promise<import('../client/index.js').ServiceClient>;
-}
-
-/** One registry entry: the config schema lives beside the constructor, in the component's own file. */
-export interface ComponentDef<K extends 'source' | 'transform' | 'sink', C = any, T = unknown> {
-  kind: K;
-  type: string;
-  description: string;
-  schema: z.ZodType<C>;
-  create(config: C, deps: ComponentDeps): T;
 }

@@ -1,4 +1,5 @@
 /** What every decoder needs besides its bytes: where records go, and where rejected ones go. */
+import { redact } from '../core/redact.js';
 import type { Batch, DeadLetterFn, Row } from '../core/types.js';
 
 /**
@@ -78,4 +79,20 @@ export class Batcher {
     this.current = [];
     return out;
   }
+}
+
+/**
+ * JSON.parse's complaint about `text`, safe to show. V8 quotes a window of the input in its message, which can cut a
+ * secret in the middle where `redact` (whole secrets only) no longer sees it: the text is redacted first and parsed
+ * again, so the window quotes the redacted text.
+ */
+export function jsonFailure(text: string, err: unknown): string {
+  const safe = redact(text);
+  if (safe === text) return (err as Error).message;
+  try {
+    JSON.parse(safe);
+  } catch (e) {
+    return (e as Error).message;
+  }
+  return 'not valid JSON';
 }

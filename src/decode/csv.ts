@@ -18,7 +18,7 @@
  */
 import type { Batch, Row } from '../core/types.js';
 import { DecodeError, SluiceError } from '../core/errors.js';
-import { Batcher, type DecodeContext, rejectRecord } from './context.js';
+import { Batcher, type DecodeContext, jsonFailure, rejectRecord } from './context.js';
 
 const QUOTE = 0x22;
 const COMMA = 0x2c;
@@ -263,7 +263,7 @@ class CsvParser {
         rejectRecord(
           this.ctx,
           this.offset + start,
-          `CSV row ${this.rowNumber}: column ${JSON.stringify(header[k])} is not valid JSON: ${(err as Error).message}`,
+          `CSV row ${this.rowNumber}: column ${JSON.stringify(header[k])} is not valid JSON: ${jsonFailure(v, err)}`,
           this.raw(start, end),
         );
         return;

@@ -1,6 +1,6 @@
 /**
  * Bytes in, decompressed bytes out: gzip is recognised by its magic bytes (1f 8b), never by headers or file names,
- * because the service does not say how `compress=true` is signalled (api-facts §1.2).
+ * because the service does not say how `compress=true` is signalled (docs/service.md §1.2).
  */
 import { Readable, pipeline } from 'node:stream';
 import { createGunzip } from 'node:zlib';
@@ -28,7 +28,7 @@ export function toBuffer(chunk: Uint8Array): Buffer {
 /**
  * The input's bytes, gunzipped when they start with the gzip magic. Concatenated gzip members are one stream.
  * A truncated or corrupt gzip stream throws `DecodeError` (offset in the compressed input); an error of the input
- * iterable itself (a network reset) propagates unchanged so the engine can classify it.
+ * iterable itself (the client's `NetworkError` for a reset) propagates unchanged: it is already classified.
  */
 export async function* decompressed(input: AsyncIterable<Uint8Array>, unit: string): AsyncGenerator<Buffer> {
   const it = input[Symbol.asyncIterator]();
@@ -105,17 +105,23 @@ async function* gunzip(first: Buffer, rest: AsyncIterator<Uint8Array>, unit: str
   }
 }
 
+/**
+ * zlib's failures, typed here so that nothing downstream reads their codes: Z_BUF_ERROR ("unexpected end of
+ * file") is a truncated stream, any other Z_* code corrupt data. Both are `DecodeError`: the bytes arrived broken,
+ * and downloading them again may help. Anything else is not a property of the input and is left as it is.
+ */
 function zlibError(err: unknown, unit: string, consumed: number, fed: number): unknown {
-  const e = err as { code?: unknown; message?: unknown };
-  if (typeof e.code !== 'string' || !e.code.startsWith('Z_')) return err;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code !== 'string') return err;
   // Offsets here count compressed bytes: the decompressed position of a damaged stream is unknowable.
-  if (e.code === 'Z_BUF_ERROR')
+  if (code === 'Z_BUF_ERROR')
     return new DecodeError(unit, fed, 'truncated gzip input: the compressed stream ends without its gzip trailer', err);
+  if (!code.startsWith('Z_')) return err;
   // zlib only says which input chunk failed: name the range of compressed bytes it covered.
   return new DecodeError(
     unit,
     consumed,
-    `corrupt gzip input (zlib: ${String(e.message)}) in compressed bytes ${consumed}-${fed}, first bad chunk`,
+    `corrupt gzip input (zlib: ${(err as Error).message}) in compressed bytes ${consumed}-${fed}, first bad chunk`,
     err,
   );
 }

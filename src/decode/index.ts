@@ -1,7 +1,7 @@
 /**
  * Bytes → batches of records, for every format the service downloads in. gzip is sniffed by its magic bytes; the
  * decoders are pull-based (nothing is read before the consumer asks for the next batch), so memory stays flat
- * however large the input, and an error of the input itself (a network reset) reaches the caller unchanged.
+ * however large the input, and an error of the input itself (the client's `NetworkError`) reaches the caller unchanged.
  */
 import type { Batch, DeadLetterFn } from '../core/types.js';
 import { SluiceError } from '../core/errors.js';

@@ -11,7 +11,7 @@
  */
 import type { Batch } from '../core/types.js';
 import { DecodeError, SluiceError } from '../core/errors.js';
-import { Batcher, type DecodeContext, isRecord, kindOf, rejectRecord } from './context.js';
+import { Batcher, type DecodeContext, isRecord, jsonFailure, kindOf, rejectRecord } from './context.js';
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -308,7 +308,7 @@ class JsonArrayScanner {
     try {
       value = JSON.parse(text);
     } catch (err) {
-      rejectRecord(this.ctx, this.elemOffset, `array element is not valid JSON: ${(err as Error).message}`, text);
+      rejectRecord(this.ctx, this.elemOffset, `array element is not valid JSON: ${jsonFailure(text, err)}`, text);
       return;
     }
     if (isRecord(value)) this.out.add(value, text.length);

@@ -5,7 +5,7 @@
  */
 import type { Batch } from '../core/types.js';
 import { DecodeError } from '../core/errors.js';
-import { Batcher, type DecodeContext, isRecord, kindOf, rejectRecord } from './context.js';
+import { Batcher, type DecodeContext, isRecord, jsonFailure, kindOf, rejectRecord } from './context.js';
 
 const LF = 0x0a;
 const CR = 0x0d;
@@ -30,7 +30,7 @@ export async function* decodeJsonl(chunks: AsyncIterable<Buffer>, ctx: DecodeCon
       value = JSON.parse(text);
     } catch (err) {
       if (text.trim() === '') return;
-      rejectRecord(ctx, offset, `line is not valid JSON: ${(err as Error).message}`, text);
+      rejectRecord(ctx, offset, `line is not valid JSON: ${jsonFailure(text, err)}`, text);
       return;
     }
     if (isRecord(value)) out.add(value, end - start);
@@ -81,7 +81,7 @@ function lastLine(buf: Buffer, offset: number, ctx: DecodeContext, out: Batcher)
     throw new DecodeError(
       ctx.unit,
       offset,
-      `truncated input: the last JSONL line has no newline and does not parse (${(err as Error).message}); it starts`,
+      `truncated input: the last JSONL line has no newline and does not parse (${jsonFailure(text, err)}); it starts`,
     );
   }
   if (isRecord(value)) out.add(value, buf.length);

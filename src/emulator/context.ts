@@ -1,4 +1,10 @@
-/** What every emulator route module gets: options, the scalable clock, and the counters tests read. */
+/**
+ * What every emulator route module gets: options, the scalable clock, the counters tests read, and the state that
+ * survives a restart.
+ */
+import { z } from 'zod';
+import type { PersistedState } from './persisted-state.js';
+import type { DataOptions } from './state-file.js';
 
 export interface EmulatorOptions {
   /** 0 picks a free port. */
@@ -22,6 +28,11 @@ export interface EmulatorOptions {
   jobRecordsPerMinute?: number;
   /** Emulated milliseconds a filter job spends `scheduled` before it starts building (default 4,000). */
   jobSchedulingMs?: number;
+  /**
+   * Where the ids a client may come back for (snapshots, deep-lookup requests, zones…) and the paid counters are
+   * kept, so another emulator started with the same file knows them. Undefined: nothing outlives the process.
+   */
+  stateFile?: string;
 }
 
 export const defaultEmulatorOptions: EmulatorOptions = {
@@ -36,13 +47,34 @@ export const defaultEmulatorOptions: EmulatorOptions = {
   jobSchedulingMs: 4_000,
 };
 
-/** Emulated time: real elapsed time multiplied by the time scale. */
+/** A clock's reference point: at real epoch ms `real`, emulated time was `emulated`. */
+export const clockAnchorSchema = z.object({ real: z.number(), emulated: z.number(), timeScale: z.number() });
+export type ClockAnchor = z.infer<typeof clockAnchorSchema>;
+
+/** Emulated time: real elapsed time since the anchor, multiplied by the time scale. */
 export class Clock {
-  private readonly start = Date.now();
-  constructor(readonly timeScale: number) {}
+  readonly anchor: ClockAnchor;
+  /**
+   * `continueFrom`: a saved clock. Emulated time went on while no emulator ran (a service's jobs do not pause), at
+   * the saved scale; from now on it runs at this clock's scale.
+   */
+  constructor(
+    readonly timeScale: number,
+    continueFrom?: ClockAnchor,
+  ) {
+    const real = Date.now();
+    if (continueFrom === undefined) this.anchor = { real, emulated: real, timeScale };
+    else if (continueFrom.timeScale === timeScale) this.anchor = continueFrom;
+    else
+      this.anchor = {
+        real,
+        emulated: continueFrom.emulated + (real - continueFrom.real) * continueFrom.timeScale,
+        timeScale,
+      };
+  }
   /** Emulated epoch milliseconds. */
   now(): number {
-    return this.start + (Date.now() - this.start) * this.timeScale;
+    return this.anchor.emulated + (Date.now() - this.anchor.real) * this.timeScale;
   }
   /** Real milliseconds that correspond to `emulatedMs` of emulated time. */
   real(emulatedMs: number): number {
@@ -54,7 +86,10 @@ export class Clock {
 export class Stats {
   /** `METHOD pattern` → requests received (after auth). */
   readonly routes: Record<string, number> = {};
-  /** Paid or account-changing operations actually started: filter, trigger, enrich, zone_create, ip_refresh, domain_perm. */
+  /**
+   * Paid or account-changing operations actually started: filter, trigger, enrich, zone_create, ip_refresh,
+   * domain_perm. With `stateFile` they are the account's, counted over every instance that used the file.
+   */
   readonly paid: Record<string, number> = {};
   /** Faults injected, by kind. */
   readonly faults: Record<string, number> = {};
@@ -64,6 +99,13 @@ export class Stats {
   readonly routeInFlight: Record<string, number> = {};
   readonly routeMaxInFlight: Record<string, number> = {};
 
+  /**
+   * Counts carried over from the state file: `paid` is the account's, like a bill, so a test can prove across
+   * restarts that a paid job was started once. The other counters describe this process's traffic.
+   */
+  restorePaid(saved: Record<string, number>): void {
+    Object.assign(this.paid, saved);
+  }
   countPaid(kind: string): void {
     this.paid[kind] = (this.paid[kind] ?? 0) + 1;
   }
@@ -105,4 +147,16 @@ export interface EmulatorContext {
   stats: Stats;
   /** Aborted when the server closes: background work (filter job scans) stops with it. */
   closed: AbortSignal;
+  /** Sections that outlive the process with `stateFile`; commit before answering with a new id. */
+  state: PersistedState;
+}
+
+/** The options a state file must have been written with (see state-file.ts). */
+export function dataOptionsOf(o: EmulatorOptions): DataOptions {
+  return {
+    seed: o.seed,
+    size: o.size,
+    jobRecordsPerMinute: o.jobRecordsPerMinute ?? 1_000_000,
+    jobSchedulingMs: o.jobSchedulingMs ?? 4_000,
+  };
 }

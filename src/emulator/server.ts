@@ -6,9 +6,19 @@ import { createServer, type IncomingMessage, type ServerResponse, type Server } 
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { Clock, Stats, defaultEmulatorOptions, type EmulatorContext, type EmulatorOptions } from './context.js';
+import { z } from 'zod';
+import {
+  Clock,
+  Stats,
+  clockAnchorSchema,
+  dataOptionsOf,
+  defaultEmulatorOptions,
+  type EmulatorContext,
+  type EmulatorOptions,
+} from './context.js';
 import { deliverWithFault, drop, type BodyFault } from './fault-delivery.js';
 import { FaultInjector, PRE_HANDLER_KINDS, parseFaultConfig, type FaultKind } from './faults.js';
+import { PersistedState } from './persisted-state.js';
 import { HttpError, Router, type EmuRequest, type EmuResponder } from './router.js';
 import { register as datasets } from './routes/datasets.js';
 import { register as deepLookup } from './routes/deep-lookup.js';
@@ -17,6 +27,7 @@ import { register as zones } from './routes/zones.js';
 import { sleep } from '../core/sleep.js';
 
 export { loadFaultsFile, type FaultConfig } from './faults.js';
+export { EmulatorStateError } from './state-file.js';
 
 /** Each module adds its routes; its state lives in the closure it creates. */
 export type RouteModule = (router: Router, ctx: EmulatorContext) => void;
@@ -26,27 +37,47 @@ export interface EmulatorHandle {
   port: number;
   ctx: EmulatorContext;
   stats: Stats;
+  /** True when it started from a state file an earlier instance wrote (its snapshots, requests… are known). */
+  resumed: boolean;
+  /** Stops the server, then saves what was not saved yet. */
   close(): Promise<void>;
 }
 
 /** The service's route modules, listed explicitly (no registration by import side effect). */
 export const routeModules: RouteModule[] = [datasets, deepLookup, request, zones];
 
+const paidSchema = z.record(z.string(), z.number().int().nonnegative());
+
+/**
+ * Starts the emulator. With `stateFile`, it first restores what an earlier instance saved there (and throws
+ * EmulatorStateError, leaving the file untouched, when it cannot).
+ */
 export async function startEmulator(opts: Partial<EmulatorOptions> = {}): Promise<EmulatorHandle> {
   const options: EmulatorOptions = { ...defaultEmulatorOptions, ...opts };
   const closing = new AbortController();
+  const state = await PersistedState.open(options.stateFile, dataOptionsOf(options));
+  const stats = new Stats();
+  const savedPaid = state.section('paid', paidSchema, () => ({ ...stats.paid }));
+  if (savedPaid) stats.restorePaid(savedPaid);
+  const savedClock = state.section('clock', clockAnchorSchema, () => ctx.clock.anchor);
   const ctx: EmulatorContext = {
     options,
-    clock: new Clock(options.timeScale),
-    stats: new Stats(),
+    clock: new Clock(options.timeScale, savedClock),
+    stats,
     closed: closing.signal,
+    state,
   };
   const faults =
     options.faults === undefined
       ? undefined
       : new FaultInjector(parseFaultConfig(options.faults), options.seed, ctx.stats);
   const router = new Router();
-  for (const mod of routeModules) mod(router, ctx);
+  try {
+    for (const mod of routeModules) mod(router, ctx);
+  } catch (err) {
+    closing.abort(); // restored filter jobs scan in the background
+    throw err;
+  }
 
   const server = createServer((req, res) => {
     handle(router, ctx, faults, req, res).catch((err: unknown) => {
@@ -60,6 +91,9 @@ export async function startEmulator(opts: Partial<EmulatorOptions> = {}): Promis
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => resolve());
+  }).catch((err: unknown) => {
+    closing.abort();
+    throw err;
   });
   const port = (server.address() as AddressInfo).port;
   return {
@@ -67,9 +101,11 @@ export async function startEmulator(opts: Partial<EmulatorOptions> = {}): Promis
     port,
     ctx,
     stats: ctx.stats,
-    close: () => {
+    resumed: state.resumed,
+    close: async () => {
       closing.abort();
-      return closeServer(server);
+      await closeServer(server);
+      await state.flush();
     },
   };
 }
@@ -95,7 +131,10 @@ async function handle(
 
   // Outside the service's paths: test introspection, no auth.
   if (url.pathname === '/_emulator/stats') {
-    if (method === 'DELETE') ctx.stats.reset();
+    if (method === 'DELETE') {
+      ctx.stats.reset();
+      await ctx.state.commit(); // the paid counters are saved
+    }
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify(ctx.stats));
     return;

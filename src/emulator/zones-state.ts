@@ -7,6 +7,7 @@
  * created, plus the traffic it really served; month buckets sum their days, so day buckets are contained in
  * `back_m0` as on the real service.
  */
+import { z } from 'zod';
 import type { EmulatorContext } from './context.js';
 import { serpRng } from './data/serp-rng.js';
 
@@ -38,6 +39,22 @@ export const DAY_MS = 86_400_000;
 const SERP_COST_PER_REQ = 0.0015;
 const COST_PER_GB: Record<string, number> = { static: 0.6, resident: 8.4 };
 
+/** A zone in the state file: the record, with its traffic as `[day, reqs, bytes]` triples. */
+const savedZoneSchema = z.object({
+  name: z.string(),
+  type: z.string(),
+  plan: z.record(z.string(), z.unknown()),
+  createdAt: z.number(),
+  ips: z.array(z.string()),
+  vips: z.array(z.object({ vip: z.string(), country: z.string() })),
+  whitelist: z.array(z.string()),
+  blacklist: z.array(z.string()),
+  traffic: z.array(z.tuple([z.number(), z.number(), z.number()])),
+  ipSerial: z.number().int().nonnegative(),
+});
+const savedZonesSchema = z.array(savedZoneSchema);
+type SavedZone = z.infer<typeof savedZoneSchema>;
+
 export class ZoneState {
   private readonly zones = new Map<string, ZoneRecord>();
 
@@ -53,6 +70,23 @@ export class ZoneState {
     );
     stat.whitelist = ['example.com', 'shop.example.org', 'api.example.net'];
     stat.blacklist = ['ads.example.com'];
+  }
+
+  /** Every zone as an earlier instance left it (the built-in ones included, with their changes). */
+  restore(saved: SavedZone[]): void {
+    this.zones.clear();
+    for (const zone of saved)
+      this.zones.set(zone.name, {
+        ...zone,
+        traffic: new Map(zone.traffic.map(([day, reqs, bytes]) => [day, { reqs, bytes }])),
+      });
+  }
+
+  saved(): SavedZone[] {
+    return this.list().map((zone) => ({
+      ...zone,
+      traffic: [...zone.traffic].map(([day, t]): [number, number, number] => [day, t.reqs, t.bytes]),
+    }));
   }
 
   get(name: string): ZoneRecord | undefined {
@@ -140,12 +174,18 @@ export function splitDomains(v: unknown): string[] {
 
 const states = new WeakMap<EmulatorContext, ZoneState>();
 
-/** The zone state of one emulator instance (created on first use). */
+/**
+ * The zone state of one emulator instance (created on first use, from the state file if it has zones). Zone
+ * changes are committed by the zone routes; traffic is saved in the background (no client holds an id for it).
+ */
 export function zoneStateFor(ctx: EmulatorContext): ZoneState {
   let s = states.get(ctx);
   if (!s) {
-    s = new ZoneState(ctx.options.seed, ctx.clock.now());
-    states.set(ctx, s);
+    const state = new ZoneState(ctx.options.seed, ctx.clock.now());
+    const saved = ctx.state.section('zones', savedZonesSchema, () => state.saved());
+    if (saved) state.restore(saved);
+    states.set(ctx, state);
+    s = state;
   }
   return s;
 }

@@ -9,6 +9,19 @@ export interface RunOptions {
   quiet: boolean;
   /** Progress bars on a TTY, periodic lines otherwise. */
   progress: boolean;
+  /**
+   * `--wait[=timeout]`: wait up to this long for another run holding the pipeline's lock (or an output's) to
+   * finish, instead of failing at once with LockedError (exit code 3). Default 0.
+   */
+  waitForLockMs?: number;
+  /** Written into the lock file for whoever finds it taken, e.g. `sluice run pipelines/x.yaml`. */
+  command?: string;
+  /**
+   * Aborting it interrupts the run (SIGINT/SIGTERM): no new unit starts, reads in flight are aborted, a unit whose
+   * sink commit is under way finishes, the locks are released, and the run throws InterruptedError. The abort
+   * reason `'SIGTERM'` gives exit code 143; anything else counts as SIGINT (130).
+   */
+  signal?: AbortSignal;
 }
 
 export interface RunSummary {
@@ -18,6 +31,12 @@ export interface RunSummary {
   bytes: number;
   retries: number;
   deadLetters: number;
+  /** The most frequent reasons of this run's dead letters (up to 3), most frequent first. */
+  deadLetterReasons: { reason: string; count: number }[];
+  /** Units whose raw file at least one sink loaded natively (the fast path). */
+  nativeLoads: number;
+  /** Units whose raw file a sink refused to load natively and the engine decoded in JS instead. */
+  nativeFallbacks: number;
   durationMs: number;
   /** Where each sink wrote (paths, tables). */
   outputs: string[];

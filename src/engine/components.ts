@@ -1,49 +1,39 @@
 /**
- * Builds a pipeline's source, transforms and sinks from the explicit component lists.
+ * Builds a pipeline's source, transforms and sinks from the explicit component lists, through the registry: the
+ * engine knows components only by their contracts (core/types.ts), never by their type names.
  */
-import path from 'node:path';
-import type { ComponentDeps, Sink, Source, Transform } from '../core/types.js';
+import type { Sink, Source } from '../core/types.js';
+import type { ComponentDeps } from '../core/component.js';
 import { SluiceError } from '../core/errors.js';
-import { findDef } from '../pipeline/registry.js';
+import { findDef, registry as defaultRegistry, type Registry } from '../pipeline/registry.js';
+import type { BuiltTransform } from './stages/transform-chain.js';
 
 export interface Built {
   source: Source;
   sourceType: string;
-  transforms: { type: string; fn: Transform }[];
-  sinks: { type: string; label: string; sink: Sink }[];
+  transforms: BuiltTransform[];
+  sinks: { type: string; sink: Sink }[];
 }
 
-export function sinkConfigs(config: { sink?: unknown; sinks?: unknown[] }): { type: string; [k: string]: unknown }[] {
-  const list = (config.sinks ?? (config.sink ? [config.sink] : [])) as { type: string }[];
+export type SinkConfig = { type: string; [k: string]: unknown };
+
+export function sinkConfigs(config: { sink?: unknown; sinks?: unknown[] }): SinkConfig[] {
+  const list = (config.sinks ?? (config.sink ? [config.sink] : [])) as SinkConfig[];
   if (list.length === 0) throw new SluiceError('the pipeline has no sink', { hint: 'add a `sink:` block' });
   return list;
 }
 
-export function buildComponents(config: any, deps: ComponentDeps): Built {
-  const sourceDef = findDef('source', config.source.type);
+export function buildSink(config: SinkConfig, deps: ComponentDeps, registry: Registry = defaultRegistry): Sink {
+  return findDef('sink', config.type, registry).create(config, deps) as Sink;
+}
+
+/** `registry`: the components to build from (tests pass in-memory ones). */
+export function buildComponents(config: any, deps: ComponentDeps, registry: Registry = defaultRegistry): Built {
   const transforms = ((config.transforms ?? []) as { type: string }[]).map((t) => ({
     type: t.type,
-    fn: findDef('transform', t.type).create(t, deps) as Transform,
+    fn: findDef('transform', t.type, registry).create(t, deps) as BuiltTransform['fn'],
   }));
-  const sinks = sinkConfigs(config).map((s) => ({
-    type: s.type,
-    label: describeSink(s, deps.baseDir),
-    sink: findDef('sink', s.type).create(s, deps) as Sink,
-  }));
-  return { source: sourceDef.create(config.source, deps) as Source, sourceType: config.source.type, transforms, sinks };
-}
-
-/**
- * A sink's type, where it writes and (DuckDB) its table. With `baseDir` (the pipeline file's directory, which
- * `path` is relative to) the path is shown as the user would type it from the current directory.
- */
-export function describeSink(s: { type: string; [k: string]: unknown }, baseDir?: string): string {
-  const where = baseDir === undefined ? String(s.path) : displayPath(path.resolve(baseDir, String(s.path)));
-  if (s.type === 'duckdb') return `duckdb ${where} table ${String(s.table)}`;
-  return `${s.type} ${where}`;
-}
-
-function displayPath(abs: string): string {
-  const rel = path.relative(process.cwd(), abs);
-  return rel === '' ? '.' : rel.startsWith('..') || path.isAbsolute(rel) ? abs : rel;
+  const sinks = sinkConfigs(config).map((s) => ({ type: s.type, sink: buildSink(s, deps, registry) }));
+  const source = findDef('source', config.source.type, registry).create(config.source, deps) as Source;
+  return { source, sourceType: config.source.type, transforms, sinks };
 }

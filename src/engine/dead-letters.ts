@@ -25,7 +25,11 @@ import type { ComponentConfig } from '../pipeline/schema.js';
 import type { RunOptions, RunSummary } from './api.js';
 import { sinkConfigs } from './components.js';
 import { deadLetterKey, readDeadLetters, type LetterContext, type StoredDeadLetter } from './dead-letter-file.js';
-import { pipelinePaths, runPipeline, type RunHooks } from './run.js';
+import { createLogger } from './logger.js';
+import { pipelinePaths } from './paths.js';
+import { acquireRunLock } from './run-lock.js';
+import type { RunHooks } from './run-hooks.js';
+import { runPipeline } from './run.js';
 import { FileStateStore } from './state-store.js';
 
 function replayDir(p: LoadedPipeline): string {
@@ -100,7 +104,7 @@ function mainRunOf(d: StoredDeadLetter): string {
 }
 
 /** The letters' raw text as records again; ones that still do not parse become dead letters of the replay. */
-function replaySource(letters: StoredDeadLetter[]): Source {
+function replaySource(letters: StoredDeadLetter[], concurrency: number | undefined): Source {
   const groups = new Map<string, StoredDeadLetter[]>();
   for (const d of letters) {
     // Crawl unit ids repeat every run: the run keeps tonight's page apart from last night's.
@@ -118,6 +122,7 @@ function replaySource(letters: StoredDeadLetter[]): Source {
     return { id, params };
   });
   return {
+    ...(concurrency !== undefined && { concurrency }),
     plan: async () => units,
     async *read(unit: WorkUnit, ctx: SourceContext): AsyncIterable<Batch> {
       const rows: Batch = [];
@@ -179,6 +184,29 @@ export async function replayDeadLetters(
   opts: RunOptions,
   hooks: Pick<RunHooks, 'log' | 'afterCommit'> = {},
 ): Promise<ReplayResult> {
+  // The pipeline's own lock, not only the replay's state (which runPipeline locks): a run of the pipeline must not
+  // start while its letters are replayed, nor a replay while it runs (the check below reads its state).
+  const paths = pipelinePaths(p);
+  await mkdir(paths.stateDir, { recursive: true });
+  const log = hooks.log ?? createLogger({ format: opts.logFormat, level: opts.quiet ? 'warn' : 'info' });
+  const lock = await acquireRunLock(paths.lockFile, {
+    command: opts.command ?? 'sluice dead-letters --replay',
+    log,
+    waitMs: opts.waitForLockMs ?? 0,
+    ...(opts.signal && { signal: opts.signal }),
+  });
+  try {
+    return await replayLocked(p, opts, { ...hooks, log });
+  } finally {
+    await lock.release();
+  }
+}
+
+async function replayLocked(
+  p: LoadedPipeline,
+  opts: RunOptions,
+  hooks: Pick<RunHooks, 'log' | 'afterCommit'>,
+): Promise<ReplayResult> {
   const sinks = sinkConfigs(p.config);
   const replaces = sinks.some((s) => s.write === 'replace');
   const main = await FileStateStore.open(pipelinePaths(p).stateFile);
@@ -230,7 +258,8 @@ export async function replayDeadLetters(
     { ...opts, fresh: false },
     {
       ...hooks,
-      source: replaySource(pending.letters),
+      // Letters are read as the pipeline's own source reads units: at its concurrency.
+      source: replaySource(pending.letters, sourceConcurrency(p)),
       runId: `replay-${pending.id}`,
       firstTransform: (u) => (u.params as unknown as ReplayUnitParams).step,
     },
@@ -244,4 +273,10 @@ export async function replayDeadLetters(
 
 function appendInstead(sink: ComponentConfig): ComponentConfig {
   return sink.write === 'replace' ? { ...sink, write: 'append' } : sink;
+}
+
+/** The concurrency the pipeline's source is configured with, where its config has one. */
+function sourceConcurrency(p: LoadedPipeline): number | undefined {
+  const c = (p.config.source as { concurrency?: unknown }).concurrency;
+  return typeof c === 'number' ? c : undefined;
 }

@@ -3,8 +3,45 @@
  * with ETA), records and bytes (with rates); otherwise a plain line every `intervalMs`, which is what a cron log
  * wants. Log lines written during a run go through `logLine`, which lifts the bars off the screen first, so the two
  * never interleave.
+ *
+ * Each line is cut to the terminal's width: a line that wrapped would take two rows, and moving the cursor up by the
+ * number of lines drawn would then land inside the drawing, so every redraw would leave a copy behind. When the
+ * terminal is resized, the terminal itself re-wraps what is on screen to the new width; the rows the last drawing
+ * now takes are counted from its lines' lengths, and the drawing is redrawn in place at once.
  */
 import type { Counters, Logger } from '../core/types.js';
+
+/** The terminal the bars are drawn on: its width now, and a way to hear that it changed. */
+export interface ProgressTerminal {
+  columns(): number;
+  /** Calls `listener` on every resize; returns how to stop. */
+  onResize(listener: () => void): () => void;
+}
+
+/** stderr, where the bars go. */
+export const stderrTerminal: ProgressTerminal = {
+  columns: () => process.stderr.columns || 80,
+  onResize: (listener) => {
+    process.stderr.on('resize', listener);
+    return () => process.stderr.off('resize', listener);
+  },
+};
+
+/**
+ * `line` cut to fit `columns` terminal cells, with `…` where it was cut. One cell is left free: a line that fills the
+ * last column leaves some terminals' cursor waiting to wrap, and the next `\n` then makes an empty row.
+ */
+export function fitToWidth(line: string, columns: number): string {
+  const room = Math.max(columns - 1, 1);
+  const chars = [...line];
+  return chars.length <= room ? line : chars.slice(0, room - 1).join('') + '…';
+}
+
+/** The rows `lines` take on a terminal `columns` wide, once it re-wrapped them. */
+export function rowsOf(lines: string[], columns: number): number {
+  const width = Math.max(columns, 1);
+  return lines.reduce((rows, l) => rows + Math.max(1, Math.ceil([...l].length / width)), 0);
+}
 
 export interface ProgressState {
   /** What planning is doing (`waiting for snapshot snap_x: building`), then what it found. */
@@ -18,29 +55,44 @@ export interface ProgressState {
 export class Progress {
   readonly state: ProgressState;
   private timer: NodeJS.Timeout | undefined;
-  /** Lines of the last TTY drawing (0: nothing on screen). */
-  private drawn = 0;
+  /** The lines of the last TTY drawing, as written (empty: nothing on screen). */
+  private drawn: string[] = [];
+  /** Rows the last drawing took when it was written; a resize changes what it takes now. */
+  private drawnRows = 0;
+  private readonly terminal: ProgressTerminal;
+  private stopListening: (() => void) | undefined;
 
   constructor(
     init: { counters: Counters; startedAt: number },
-    private readonly opts: { tty: boolean; intervalMs: number; write: (s: string) => void },
+    private readonly opts: {
+      tty: boolean;
+      intervalMs: number;
+      write: (s: string) => void;
+      /** Default: stderr. */
+      terminal?: ProgressTerminal;
+    },
   ) {
     this.state = { plan: 'planning', unitsTotal: 0, unitsDone: 0, ...init };
+    this.terminal = opts.terminal ?? stderrTerminal;
   }
 
   start(): void {
     if (this.timer) return;
     this.timer = setInterval(() => this.draw(), this.opts.tty ? 200 : this.opts.intervalMs);
     this.timer.unref();
+    if (this.opts.tty) this.stopListening = this.terminal.onResize(() => this.redrawAfterResize());
   }
 
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
-    if (this.opts.tty && this.drawn) {
+    this.stopListening?.();
+    this.stopListening = undefined;
+    if (this.opts.tty && this.drawn.length > 0) {
       this.draw();
       this.opts.write('\n');
-      this.drawn = 0;
+      this.drawn = [];
+      this.drawnRows = 0;
     }
   }
 
@@ -57,11 +109,19 @@ export class Progress {
     return { debug: around(log.debug), info: around(log.info), warn: around(log.warn), error: around(log.error) };
   }
 
-  private clear(): void {
-    if (!this.drawn) return;
-    // Up to the first line of the drawing, then clear to the end of the screen.
-    this.opts.write(`${this.drawn > 1 ? `\x1b[${this.drawn - 1}A` : ''}\r\x1b[0J`);
-    this.drawn = 0;
+  private clear(rows = this.drawnRows): void {
+    if (this.drawn.length === 0) return;
+    // Up to the first row of the drawing, then clear to the end of the screen.
+    this.opts.write(`${rows > 1 ? `\x1b[${rows - 1}A` : ''}\r\x1b[0J`);
+    this.drawn = [];
+    this.drawnRows = 0;
+  }
+
+  /** The terminal re-wrapped the drawing to its new width: clear the rows it takes now, and draw it to fit. */
+  private redrawAfterResize(): void {
+    if (this.drawn.length === 0 || !this.timer) return;
+    this.clear(rowsOf(this.drawn, this.terminal.columns()));
+    this.draw();
   }
 
   private draw(): void {
@@ -77,22 +137,32 @@ export class Progress {
       );
       return;
     }
-    const width = 30;
+    const columns = this.terminal.columns();
+    const counts = ` ${s.unitsDone}/${s.unitsTotal}  ETA ${eta}`;
+    // The bar gives way first on a narrow terminal, so the counts stay whole: 'units    [' + bar + ']' + counts.
+    const width = Math.max(0, Math.min(BAR_WIDTH, columns - 1 - 'units    []'.length - counts.length));
     const filled = Math.round(frac * width);
+    const bar = width >= MIN_BAR_WIDTH ? `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}]` : '';
     const lines = [
       `plan     ${s.plan}`,
-      `units    [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${s.unitsDone}/${s.unitsTotal}  ETA ${eta}`,
+      `units    ${bar}${bar ? counts : counts.trimStart()}`,
       `records  ${records}`,
       `bytes    ${bytes}`,
-    ];
+    ].map((l) => fitToWidth(l, columns));
     this.clear();
     this.opts.write(lines.map((l) => `\x1b[2K${l}`).join('\n'));
-    this.drawn = lines.length;
+    this.drawn = lines;
+    this.drawnRows = rowsOf(lines, columns);
   }
 }
 
+const BAR_WIDTH = 30;
+/** Narrower than this, a bar tells nothing the counts beside it do not. */
+const MIN_BAR_WIDTH = 5;
+
+/** Bytes (or bytes per second) in binary units, rounded: `287 B`, `1.5 KiB`, `12.0 MiB`. */
 export function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
+  if (n < 1024) return `${Math.round(n)} B`;
   const units = ['KiB', 'MiB', 'GiB', 'TiB'];
   let v = n / 1024;
   let i = 0;

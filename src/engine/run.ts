@@ -1,81 +1,71 @@
 /**
- * The runner: plan units, skip the committed ones, read the rest under a concurrency limit through the transforms
- * into every sink, and let each sink commit a unit atomically with its checkpoint.
+ * `sluice run`: the engine's stages composed — open state → plan → schedule → run unit → finish — each in its own
+ * file under stages/. This file only builds what they share (logger, progress, dead letters, the service, the
+ * components) and turns the outcome into a summary.
  *
  * Exactly-once across crashes comes from three rules: (1) paid job ids are checkpointed in the state file before
- * anyone waits on them; (2) a unit is committed by the sink together with its id, so a rerun skips it; (3) a unit
- * that failed half-way committed nothing, so reading it again from the start loses and duplicates nothing.
+ * anyone waits on them (stages/open-state.ts keeps that file across a resume); (2) a unit is committed by the sink
+ * together with its id, so a rerun skips it (stages/schedule.ts); (3) a unit that failed half-way committed nothing,
+ * so reading it again from the start loses and duplicates nothing (stages/run-unit.ts).
+ *
+ * One run of a pipeline at a time: the state directory is locked first (stages/open-state.ts), then each file
+ * sink's output directory (stages/lock-outputs.ts); the locks are released when the run ends, however it ends.
+ * An interrupt (`RunOptions.signal`) stops new units, aborts reads in flight, and ends in InterruptedError.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import pLimit from 'p-limit';
-import { DecodeError, SluiceError } from '../core/errors.js';
-import { failpoint } from '../core/failpoints.js';
-import { redact } from '../core/redact.js';
-import type {
-  Batch,
-  ComponentDeps,
-  Counters,
-  Logger,
-  Sink,
-  SinkContext,
-  Source,
-  SourceContext,
-  TransformContext,
-  WorkUnit,
-} from '../core/types.js';
-import { decode } from '../decode/index.js';
+import type { Logger, SinkContext, Source, SourceContext } from '../core/types.js';
+import type { ComponentDeps } from '../core/component.js';
+import { RetryPolicy } from '../core/retry.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
-import type { PlanReport, RunOptions, RunSummary } from './api.js';
-import { buildComponents, describeSink, sinkConfigs } from './components.js';
+import type { RunOptions, RunSummary } from './api.js';
+import { buildComponents, sinkConfigs } from './components.js';
 import { DeadLetterFile } from './dead-letter-file.js';
+import { FailureBudget, parseDeadLetterLimit } from './failure-budget.js';
+import { withLineage } from './lineage.js';
 import { createLogger } from './logger.js';
-import { Progress, formatBytes, formatDuration } from './progress.js';
+import { pipelinePaths } from './paths.js';
+import { Progress } from './progress.js';
+import type { RunHooks } from './run-hooks.js';
+import { interrupted, interruptSignalOf } from './interrupt.js';
+import type { LockOptions, RunLock } from './run-lock.js';
+import { outcomeOf, paidJobsOf, RunHistory, runHistoryFile, type RunRecord } from './run-history.js';
 import { ServiceConnection } from './service.js';
-import { FileStateStore, MemoryStateStore } from './state-store.js';
-import { tee } from './tee.js';
-import { isTransient } from './transient.js';
+import { restartAfter, staleAfterMs, staleRestart, startOver, type RunRestart } from '../sources/resume-policy.js';
+import { closeRun, finishRun } from './stages/finish.js';
+import { loadUnit } from './stages/load-unit.js';
+import { lockOutputs, releaseLocks } from './stages/lock-outputs.js';
+import { openRunState } from './stages/open-state.js';
+import { planLine, planUnits } from './stages/plan.js';
+import { runUnit, UNIT_ATTEMPTS } from './stages/run-unit.js';
+import { scheduleRun, type UnitCounts } from './stages/schedule.js';
+import { buildSummary, newRunCounters, runFailure } from './summary.js';
+import { errorText } from './error-text.js';
 
-/** Attempts per unit for transient failures (the client already retried each request). */
-const UNIT_ATTEMPTS = 4;
-
-export interface PipelinePaths {
-  stateDir: string;
-  stateFile: string;
-  deadLetterFile: string;
-}
-
-export function pipelinePaths(p: LoadedPipeline): PipelinePaths {
-  const stateDir = path.resolve(p.baseDir, p.config.state_dir ?? path.join('.sluice', p.name));
-  return {
-    stateDir,
-    stateFile: path.join(stateDir, 'state.json'),
-    deadLetterFile: path.resolve(p.baseDir, p.config.dead_letter ?? path.join(stateDir, 'dead-letters.jsonl')),
-  };
-}
-
-export interface RunHooks {
-  /** Called with the service connection once created (tests read the embedded emulator's counters). */
-  onService?: (s: ServiceConnection) => void;
-  /** Replaces the pipeline's source (dead-letter replay). */
-  source?: Source;
-  log?: Logger;
-  /**
-   * A fixed run id (dead-letter replay: one id per batch of letters, so a replay run again after a crash, even one
-   * after its last commit, recognises every unit it committed).
-   */
-  runId?: string;
-  /** Index of the first transform a unit goes through (replay: a transform's letters re-enter at that transform). */
-  firstTransform?: (u: WorkUnit) => number;
-  /** Test seam: runs after a unit committed in every sink; a throw fails the run there, like a crash. */
-  afterCommit?: (u: WorkUnit) => void | Promise<void>;
-}
+export { pipelinePaths, type PipelinePaths } from './paths.js';
+export { planPipeline } from './plan-pipeline.js';
+export { inShard } from './stages/plan.js';
+export { formatSummary } from './summary.js';
+export type { RunHooks } from './run-hooks.js';
 
 export async function runPipeline(p: LoadedPipeline, opts: RunOptions, hooks: RunHooks = {}): Promise<RunSummary> {
+  try {
+    return await runAttempt(p, opts, hooks);
+  } catch (err) {
+    // `resume.on_missing_job: restart`: the saved paid job is gone; one new run (a new paid job) per invocation.
+    const restart = hooks.runId === undefined ? restartAfter(err, p.config.resume) : undefined;
+    if (restart === undefined) throw err;
+    return runAttempt(p, { ...opts, fresh: true }, hooks, restart);
+  }
+}
+
+async function runAttempt(
+  p: LoadedPipeline,
+  opts: RunOptions,
+  hooks: RunHooks,
+  restart?: RunRestart,
+): Promise<RunSummary> {
   const startedAt = Date.now();
-  const counters: Counters = { records: 0, bytes: 0, retries: 0, deadLetters: 0 };
+  const counters = newRunCounters();
   const progress = new Progress(
     { counters, startedAt },
     {
@@ -84,343 +74,235 @@ export async function runPipeline(p: LoadedPipeline, opts: RunOptions, hooks: Ru
       write: (s) => process.stderr.write(s),
     },
   );
-  const progressState = progress.state;
   // On a terminal, log lines appear above the progress bars rather than through them.
   const log = progress.wrap(hooks.log ?? createLogger({ format: opts.logFormat, level: opts.quiet ? 'warn' : 'info' }));
   const paths = pipelinePaths(p);
-  const state = await FileStateStore.open(paths.stateFile);
-
-  // A run that completed is over: the next invocation is a new run (tonight's load), with a new id. A run that did
-  // not complete is resumed, keeping its id, so the units it committed are recognised and skipped.
-  let runId = state.get<string>('run:id');
-  const resumed =
-    !opts.fresh &&
-    runId !== undefined &&
-    state.get('run:complete') !== true &&
-    (hooks.runId === undefined || hooks.runId === runId);
-  if (!resumed) {
-    await state.clear();
-    runId =
-      hooks.runId ??
-      `${new Date()
-        .toISOString()
-        .replace(/[-:.TZ]/g, '')
-        .slice(0, 14)}-${randomBytes(3).toString('hex')}`;
-    await state.set('run:id', runId);
-  }
-  const run = runId as string;
-  log.info(`${resumed ? 'resuming' : 'starting'} ${p.name} (run ${run})`);
-
-  const dlq = new DeadLetterFile(paths.deadLetterFile, run);
-  await dlq.open();
-  const deadLetter = (d: Parameters<DeadLetterFile['write']>[0]): void => {
-    counters.deadLetters++;
-    dlq.write(d);
-  };
-  const service = new ServiceConnection(p.config.service, p.baseDir, log, counters);
-  warnIfPoolCapsConcurrency(p, log);
-  hooks.onService?.(service);
-  const deps: ComponentDeps = { log, baseDir: p.baseDir, client: () => service.get() };
-  const built = buildComponents(p.config, deps);
-  if (hooks.source) built.source = hooks.source;
+  // Aborted when the run is interrupted (the reads in flight stop) and when it ends (anything left waiting stops).
   const abort = new AbortController();
-  const sctx: SourceContext = {
-    signal: abort.signal,
-    log,
-    state,
-    counters,
-    deadLetter,
-    baseDir: p.baseDir,
-    dryRun: false,
-    sharded: opts.shard !== undefined,
+  const interrupt = opts.signal;
+  const onInterrupt = (): void => {
+    // Said at once (through the progress-aware logger), not only when the run has wound down: never silent.
+    log.warn(
+      `${interruptSignalOf(interrupt!)}: stopping: no new units, commits in flight finish (a second signal exits at once)`,
+    );
+    abort.abort();
   };
-  const sinkCtx: SinkContext = { log, deadLetter, baseDir: p.baseDir, pipeline: p.name, fresh: !resumed };
-
-  const units = { total: 0, done: 0, skipped: 0, failed: 0 };
-  let failure: unknown;
+  if (interrupt?.aborted) abort.abort();
+  interrupt?.addEventListener('abort', onInterrupt, { once: true });
+  const lockOptions: LockOptions = {
+    command: opts.command ?? 'sluice run',
+    log,
+    waitMs: opts.waitForLockMs ?? 0,
+    signal: abort.signal,
+  };
+  let opened;
   try {
-    for (const s of built.sinks) await s.sink.open(sinkCtx);
-    const committedPerSink = await Promise.all(built.sinks.map((s) => s.sink.committedUnits()));
-    // Sinks see run-scoped unit ids, so tonight's page 1 of a query is not mistaken for last night's.
-    const sinkId = (u: WorkUnit): string => `${run}/${u.id}`;
-    const pendingSinks = (u: WorkUnit): number[] =>
-      built.sinks.map((_, i) => i).filter((i) => !committedPerSink[i]?.has(sinkId(u)));
+    opened = await openRunState({
+      stateFile: paths.stateFile,
+      tmpDir: paths.tmpDir,
+      lockFile: paths.lockFile,
+      lock: lockOptions,
+      fresh: opts.fresh,
+      ...(hooks.runId !== undefined && { runId: hooks.runId }),
+      ...(p.config.resume?.stale_after !== undefined && { staleAfterMs: staleAfterMs(p.config.resume) }),
+    });
+  } catch (err) {
+    interrupt?.removeEventListener('abort', onInterrupt);
+    // Interrupted while waiting for the lock (`--wait`).
+    throw interrupt?.aborted ? interrupted(interrupt, { total: 0, done: 0, skipped: 0, failed: 0 }) : err;
+  }
+  const { state, runId, resumed, lock } = opened;
+  // Until the run's own try/finally below owns the lock, anything that throws must release it: the next run would
+  // otherwise find a lock whose holder is alive (this process, in tests) or 'take over' one from a run that just failed.
+  let lockHandedOver = false;
+  try {
+    let outputLocks: RunLock[] = [];
+    log.info(`${resumed ? 'resuming' : 'starting'} ${p.name} (run ${runId})`);
+    await startOver(state, restart ?? staleRestart(opened.stale), p.config, log);
+    const history = new RunHistory(runHistoryFile(paths.stateDir));
+    const attempt = await history
+      .start({
+        run: runId,
+        pipeline: p.name,
+        resumed,
+        startedAt: new Date(startedAt).toISOString(),
+        ...(opts.command !== undefined && { command: opts.command }),
+      })
+      .catch(async (err: unknown) => {
+        await releaseLocks([lock], log);
+        throw err;
+      });
 
-    if (opts.progress && !opts.quiet) progress.start();
-    let planned = await built.source.plan(sctx);
-    if (opts.shard) planned = planned.filter((u) => inShard(u, opts.shard!));
-    progressState.plan = `${planned.length} unit(s) planned${opts.shard ? ` in shard ${opts.shard.index}/${opts.shard.count}` : ''}`;
-
-    const concurrency = Number(p.config.source.concurrency ?? 4);
-    const limit = pLimit(Math.max(1, concurrency));
-    const scheduled = new Set<string>();
-    const running: Promise<void>[] = [];
-
-    const schedule = (u: WorkUnit): void => {
-      if (scheduled.has(u.id)) return;
-      if (opts.shard && !inShard(u, opts.shard)) return;
-      scheduled.add(u.id);
-      units.total++;
-      progressState.unitsTotal = units.total;
-      const todo = pendingSinks(u);
-      if (todo.length === 0) {
-        units.skipped++;
-        units.done++;
-        progressState.unitsDone = units.done;
-        // A committed page still tells a crawl where the next page is (from the checkpointed state).
-        for (const next of built.source.discover?.(u, sctx) ?? []) schedule(next);
-        return;
-      }
-      running.push(
-        limit(async () => {
-          if (failure !== undefined) return;
-          try {
-            await runUnit(u, todo);
-            await hooks.afterCommit?.(u);
-            failpoint('engine:after-commit');
-            units.done++;
-            progressState.unitsDone = units.done;
-            for (const next of built.source.discover?.(u, sctx) ?? []) schedule(next);
-          } catch (err) {
-            units.failed++;
-            failure ??= err;
-            log.error(`unit ${u.id} failed: ${errorText(err)}`);
-          }
-        }),
-      );
+    const dlq = new DeadLetterFile(paths.deadLetterFile, runId);
+    await dlq.open();
+    const budget = new FailureBudget(parseDeadLetterLimit(p.config.max_dead_letters as number | string | undefined));
+    const deadLetter = (d: Parameters<DeadLetterFile['write']>[0]): void => {
+      counters.deadLetters++;
+      budget.note({ ...d, run: runId });
+      dlq.write(d);
     };
-
-    // Re-reading a unit is a retry too: it follows the pipeline's retry timing (the client's defaults otherwise).
-    const unitBackoff = {
+    let budgetSpent = false;
+    const overBudget = (): boolean => {
+      if (!budgetSpent && budget.exceeded(counters.records)) {
+        budgetSpent = true;
+        log.warn(
+          `${budget.count} records dead-lettered, over max_dead_letters: no new unit starts; units in flight finish`,
+        );
+      }
+      return budgetSpent;
+    };
+    const service = new ServiceConnection(p.config.service, p.baseDir, log, counters, {
+      emulatorStateFile: path.join(paths.stateDir, 'emulator.json'),
+    });
+    hooks.onService?.(service);
+    const deps: ComponentDeps = { log, baseDir: p.baseDir, client: () => service.get() };
+    const built = buildComponents(p.config, deps, hooks.registry);
+    if (hooks.source) built.source = hooks.source;
+    const source = built.source;
+    const sinkConfigList = sinkConfigs(p.config);
+    const sinks = built.sinks.map((s, i) =>
+      sinkConfigList[i]?.lineage === true ? withLineage(s.sink, runId) : s.sink,
+    );
+    warnIfPoolCapsConcurrency(p, source, log);
+    const sctx: SourceContext = {
+      signal: abort.signal,
+      log,
+      state,
+      counters,
+      deadLetter,
+      baseDir: p.baseDir,
+      dryRun: false,
+      sharded: opts.shard !== undefined,
+    };
+    const sinkCtx: SinkContext = { log, deadLetter, baseDir: p.baseDir, pipeline: p.name, fresh: !resumed, runId };
+    const retry = new RetryPolicy({
+      attempts: UNIT_ATTEMPTS,
       baseMs: p.config.service.retry?.base_delay_ms ?? 500,
       maxMs: p.config.service.retry?.max_delay_ms ?? 30_000,
-    };
-    const runUnit = async (u: WorkUnit, sinkIdx: number[]): Promise<void> => {
-      const scoped: WorkUnit = { ...u, id: sinkId(u) };
-      const sinks = sinkIdx.map((i) => built.sinks[i]!.sink);
-      for (let attempt = 1; ; attempt++) {
-        try {
-          if (fastPath && sinks.every((s) => s.writeUnitFile)) {
-            await runUnitFromFile(u, scoped, sinks);
-            return;
-          }
-          await writeBatches(scoped, sinks, transformed(u, built.source.read(u, sctx)));
-          return;
-        } catch (err) {
-          if (attempt >= UNIT_ATTEMPTS && err instanceof DecodeError) throw cutShortEveryTime(err, attempt);
-          if (attempt >= UNIT_ATTEMPTS || !isTransient(err) || abort.signal.aborted) throw err;
-          counters.retries++;
-          const delay = Math.min(unitBackoff.maxMs, unitBackoff.baseMs * 2 ** attempt) * (0.5 + Math.random() / 2);
-          // Decode errors already start with the unit id: say it once.
-          const why = errorText(err).replace(`${u.id}: `, '');
-          log.warn(`unit ${u.id}: ${why}; reading it again in ${Math.round(delay)} ms`, { attempt });
-          await new Promise((r) => setTimeout(r, delay));
-        }
-      }
-    };
+    });
 
-    const transformed = (u: WorkUnit, batches: AsyncIterable<Batch>): AsyncIterable<Batch> => {
-      const first = hooks.firstTransform?.(u) ?? 0;
-      built.transforms.forEach((t, step) => {
-        if (step < first) return;
-        // Each transform's letters say which transform it was and the record's ordinal there (replay re-enters
-        // at that transform; the ordinal tells two records with the same reason apart), and the unit's params.
-        let index = 0;
-        const tctx: TransformContext = {
-          log,
-          deadLetter: (d) => deadLetter({ ...d, step, index: index++, unit_params: u.params }),
-          unitId: u.id,
-          unitParams: u.params,
-        };
-        batches = t.fn(batches, tctx);
+    let units: UnitCounts = { total: 0, done: 0, skipped: 0, failed: 0 };
+    let committedPerSink = sinks.map(() => 0);
+    let failure: unknown;
+    let summary: RunSummary | undefined;
+    try {
+      lockHandedOver = true;
+      outputLocks = await lockOutputs(sinks, p.baseDir, lockOptions);
+      for (const s of sinks) await s.open(sinkCtx);
+      if (opts.progress && !opts.quiet) progress.start();
+      const planned = await planUnits(source, sctx, opts.shard);
+      progress.state.plan = planLine(planned, opts.shard);
+      const scheduled = await scheduleRun({
+        runId,
+        source,
+        sctx,
+        sinks,
+        planned,
+        ...(opts.shard && { shard: opts.shard }),
+        log,
+        progress: progress.state,
+        ...(hooks.afterCommit && { afterCommit: hooks.afterCommit }),
+        halted: overBudget,
+        runUnit: (u, sinkUnit, pending) =>
+          runUnit(u, sinkUnit, pending, {
+            retry,
+            log,
+            counters,
+            signal: abort.signal,
+            attempt: (unit, scoped, todo) =>
+              loadUnit(unit, scoped, todo, {
+                source,
+                sctx,
+                log,
+                chain: { transforms: built.transforms, log, deadLetter, counters },
+                ...(hooks.firstTransform && { firstTransform: hooks.firstTransform }),
+                rawPath: built.transforms.length === 0 && p.config.fast_path !== false,
+                tmpDir: paths.tmpDir,
+                onNativeLoad: () => void counters.nativeLoads++,
+                onNativeFallback: (unit, refusals) => {
+                  counters.nativeFallbacks++;
+                  log.warn(
+                    `unit ${unit.id}: ${refusals.map((r) => `${r.sink} refused the file (${r.reason})`).join('; ')}; decoding it in JS`,
+                  );
+                },
+              }),
+          }),
       });
-      return countRecords(batches, counters);
-    };
-
-    const writeBatches = async (scoped: WorkUnit, sinks: Sink[], batches: AsyncIterable<Batch>): Promise<void> => {
-      const streams = tee(batches, sinks.length);
-      await Promise.all(
-        sinks.map(async (sink, k) => {
-          await sink.writeUnit(scoped, streams[k]!);
-          // A sink that found the unit committed returns without reading: release its share of the tee.
-          await streams[k]![Symbol.asyncIterator]().return?.();
-        }),
+      units = scheduled.units;
+      committedPerSink = scheduled.committedPerSink;
+      // Not complete: the next run resumes, skipping what was committed. Units in flight were let finish their
+      // commit or abandoned with nothing of them committed (stages/schedule.ts).
+      if (interrupt?.aborted) throw interrupted(interrupt, units);
+      // Over budget mid-run, the run stopped for it: that, not a unit that failed meanwhile, is the cause.
+      if (overBudget()) throw budget.error(counters.records);
+      if (scheduled.failure !== undefined) throw scheduled.failure;
+      // Every unit was read: a percentage budget is judged on the final counts, however few records.
+      if (budget.exceeded(counters.records, true)) throw budget.error(counters.records);
+      await finishRun(sinks, state);
+    } catch (err) {
+      // Whatever an aborted read threw, the cause is the interrupt.
+      failure = interrupt?.aborted ? interrupted(interrupt, units) : err;
+    } finally {
+      interrupt?.removeEventListener('abort', onInterrupt);
+      progress.stop();
+      abort.abort();
+      const closeFailure = await closeRun({ source, sinks, deadLetters: dlq, service, log });
+      failure ??= closeFailure;
+      summary = buildSummary(
+        p.name,
+        units,
+        counters,
+        startedAt,
+        sinks.map((s) => s.describe()),
+        budget.topReasons(),
       );
-    };
+      // Written while the lock is held: the next run must not find this attempt `running` and call it crashed.
+      await history
+        .end(attemptRecord(attempt, summary, failure, paidJobsOf(state), sinks, committedPerSink))
+        .catch((e: unknown) => log.warn(`recording the run in ${history.file}: ${errorText(e)}`));
+      // Released after the sinks closed (a DuckDB file is checkpointed on close): the next run finds them settled.
+      await releaseLocks([lock, ...outputLocks], log);
+    }
 
-    // Pipelines without JS transforms let sinks that load files natively (DuckDB) read the unit's bytes
-    // themselves. Whatever the native reader rejects is decoded again from the same local file by the JS path,
-    // which dead-letters bad records one by one: the fast path never drops what the slow path would keep.
-    const fastPath =
-      built.transforms.length === 0 && built.source.rawFile !== undefined && p.config.fast_path !== false;
-    const tmpDir = path.join(paths.stateDir, 'tmp');
-    // Downloads a killed run could not delete: their units are read again, or were committed before the kill. One
-    // run of a pipeline at a time owns its state directory, as the sinks own their temp directories.
-    await rm(tmpDir, { recursive: true, force: true });
-    const runUnitFromFile = async (u: WorkUnit, scoped: WorkUnit, sinks: Sink[]): Promise<void> => {
-      await mkdir(tmpDir, { recursive: true });
-      const raw = await built.source.rawFile!(u, sctx, tmpDir);
-      try {
-        if (raw.format === 'jsonl') {
-          try {
-            const results = await Promise.all(sinks.map((s) => s.writeUnitFile!(scoped, raw)));
-            counters.records += results[0]?.records ?? 0;
-            return;
-          } catch (err) {
-            log.debug(`unit ${u.id}: native load refused the file (${errorText(err)}); decoding it in JS`);
-          }
-        }
-        const bytes = createReadStream(raw.path, { highWaterMark: 1 << 16 });
-        await writeBatches(
-          scoped,
-          sinks,
-          transformed(u, decode(bytes, { format: raw.format, unit: u.id, deadLetter })),
-        );
-      } finally {
-        if (raw.temporary) await rm(raw.path, { force: true });
-      }
-    };
-
-    for (const u of planned) schedule(u);
-    while (running.length) await Promise.all(running.splice(0));
-    if (failure !== undefined) throw failure;
-    for (const s of built.sinks) await s.sink.finish();
-    failpoint('engine:before-complete');
-    await state.set('run:complete', true);
-  } catch (err) {
-    failure ??= err;
+    if (failure !== undefined) throw runFailure(failure, summary);
+    return summary;
   } finally {
-    progress.stop();
-    abort.abort();
-    await built.source.close?.().catch(() => undefined);
-    for (const s of built.sinks) await s.sink.close().catch((e: unknown) => log.warn(`closing sink: ${errorText(e)}`));
-    await dlq.close().catch((e: unknown) => (failure ??= e));
-    await service.close();
+    if (!lockHandedOver) {
+      interrupt?.removeEventListener('abort', onInterrupt);
+      await releaseLocks([lock], log);
+    }
   }
+}
 
-  const summary: RunSummary = {
-    pipeline: p.name,
-    units,
-    records: counters.records,
-    bytes: counters.bytes,
-    retries: counters.retries,
-    deadLetters: counters.deadLetters,
-    durationMs: Date.now() - startedAt,
-    outputs: built.sinks.map((s) => s.label),
+/** This attempt's line in the run history, once it ended. */
+function attemptRecord(
+  attempt: RunRecord,
+  summary: RunSummary,
+  failure: unknown,
+  paidJobs: RunRecord['paidJobs'],
+  sinks: readonly { describe(): string }[],
+  committedPerSink: readonly number[],
+): RunRecord {
+  const { done, skipped, failed, total } = summary.units;
+  return {
+    ...attempt,
+    ...outcomeOf(failure),
+    units: { committed: done - skipped, skipped, failed, total },
+    records: summary.records,
+    bytes: summary.bytes,
+    retries: summary.retries,
+    deadLetters: summary.deadLetters,
+    deadLetterReasons: summary.deadLetterReasons,
+    paidJobs,
+    sinks: sinks.map((s, i) => ({ sink: s.describe(), committedUnits: committedPerSink[i] ?? 0 })),
   };
-  if (failure !== undefined) {
-    const err =
-      failure instanceof SluiceError
-        ? failure
-        : new SluiceError(errorText(failure), {
-            hint: 'fix the cause and run the same command again: committed units are kept and skipped',
-            cause: failure,
-          });
-    (err as SluiceError & { summary?: RunSummary }).summary = summary;
-    throw err;
-  }
-  return summary;
-}
-
-export function formatSummary(s: RunSummary): string {
-  const secs = s.durationMs / 1000;
-  return [
-    `done: ${s.pipeline}`,
-    `  units        ${s.units.done}/${s.units.total} (${s.units.skipped} already committed, ${s.units.failed} failed)`,
-    `  records      ${s.records.toLocaleString('en-US')}`,
-    `  bytes        ${formatBytes(s.bytes)}`,
-    `  retries      ${s.retries}`,
-    `  dead letters ${s.deadLetters}`,
-    `  duration     ${formatDuration(s.durationMs)}`,
-    `  throughput   ${Math.round(s.records / Math.max(secs, 0.001)).toLocaleString('en-US')} records/s, ${formatBytes(s.bytes / Math.max(secs, 0.001))}/s`,
-    ...s.outputs.map((o) => `  output       ${o}`),
-  ].join('\n');
-}
-
-async function* countRecords(batches: AsyncIterable<Batch>, counters: Counters): AsyncIterable<Batch> {
-  for await (const b of batches) {
-    counters.records += b.length;
-    yield b;
-  }
-}
-
-/** Crawls put the query or fid in `shard_key`, so all pages of one query land in the same shard. */
-export function inShard(u: WorkUnit, shard: { index: number; count: number }): boolean {
-  const key = typeof u.params.shard_key === 'string' ? u.params.shard_key : u.id;
-  const h = createHash('sha1').update(key).digest().readUInt32BE(0);
-  return h % shard.count === shard.index;
-}
-
-/** A unit whose bytes came short or corrupt on every attempt: no point telling the user to "rerun to download". */
-function cutShortEveryTime(err: DecodeError, attempts: number): SluiceError {
-  return new SluiceError(err.message, {
-    hint:
-      `the unit was read ${attempts} times and its bytes were cut short or corrupt every time: the service or the ` +
-      'network keeps failing on it; run the same command again later (committed units are kept and skipped)',
-    cause: err,
-  });
-}
-
-function errorText(err: unknown): string {
-  return redact(err instanceof Error ? err.message : String(err));
-}
-
-/** `sluice plan`: what a run would do, without starting paid work (no filter job, no trigger, no enrich). */
-export async function planPipeline(p: LoadedPipeline, hooks: RunHooks = {}): Promise<PlanReport> {
-  const log = hooks.log ?? createLogger({ format: 'text', level: 'warn' });
-  const paths = pipelinePaths(p);
-  // Plan reads the checkpointed state (a started filter job's snapshot id) but never writes it.
-  const fileState = await FileStateStore.open(paths.stateFile);
-  const state = new MemoryStateStore();
-  const resumable = fileState.get('run:complete') !== true;
-  if (resumable) for (const k of fileState.keys()) state.data.set(k, fileState.get(k));
-  const counters: Counters = { records: 0, bytes: 0, retries: 0, deadLetters: 0 };
-  const service = new ServiceConnection(p.config.service, p.baseDir, log, counters);
-  hooks.onService?.(service);
-  const deps: ComponentDeps = { log, baseDir: p.baseDir, client: () => service.get() };
-  const built = buildComponents(p.config, deps);
-  const notes: string[] = [];
-  const requests: string[] = [];
-  const sctx: SourceContext = {
-    signal: new AbortController().signal,
-    log,
-    report: (kind, text) => (kind === 'request' ? requests : notes).push(text),
-    state,
-    counters,
-    deadLetter: () => undefined,
-    baseDir: p.baseDir,
-    dryRun: true,
-  };
-  try {
-    const units = await built.source.plan(sctx);
-    const est = units.reduce<number | undefined>(
-      (sum, u) => (u.estimatedRecords === undefined || sum === undefined ? undefined : sum + u.estimatedRecords),
-      0,
-    );
-    return {
-      pipeline: p.name,
-      source: built.sourceType,
-      units: units.map((u) => ({
-        id: u.id,
-        ...(u.estimatedRecords !== undefined && { estimatedRecords: u.estimatedRecords }),
-      })),
-      requests,
-      targets: sinkConfigs(p.config).map((s) => describeSink(s, p.baseDir)),
-      ...(units.length > 0 && est !== undefined && { estimatedRecords: est }),
-      notes,
-    };
-  } finally {
-    await built.source.close?.().catch(() => undefined);
-    for (const s of built.sinks) await s.sink.close().catch(() => undefined);
-    await service.close();
-  }
 }
 
 /** A pool smaller than the source's concurrency silently caps it: say so, once, with the fix. */
-function warnIfPoolCapsConcurrency(p: LoadedPipeline, log: Logger): void {
+function warnIfPoolCapsConcurrency(p: LoadedPipeline, source: Source, log: Logger): void {
   const pool = p.config.service?.connections as number | undefined;
-  const concurrency = Number(p.config.source?.concurrency ?? 0);
-  if (pool !== undefined && concurrency > pool)
+  const concurrency = source.concurrency;
+  if (pool !== undefined && concurrency !== undefined && concurrency > pool)
     log.warn(
       `source.concurrency is ${concurrency} but service.connections is ${pool}: at most ${pool} requests will be in flight; raise service.connections or remove it (default 64)`,
     );

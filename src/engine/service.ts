@@ -1,18 +1,22 @@
 /**
  * The pipeline's connection to the service: the real one, or (base_url `emulator`) the embedded emulator started
  * in-process on a random port. Created lazily, so pipelines that never call the service (file sources) start no
- * server, and `plan` of a snapshot with a known id makes only free calls.
+ * server, and `plan` of a snapshot with a known id makes only free calls. The emulator's code (most of the
+ * repository) is imported only when `base_url: emulator` asks for it, so runs against the real service and every
+ * other command start without it.
  */
 import path from 'node:path';
 import { createClient, type ServiceClient } from '../client/index.js';
 import { ConfigError, SluiceError } from '../core/errors.js';
 import { registerSecret } from '../core/redact.js';
 import type { Logger } from '../core/types.js';
-import { loadFaultsFile, startEmulator, type EmulatorHandle } from '../emulator/server.js';
+import type { EmulatorHandle } from '../emulator/server.js';
 
 export interface ServiceConfig {
   base_url: string;
   api_key: string;
+  /** The environment variable `api_key` was read from (`${SLUICE_APIKEY}`), set by the loader: the 401 fix names it. */
+  api_key_variable?: string;
   connections?: number;
   timeouts?: { connect?: number; headers?: number; body?: number };
   retry?: { retries?: number; base_delay_ms?: number; max_delay_ms?: number };
@@ -21,6 +25,15 @@ export interface ServiceConfig {
 
 export interface RetryCounter {
   retries: number;
+}
+
+export interface ServiceConnectionOptions {
+  /**
+   * Where the embedded emulator keeps its snapshots, requests and paid counters between runs (beside the
+   * pipeline's run state), so a run interrupted in the quick start resumes with the jobs it saved. Unused for a
+   * real service; without it the embedded emulator starts empty every time.
+   */
+  emulatorStateFile?: string;
 }
 
 export class ServiceConnection {
@@ -32,6 +45,7 @@ export class ServiceConnection {
     private readonly baseDir: string,
     private readonly log: Logger,
     private readonly counter: RetryCounter,
+    private readonly options: ServiceConnectionOptions = {},
   ) {
     registerSecret(config.api_key);
   }
@@ -50,21 +64,28 @@ export class ServiceConnection {
     let baseUrl = this.config.base_url;
     if (baseUrl === 'emulator') {
       const e = this.config.emulator ?? {};
+      const { EmulatorStateError, loadFaultsFile, startEmulator } = await import('../emulator/server.js');
+      const stateFile = this.options.emulatorStateFile;
       this.emulator = await startEmulator({
         apiKey: this.config.api_key,
+        ...(stateFile !== undefined && { stateFile }),
         ...(e.seed !== undefined && { seed: e.seed }),
         ...(e.size !== undefined && { size: e.size }),
         ...(e.time_scale !== undefined && { timeScale: e.time_scale }),
         ...(e.latency_ms !== undefined && { latencyMs: e.latency_ms }),
-        ...(e.faults !== undefined && { faults: faultsOf(path.resolve(this.baseDir, e.faults)) }),
+        ...(e.faults !== undefined && { faults: faultsOf(path.resolve(this.baseDir, e.faults), loadFaultsFile) }),
+      }).catch((err: unknown) => {
+        throw err instanceof EmulatorStateError && stateFile !== undefined ? embeddedStateError(err, stateFile) : err;
       });
       baseUrl = this.emulator.url;
       this.log.info(`embedded emulator listening on ${baseUrl}`);
+      if (this.emulator.resumed) this.log.info(`resumed the embedded emulator's state from ${stateFile}`);
     }
     const r = this.config.retry ?? {};
     return createClient({
       baseUrl,
       apiKey: this.config.api_key,
+      ...(this.config.api_key_variable !== undefined && { apiKeyVariable: this.config.api_key_variable }),
       ...(this.config.connections !== undefined && { connections: this.config.connections }),
       ...(this.config.timeouts !== undefined && { timeouts: this.config.timeouts }),
       retry: {
@@ -87,8 +108,21 @@ export class ServiceConnection {
   }
 }
 
+/**
+ * The emulator's own hint speaks of its command line; the embedded one is configured by `service.emulator`, and its
+ * state file is sluice's to delete (the run's saved jobs are then unknown, which `resume.on_missing_job` handles).
+ */
+function embeddedStateError(err: SluiceError, file: string): SluiceError {
+  return new SluiceError(err.message, {
+    hint:
+      `restore service.emulator's earlier settings, or delete ${file} to start the embedded emulator empty ` +
+      '(jobs an unfinished run saved are then unknown to it: see resume.on_missing_job, or run with --fresh)',
+    cause: err,
+  });
+}
+
 /** The pipeline's `service.emulator.faults` file; a problem inside it keeps the loader's file:line:column error. */
-function faultsOf(file: string): unknown {
+function faultsOf(file: string, loadFaultsFile: (file: string) => unknown): unknown {
   try {
     return loadFaultsFile(file);
   } catch (err) {

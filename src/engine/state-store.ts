@@ -29,7 +29,7 @@ export class FileStateStore implements StateStore {
     try {
       text = await readFile(file, 'utf8');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw unusable(file, err);
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw stateDirUnusable(file, err);
     }
     if (text !== undefined)
       try {
@@ -105,8 +105,11 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/** The state directory cannot be read or written: say which and what to change, not just the errno. */
-function unusable(file: string, err: unknown): SluiceError {
+/**
+ * The state directory (of `file`, a file in it) cannot be read or written: say which and what to change, not just
+ * the errno.
+ */
+export function stateDirUnusable(file: string, err: unknown): SluiceError {
   const code = (err as NodeJS.ErrnoException).code ?? 'error';
   return new SluiceError(`cannot use the state directory ${path.dirname(file)} (${code})`, {
     hint:
@@ -121,7 +124,7 @@ async function writeAtomic(file: string, text: string): Promise<void> {
   try {
     await writeDurably(file, text);
   } catch (err) {
-    throw unusable(file, err);
+    throw stateDirUnusable(file, err);
   }
 }
 

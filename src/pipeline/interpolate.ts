@@ -33,14 +33,17 @@ export interface Interpolated {
   value: string;
   /** The text was exactly one reference (no other characters around it). */
   whole: boolean;
+  /** The environment variables the text referenced, in order (a fix line names the one the file really reads). */
+  variables: string[];
 }
 
 const REFERENCE = /^([A-Za-z_][A-Za-z0-9_]*)(?:(:-|:\?|-|\?)([\s\S]*))?$/;
 
 export function interpolate(text: string, env: Env): Interpolated {
-  if (!text.includes('$')) return { value: text, whole: false };
+  if (!text.includes('$')) return { value: text, whole: false, variables: [] };
   let out = '';
   let refs = 0;
+  const variables: string[] = [];
   let i = 0;
   while (i < text.length) {
     const dollar = text.indexOf('$', i);
@@ -69,11 +72,13 @@ export function interpolate(text: string, env: Env): Interpolated {
       );
     const raw = text.slice(dollar, close + 1);
     out += resolve(raw, text.slice(dollar + 2, close), dollar, env);
+    const name = REFERENCE.exec(text.slice(dollar + 2, close))?.[1];
+    if (name !== undefined) variables.push(name);
     refs++;
     i = close + 1;
   }
   const whole = refs === 1 && /^\$\{[^}]*\}$/.test(text);
-  return { value: out, whole };
+  return { value: out, whole, variables };
 }
 
 function resolve(raw: string, inner: string, index: number, env: Env): string {
@@ -121,19 +126,22 @@ export interface DocumentInterpolation {
   problems: ScalarProblem[];
   /** Paths (JSON-encoded) of values that were exactly one reference, with their nodes. */
   wholeReferences: Map<string, Scalar>;
+  /** Paths (JSON-encoded) of values that referenced variables, with the variables' names. */
+  variables: Map<string, string[]>;
 }
 
 /** Interpolates every string value of the document in place; keys are left alone. */
 export function interpolateDocument(doc: Document, env: Env): DocumentInterpolation {
-  const result: DocumentInterpolation = { problems: [], wholeReferences: new Map() };
+  const result: DocumentInterpolation = { problems: [], wholeReferences: new Map(), variables: new Map() };
   const visit = (node: Node | null | undefined, path: YamlPath): void => {
     if (!node) return;
     if (isScalar(node)) {
       if (typeof node.value !== 'string') return;
       try {
-        const { value, whole } = interpolate(node.value, env);
+        const { value, whole, variables } = interpolate(node.value, env);
         node.value = value;
         if (whole) result.wholeReferences.set(JSON.stringify(path), node);
+        if (variables.length > 0) result.variables.set(JSON.stringify(path), variables);
       } catch (err) {
         if (!(err instanceof InterpolationError)) throw err;
         result.problems.push({ scalar: node, path, error: err });

@@ -4,6 +4,7 @@
  * the loader, which knows the YAML nodes.
  */
 import { z } from 'zod';
+import { didYouMean } from '../core/suggest.js';
 import type { YamlPath } from './interpolate.js';
 import type { ComponentKind, Registry } from './registry.js';
 import { descriptionOf, resolveObject, schemaAt, unwrap } from './schema-walk.js';
@@ -88,31 +89,6 @@ const EXPECTED: Record<string, string> = {
   array: 'a list',
   literal: 'a fixed value',
 };
-
-export function didYouMean(word: string, candidates: string[]): string | undefined {
-  let best: string | undefined;
-  let bestDistance = Infinity;
-  for (const c of candidates) {
-    const d = editDistance(word.toLowerCase(), c.toLowerCase());
-    if (d < bestDistance) [best, bestDistance] = [c, d];
-  }
-  const tolerance = word.length <= 3 ? 1 : Math.max(2, Math.floor(word.length / 3));
-  return best !== undefined && bestDistance <= tolerance ? best : undefined;
-}
-
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const tmp = row[j]!;
-      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = tmp;
-    }
-  }
-  return row[b.length]!;
-}
 
 function list(values: unknown[]): string {
   return values.map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join(', ');

@@ -6,19 +6,10 @@ import { readFile } from 'node:fs/promises';
 import { ConfigError } from '../core/errors.js';
 import type { Env } from './interpolate.js';
 import { registry, type Registry } from './registry.js';
-import type { PipelineConfig } from './schema.js';
+import type { LoadedPipeline } from './loaded-pipeline.js';
 import { PipelineFileError, validatePipelineText, type Validation } from './validate.js';
 
-export { PipelineFileError, type Validation };
-
-export interface LoadedPipeline {
-  /** Absolute path of the pipeline file. */
-  file: string;
-  baseDir: string;
-  name: string;
-  /** The validated, interpolated config (see schema.ts). */
-  config: PipelineConfig & Record<string, any>;
-}
+export { PipelineFileError, type LoadedPipeline, type Validation };
 
 export interface LoadOptions {
   /** Components to validate against (tests pass their own). */

@@ -4,7 +4,7 @@
  * as dotted names. `npm run docs` rewrites the README section between the markers; a test fails when it is stale.
  */
 import { z } from 'zod';
-import type { ComponentDef } from '../core/types.js';
+import type { ComponentDef } from '../core/component.js';
 import type { ComponentKind, Registry } from './registry.js';
 import { pipelineSchema, serviceSchema } from './schema.js';
 

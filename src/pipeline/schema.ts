@@ -4,7 +4,8 @@
  * The same schema validates files, generates config/pipeline.schema.json and the README's option tables.
  */
 import { z } from 'zod';
-import type { ComponentDef } from '../core/types.js';
+import type { ComponentDef } from '../core/component.js';
+import { resumePolicySchema } from '../sources/resume-policy.js';
 import type { Registry } from './registry.js';
 
 /** `name` becomes a directory (`.sluice/<name>`) and a key in sinks' state: no separators, no dot-dot. */
@@ -121,11 +122,21 @@ export function pipelineSchema(reg: Registry) {
         .min(1)
         .optional()
         .describe('Dead-letter file, relative to the pipeline file (default `<state_dir>/dead-letters.jsonl`).'),
+      resume: resumePolicySchema.optional(),
       fast_path: z
         .boolean()
         .default(true)
         .describe(
           'Let sinks load downloaded files natively when there are no transforms (false: always decode in JS).',
+        ),
+      max_dead_letters: z
+        .union([
+          z.number().int().min(0),
+          z.string().regex(/^\d+(\.\d+)?\s*%$/, 'a count such as 100, or a percentage of records such as "1%"'),
+        ])
+        .optional()
+        .describe(
+          'Failure budget: the run stops (exit code 4) once more records than this were dead-lettered — a count (`100`) or a percentage of the records (`"1%"`, judged after 1000 records and at the end). Committed units stay committed; the next run resumes. Default: no limit.',
         ),
     })
     .strict();

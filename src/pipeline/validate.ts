@@ -1,6 +1,8 @@
 /**
- * Validating a pipeline file's text against a registry: YAML with positions → `${ENV}` interpolation → the schemas.
- * Every problem of the file is collected and reported at file:line:column, with what is allowed there.
+ * Validating a pipeline file's text against a registry: YAML with positions → `${ENV}` interpolation → the schemas
+ * → what can be checked without the service (referenced files exist and are readable, merge keys are output
+ * columns where the transforms fix them). Every problem of the file is collected and reported at file:line:column,
+ * with what is allowed there.
  *
  * Typing of interpolated values: a value that is exactly one reference (`concurrency: ${N:-4}`, quoted or not)
  * becomes a number or a boolean when the schema wants one at that place and the text reads as one (`4`, `2.5`,
@@ -13,7 +15,9 @@ import { ConfigError } from '../core/errors.js';
 import { redact, registerSecret } from '../core/redact.js';
 import { interpolateDocument, type Env, type YamlPath } from './interpolate.js';
 import { toProblems, valueAt, type Problem } from './issues.js';
-import type { LoadedPipeline } from './load.js';
+import type { LoadedPipeline } from './loaded-pipeline.js';
+import { mergeKeyProblems } from './merge-keys.js';
+import { referencedFileProblems } from './referenced-files.js';
 import type { Registry } from './registry.js';
 import { pipelineSchema } from './schema.js';
 import { isMap, isSeq } from 'yaml';
@@ -133,6 +137,11 @@ export function validatePipelineText(file: string, text: string, env: Env, reg: 
     for (const issue of parsed.error.issues) problems.push(...toProblems(ctx, issue));
   }
   problems.push(...sinkProblems(data));
+  if (parsed.success) {
+    // Only on a valid file: the options are then what a run will read. Checked here, before any request is made.
+    const baseDir = path.dirname(path.resolve(file));
+    problems.push(...referencedFileProblems(parsed.data, baseDir), ...mergeKeyProblems(parsed.data));
+  }
 
   for (const p of problems) {
     // A value whose interpolation failed was reported already; what the schema thinks of `${X}` is noise.
@@ -146,9 +155,13 @@ export function validatePipelineText(file: string, text: string, env: Env, reg: 
   if (unique.length > 0 || !parsed.success) return { problems: unique };
 
   const absolute = path.resolve(file);
+  // The variable the key came from, for the 401 fix line (engine/service.ts): not an option, never in the file.
+  const apiKeyVariable = interpolation.variables.get(JSON.stringify(['service', 'api_key']))?.[0];
+  const config = parsed.data as LoadedPipeline['config'];
+  if (apiKeyVariable !== undefined) Object.assign(config.service, { api_key_variable: apiKeyVariable });
   return {
     problems: [],
-    pipeline: { file: absolute, baseDir: path.dirname(absolute), name: parsed.data.name, config: parsed.data },
+    pipeline: { file: absolute, baseDir: path.dirname(absolute), name: parsed.data.name, config },
   };
 }
 

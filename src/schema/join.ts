@@ -9,22 +9,8 @@
 import { ConflictLog, formatPath } from './conflicts.js';
 import { DOUBLE, JSON_TYPE, TIMESTAMP, VARCHAR, listOf, type LogicalType, type StructType } from './logical-type.js';
 
-export interface JoinOptions {
-  /**
-   * Text meeting a DATE or TIMESTAMP in `a` keeps `a`'s type: for loading into an existing table, whose temporal
-   * column can parse ISO text itself. The caller must fall back to the plain join when the database refuses.
-   */
-  textIntoTemporal?: boolean;
-}
-
 /** Never mutates `a` or `b`; returns `a` itself when `b` adds nothing. */
-export function joinTypes(
-  a: LogicalType,
-  b: LogicalType,
-  path: readonly string[],
-  log?: ConflictLog,
-  opts?: JoinOptions,
-): LogicalType {
+export function joinTypes(a: LogicalType, b: LogicalType, path: readonly string[], log?: ConflictLog): LogicalType {
   if (a === b) return a;
   if (b.kind === 'null') return a;
   if (a.kind === 'null') return b;
@@ -32,12 +18,11 @@ export function joinTypes(
   if (b.kind === 'native') return b;
   if (a.kind === 'json') return a;
   if (a.kind === 'list' && b.kind === 'list') {
-    const element = joinTypes(a.element, b.element, [...path, '[]'], log, opts);
+    const element = joinTypes(a.element, b.element, [...path, '[]'], log);
     return element === a.element ? a : listOf(element);
   }
-  if (a.kind === 'struct' && b.kind === 'struct') return joinStructs(a, b, path, log, opts);
+  if (a.kind === 'struct' && b.kind === 'struct') return joinStructs(a, b, path, log);
   if (a.kind === b.kind) return a;
-  if (opts?.textIntoTemporal && b.kind === 'varchar' && isTemporal(a)) return a;
   let result: LogicalType;
   if (isContainer(a) || isContainer(b) || b.kind === 'json') result = JSON_TYPE;
   else if (isNumber(a) && isNumber(b)) return DOUBLE;
@@ -47,13 +32,7 @@ export function joinTypes(
   return result;
 }
 
-function joinStructs(
-  a: StructType,
-  b: StructType,
-  path: readonly string[],
-  log?: ConflictLog,
-  opts?: JoinOptions,
-): StructType {
+function joinStructs(a: StructType, b: StructType, path: readonly string[], log?: ConflictLog): StructType {
   let fields: Map<string, LogicalType> | undefined;
   for (const [k, bt] of b.fields) {
     const at = a.fields.get(k);
@@ -61,7 +40,7 @@ function joinStructs(
       const twin = caseTwin(a.fields, k);
       if (twin !== undefined) log.caseConflict(formatPath([...path, k]), [twin, k]);
     }
-    const jt = at === undefined ? bt : joinTypes(at, bt, [...path, k], log, opts);
+    const jt = at === undefined ? bt : joinTypes(at, bt, [...path, k], log);
     if (jt !== at) (fields ??= new Map(a.fields)).set(k, jt);
   }
   return fields ? { kind: 'struct', fields } : a;

@@ -1,20 +1,25 @@
 /**
  * Deep lookup: preview → trigger (paid) → wait → enrich (paid) → download. The request id is checkpointed the moment
  * the trigger answers and every enrich column once requested, so a rerun never pays twice. `max_cost` is checked
- * before each paid call against the worst case, and again against the service's own bound after the trigger.
+ * before each paid call against the worst case, and again against the service's own bound after the trigger. A
+ * request the service no longer knows (expired) is a MissingJobError, for the engine's `resume.on_missing_job`.
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { AmbiguousPaidCallError, ServiceError, type ServiceClient } from '../client/index.js';
 import { SluiceError } from '../core/errors.js';
-import type { Batch, ComponentDef, ComponentDeps, Source, SourceContext, WorkUnit } from '../core/types.js';
+import type { Batch, Source, SourceContext, WorkUnit } from '../core/types.js';
+import type { ComponentDef, ComponentDeps } from '../core/component.js';
 import { decode } from '../decode/index.js';
 import { countBytes } from './bytes.js';
+import { rawDecodeOptions } from './raw-decode.js';
 import { formatMoney, moneySchema, parseMoney } from './money.js';
 import { unknownId } from './unknown-id.js';
+import { keyRefused } from './preflight.js';
+import { missingJob, readSavedJob, saveJob, type SavedJob } from './saved-job.js';
 import { sleep } from '../core/sleep.js';
 
-/** Published pricing (api-facts §4.4): $1.00 per matched record, +$0.05 per extra column per matched record. */
+/** Published pricing (docs/service.md §4.4): $1.00 per matched record, +$0.05 per extra column per matched record. */
 const PRICE_PER_RECORD = 1.0;
 const PRICE_PER_EXTRA_COLUMN = 0.05;
 
@@ -74,10 +79,40 @@ class DeepLookupSource implements Source {
     return `deep_lookup:request:${h}`;
   }
 
+  /** Free checks before anything is paid: the key is accepted, and a configured request or preview exists. */
+  async preflight(): Promise<void> {
+    const client = await this.deps.client();
+    const { request_id: requestId, preview_id: previewId } = this.cfg;
+    try {
+      if (requestId !== undefined) await client.deepLookup.status(requestId);
+      else if (previewId !== undefined) await client.deepLookup.getPreview(previewId);
+      else await client.datasets.list();
+    } catch (err) {
+      if (requestId !== undefined)
+        throw keyRefused(
+          unknownId(
+            err,
+            `deep lookup request ${requestId}`,
+            'source.request_id',
+            'the `ai_…` id of a lookup request of this account, or set source.query to start a new lookup',
+          ),
+        );
+      throw keyRefused(
+        unknownId(
+          err,
+          `deep lookup preview ${previewId}`,
+          'source.preview_id',
+          'the `dld_…` id of a preview of this account, or set source.query',
+        ),
+      );
+    }
+  }
+
   async plan(ctx: SourceContext): Promise<WorkUnit[]> {
     const client = await this.deps.client();
-    const requestId = await this.requestId(client, ctx);
-    if (requestId === undefined) {
+    const job = await this.requestJob(client, ctx);
+    const requestId = job?.id;
+    if (job === undefined || requestId === undefined) {
       // Only a dry run gets here (it stops before the trigger): the enrichments it would pay for next still count.
       const limit = this.cfg.result_limit;
       for (const e of this.cfg.enrich)
@@ -100,7 +135,7 @@ class DeepLookupSource implements Source {
     }
     await this.waitFor(ctx, `request ${requestId}`, async () => {
       const s = await client.deepLookup.status(requestId).catch((err: unknown) => {
-        if (this.cfg.request_id === undefined) throw err;
+        if (this.cfg.request_id === undefined) throw missingJob(err, `deep lookup request ${requestId}`, job);
         throw unknownId(
           err,
           `deep lookup request ${requestId}`,
@@ -118,11 +153,12 @@ class DeepLookupSource implements Source {
     return [unit];
   }
 
-  private async requestId(client: ServiceClient, ctx: SourceContext): Promise<string | undefined> {
-    if (this.cfg.request_id) return this.cfg.request_id;
-    const known = ctx.state.get<string>(this.stateKey);
+  /** The request to download: configured, checkpointed by an earlier run, or triggered now (paid). */
+  private async requestJob(client: ServiceClient, ctx: SourceContext): Promise<SavedJob | undefined> {
+    if (this.cfg.request_id) return { id: this.cfg.request_id };
+    const known = readSavedJob(ctx.state, this.stateKey);
     if (known) {
-      ctx.log.info(`reusing deep lookup request ${known} triggered earlier (no new paid request)`);
+      ctx.log.info(`reusing deep lookup request ${known.id} triggered earlier (no new paid request)`);
       return known;
     }
     const bound = this.triggerBound();
@@ -172,7 +208,7 @@ class DeepLookupSource implements Source {
         if (err instanceof ServiceError) await ctx.state.delete(attemptKey);
         throw err;
       });
-    await ctx.state.set(this.stateKey, res.request_id);
+    const job = await saveJob(ctx.state, this.stateKey, 'deep_lookup', res.request_id);
     await ctx.state.delete(attemptKey);
     ctx.log.info(`deep lookup request ${res.request_id} triggered (service bound ${res.max_cost ?? 'not given'})`);
     if (this.cfg.max_cost && res.max_cost && parseMoney(res.max_cost) > parseMoney(this.cfg.max_cost)) {
@@ -182,7 +218,7 @@ class DeepLookupSource implements Source {
         { hint: 'lower result_limit or raise max_cost' },
       );
     }
-    return res.request_id;
+    return job;
   }
 
   /**
@@ -285,10 +321,9 @@ class DeepLookupSource implements Source {
     const format = this.cfg.download.format;
     const dl = await client.deepLookup.download(unit.params.request_id as string, format);
     yield* decode(countBytes(dl.body, ctx.counters), {
-      format,
+      ...rawDecodeOptions(format),
       unit: unit.id,
       deadLetter: ctx.deadLetter,
-      ...(format === 'csv' && { jsonColumns: 'auto' as const }),
     });
   }
 }

@@ -7,9 +7,11 @@ import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { SluiceError } from '../core/errors.js';
-import type { Batch, ComponentDef, ComponentDeps, RawFile, Source, SourceContext, WorkUnit } from '../core/types.js';
+import type { Batch, RawDecodeOptions, RawFile, Source, SourceContext, WorkUnit } from '../core/types.js';
+import type { ComponentDef, ComponentDeps } from '../core/component.js';
 import { decode } from '../decode/index.js';
 import { countBytes } from './bytes.js';
+import { rawDecodeOptions } from './raw-decode.js';
 
 export const fileSchema = z
   .object({
@@ -31,15 +33,21 @@ export const fileSchema = z
 export type FileConfig = z.infer<typeof fileSchema>;
 
 class FileSource implements Source {
-  /** Whole files can be loaded natively; arrays inside documents (`items_path`) need the JS decoder. */
-  readonly rawFile?: (unit: WorkUnit) => Promise<RawFile>;
+  readonly concurrency: number;
+  /** What every file's bytes are: the same for `read()` and `rawFile()`. */
+  private readonly decodeOptions: RawDecodeOptions;
 
   constructor(
     private readonly cfg: FileConfig,
     private readonly deps: ComponentDeps,
   ) {
-    if (cfg.items_path === undefined)
-      this.rawFile = async (unit) => ({ path: unit.params.path as string, format: cfg.format, temporary: false });
+    this.concurrency = cfg.concurrency;
+    this.decodeOptions = rawDecodeOptions(cfg.format, cfg.items_path);
+  }
+
+  /** The file itself: nothing to download. A sink that cannot read `items_path` natively refuses it. */
+  async rawFile(unit: WorkUnit): Promise<RawFile> {
+    return { path: unit.params.path as string, decode: this.decodeOptions, temporary: false };
   }
 
   async plan(ctx: SourceContext): Promise<WorkUnit[]> {
@@ -69,11 +77,9 @@ class FileSource implements Source {
 
   async *read(unit: WorkUnit, ctx: SourceContext): AsyncIterable<Batch> {
     yield* decode(countBytes(createReadStream(unit.params.path as string, { highWaterMark: 1 << 16 }), ctx.counters), {
-      format: this.cfg.format,
+      ...this.decodeOptions,
       unit: unit.id,
       deadLetter: ctx.deadLetter,
-      ...(this.cfg.items_path !== undefined && { path: this.cfg.items_path }),
-      ...(this.cfg.format === 'csv' && { jsonColumns: 'auto' as const }),
     });
   }
 }

@@ -1,7 +1,7 @@
 /**
  * The snapshot source's `filter` and `files`, checked before anything is paid for.
  *
- * The grammar (api-facts §2.2) is checked when the pipeline loads, so `sluice validate` reports a bad operator or a
+ * The grammar (docs/service.md §2.2) is checked when the pipeline loads, so `sluice validate` reports a bad operator or a
  * group nested too deep at its file:line:column instead of the service refusing a filter job at run time. The files
  * are checked when the run plans, before the paid filter call: the service answers a bad file with no more than
  * "Invalid file format", which does not say which file or what is wrong with it.
@@ -19,7 +19,7 @@ import {
   MAX_GROUP_DEPTH,
   VALUELESS_OPERATORS,
 } from '../core/filter-grammar.js';
-import { didYouMean } from '../pipeline/issues.js';
+import { didYouMean } from '../core/suggest.js';
 
 /** A filter value that looks like this names an uploaded file rather than being a literal. */
 const FILE_NAME = /\.(csv|json)$/i;

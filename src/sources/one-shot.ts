@@ -1,6 +1,7 @@
 /** Sources whose whole result is one small API answer: one work unit, rows computed from the answer. */
 import type { ServiceClient } from '../client/index.js';
-import type { Batch, ComponentDeps, Row, Source, SourceContext, WorkUnit } from '../core/types.js';
+import type { Batch, Row, Source, SourceContext, WorkUnit } from '../core/types.js';
+import type { ComponentDeps } from '../core/component.js';
 
 export function oneShotSource(
   deps: ComponentDeps,
@@ -8,9 +9,11 @@ export function oneShotSource(
   fetchRows: (client: ServiceClient) => Promise<Row[]>,
 ): Source {
   return {
+    // One unit: nothing to read in parallel.
+    concurrency: 1,
     async plan(ctx: SourceContext): Promise<WorkUnit[]> {
       ctx.report?.('request', unitId);
-      return [{ id: unitId, params: { fetched_at: new Date().toISOString() } }];
+      return [{ id: unitId, params: {} }];
     },
     async *read(): AsyncIterable<Batch> {
       const rows = await fetchRows(await deps.client());

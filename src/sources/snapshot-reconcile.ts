@@ -1,9 +1,9 @@
 /**
  * Starting a filter job exactly once when its answer can be lost.
  *
- * The filter call is paid and has no idempotency key (api-facts §2.4): when it fails after the request may have
+ * The filter call is paid and has no idempotency key (docs/service.md §2.4): when it fails after the request may have
  * reached the service (a 5xx, a connection lost before the answer), the client refuses to retry it blindly
- * (`AmbiguousPaidCallError`). This module resolves that ambiguity with the dataset's snapshot list (api-facts §1.1,
+ * (`AmbiguousPaidCallError`). This module resolves that ambiguity with the dataset's snapshot list (docs/service.md §1.1,
  * free): before each call it checkpoints "attempt started at T for dataset D" with the snapshots already listed for
  * D, so afterwards — in the same run, or in a rerun after a crash — a snapshot that is new since then and was
  * created while the call was in flight can only be that call's job:
@@ -81,13 +81,7 @@ export class FilterReconciler {
     } catch (err) {
       // A key that may not list snapshots (403) can still filter: only a lost answer then needs a person. A key
       // the service does not know (401) cannot filter either: that is the error to report, before anything else.
-      if (
-        err instanceof ServiceError &&
-        err.status >= 400 &&
-        err.status < 500 &&
-        err.status !== 401 &&
-        err.status !== 429
-      ) {
+      if (err instanceof ServiceError && err.status >= 400 && !err.transient && err.status !== 401) {
         log.warn(
           `cannot list the snapshots of ${this.datasetId} (${err.message}): if the filter call loses its answer, ` +
             'you will have to find its snapshot yourself',

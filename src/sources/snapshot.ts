@@ -1,7 +1,8 @@
 /**
  * Dataset snapshots: filter job → poll → download in parts. Each part (`batch_size` records) is one work unit, so a
  * failed run re-downloads only the parts that did not commit. The filter job is paid: its snapshot id is
- * checkpointed the moment the service answers, and a rerun polls that snapshot instead of starting a second job.
+ * checkpointed the moment the service answers, and a rerun polls that snapshot instead of starting a second job. A
+ * snapshot the service no longer knows (expired) is a MissingJobError, for the engine's `resume.on_missing_job`.
  */
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
@@ -13,12 +14,16 @@ import { pollSnapshot } from '../client/poll.js';
 import { ServiceError, type Download, type ServiceClient, type SnapshotMeta } from '../client/index.js';
 import { SluiceError } from '../core/errors.js';
 import { failpoint } from '../core/failpoints.js';
-import type { Batch, ComponentDef, ComponentDeps, RawFile, Source, SourceContext, WorkUnit } from '../core/types.js';
+import type { Batch, RawDecodeOptions, RawFile, Source, SourceContext, WorkUnit } from '../core/types.js';
+import type { ComponentDef, ComponentDeps } from '../core/component.js';
 import { decode } from '../decode/index.js';
 import { countBytes } from './bytes.js';
+import { rawDecodeOptions } from './raw-decode.js';
 import { checkFilterFiles, filterRefusal, filterSchema, readFilterFiles } from './filter.js';
 import { unknownId } from './unknown-id.js';
+import { checkDataset, keyRefused } from './preflight.js';
 import { startFilterJobOnce, type FilterAttempt } from './snapshot-reconcile.js';
+import { missingJob, readSavedJob, saveJob, type SavedJob } from './saved-job.js';
 
 export const snapshotDownloadSchema = z
   .object({
@@ -78,29 +83,45 @@ export const snapshotSchema = z
 
 export type SnapshotConfig = z.infer<typeof snapshotSchema>;
 
+const SNAPSHOT_ID_HINT =
+  'the id of a snapshot of this account (`sluice datasets snapshot <id>` looks one up; snapshots are kept 30 days)';
+
 class SnapshotSource implements Source {
+  readonly concurrency: number;
+  /** What a part's bytes are: the same for `read()` and `rawFile()`. */
+  private readonly decodeOptions: RawDecodeOptions;
+
   constructor(
     private readonly cfg: SnapshotConfig,
     private readonly deps: ComponentDeps,
-  ) {}
+  ) {
+    this.concurrency = cfg.concurrency;
+    this.decodeOptions = rawDecodeOptions(cfg.download.format);
+  }
+
+  /** Free checks before anything is paid: the configured snapshot exists, or the dataset a filter job would run on. */
+  async preflight(): Promise<void> {
+    const client = await this.deps.client();
+    const id = this.cfg.snapshot_id;
+    if (id === undefined) return checkDataset(client, this.cfg.dataset_id!);
+    await client.datasets.snapshot(id).catch((err: unknown) => {
+      throw keyRefused(unknownId(err, `snapshot ${id}`, 'source.snapshot_id', SNAPSHOT_ID_HINT));
+    });
+  }
 
   async plan(ctx: SourceContext): Promise<WorkUnit[]> {
     const client = await this.deps.client();
-    const snapshotId = await this.snapshotId(client, ctx);
-    if (snapshotId === undefined) return [];
+    const job = await this.snapshotJob(client, ctx);
+    if (job === undefined) return [];
+    const snapshotId = job.id;
     const meta = await pollSnapshot(client, snapshotId, {
       intervalMs: this.cfg.poll.interval_ms,
       timeoutMs: this.cfg.poll.timeout_s * 1000,
       signal: ctx.signal,
       onStatus: (m: SnapshotMeta) => ctx.log.info(`snapshot ${snapshotId}: ${m.status}`),
     }).catch((err: unknown) => {
-      if (this.cfg.snapshot_id === undefined) throw err;
-      throw unknownId(
-        err,
-        `snapshot ${snapshotId}`,
-        'source.snapshot_id',
-        'the id of a snapshot of this account (`sluice datasets snapshot <id>` looks one up; snapshots are kept 30 days)',
-      );
+      if (this.cfg.snapshot_id === undefined) throw missingJob(err, `snapshot ${snapshotId}`, job);
+      throw unknownId(err, `snapshot ${snapshotId}`, 'source.snapshot_id', SNAPSHOT_ID_HINT);
     });
     if (meta.status === 'failed') {
       // Only "no records matched" comes back as failed without throwing: an empty result, not an error.
@@ -122,8 +143,8 @@ class SnapshotSource implements Source {
   }
 
   /** The snapshot to download: configured, checkpointed by an earlier run, or started now (paid). */
-  private async snapshotId(client: ServiceClient, ctx: SourceContext): Promise<string | undefined> {
-    if (this.cfg.snapshot_id) return this.cfg.snapshot_id;
+  private async snapshotJob(client: ServiceClient, ctx: SourceContext): Promise<SavedJob | undefined> {
+    if (this.cfg.snapshot_id) return { id: this.cfg.snapshot_id };
     // Checked before the paid call: the service would only say "Invalid file format" or "File not found".
     const files = await readFilterFiles(this.cfg.files, this.cfg.filter, ctx.baseDir);
     // Keyed by what the job would select, so editing the filter starts a new job rather than reusing a stale one.
@@ -132,9 +153,9 @@ class SnapshotSource implements Source {
       .update(Buffer.concat(files.flatMap((f) => [Buffer.from(f.name), f.content])))
       .digest('hex')
       .slice(0, 16)}`;
-    const known = ctx.state.get<string>(key);
+    const known = readSavedJob(ctx.state, key);
     if (known) {
-      ctx.log.info(`reusing snapshot ${known} of the filter job started earlier (no new paid job)`);
+      ctx.log.info(`reusing snapshot ${known.id} of the filter job started earlier (no new paid job)`);
       return known;
     }
     if (ctx.sharded && !ctx.dryRun)
@@ -181,17 +202,17 @@ class SnapshotSource implements Source {
           }),
     });
     failpoint('snapshot:job-started');
-    await ctx.state.set(key, snapshot_id);
+    const job = await saveJob(ctx.state, key, 'filter', snapshot_id);
     await ctx.state.delete(attemptKey);
     failpoint('snapshot:job-checkpointed');
     ctx.log.info(`filter job started: snapshot ${snapshot_id}`);
-    return snapshot_id;
+    return job;
   }
 
   async rawFile(unit: WorkUnit, ctx: SourceContext, tmpDir: string): Promise<RawFile> {
     const file = path.join(tmpDir, `${unit.id.replace(/[^a-zA-Z0-9_.-]/g, '_')}.${this.cfg.download.format}`);
     await pipeline(Readable.from(countBytes((await this.download(unit)).body, ctx.counters)), createWriteStream(file));
-    return { path: file, format: this.cfg.download.format, temporary: true };
+    return { path: file, decode: this.decodeOptions, temporary: true };
   }
 
   private async download(unit: WorkUnit): Promise<Download> {
@@ -206,13 +227,11 @@ class SnapshotSource implements Source {
   }
 
   async *read(unit: WorkUnit, ctx: SourceContext): AsyncIterable<Batch> {
-    const format = this.cfg.download.format;
     const dl = await this.download(unit);
     yield* decode(countBytes(dl.body, ctx.counters), {
-      format,
+      ...this.decodeOptions,
       unit: unit.id,
       deadLetter: ctx.deadLetter,
-      ...(format === 'csv' && { jsonColumns: 'auto' as const }),
     });
   }
 }

@@ -1,9 +1,10 @@
 /**
  * Zone cost and bandwidth (`GET /zone/cost`): one row per bucket. The day buckets are contained in `back_m0`
- * (api-facts §7.2), so the rows carry `period` (month/day/custom) and summing across periods double counts.
+ * (docs/service.md §7.2), so the rows carry `period` (month/day/custom) and summing across periods double counts.
  */
 import { z } from 'zod';
-import type { ComponentDef, Row, Source } from '../core/types.js';
+import type { Row, Source } from '../core/types.js';
+import type { ComponentDef } from '../core/component.js';
 import { oneShotSource } from './one-shot.js';
 
 const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'a date as YYYY-MM-DD');

@@ -3,7 +3,8 @@
  * does not convert either sends the row to the dead letters with the reason (default) or becomes null.
  */
 import { z } from 'zod';
-import type { ComponentDef, Row, Transform } from '../core/types.js';
+import type { Row, Transform } from '../core/types.js';
+import type { ComponentDef } from '../core/component.js';
 import { DateOnly, isDateOnly, isTimestamp, parseIsoTimestamp } from '../core/values.js';
 import { FAILED, describeValue, rawRow, toNumber } from './coerce.js';
 import { mapRows } from './map-rows.js';
@@ -24,11 +25,12 @@ export const castSchema = z
           'date: YYYY-MM-DD text, or the UTC day of a timestamp; json: JSON text parsed into lists/objects ' +
           '(values that are not text are kept).',
       ),
+    // `on_error: null` unquoted is YAML's null, not the text "null": both mean the same here, as the README writes it.
     on_error: z
-      .enum(['dead_letter', 'null'])
+      .union([z.enum(['dead_letter', 'null']), z.null()])
       .default('dead_letter')
       .describe(
-        'When a value does not convert: `dead_letter` sends the whole row to the dead-letter file with the reason; `null` sets the field to null and keeps the row.',
+        'When a value does not convert: `dead_letter` sends the whole row to the dead-letter file with the reason; `null` (bare or quoted) sets the field to null and keeps the row.',
       ),
   })
   .strict();
@@ -42,7 +44,7 @@ export const castTransform: ComponentDef<'transform', CastConfig, Transform> = {
   schema: castSchema,
   create(config) {
     const casts = Object.entries(config.fields).map(([field, type]) => ({ field, type, fn: CASTERS[type] }));
-    const toNull = config.on_error === 'null';
+    const toNull = config.on_error === 'null' || config.on_error === null;
     return mapRows((row, ctx) => {
       let out: Row | undefined;
       let errors: string[] | undefined;

@@ -10,7 +10,8 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { Batch, ComponentDef, Row, Transform, TransformContext } from '../core/types.js';
+import type { Batch, Row, Transform, TransformContext } from '../core/types.js';
+import type { ComponentDef } from '../core/component.js';
 import { describeValue, getPath } from './coerce.js';
 
 export const dedupeSchema = z

@@ -7,7 +7,8 @@
  * points. A null or missing field matches only `is_null` (as in SQL, `!=` and `not_in` do not match null).
  */
 import { z } from 'zod';
-import type { ComponentDef, Row, Transform } from '../core/types.js';
+import type { Row, Transform } from '../core/types.js';
+import type { ComponentDef } from '../core/component.js';
 import { isDateOnly, isTimestamp, parseIsoTimestamp } from '../core/values.js';
 import { getPath, toNumber } from './coerce.js';
 import { mapRows } from './map-rows.js';

@@ -3,7 +3,8 @@
  * kept as they are (a list of structs stays one column), and so are timestamps and dates.
  */
 import { z } from 'zod';
-import type { ComponentDef, Row, Transform } from '../core/types.js';
+import type { Row, Transform } from '../core/types.js';
+import type { ComponentDef } from '../core/component.js';
 import { isPlainObject } from './coerce.js';
 import { mapRows } from './map-rows.js';
 

@@ -3,7 +3,8 @@
  * presets/; this file only validates the config and dispatches.
  */
 import { z } from 'zod';
-import type { Batch, ComponentDef, Row, Transform, TransformContext } from '../core/types.js';
+import type { Batch, Row, Transform, TransformContext } from '../core/types.js';
+import type { ComponentDef } from '../core/component.js';
 import { rawRow } from './coerce.js';
 import { normalizeCompanyProfile } from './presets/company-profile.js';
 import type { PresetFn, PresetOptions } from './presets/preset.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jsonArg, listArg, parseShard, positiveInt } from '../../src/cli/args.js';
+import { jsonArg, listArg, lockWait, parseDuration, parseShard, positiveInt } from '../../src/cli/args.js';
 import { formatPlan } from '../../src/cli/commands/plan.js';
 
 describe('option values', () => {
@@ -17,6 +17,25 @@ describe('option values', () => {
     expect(() => jsonArg('plan')('{type')).toThrow(/^--plan is not valid JSON/);
     expect(listArg(['1.1.1.1,2.2.2.2', '3.3.3.3'])).toEqual(['1.1.1.1', '2.2.2.2', '3.3.3.3']);
     expect(listArg('a.com b.com')).toEqual(['a.com', 'b.com']);
+  });
+});
+
+describe('durations', () => {
+  it('parses 500ms, 90s, 10m, 1h30m; a bare number has no unit and is refused', () => {
+    expect(parseDuration('500ms')).toBe(500);
+    expect(parseDuration('90s')).toBe(90_000);
+    expect(parseDuration('10m')).toBe(600_000);
+    expect(parseDuration('1h30m')).toBe(5_400_000);
+    expect(parseDuration('1.5s')).toBe(1500);
+    for (const bad of ['10', '', 'm', '10 m', '10x', 'pipelines/x.yaml']) expect(parseDuration(bad)).toBeNaN();
+  });
+
+  it('--wait alone waits an hour; --wait=<duration> that long; a pipeline file after it gets a pointed message', () => {
+    expect(lockWait('')).toBe(3_600_000);
+    expect(lockWait('90s')).toBe(90_000);
+    expect(() => lockWait('pipelines/x.yaml')).toThrow(
+      '--wait takes a duration such as 90s, 10m or 1h (got "pipelines/x.yaml"): write --wait=10m, or put --wait after the pipeline file',
+    );
   });
 });
 

@@ -11,7 +11,7 @@ describe('failures end with one error line and one fix line', () => {
     expect(await runCli(['valdate', 'x.yaml'], io)).toBe(2);
     expect(io.stderr).toEqual([
       'error: unknown command "valdate" (did you mean "validate"?)',
-      '  fix: the commands are run, validate, plan, emulator, zones, datasets, dead-letters; see sluice --help',
+      '  fix: the commands are run, validate, plan, emulator, zones, datasets, dead-letters, runs; see sluice --help',
     ]);
   });
 
@@ -34,11 +34,11 @@ describe('failures end with one error line and one fix line', () => {
     expect(shard.stderr[0]).toBe('error: --shard must be i/n with 0 ≤ i < n, e.g. 0/4 (got "4/4")');
   });
 
-  it('a broken pipeline exits 1 naming file:line:column, without a stack trace', async () => {
+  it('a broken pipeline exits 2 (config) naming file:line:column, without a stack trace', async () => {
     const file = path.join(broken, 'unknown-key-source.yaml');
     for (const command of ['run', 'plan', 'dead-letters']) {
       const io = memoryIo();
-      expect(await runCli([command, file], io)).toBe(1);
+      expect(await runCli([command, file], io)).toBe(2);
       expect(io.stderr).toEqual([
         `error: ${file}:10:3: source.max_page: unknown key "max_page" (did you mean "max_pages"?)`,
         expect.stringMatching(/^ {2}fix: allowed keys in source \(serp\): type, zone, /),
@@ -48,7 +48,7 @@ describe('failures end with one error line and one fix line', () => {
 
   it('--debug adds the stack trace', async () => {
     const io = memoryIo();
-    expect(await runCli(['plan', path.join(broken, 'wrong-type.yaml'), '--debug'], io)).toBe(1);
+    expect(await runCli(['plan', path.join(broken, 'wrong-type.yaml'), '--debug'], io)).toBe(2);
     expect(io.stderr[0]).toMatch(/^error: .*wrong-type\.yaml:10:16: /);
     expect(io.stderr.slice(2).join('\n')).toMatch(/\n\s+at /);
   });
@@ -68,15 +68,15 @@ describe('failures end with one error line and one fix line', () => {
     }
   });
 
-  it('service commands say how to give the address and the key', async () => {
+  it('service commands say how to give the address and the key (exit 2: config)', async () => {
     const noUrl = memoryIo({});
-    expect(await runCli(['zones', 'active'], noUrl)).toBe(1);
+    expect(await runCli(['zones', 'active'], noUrl)).toBe(2);
     expect(noUrl.stderr).toEqual([
       'error: no service address',
       '  fix: set SLUICE_BASE_URL=https://api.brightdata.com or pass --base-url (`--base-url emulator` works offline)',
     ]);
     const noKey = memoryIo({ SLUICE_BASE_URL: 'https://api.example.com' });
-    expect(await runCli(['datasets', 'list', '--api-key-env', 'MY_KEY'], noKey)).toBe(1);
+    expect(await runCli(['datasets', 'list', '--api-key-env', 'MY_KEY'], noKey)).toBe(2);
     expect(noKey.stderr[0]).toBe('error: no API key: MY_KEY is not set');
   });
 });

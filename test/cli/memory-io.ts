@@ -9,11 +9,14 @@ export interface MemoryIo extends CliIo {
   stderr: string[];
   /** Ends `untilStopped()` (what SIGINT does for the real process). */
   stop(): void;
+  /** Aborts the run listening on `interrupts()`, as SIGINT/SIGTERM does for the real process. */
+  interrupt(signal?: 'SIGINT' | 'SIGTERM'): void;
 }
 
 export function memoryIo(env: Record<string, string | undefined> = {}): MemoryIo {
   let stop: () => void = () => undefined;
   const stopped = new Promise<void>((resolve) => (stop = resolve));
+  const interrupts = new AbortController();
   const io: MemoryIo = {
     stdout: [],
     stderr: [],
@@ -23,6 +26,8 @@ export function memoryIo(env: Record<string, string | undefined> = {}): MemoryIo
     columns: 100,
     untilStopped: () => stopped,
     stop: () => stop(),
+    interrupts: () => ({ signal: interrupts.signal, release: () => undefined }),
+    interrupt: (signal = 'SIGINT') => interrupts.abort(signal),
   };
   return io;
 }

@@ -5,7 +5,7 @@ import { gzipSync } from 'node:zlib';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
 import type { LoadedPipeline } from '../../src/pipeline/load.js';
-import { outputQuery, readRows, showOutputs } from '../../src/cli/show.js';
+import { readRows, showOutputs, sinkForShow } from '../../src/cli/show.js';
 import { memoryIo } from './memory-io.js';
 
 function tempDir(): string {
@@ -30,7 +30,7 @@ describe('--show reads outputs back through DuckDB', () => {
       `CREATE TABLE "my table" (id INTEGER, tags VARCHAR[], info STRUCT(a INTEGER, b VARCHAR), "at" TIMESTAMP, n BIGINT)`,
       `INSERT INTO "my table" VALUES (1, ['x','y'], {'a': 1, 'b': 'q'}, TIMESTAMP '2026-01-02 03:04:05', 9007199254740993), (2, [], NULL, NULL, 7), (3, NULL, NULL, NULL, NULL)`,
     ]);
-    const rows = await readRows({ type: 'duckdb', path: 'w.duckdb', table: 'my table' }, dir, 2);
+    const rows = await readRows(sinkForShow({ type: 'duckdb', path: 'w.duckdb', table: 'my table' }, dir), 2);
     expect(rows).toHaveLength(2);
     expect(rows).toEqual([
       { id: 1, tags: ['x', 'y'], info: { a: 1, b: 'q' }, at: '2026-01-02T03:04:05.000Z', n: '9007199254740993' },
@@ -46,14 +46,14 @@ describe('--show reads outputs back through DuckDB', () => {
     writeFileSync(path.join(jsonl, 'u2.jsonl.gz'), gzipSync('{"n":3,"s":"c"}\n'));
     writeFileSync(path.join(jsonl, '.sluice-tmp', 'u3.tmp'), '{"n":99}\n');
     writeFileSync(path.join(jsonl, '_sluice_manifest.json'), '{"units":{}}');
-    const rows = await readRows({ type: 'jsonl', path: 'out/jsonl' }, dir, 10);
+    const rows = await readRows(sinkForShow({ type: 'jsonl', path: 'out/jsonl' }, dir), 10);
     expect(rows.map((r) => r.n).sort()).toEqual([1, 2, 3]);
 
     const parquet = path.join(dir, 'pq');
     await sql(':memory:', [
       `COPY (SELECT * FROM (VALUES (1, 'us'), (2, 'de'), (3, 'us')) t(id, country_code)) TO '${parquet}' (FORMAT parquet, PARTITION_BY (country_code))`,
     ]);
-    const pq = await readRows({ type: 'parquet', path: 'pq' }, dir, 10);
+    const pq = await readRows(sinkForShow({ type: 'parquet', path: 'pq' }, dir), 10);
     expect(pq.map((r) => [r.id, r.country_code]).sort()).toEqual([
       [1, 'us'],
       [2, 'de'],
@@ -91,11 +91,36 @@ describe('--show reads outputs back through DuckDB', () => {
     ]);
   });
 
-  it('quotes identifiers and paths', () => {
-    expect(outputQuery({ type: 'duckdb', path: 'a.duckdb', table: 'we"ird', schema: 's' }, '/base', 5)).toEqual({
+  it("reads through each sink's own outputQuery, identifiers and paths quoted", () => {
+    expect(
+      sinkForShow({ type: 'duckdb', path: 'a.duckdb', table: 'we"ird', schema: 's' }, '/base').outputQuery(5),
+    ).toEqual({
       database: '/base/a.duckdb',
       sql: 'SELECT * FROM "s"."we""ird" LIMIT 5',
     });
-    expect(outputQuery({ type: 'jsonl', path: "it's" }, '/base', 1).sql).toContain(`'/base/it''s/**/*.jsonl*'`);
+    expect(sinkForShow({ type: 'jsonl', path: "it's" }, '/base').outputQuery(1).sql).toContain(
+      `'/base/it''s/**/*.jsonl*'`,
+    );
+  });
+
+  it('reports an output it cannot read as a warning, and goes on to the next', async () => {
+    const dir = tempDir();
+    mkdirSync(path.join(dir, 'ok'));
+    writeFileSync(path.join(dir, 'ok', 'u.jsonl'), '{"n":1}\n');
+    const pipeline = {
+      file: path.join(dir, 'p.yaml'),
+      baseDir: dir,
+      name: 'p',
+      config: {
+        sinks: [
+          { type: 'duckdb', path: 'w.duckdb', table: 'missing' },
+          { type: 'jsonl', path: 'ok' },
+        ],
+      },
+    } as unknown as LoadedPipeline;
+    const io = memoryIo();
+    await showOutputs(io, pipeline, 1);
+    expect(io.stderr.join('\n')).toMatch(/warn: cannot show duckdb .*w\.duckdb table missing: .*missing/);
+    expect(io.stdout.at(-1)).toBe(JSON.stringify({ n: 1 }));
   });
 });

@@ -6,7 +6,9 @@ import { createGunzip } from 'node:zlib';
 import type { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NotReadyError, ServiceError, createClient, pollSnapshot, type ServiceClient } from '../../src/client/index.js';
-import { SluiceError } from '../../src/core/errors.js';
+import { DecodeError, NetworkError, SluiceError } from '../../src/core/errors.js';
+import { isTransient } from '../../src/core/retry.js';
+import { decode } from '../../src/decode/index.js';
 import { COMPANY_PROFILES_ID, companyProfile } from '../../src/emulator/data/company-profiles.js';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
 
@@ -201,6 +203,54 @@ describe('not ready and refused', () => {
     } finally {
       await c.close();
       await capped.close();
+    }
+  });
+});
+
+describe('a snapshot body that arrives broken', () => {
+  it.each([
+    ['reset', 'the connection dropped mid-body: the client’s network error, passed through the decoder unchanged'],
+    ['truncated_gzip', 'the gzip stream ends early: a DecodeError from the decoder'],
+  ])('%s: %s; either way transient', async (kind) => {
+    const faulty = await startEmulator({
+      seed: SEED,
+      size: SIZE,
+      timeScale: 2000,
+      faults: {
+        rules: [
+          {
+            route: 'GET /datasets/snapshots/*/download',
+            rate: 1,
+            faults: { [kind]: 1 },
+            reset_after_bytes: 50_000,
+          },
+        ],
+      },
+    });
+    const c = createClient({ baseUrl: faulty.url, apiKey: 'emulator-key', retry: { retries: 0 } });
+    try {
+      const { snapshot_id } = await c.datasets.filter({
+        dataset_id: COMPANY_PROFILES_ID,
+        filter: { name: 'followers', operator: '>=', value: 0 },
+      });
+      await pollSnapshot(c, snapshot_id, POLL);
+      const dl = await c.datasets.download(snapshot_id, { format: 'jsonl', compress: true });
+      let err: unknown;
+      try {
+        for await (const _ of decode(dl.body, { format: 'jsonl', unit: 'u', deadLetter: () => undefined }));
+      } catch (e) {
+        err = e;
+      }
+      expect(faulty.stats.faults[kind]).toBe(1);
+      if (kind === 'reset') {
+        expect(err).toBeInstanceOf(ServiceError);
+        expect((err as ServiceError).cause).toBeInstanceOf(NetworkError);
+        expect(err).toMatchObject({ status: 0, sent: true });
+      } else expect(err).toBeInstanceOf(DecodeError);
+      expect(isTransient(err)).toBe(true);
+    } finally {
+      await c.close();
+      await faulty.close();
     }
   });
 });

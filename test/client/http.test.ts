@@ -13,6 +13,8 @@ import {
   type ClientOptions,
   type ServiceClient,
 } from '../../src/client/index.js';
+import { NetworkError } from '../../src/core/errors.js';
+import { isTransient } from '../../src/core/retry.js';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
 
 const KEY = 'emulator-key';
@@ -246,6 +248,8 @@ describe('paid and account-changing calls', () => {
         const err = await run(c).catch((x: unknown) => x);
         expect(err).toBeInstanceOf(AmbiguousPaidCallError);
         expect((err as AmbiguousPaidCallError).hint).toMatch(/before running it again/);
+        // Terminal for every retry above the client too (the engine's unit retries): only a person may repeat it.
+        expect(isTransient(err)).toBe(false);
         expect(s.hits).toHaveLength(1);
         expect(retries).toHaveLength(0);
       });
@@ -387,6 +391,11 @@ describe('every error shape surfaces the service message and code', () => {
     expect(err.status).toBe(0);
     expect(err.serviceMessage).toMatch(/ECONNREFUSED/);
     expect(err.hint).toMatch(/base_url/);
+    // Typed for the retry decisions: provably never sent. A service never reached is terminal once the client's
+    // few quick tries are spent (first-contact.test.ts); after it answered once, the same failure is transient.
+    expect(err.cause).toBeInstanceOf(NetworkError);
+    expect(err).toMatchObject({ transient: false, sent: false });
+    expect(err.message).toMatch(/^cannot reach http:\/\/127\.0\.0\.1:\d+: /);
   });
 });
 
@@ -464,5 +473,55 @@ describe('downloads are streams', () => {
     }
     expect(h.firstSeenBeforeEnd()).toBe(true);
     expect(bytes).toBeGreaterThan(8_000_000);
+  });
+});
+
+describe('a download that breaks while its body streams', () => {
+  /** Writes a first piece of the body, then `then` (drops the connection, or goes silent). */
+  async function cutting(then: (res: ServerResponse) => void): Promise<string> {
+    const s = await scripted((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/jsonl' });
+      res.write('{"a":1}\n'.repeat(1000), () => setTimeout(() => then(res), 20));
+    });
+    return s.url;
+  }
+
+  async function readAll(body: AsyncIterable<Buffer>): Promise<{ bytes: number; error: unknown }> {
+    let bytes = 0;
+    try {
+      for await (const c of body) bytes += c.length;
+    } catch (error) {
+      return { bytes, error };
+    }
+    throw new Error('the body did not fail');
+  }
+
+  it.each([
+    ['the connection is dropped', 'UND_ERR_SOCKET', reset, {}],
+    ['the server goes silent past the body timeout', 'UND_ERR_BODY_TIMEOUT', () => undefined, { body: 150 }],
+  ])('%s: a transient ServiceError (status 0) whose cause is a NetworkError, sent', async (_n, code, then, t) => {
+    const { c } = client(await cutting(then), { timeouts: t });
+    const dl = await c.datasets.download('snap_x', { format: 'jsonl' });
+    const { bytes, error } = await readAll(dl.body as AsyncIterable<Buffer>);
+    expect(bytes).toBeGreaterThan(0);
+    expect(error).toBeInstanceOf(ServiceError);
+    expect(error).toMatchObject({ status: 0, transient: true, sent: true });
+    expect((error as ServiceError).cause).toBeInstanceOf(NetworkError);
+    expect((error as ServiceError).cause).toMatchObject({ code, sent: true });
+    expect((error as ServiceError).hint).toMatch(/connection to the service broke/);
+    expect(isTransient(error)).toBe(true);
+  });
+
+  it('no answer before the headers timeout: retried, then a transient error that may have been sent', async () => {
+    const s = await scripted(() => undefined);
+    const { c, retries } = client(s.url, {
+      timeouts: { headers: 100 },
+      retry: { retries: 1, baseDelayMs: 1, maxDelayMs: 1 },
+    });
+    const err = (await c.datasets.list().catch((x: unknown) => x)) as ServiceError;
+    expect(err).toMatchObject({ status: 0, transient: true, sent: true });
+    expect(err.cause).toMatchObject({ code: 'UND_ERR_HEADERS_TIMEOUT' });
+    expect(retries).toHaveLength(1);
+    expect(s.hits).toHaveLength(2);
   });
 });

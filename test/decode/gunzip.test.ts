@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { companyRecord, toJsonl } from '../../bench/lib/company-records.js';
-import { DecodeError } from '../../src/core/errors.js';
+import { DecodeError, NetworkError } from '../../src/core/errors.js';
 import { decode } from '../../src/decode/index.js';
 import { decompressed } from '../../src/decode/gunzip.js';
 import { chunks, decodeAll, decodeError, gzip } from './helpers.js';
@@ -61,21 +61,27 @@ describe('gzip detection and decompression', () => {
     expect((err as DecodeError).offset).toBeLessThanOrEqual(4096);
   });
 
-  it('lets an error of the input itself through unchanged (the engine classifies it)', async () => {
-    const reset = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
-    for (const input of [gzip(text), Buffer.from(text)]) {
-      async function* failing(): AsyncGenerator<Uint8Array> {
-        yield input.subarray(0, 1000);
-        throw reset;
+  it('lets an error of the input itself through unchanged, in every format (the client already typed it)', async () => {
+    const reset = new NetworkError('socket hang up', { code: 'ECONNRESET', sent: true });
+    const csv = `a,b\n${'1,2\n'.repeat(2000)}`;
+    for (const [format, body] of [
+      ['jsonl', text],
+      ['json', `[${text.trim().split('\n').join(',')}]`],
+      ['csv', csv],
+    ] as const)
+      for (const input of [gzip(body), Buffer.from(body)]) {
+        async function* failing(): AsyncGenerator<Uint8Array> {
+          yield input.subarray(0, 1000);
+          throw reset;
+        }
+        let caught: unknown;
+        try {
+          for await (const _ of decode(failing(), { format, unit: 'u', deadLetter: () => {} }));
+        } catch (err) {
+          caught = err;
+        }
+        expect(caught, format).toBe(reset);
       }
-      let caught: unknown;
-      try {
-        for await (const _ of decode(failing(), { format: 'jsonl', unit: 'u', deadLetter: () => {} }));
-      } catch (err) {
-        caught = err;
-      }
-      expect(caught).toBe(reset);
-    }
   });
 
   it('releases the input when the consumer stops early', async () => {

@@ -1,5 +1,6 @@
 /**
- * Fatal errors from the real executable: exit status 1, and stderr ends with `error: <cause>` on one line and
+ * Fatal errors from the real executable: exit status 1 (the service or the network said no; a config error is 2,
+ * see test/reliability/bad-input.test.ts), and stderr ends with `error: <cause>` on one line and
  * `  fix: <what to do>`. The key the user passed never shows up in the output.
  */
 import { createServer } from 'node:net';
@@ -33,8 +34,8 @@ describe('fatal errors', () => {
     });
     expect(r.code).toBe(1);
     expect(failure(r)).toEqual({
-      // The first call (listing the dataset's snapshots, before any paid call) is refused.
-      error: 'error: GET /datasets/snapshots: 401: Invalid credentials',
+      // The preflight's first call (before any paid call) is refused; the error names the option, not the route.
+      error: 'error: the service refused the API key (service.api_key): Invalid credentials',
       fix: 'fix: the API key was refused: set SLUICE_API_KEY to a valid key',
     });
     expect(r.stdout).toBe('');
@@ -81,18 +82,19 @@ describe('fatal errors', () => {
     expect(f.fix).toMatch(/^fix: /);
   });
 
-  it('a service that cannot be reached: the fix points at base_url', async () => {
+  it('a service that cannot be reached: `cannot reach <url>`, and the fix points at base_url', async () => {
     const ws = workspace();
     const file = ws.write(
       'unreachable.yaml',
       variant(ws, 'countries.yaml', [[/api_key: (.*)\n/, 'api_key: $1\n  retry: { retries: 0, base_delay_ms: 10 }\n']]),
     );
+    const url = `http://127.0.0.1:${await closedPort()}`;
     const r = await sluice(['run', file, '--no-progress'], {
-      env: { SLUICE_BASE_URL: `http://127.0.0.1:${await closedPort()}`, SLUICE_API_KEY: 'k' },
+      env: { SLUICE_BASE_URL: url, SLUICE_API_KEY: 'k' },
     });
     expect(r.code).toBe(1);
     const f = failure(r);
-    expect(f.error).toMatch(/^error: GET \/countrieslist: network error: /);
+    expect(f.error).toBe(`error: cannot reach ${url}: connect ECONNREFUSED ${url.slice('http://'.length)}`);
     expect(f.fix).toMatch(/^fix: .*base_url/);
   });
 

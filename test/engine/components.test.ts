@@ -1,21 +1,46 @@
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { describeSink } from '../../src/engine/components.js';
+import type { ComponentDef } from '../../src/core/component.js';
+import { buildComponents, sinkConfigs } from '../../src/engine/components.js';
+import type { Registry } from '../../src/pipeline/registry.js';
+import { MemorySink, MemorySource, recordingLogger, tempDir } from './in-memory.js';
 
-describe('describeSink', () => {
-  it('shows where a sink writes as typed from the current directory', () => {
-    const cwd = process.cwd();
-    const pipelines = path.join(cwd, 'pipelines');
-    expect(describeSink({ type: 'duckdb', path: '../out/w.duckdb', table: 't' }, pipelines)).toBe(
-      `duckdb ${path.join('out', 'w.duckdb')} table t`,
+describe('buildComponents', () => {
+  const def = <K extends 'source' | 'transform' | 'sink'>(kind: K, type: string, create: (c: any) => unknown) =>
+    ({ kind, type, description: type, schema: undefined as never, create }) as ComponentDef<K>;
+  const registry: Registry = {
+    source: [def('source', 'mem', () => new MemorySource([]))],
+    transform: [def('transform', 'id', () => (b: unknown) => b)],
+    sink: [def('sink', 'mem', (c: { name: string }) => new MemorySink(c.name))],
+  };
+  const deps = { log: recordingLogger(), baseDir: tempDir(), client: () => Promise.reject(new Error('no service')) };
+
+  it('builds the source, the transforms and every sink, in the order of the pipeline file', () => {
+    const built = buildComponents(
+      {
+        source: { type: 'mem' },
+        transforms: [{ type: 'id' }, { type: 'id' }],
+        sinks: [
+          { type: 'mem', name: 'a' },
+          { type: 'mem', name: 'b' },
+        ],
+      },
+      deps,
+      registry,
     );
-    expect(describeSink({ type: 'jsonl', path: 'out' }, pipelines)).toBe(`jsonl ${path.join('pipelines', 'out')}`);
-    expect(describeSink({ type: 'parquet', path: '.' }, cwd)).toBe('parquet .');
+    expect(built.sourceType).toBe('mem');
+    expect(built.source).toBeInstanceOf(MemorySource);
+    expect(built.transforms.map((t) => t.type)).toEqual(['id', 'id']);
+    expect(built.sinks.map((s) => s.sink.describe())).toEqual(['memory a', 'memory b']);
   });
 
-  it('shows a path outside the current directory in full, and the configured text without a base', () => {
-    const elsewhere = path.resolve(process.cwd(), '..', 'elsewhere');
-    expect(describeSink({ type: 'parquet', path: 'pq' }, elsewhere)).toBe(`parquet ${path.join(elsewhere, 'pq')}`);
-    expect(describeSink({ type: 'parquet', path: '../pq' })).toBe('parquet ../pq');
+  it('names the registered types when a type is unknown', () => {
+    expect(() =>
+      buildComponents({ source: { type: 'nope' }, sink: { type: 'mem', name: 'a' } }, deps, registry),
+    ).toThrow('unknown source type "nope"');
+  });
+
+  it('refuses a pipeline without a sink', () => {
+    expect(() => sinkConfigs({})).toThrow('the pipeline has no sink');
+    expect(sinkConfigs({ sink: { type: 'mem' } })).toEqual([{ type: 'mem' }]);
   });
 });

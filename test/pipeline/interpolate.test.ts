@@ -16,8 +16,12 @@ function failure(text: string): InterpolationError {
 
 describe('interpolate', () => {
   it('replaces ${VAR} with its value, also inside longer text and several times', () => {
-    expect(interpolate('${NAME}', env)).toEqual({ value: 'sluice', whole: true });
-    expect(interpolate('run-${NAME}-${PORT}.log', env)).toEqual({ value: 'run-sluice-8080.log', whole: false });
+    expect(interpolate('${NAME}', env)).toEqual({ value: 'sluice', whole: true, variables: ['NAME'] });
+    expect(interpolate('run-${NAME}-${PORT}.log', env)).toEqual({
+      value: 'run-sluice-8080.log',
+      whole: false,
+      variables: ['NAME', 'PORT'],
+    });
   });
 
   it('gives "" for a variable that is set but empty, and fails for one that is unset', () => {
@@ -52,11 +56,16 @@ describe('interpolate', () => {
   });
 
   it('reads $${ as a literal ${ and leaves other dollars alone', () => {
-    expect(interpolate('$${NAME}', env)).toEqual({ value: '${NAME}', whole: false });
+    expect(interpolate('$${NAME}', env)).toEqual({ value: '${NAME}', whole: false, variables: [] });
     expect(interpolate('cost $100.00 and $NAME', env).value).toBe('cost $100.00 and $NAME');
     // A `$` before the escape stays: `$` + `$${` → `$` + literal `${`.
     expect(interpolate('$$${NAME}', env).value).toBe('$${NAME}');
     expect(interpolate('trailing $', env).value).toBe('trailing $');
+  });
+
+  it('names the variables a value read, also through a default, so a fix line can name the one the file uses', () => {
+    expect(interpolate('Bearer ${URL}', env).variables).toEqual(['URL']);
+    expect(interpolate('${MISSING:-emulator}', env).variables).toEqual(['MISSING']);
   });
 
   it('marks only a lone reference as whole', () => {

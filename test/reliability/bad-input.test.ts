@@ -9,6 +9,7 @@ import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EXIT_CODES } from '../../src/core/errors.js';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
 import {
   KEY,
@@ -81,7 +82,7 @@ async function run(
   return { ...r, ws, before };
 }
 
-/** A case whose pipeline file is wrong: reported at p.yaml:line:column, before anything is created. */
+/** A case whose pipeline file is wrong: reported at p.yaml:line:column, before anything is created; exit 2. */
 interface ConfigCase {
   name: string;
   yaml: string;
@@ -376,7 +377,7 @@ const configCases: ConfigCase[] = [
 describe('a wrong pipeline file: file:line:column, what to change, nothing written', () => {
   it.each(configCases)('$name', async (c) => {
     const r = await run({ 'p.yaml': c.yaml }, ['run', '{p}', '--no-progress'], c.env ?? env());
-    expectFailure(r, c.error, c.fix);
+    expectFailure(r, c.error, c.fix, EXIT_CODES.config);
     expect(r.stderr.at(-2)).toContain(r.ws.path('p.yaml'));
     expectNothingWritten(r.ws, r.before);
     // `validate` says the same, exit 1, and starts nothing either.
@@ -391,7 +392,12 @@ describe('a wrong pipeline file: file:line:column, what to change, nothing writt
 
   it('a pipeline file that does not exist', async () => {
     const r = await run({}, ['run', '{p}', '--no-progress']);
-    expectFailure(r, /p\.yaml:1:1: cannot read the pipeline file: no such file$/, /^pass the path of a \.yaml file$/);
+    expectFailure(
+      r,
+      /p\.yaml:1:1: cannot read the pipeline file: no such file$/,
+      /^pass the path of a \.yaml file$/,
+      EXIT_CODES.config,
+    );
     expectNothingWritten(r.ws, r.before);
   });
 });
@@ -445,12 +451,15 @@ describe('filter files: checked before the paid filter job starts', () => {
     ) +
     JSONL_SINK;
 
-  const cases: [string, Record<string, string>, RegExp, RegExp][] = [
+  // A missing file is a problem of the pipeline file, found when it is loaded (exit 2); a file that is there but
+  // wrong is found when the filter is built, still before the paid job (exit 1).
+  const cases: [string, Record<string, string>, RegExp, RegExp, number?][] = [
     [
       'a file listed in `files` that does not exist',
       { 'p.yaml': withFile('countries.csv') },
-      /^source\.files: cannot read .*filters\/countries\.csv \(no such file\)$/,
-      /^paths in source\.files are relative to the pipeline file/,
+      /p\.yaml:11:11: source\.files\[0\]: no such file: .*filters\/countries\.csv$/,
+      /^name a filter-values file .*; relative paths start at the pipeline file's directory \(.+\)$/,
+      EXIT_CODES.config,
     ],
     [
       'a CSV filter file whose header is not the field',
@@ -483,10 +492,10 @@ describe('filter files: checked before the paid filter job starts', () => {
       /a JSON array of objects/,
     ],
   ];
-  it.each(cases)('%s', async (_name, files, error, fix) => {
+  it.each(cases)('%s', async (_name, files, error, fix, code) => {
     const paid = filterJobs();
     const r = await run(files);
-    expectFailure(r, error, fix);
+    expectFailure(r, error, fix, code);
     expect(filterJobs()).toBe(paid);
     await expectNothingCommitted(r.ws, r.before);
   });
@@ -511,10 +520,11 @@ describe('the service says no: what it said, and which option to change', () => 
       ...env(),
       SLUICE_API_KEY: 'not-the-key-1234',
     });
+    // The preflight asks before anything is paid; the fix names the variable this pipeline reads the key from.
     expectFailure(
       r,
-      /^GET \/datasets\/snapshots: 401: Invalid credentials$/,
-      /^the API key was refused: set SLUICE_API_KEY/,
+      /^the service refused the API key \(service\.api_key\): Invalid credentials$/,
+      /^the API key was refused: set SLUICE_API_KEY to a valid key$/,
     );
     expect(r.stderr.join('\n')).not.toContain('not-the-key-1234');
     expect(filterJobs()).toBe(paid);
@@ -540,10 +550,17 @@ describe('the service says no: what it said, and which option to change', () => 
   });
 
   it('an unknown zone (serp)', async () => {
+    const requests = emu.stats.routes['POST /request'] ?? 0;
     const r = await run({
       'p.yaml': HEAD + 'source: { type: serp, zone: no_such_zone, queries: [coffee], max_pages: 1 }\n' + JSONL_SINK,
     });
-    expectFailure(r, /zone "no_such_zone" not found/, /source\.zone.*`sluice zones active`/);
+    expectFailure(
+      r,
+      /^zone "no_such_zone" does not exist in this account/,
+      /^set source\.zone to one of the account's search zones: serp_zone$/,
+    );
+    // Found by the preflight: no search request was made.
+    expect(emu.stats.routes['POST /request'] ?? 0).toBe(requests);
     await expectNothingCommitted(r.ws, r.before);
   });
 
@@ -620,8 +637,11 @@ describe('snapshots that do not become ready', () => {
     expect(r.stderr.filter((l) => l.startsWith('error'))).toEqual([]);
     expect(r.stderr).toContainEqual(expect.stringMatching(/^warn: snapshot snap_\w+: .*did not match any records/));
     expect(r.stdout).toContainEqual(expect.stringMatching(/^ {2}records {6}0$/));
-    const rows = await duckdbRows(r.ws.path('w.duckdb'));
-    expect(Object.entries(rows).filter(([, n]) => n > 0)).toEqual([]);
+    const db = r.ws.path('w.duckdb');
+    const rows = await duckdbRows(db);
+    // No data row anywhere; the run itself is recorded in the run history table (issue 11).
+    expect(Object.entries(rows).filter(([table, n]) => n > 0 && table !== `${db}:main._sluice_runs`)).toEqual([]);
+    expect(rows[`${db}:main._sluice_runs`]).toBe(1);
   });
 });
 
@@ -674,7 +694,12 @@ describe('malformed records inside a valid stream: dead letters, the run goes on
       'in.jsonl': text,
     });
     expect(r.code, r.stderr.join('\n')).toBe(0);
-    expect(r.stdout).toContainEqual(expect.stringMatching(/^ {2}dead letters 3$/));
+    // The count, then the reasons with how often each occurred.
+    expect(r.stdout).toContainEqual(
+      expect.stringMatching(
+        /^ {2}dead letters 3 \(line is not valid JSON: [^;]+ ×1; line is an array, not a JSON object ×1; line is not valid JSON: [^;]+ ×1\)$/,
+      ),
+    );
     const rows = await duckdbRows(r.ws.path('w.duckdb'));
     expect(rows[`${r.ws.path('w.duckdb')}:main.t`]).toBe(8);
     const got = letters(r.ws);
@@ -804,7 +829,7 @@ describe('an output that cannot be written: refused before any work starts', () 
     const r = await cli(['run', ws.path('p.yaml'), '--no-progress'], env()).finally(restore);
     expectFailure(
       r,
-      /cannot (write to|create the directory of) .*\((EACCES|EPERM|EROFS|ENOENT)\)$/,
+      /cannot (write to|create the directory of|create the output directory) .*\((EACCES|EPERM|EROFS|ENOENT)\)$/,
       /write access|somewhere writable/,
     );
     expect(filterJobs()).toBe(paid);
@@ -826,7 +851,7 @@ describe('an output that cannot be written: refused before any work starts', () 
 
 describe('state, dead letters and emulator settings that cannot be used', () => {
   const countries = 'source: { type: countries }\n' + JSONL_SINK;
-  const cases: [string, string, Record<string, string>, RegExp, RegExp][] = [
+  const cases: [string, string, Record<string, string>, RegExp, RegExp, number?][] = [
     [
       'state_dir runs through a file',
       HEAD + 'state_dir: blocker/state\n' + countries,
@@ -852,13 +877,14 @@ describe('state, dead letters and emulator settings that cannot be used', () => 
       'the embedded emulator’s faults file does not exist',
       HEAD.replace('${SLUICE_BASE_URL}', 'emulator') + '  emulator: { faults: faults.yaml }\n' + countries,
       {},
-      /^service\.emulator\.faults: cannot read .*faults\.yaml \(ENOENT\)$/,
-      /^the path is relative to the pipeline file/,
+      /p\.yaml:7:23: service\.emulator\.faults: no such file: .*faults\.yaml$/,
+      /^name the emulator's fault-injection YAML; relative paths start at the pipeline file's directory \(.+\)$/,
+      EXIT_CODES.config,
     ],
   ];
-  it.each(cases)('%s', async (_name, yaml, files, error, fix) => {
+  it.each(cases)('%s', async (_name, yaml, files, error, fix, code) => {
     const r = await run({ 'p.yaml': yaml, ...files });
-    expectFailure(r, error, fix);
+    expectFailure(r, error, fix, code);
     await expectNothingCommitted(r.ws, r.before);
   });
 });
@@ -870,8 +896,9 @@ describe('local inputs that are missing or wrong', () => {
     });
     expectFailure(
       r,
-      /^source file .*data\/missing\.jsonl does not exist$/,
-      /^check source\.paths \(relative to the pipeline file\)$/,
+      /p\.yaml:7:31: source\.paths\[0\]: no such file: .*data\/missing\.jsonl$/,
+      /^name an input file or a directory of them; relative paths start at the pipeline file's directory \(.+\)$/,
+      EXIT_CODES.config,
     );
     await expectNothingCommitted(r.ws, r.before);
   });
@@ -882,8 +909,9 @@ describe('local inputs that are missing or wrong', () => {
     });
     expectFailure(
       r,
-      /^cannot read queries_file .*queries\.csv: ENOENT/,
-      /^queries_file is relative to the pipeline file; check the path$/,
+      /p\.yaml:7:54: source\.queries_file: no such file: .*queries\.csv$/,
+      /^name the queries to search; relative paths start at the pipeline file's directory \(.+\)$/,
+      EXIT_CODES.config,
     );
     await expectNothingCommitted(r.ws, r.before);
   });

@@ -151,7 +151,7 @@ describe('dead letters: listed, then replayed exactly once after a fix', () => {
   it('lists unit, stage, offset and reason; the replay loads the fixed records once; a second replay adds nothing', async () => {
     const { ws, file } = setup();
     const first = await runIt(file);
-    expect(first.stdout).toContain('  dead letters 9');
+    expect(first.stdout.join('\n')).toMatch(/^ {2}dead letters 9\b/m);
     expect((await tableRows(ws)).map(([id]) => id)).toEqual(allIds.filter((id) => ![3, 5, 6].includes(id % 100)));
 
     const letters = storedLetters(ws);
@@ -188,7 +188,7 @@ describe('dead letters: listed, then replayed exactly once after a fix', () => {
     repairDecodeLetters(ws);
     const replayed = await replay(file);
     expect(replayed.stdout).toContain('  replayed     9');
-    expect(replayed.stdout).toContain('  dead letters 0');
+    expect(replayed.stdout.join('\n')).toMatch(/^ {2}dead letters 0\b/m);
     expect(await tableRows(ws)).toEqual(expectedRows());
     expect(jsonlIds(ws)).toEqual(allIds);
     expect((await ok(['dead-letters', file])).stdout).toEqual(['0 dead letters not yet replayed (dl)']);
@@ -205,7 +205,7 @@ describe('dead letters: listed, then replayed exactly once after a fix', () => {
     writeFileSync(file, pipeline({ cast: 'double' }));
     const replayed = await replay(file);
     // The three cut lines were not repaired: they are rejected again.
-    expect(replayed.stdout).toContain('  dead letters 3');
+    expect(replayed.stdout.join('\n')).toMatch(/^ {2}dead letters 3\b/m);
     const list = await ok(['dead-letters', file]);
     expect(list.stdout[0]).toBe('3 dead letters not yet replayed (dl)');
     const entries = list.stdout.slice(1).filter((l) => !l.startsWith(' '));
@@ -314,7 +314,7 @@ describe('dead letters: listed, then replayed exactly once after a fix', () => {
     const { ws, file } = setup(pipeline({ write: 'replace' }));
     await runIt(file);
     writeFileSync(file, pipeline({ write: 'replace', cast: 'double' }));
-    expect((await replay(file)).stdout).toContain('  dead letters 3');
+    expect((await replay(file)).stdout.join('\n')).toMatch(/^ {2}dead letters 3\b/m);
     repairDecodeLetters(ws);
     const r = await replay(file);
     expect(r.stdout).toContain('  replayed     3');

@@ -55,12 +55,6 @@ describe('joinTypes', () => {
     expect(duckdbType(a)).toBe('STRUCT("x" BIGINT[])');
   });
 
-  it('keeps a temporal column for text when asked (the table parses ISO text itself)', () => {
-    expect(duckdbType(joinTypes(TIMESTAMP, VARCHAR, [], undefined, { textIntoTemporal: true }))).toBe('TIMESTAMP');
-    expect(duckdbType(joinTypes(DATE, VARCHAR, [], undefined, { textIntoTemporal: true }))).toBe('DATE');
-    expect(duckdbType(joinTypes(BIGINT, VARCHAR, [], undefined, { textIntoTemporal: true }))).toBe('VARCHAR');
-  });
-
   it('keeps a native table type and lets the database cast', () => {
     expect(j(nativeType('UUID'), VARCHAR)).toBe('UUID');
     expect(j(NULL, nativeType('DECIMAL(18,3)'))).toBe('DECIMAL(18,3)');

@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ServiceClient } from '../../src/client/index.js';
 import { createClient } from '../../src/client/index.js';
-import type { ComponentDeps, Counters, Logger, SourceContext } from '../../src/core/types.js';
+import type { Counters, Logger, SourceContext } from '../../src/core/types.js';
+import type { ComponentDeps } from '../../src/core/component.js';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
 import type { EmulatorOptions } from '../../src/emulator/context.js';
 import { MemoryStateStore } from '../../src/engine/state-store.js';
@@ -53,8 +54,9 @@ export function quietLogger(warnings: string[] = []): Logger {
   };
 }
 
+/** A source context on in-memory state; `h` gives the logger and base directory (a harness, or just those two). */
 export function sourceContext(
-  h: Harness,
+  h: { deps: { log: Logger }; baseDir: string },
   state = new MemoryStateStore(),
   extra: Partial<Omit<SourceContext, 'state' | 'counters'>> = {},
 ): SourceContext & { state: MemoryStateStore; counters: Counters } {

@@ -4,8 +4,10 @@ import { expectedReviewIds, reviewTotal } from '../../src/emulator/data/reviews.
 import { serpQueryPlan, type SerpQueryPlan } from '../../src/emulator/data/serp.js';
 import { MemoryStateStore } from '../../src/engine/state-store.js';
 import { driveCrawl, type DriveResult } from '../../src/sources/crawl/drive.js';
-import { knowledgeFids, parseReviewsUnitId } from '../../src/sources/crawl/pager.js';
-import { REVIEWS_SERP_FIDS_KEY, REVIEWS_STATE_KEY, reviewsSchema, reviewsSource } from '../../src/sources/reviews.js';
+import { REVIEWS_SERP_FIDS_KEY } from '../../src/sources/crawl/places-from-search.js';
+import { REVIEWS_STATE_KEY, parseReviewsUnitId } from '../../src/sources/crawl/review-pages.js';
+import { knowledgeFids } from '../../src/sources/crawl/search-pages.js';
+import { reviewsSchema, reviewsSource } from '../../src/sources/reviews.js';
 import { normalizeReviews } from '../../src/transforms/presets/reviews.js';
 import { REQUEST_ROUTE, resetStats, sourceContext, startHarness, stats, type Harness } from './crawl-harness.js';
 
@@ -104,9 +106,14 @@ describe('reviews source', () => {
     const source = reviews(h, { fids: [fid] });
     const ctx = sourceContext(h);
     const [unit] = await source.plan(ctx);
+    expect(unit!.params).toEqual({ fid, start: 0, page: 1, engine: 'https://www.google.com', shard_key: fid });
+    const planned = structuredClone(unit!.params);
     const rows: Row[] = [];
     for await (const b of source.read(unit!, ctx)) rows.push(...b);
-    expect(rows[0]).toMatchObject({ fid, fetched_at: unit!.params.fetched_at });
+    expect(rows[0]).toMatchObject({ fid });
+    expect(typeof rows[0]!.fetched_at).toBe('string');
+    // Reading a unit does not write into its params: the fetch time travels on the row only.
+    expect(unit!.params).toEqual(planned);
     const out = normalizeReviews(
       rows[0]!,
       { log: h.deps.log, deadLetter: () => undefined, unitId: unit!.id, unitParams: unit!.params },
@@ -115,6 +122,7 @@ describe('reviews source', () => {
     expect(out.length).toBe((rows[0]!.reviews as unknown[]).length);
     expect(out.length).toBeGreaterThan(0);
     expect(out[0]).toMatchObject({ fid });
+    expect(out[0]!.fetched_at).toEqual(new Date(rows[0]!.fetched_at as string));
     // No pagination block: the next page starts after the reviews this page held.
     const next = source.discover!(unit!, ctx);
     expect(next.map((u) => u.id)).toEqual([`reviews:${fid}:start:${out.length}`]);
@@ -187,5 +195,8 @@ describe('reviews source', () => {
     expect(msg({ ...base, from_serp: {} })).toMatch(/from_serp.queries/);
     expect(msg({ ...base, fids: [FIDS[0]], sort: 'oldest' })).not.toBe('');
     expect(reviewsSchema.parse({ ...base, fids: [FIDS[0]] })).toMatchObject({ max_pages: 10, concurrency: 8 });
+    expect(
+      reviewsSource.create(reviewsSchema.parse({ ...base, fids: [FIDS[0]], concurrency: 5 }), h.deps).concurrency,
+    ).toBe(5);
   });
 });

@@ -7,8 +7,8 @@ import { startEmulator } from '../../src/emulator/server.js';
 import { expectedOrganicLinks, serpQueryPlan, type SerpQueryPlan } from '../../src/emulator/data/serp.js';
 import { MemoryStateStore } from '../../src/engine/state-store.js';
 import { driveCrawl, type DriveResult } from '../../src/sources/crawl/drive.js';
-import { parseSerpUnitId } from '../../src/sources/crawl/pager.js';
-import { SERP_STATE_KEY, serpSchema, serpSource } from '../../src/sources/serp.js';
+import { SERP_STATE_KEY, parseSerpUnitId } from '../../src/sources/crawl/search-pages.js';
+import { serpSchema, serpSource } from '../../src/sources/serp.js';
 import { normalizeSerpOrganic } from '../../src/transforms/presets/serp-organic.js';
 import {
   API_KEY,
@@ -112,7 +112,7 @@ describe('serp source', () => {
     }
   });
 
-  it('gives normalizers the page context through the unit params, and rows carry fetched_at', async () => {
+  it('gives normalizers the page context through the unit params and the fetch time on the row', async () => {
     const q = QUERIES[2]!; // several pages, no next_page_start
     const source = serp(h, { queries: [q], max_pages: 2 });
     const ctx = sourceContext(h);
@@ -120,11 +120,14 @@ describe('serp source', () => {
     expect(units.map((u) => u.id)).toEqual([`serp:www.google.com:${encodeURIComponent(q)}:start:0`]);
     expect(units[0]!.id).toContain('%3A'); // the query's colon cannot be mistaken for a separator
     const unit = units[0]!;
+    expect(unit.params).toEqual({ query: q, start: 0, page: 1, engine: 'https://www.google.com', shard_key: q });
+    const planned = structuredClone(unit.params);
     const rows: Row[] = [];
     for await (const b of source.read(unit, ctx)) rows.push(...b);
     expect(rows).toHaveLength(1);
     expect(typeof rows[0]!.fetched_at).toBe('string');
-    expect(unit.params).toMatchObject({ query: q, start: 0, page: 1, fetched_at: rows[0]!.fetched_at });
+    // Reading a unit does not write into its params: the fetch time travels on the row only.
+    expect(unit.params).toEqual(planned);
     const organic = normalizeSerpOrganic(
       rows[0]!,
       { log: h.deps.log, deadLetter: () => undefined, unitId: unit.id, unitParams: unit.params },
@@ -132,6 +135,7 @@ describe('serp source', () => {
     );
     expect(organic.length).toBeGreaterThan(0);
     expect(organic[0]).toMatchObject({ query: q, page: 1, start: 0 });
+    expect(organic[0]!.fetched_at).toEqual(new Date(rows[0]!.fetched_at as string));
     const next = source.discover!(unit, ctx);
     expect(next).toHaveLength(1);
     // The page size is read from the page (it is not always 10).
@@ -139,6 +143,11 @@ describe('serp source', () => {
     expect(ctx.state.get<Record<string, number[]>>(SERP_STATE_KEY)).toEqual({
       [`serp:www.google.com:${encodeURIComponent(q)}`]: [0, serpQueryPlan(SEED, HOST, q).pageSize],
     });
+  });
+
+  it('tells the engine its concurrency from the config (default 8)', () => {
+    expect(serp(h, { concurrency: 3 }).concurrency).toBe(3);
+    expect(serp(h, {}).concurrency).toBe(8);
   });
 
   it('never has more requests in flight than `concurrency`, even when the engine runs more units', async () => {
@@ -152,7 +161,8 @@ describe('serp source', () => {
 
   it('has all of its `concurrency` requests in flight through a client with default transport settings', async () => {
     // The engine creates the client without `connections` unless the pipeline sets it: its pool must not cap a crawl.
-    const emu = await startEmulator({ seed: SEED, apiKey: API_KEY, latencyMs: 300 });
+    // Each answer is held long enough for all 64 requests to be sent, even on a busy machine.
+    const emu = await startEmulator({ seed: SEED, apiKey: API_KEY, latencyMs: 1000 });
     const client = createClient({ baseUrl: emu.url, apiKey: API_KEY });
     try {
       const queries = Array.from({ length: 64 }, (_, i) => `in flight ${i}`);

@@ -100,7 +100,9 @@ describe('snapshot source: a lost filter answer', () => {
     );
     // Settled: the job id is checkpointed and no attempt is left pending.
     expect([...state.data.keys()].filter((k) => k.endsWith(':attempt'))).toEqual([]);
-    expect([...state.data.values()]).toContain(adopted!.id);
+    // Checkpointed as a saved job (sources/saved-job.ts): its id, when and by which run it started.
+    const jobs = [...state.data.entries()].filter(([k]) => /^snapshot:job:[0-9a-f]+$/.test(k)).map(([, v]) => v);
+    expect(jobs).toEqual([expect.objectContaining({ id: adopted!.id, started_at: expect.any(String) })]);
   });
 
   it('the service failed before starting the job (500): the list shows nothing new, so it is called once more', async () => {

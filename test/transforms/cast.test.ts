@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { DateOnly } from '../../src/core/values.js';
 import { CASTERS, castSchema, castTransform } from '../../src/transforms/cast.js';
 import { FAILED } from '../../src/transforms/coerce.js';
@@ -62,6 +63,14 @@ describe('cast', () => {
     const { rows, deadLetters } = await run(t, [{ n: 'many', b: 'maybe', keep: 'yes' }]);
     expect(deadLetters).toEqual([]);
     expect(rows).toEqual([{ n: null, b: null, keep: 'yes' }]);
+  });
+
+  it('on_error: null written unquoted, as the README does (YAML reads it as null), means the same as "null"', async () => {
+    const config = castSchema.parse(parseYaml('type: cast\nfields: { n: int }\non_error: null\n'));
+    const t = build(castTransform, config);
+    const { rows, deadLetters } = await run(t, [{ n: 'many' }]);
+    expect(deadLetters).toEqual([]);
+    expect(rows).toEqual([{ n: null }]);
   });
 
   it('edge cases of each type', () => {

@@ -2,15 +2,8 @@
  * Generated payloads in the service's shapes (SERP pages, review pages, company profiles) and a harness that runs a
  * transform over batches. Every text here is made up.
  */
-import type {
-  Batch,
-  ComponentDef,
-  ComponentDeps,
-  DeadLetter,
-  Row,
-  Transform,
-  TransformContext,
-} from '../../src/core/types.js';
+import type { Batch, DeadLetter, Row, Transform, TransformContext } from '../../src/core/types.js';
+import type { ComponentDef, ComponentDeps } from '../../src/core/component.js';
 
 export interface RunResult {
   rows: Row[];

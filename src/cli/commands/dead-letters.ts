@@ -1,9 +1,8 @@
 /** `sluice dead-letters <pipeline.yaml> [--replay]`: records that failed to decode or transform, and their replay. */
 import type { Argv, CommandModule } from 'yargs';
 import type { StoredDeadLetter } from '../../engine/dead-letter-file.js';
-import { loadPipeline } from '../../pipeline/load.js';
 import type { CliContext } from '../context.js';
-import { cliLogger, printSummary, runOptions } from './run.js';
+import { cliLogger, printPartial, printSummary, runOptions } from './run.js';
 
 interface DeadLetterArgs {
   pipeline: string;
@@ -43,6 +42,7 @@ export function deadLettersCommand(ctx: CliContext): CommandModule<object, DeadL
         .example('$0 dead-letters pipelines/company_profiles.yaml --replay', 'After fixing the pipeline: load them')
         .strict() as unknown as Argv<DeadLetterArgs>,
     handler: async (args) => {
+      const { loadPipeline } = await import('../../pipeline/load.js');
       const pipeline = await loadPipeline(args.pipeline, ctx.io.env);
       const { listDeadLetters, replayDeadLetters } = await import('../../engine/dead-letters.js');
       const letters = await listDeadLetters(pipeline);
@@ -57,11 +57,27 @@ export function deadLettersCommand(ctx: CliContext): CommandModule<object, DeadL
         return;
       }
       const { formatSummary } = await import('../../engine/run.js');
-      const result = await replayDeadLetters(
-        pipeline,
-        { fresh: false, logFormat: args['log-format'], quiet: args.quiet, progress: args.progress },
-        { log: cliLogger(ctx, args) },
-      );
+      const interrupts = ctx.io.interrupts();
+      let result: Awaited<ReturnType<typeof replayDeadLetters>>;
+      try {
+        result = await replayDeadLetters(
+          pipeline,
+          {
+            fresh: false,
+            logFormat: args['log-format'],
+            quiet: args.quiet,
+            progress: args.progress,
+            command: `sluice dead-letters ${args.pipeline} --replay`,
+            signal: interrupts.signal,
+          },
+          { log: cliLogger(ctx, args) },
+        );
+      } catch (err) {
+        printPartial(ctx, err, args['log-format']);
+        throw err;
+      } finally {
+        interrupts.release();
+      }
       if (result.superseded > 0)
         ctx.io.err(
           `warn: ${result.superseded} dead letter${result.superseded === 1 ? '' : 's'} of earlier runs not replayed: ` +

@@ -13,6 +13,7 @@ interface EmulatorArgs {
   faults?: string;
   'time-scale'?: number;
   'latency-ms'?: number;
+  'state-file'?: string;
 }
 
 function nonNegativeInt(name: string) {
@@ -60,12 +61,18 @@ export function emulatorCommand(ctx: CliContext): CommandModule<object, Emulator
           coerce: nonNegativeInt('latency-ms'),
           describe: 'Added to every response',
         })
+        .option('state-file', {
+          type: 'string',
+          describe:
+            'Keep snapshots, lookup requests, zones and paid counters in this file, so a restarted emulator still knows them',
+        })
         .check((a) => {
           if (a['time-scale'] !== undefined && !(a['time-scale'] > 0)) throw new Error('--time-scale must be > 0');
           return true;
         })
         .example('$0 emulator --port 8080 --seed 1 --size 100000', 'Serve 100k records per dataset on :8080')
         .example('$0 emulator --faults faults.yaml --time-scale 10', 'With injected faults, jobs 10× faster')
+        .example('$0 emulator --state-file emulator.json', 'Snapshots and requests outlive a restart')
         .strict() as unknown as Argv<EmulatorArgs>,
     handler: async (args) => {
       const { loadFaultsFile, startEmulator } = await import('../../emulator/server.js');
@@ -78,6 +85,7 @@ export function emulatorCommand(ctx: CliContext): CommandModule<object, Emulator
         ...(args['time-scale'] !== undefined && { timeScale: args['time-scale'] }),
         ...(args['latency-ms'] !== undefined && { latencyMs: args['latency-ms'] }),
         ...(args.faults !== undefined && { faults: loadFaultsFile(path.resolve(args.faults)) }),
+        ...(args['state-file'] !== undefined && { stateFile: path.resolve(args['state-file']) }),
       }).catch((err: NodeJS.ErrnoException) => {
         if (err.code === 'EADDRINUSE' || err.code === 'EACCES')
           throw new SluiceError(
@@ -89,6 +97,7 @@ export function emulatorCommand(ctx: CliContext): CommandModule<object, Emulator
         throw err;
       });
       ctx.io.out(`emulator listening on ${emulator.url}`);
+      if (emulator.resumed) ctx.io.err(`resumed the emulator's state from ${path.resolve(args['state-file']!)}`);
       ctx.io.err(`point sluice at it: SLUICE_BASE_URL=${emulator.url} (Ctrl-C stops it)`);
       await ctx.io.untilStopped();
       await emulator.close();

@@ -1,7 +1,6 @@
 /** `sluice plan <pipeline.yaml>`: what a run would do — units, requests, targets — without starting paid work. */
 import type { Argv, CommandModule } from 'yargs';
 import type { PlanReport } from '../../engine/api.js';
-import { loadPipeline } from '../../pipeline/load.js';
 import { positiveInt } from '../args.js';
 import type { CliContext } from '../context.js';
 
@@ -30,7 +29,8 @@ export function formatPlan(plan: PlanReport, shown: number): string {
 export function planCommand(ctx: CliContext): CommandModule<object, PlanArgs> {
   return {
     command: 'plan <pipeline>',
-    describe: 'Show the units, requests and targets of a run; starts no paid job',
+    describe:
+      'Check the key, zone, dataset or job against the service, then show the units, requests and targets of a run; starts no paid job',
     builder: (y) =>
       y
         .positional('pipeline', { type: 'string', demandOption: true, describe: 'Pipeline YAML file' })
@@ -40,6 +40,7 @@ export function planCommand(ctx: CliContext): CommandModule<object, PlanArgs> {
         .example('$0 plan pipelines/serp.yaml --json', 'Every unit id, as JSON')
         .strict() as unknown as Argv<PlanArgs>,
     handler: async (args) => {
+      const { loadPipeline } = await import('../../pipeline/load.js');
       const pipeline = await loadPipeline(args.pipeline, ctx.io.env);
       const { planPipeline } = await import('../../engine/run.js');
       const plan = await planPipeline(pipeline);

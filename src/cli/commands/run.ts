@@ -3,10 +3,8 @@ import type { Argv, CommandModule } from 'yargs';
 import type { Logger } from '../../core/types.js';
 import type { RunSummary } from '../../engine/api.js';
 import { createLogger } from '../../engine/logger.js';
-import { loadPipeline } from '../../pipeline/load.js';
-import { parseShard, positiveInt } from '../args.js';
+import { DEFAULT_LOCK_WAIT, lockWait, parseShard, positiveInt } from '../args.js';
 import type { CliContext } from '../context.js';
-import { showOutputs } from '../show.js';
 
 export interface RunArgs {
   pipeline: string;
@@ -16,6 +14,8 @@ export interface RunArgs {
   quiet: boolean;
   progress: boolean;
   show?: number;
+  /** `--wait[=duration]`: ms to wait for another run's lock. */
+  wait?: number;
 }
 
 /** Options shared by everything that runs a pipeline (`run`, `dead-letters --replay`). */
@@ -47,6 +47,14 @@ export function printSummary(ctx: CliContext, summary: RunSummary, format: 'text
   ctx.io.out(format === 'json' ? JSON.stringify({ status: 'ok', ...summary }) : text);
 }
 
+/** Machine readers of a JSON log get the partial counts of a failed run too; people get the one-line error. */
+export function printPartial(ctx: CliContext, err: unknown, format: 'text' | 'json'): void {
+  const partial = (err as { summary?: RunSummary }).summary;
+  if (!partial || format !== 'json') return;
+  const status = err instanceof Error && err.name === 'InterruptedError' ? 'interrupted' : 'failed';
+  ctx.io.out(JSON.stringify({ status, ...partial, error: (err as Error).message }));
+}
+
 export function runCommand(ctx: CliContext): CommandModule<object, RunArgs> {
   return {
     command: 'run <pipeline>',
@@ -59,6 +67,11 @@ export function runCommand(ctx: CliContext): CommandModule<object, RunArgs> {
             type: 'boolean',
             default: false,
             describe: 'Start over: forget checkpoints and committed units (a paid job already started is not reused)',
+          })
+          .option('wait', {
+            type: 'string',
+            coerce: lockWait,
+            describe: `If another run holds the pipeline's lock, wait for it (--wait: up to ${DEFAULT_LOCK_WAIT}; --wait=10m, --wait=90s) instead of exiting with code 3`,
           })
           .option('shard', {
             type: 'string',
@@ -74,11 +87,14 @@ export function runCommand(ctx: CliContext): CommandModule<object, RunArgs> {
         .example('$0 run pipelines/company_profiles.yaml', 'Run it (resuming a failed run)')
         .example('$0 run pipelines/serp.yaml --fresh --show 5', 'Start over, then show 5 rows of each output')
         .example('$0 run pipelines/serp.yaml --shard 0/4 --log-format json', 'A quarter of the units, JSON logs')
+        .example('$0 run nightly.yaml --wait=30m', 'From cron: wait up to 30 min for a run still going')
         .strict() as unknown as Argv<RunArgs>,
     handler: async (args) => {
+      const { loadPipeline } = await import('../../pipeline/load.js');
       const pipeline = await loadPipeline(args.pipeline, ctx.io.env);
       const { formatSummary, runPipeline } = await import('../../engine/run.js');
       let summary: RunSummary;
+      const interrupts = ctx.io.interrupts();
       try {
         summary = await runPipeline(
           pipeline,
@@ -88,18 +104,23 @@ export function runCommand(ctx: CliContext): CommandModule<object, RunArgs> {
             logFormat: args['log-format'],
             quiet: args.quiet,
             progress: args.progress,
+            ...(args.wait !== undefined && { waitForLockMs: args.wait }),
+            command: `sluice run ${args.pipeline}`,
+            signal: interrupts.signal,
           },
           { log: cliLogger(ctx, args) },
         );
       } catch (err) {
-        // Machine readers of a JSON log get the partial counts too; people get the one-line error.
-        const partial = (err as { summary?: RunSummary }).summary;
-        if (partial && args['log-format'] === 'json')
-          ctx.io.out(JSON.stringify({ status: 'failed', ...partial, error: (err as Error).message }));
+        printPartial(ctx, err, args['log-format']);
         throw err;
+      } finally {
+        interrupts.release();
       }
       printSummary(ctx, summary, args['log-format'], formatSummary(summary));
-      if (args.show !== undefined) await showOutputs(ctx.io, pipeline, args.show);
+      if (args.show !== undefined) {
+        const { showOutputs } = await import('../show.js');
+        await showOutputs(ctx.io, pipeline, args.show);
+      }
     },
   };
 }

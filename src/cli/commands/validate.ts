@@ -1,6 +1,5 @@
 /** `sluice validate <file…>`: every problem of every file as `file:line:col: message`, exit 1 if there is any. */
 import type { Argv, CommandModule } from 'yargs';
-import { validatePipeline } from '../../pipeline/load.js';
 import type { CliContext } from '../context.js';
 
 interface ValidateArgs {
@@ -10,7 +9,8 @@ interface ValidateArgs {
 export function validateCommand(ctx: CliContext): CommandModule<object, ValidateArgs> {
   return {
     command: 'validate <files..>',
-    describe: 'Check pipeline files: YAML, ${ENV} references, every option (nothing is run)',
+    describe:
+      'Check pipeline files: YAML, ${ENV} references, every option, the files they read, merge keys (nothing is run)',
     builder: (y) =>
       y
         .positional('files', { type: 'string', array: true, demandOption: true, describe: 'Pipeline YAML files' })
@@ -18,6 +18,7 @@ export function validateCommand(ctx: CliContext): CommandModule<object, Validate
         .example('SLUICE_API_KEY=k $0 validate nightly.yaml', 'Check with the environment the run will have')
         .strict() as unknown as Argv<ValidateArgs>,
     handler: async (args) => {
+      const { validatePipeline } = await import('../../pipeline/load.js');
       let problems = 0;
       for (const file of args.files) {
         const result = await validatePipeline(file, ctx.io.env);

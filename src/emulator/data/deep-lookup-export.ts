@@ -1,5 +1,5 @@
 /**
- * The bytes of a deep-lookup download. The service documents neither layout (api-facts §4.3), so the emulator
+ * The bytes of a deep-lookup download. The service documents neither layout (docs/service.md §4.3), so the emulator
  * picks the shape `GET /request/{id}` already shows: `json` is one JSON array of flat row objects; `csv` is a header
  * line of the column names in the request's column order, then one line per row (`\n` line ends, RFC 4180 quoting,
  * empty field for null, `true`/`false` for booleans). Both are produced in pieces of a few hundred rows, so a large

@@ -1,5 +1,5 @@
 /**
- * Query parameters of `/datasets/snapshots/{id}/download` and `/parts` (api-facts §1.2–1.3): `format`, `compress`,
+ * Query parameters of `/datasets/snapshots/{id}/download` and `/parts` (docs/service.md §1.2–1.3): `format`, `compress`,
  * `batch_size` (≥ 1000), `part` (≥ 1), checked with the service's Joi wording and reported together as 400
  * `{validation_errors}`. `ndjson` is accepted as `jsonl` (the service's own message lists it). Unknown
  * parameters are ignored.

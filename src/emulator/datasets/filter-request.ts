@@ -1,5 +1,5 @@
 /**
- * Reading `POST /datasets/filter` in its two modes (api-facts §2.1): JSON `{dataset_id, records_limit?, filter}`,
+ * Reading `POST /datasets/filter` in its two modes (docs/service.md §2.1): JSON `{dataset_id, records_limit?, filter}`,
  * or multipart with `filter` (JSON text) and repeated `files[]` parts, `dataset_id` and `records_limit` in the
  * query. Multipart is parsed by the platform (`Response#formData`), not a dependency. Every problem with the
  * request's shape is collected into one 400 `{validation_errors}`.
@@ -12,6 +12,8 @@ export interface FilterRequest {
   datasetId: string;
   recordsLimit?: number;
   filter: FilterNode;
+  /** The filter as sent, before validation: what a restarted emulator validates and compiles again. */
+  rawFilter: unknown;
   /** Uploaded files by file name. */
   files: Map<string, UploadedFile>;
 }
@@ -41,7 +43,13 @@ async function readJson(req: EmuRequest): Promise<FilterRequest> {
     filter = v.filter;
   }
   if (errors.length > 0 || !filter) throw new HttpError(400, { validation_errors: errors });
-  return { datasetId, ...(recordsLimit !== undefined && { recordsLimit }), filter, files: new Map() };
+  return {
+    datasetId,
+    ...(recordsLimit !== undefined && { recordsLimit }),
+    filter,
+    rawFilter: o.filter,
+    files: new Map(),
+  };
 }
 
 async function readMultipart(req: EmuRequest, contentType: string): Promise<FilterRequest> {
@@ -63,11 +71,11 @@ async function readMultipart(req: EmuRequest, contentType: string): Promise<Filt
   for (const k of seen) if (!FORM_FIELDS.includes(k)) errors.push(`"${k}" is not allowed`);
 
   let filter: FilterNode | undefined;
+  let parsed: unknown;
   const text = form.get('filter');
   if (text === null) errors.push('"filter" is required');
   else {
     const raw = typeof text === 'string' ? text : await text.text();
-    let parsed: unknown;
     try {
       parsed = JSON.parse(raw);
     } catch {
@@ -89,7 +97,7 @@ async function readMultipart(req: EmuRequest, contentType: string): Promise<Filt
     files.set(entry.name, { name: entry.name, text: await entry.text() });
   }
   if (errors.length > 0 || !filter) throw new HttpError(400, { validation_errors: errors });
-  return { datasetId, ...(recordsLimit !== undefined && { recordsLimit }), filter, files };
+  return { datasetId, ...(recordsLimit !== undefined && { recordsLimit }), filter, rawFilter: parsed, files };
 }
 
 function datasetIdOf(v: unknown, errors: string[]): string {

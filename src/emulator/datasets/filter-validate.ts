@@ -1,5 +1,5 @@
 /**
- * The filter object's grammar, checked the way the service's Joi schema checks it (api-facts §2.2–2.3): every
+ * The filter object's grammar, checked the way the service's Joi schema checks it (docs/service.md §2.2–2.3): every
  * problem is reported, each as `"<path>" <reason>` with paths like `filter.filters[0].value`; unknown keys are
  * rejected (`"filter.filters[0].x" is not allowed`); groups nest at most 3 levels. Whether a field exists and
  * whether an operator suits its type needs the dataset: that is filter-compile.ts.

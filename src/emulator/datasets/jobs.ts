@@ -16,6 +16,7 @@ import type { EmulatorContext } from '../context.js';
 import type { DatasetDef } from '../data/datasets-catalogue.js';
 import { recordRng } from '../data/record-rng.js';
 import type { RecordPredicate } from './filter-compile.js';
+import type { UploadedFile } from './filter-files.js';
 
 export type SnapshotStatus = 'scheduled' | 'building' | 'ready' | 'failed';
 
@@ -48,6 +49,14 @@ export interface SnapshotMeta {
   warning_code?: string;
 }
 
+/** The job as the client asked for it: enough for another emulator instance to run the same job again. */
+export interface JobRecipe {
+  /** The `filter` object as sent (validated). */
+  filter: unknown;
+  files: UploadedFile[];
+  recordsLimit?: number;
+}
+
 export class SnapshotJob {
   private matches = new Uint32Array(1024);
   private matchCount = 0;
@@ -65,7 +74,7 @@ export class SnapshotJob {
     /** Emulated epoch ms. */
     readonly createdAt: number,
     private readonly predicate: RecordPredicate,
-    private readonly recordsLimit: number | undefined,
+    readonly recipe: JobRecipe,
     private readonly ctx: EmulatorContext,
   ) {}
 
@@ -90,7 +99,7 @@ export class SnapshotJob {
   /** Scans in slices until done, timed out, or limited. */
   async run(): Promise<void> {
     const { seed, size } = this.ctx.options;
-    const limit = this.recordsLimit ?? Infinity;
+    const limit = this.recipe.recordsLimit ?? Infinity;
     // Past this many records the job cannot finish inside the 5-minute limit.
     const budget = Math.floor(((JOB_LIMIT_MS - this.schedulingMs) / 60_000) * this.rate);
     let i = 0;
@@ -190,14 +199,34 @@ function jsonlBytes(rec: unknown): number {
 /** All snapshots of one emulator. */
 export class SnapshotJobs {
   private readonly jobs = new Map<string, SnapshotJob>();
-  private created = 0;
+  /** Jobs ever started, including by earlier instances sharing the state file: the serial of the next id. */
+  serial = 0;
 
   constructor(private readonly ctx: EmulatorContext) {}
 
   /** Creates the job and starts its scan in the background. */
-  start(dataset: DatasetDef, predicate: RecordPredicate, recordsLimit: number | undefined): SnapshotJob {
-    const id = `snap_${recordRng(this.ctx.options.seed, 0x5a4, this.created++).alnum(17)}`;
-    const job = new SnapshotJob(id, dataset, this.ctx.clock.now(), predicate, recordsLimit, this.ctx);
+  start(dataset: DatasetDef, predicate: RecordPredicate, recipe: JobRecipe): SnapshotJob {
+    const id = `snap_${recordRng(this.ctx.options.seed, 0x5a4, this.serial++).alnum(17)}`;
+    return this.launch(id, dataset, this.ctx.clock.now(), predicate, recipe);
+  }
+
+  /**
+   * A job an earlier instance started. It scans again (the data is the same, so it finds the same records) and
+   * keeps its creation time, so its timeline is the one the client saw: a job that was ready is ready once the scan
+   * caught up, one that was building becomes ready when it would have.
+   */
+  resume(id: string, dataset: DatasetDef, createdAt: number, predicate: RecordPredicate, recipe: JobRecipe): void {
+    this.launch(id, dataset, createdAt, predicate, recipe);
+  }
+
+  private launch(
+    id: string,
+    dataset: DatasetDef,
+    createdAt: number,
+    predicate: RecordPredicate,
+    recipe: JobRecipe,
+  ): SnapshotJob {
+    const job = new SnapshotJob(id, dataset, createdAt, predicate, recipe, this.ctx);
     this.jobs.set(id, job);
     void job.run();
     return job;

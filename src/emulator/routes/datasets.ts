@@ -1,7 +1,7 @@
 /**
  * Marketplace dataset endpoints: the catalogue, metadata, filter jobs and snapshot status / parts / downloads.
  *
- * Status codes and bodies follow api-facts §1–§3 where it knows them:
+ * Status codes and bodies follow docs/service.md §1–§3 where it knows them:
  * - `GET /datasets/{id}/metadata`, unknown id → 404 `{"error": "dataset does not exist"}`.
  * - `POST /datasets/filter` → 200 `{snapshot_id}` once a job started (counted as paid); 400 `{validation_errors}`
  *   for the request's shape, 400 `{error}` starting with the spec's `Field not found` / `File not found` /
@@ -21,16 +21,18 @@ import { parseDownloadQuery, partCount } from '../datasets/download-params.js';
 import { compileFilter } from '../datasets/filter-compile.js';
 import { readFilterRequest } from '../datasets/filter-request.js';
 import { SnapshotJobs, type SnapshotJob } from '../datasets/jobs.js';
+import { persistSnapshotJobs } from '../datasets/saved-jobs.js';
 import { CONTENT_TYPES, bodyStream, renderRecords } from '../datasets/render.js';
 import { HttpError, type Router } from '../router.js';
 
-/** The service's cap on filter jobs running at once on one dataset (api-facts §2.3). */
+/** The service's cap on filter jobs running at once on one dataset (docs/service.md §2.3). */
 export const MAX_RUNNING_JOBS = 100;
 
 const NOT_READY_TEXT = 'Snapshot is building. Try again in a few minutes';
 
 export function register(router: Router, ctx: EmulatorContext): void {
   const jobs = new SnapshotJobs(ctx);
+  persistSnapshotJobs(jobs, ctx);
 
   router.get('/datasets/list', (_req, res) => {
     res.json(
@@ -117,8 +119,13 @@ export function register(router: Router, ctx: EmulatorContext): void {
     const predicate = compileFilter(r.filter, def, r.files);
     if (jobs.runningOn(def.id) >= MAX_RUNNING_JOBS)
       throw new HttpError(429, { error: `Maximum limit of ${MAX_RUNNING_JOBS} jobs per dataset has been exceeded` });
-    const job: SnapshotJob = jobs.start(def, predicate, r.recordsLimit);
+    const job: SnapshotJob = jobs.start(def, predicate, {
+      filter: r.rawFilter,
+      files: [...r.files.values()],
+      ...(r.recordsLimit !== undefined && { recordsLimit: r.recordsLimit }),
+    });
     ctx.stats.countPaid('filter');
+    await ctx.state.commit();
     res.json(200, { snapshot_id: job.id });
   });
 }

@@ -1,9 +1,9 @@
 /**
- * Deep lookup under `/datasets/deep_lookup/v1` (api-facts §4): preview → trigger (paid) → status → data → download,
+ * Deep lookup under `/datasets/deep_lookup/v1` (docs/service.md §4): preview → trigger (paid) → status → data → download,
  * enrich (paid) and cancel, plus `enhance_query`. Data comes from data/deep-lookup.ts, states from the emulated
  * clock (data/deep-lookup-lifecycle.ts), file layouts from data/deep-lookup-export.ts.
  *
- * Choices where the service documents nothing (api-facts §4.3, §4.4, §9.4):
+ * Choices where the service documents nothing (docs/service.md §4.3, §4.4, §9.4):
  * - Errors use the deep-lookup envelope `{"error": {"code", "message", "details"}}` with the documented codes only:
  *   invalid input (body, query, column, `format`) → 400 `INVALID_QUERY`; unknown request or preview id → 404
  *   `REQUEST_NOT_FOUND`; a bound above the emulated account's $10,000.00 → 402 `INSUFFICIENT_CREDITS`; an operation
@@ -109,11 +109,55 @@ const enrichItem = z.object({
   query: z.string().trim().min(1, 'must say what to find for each record'),
 });
 
+/**
+ * In the state file: previews and requests as they are (their figures are derived from the query and the seed, so
+ * previews keep only what the client sent), and the id serial, so a restarted emulator never reuses an id.
+ */
+const lookupColumnSchema = z.object({
+  name: z.string(),
+  description: z.string(),
+  type: z.enum(['enrichment', 'constraint']),
+});
+const savedDeepLookupSchema = z.object({
+  serial: z.number().int().nonnegative(),
+  previews: z.array(z.object({ id: z.string(), query: z.string(), created_at: z.number() })),
+  requests: z.array(
+    z.object({
+      id: z.string(),
+      query: z.string(),
+      title: z.string(),
+      resultLimit: z.number().int().positive(),
+      columns: z.array(lookupColumnSchema),
+      enrichments: z.array(z.object({ column: lookupColumnSchema, requestedAt: z.number() })),
+      job: z.object({
+        startedAt: z.number(),
+        matched: z.number(),
+        skipped: z.number(),
+        pagesConsidered: z.number(),
+        pagesRead: z.number(),
+        fails: z.boolean(),
+        cancelledAt: z.number().optional(),
+      }),
+    }),
+  ),
+});
+
 export function register(router: Router, ctx: EmulatorContext): void {
   const seed = ctx.options.seed;
   const previews = new Map<string, Preview>();
   const requests = new Map<string, LookupRequest>();
   let serial = 0;
+  const saved = ctx.state.section('deep_lookup', savedDeepLookupSchema, () => ({
+    serial,
+    previews: [...previews.values()].map((p) => ({ id: p.id, query: p.query, created_at: p.createdAt })),
+    requests: [...requests.values()],
+  }));
+  if (saved) {
+    serial = saved.serial;
+    for (const p of saved.previews)
+      previews.set(p.id, { id: p.id, query: p.query, createdAt: p.created_at, plan: queryPlan(seed, p.query) });
+    for (const r of saved.requests) requests.set(r.id, r);
+  }
   const newId = (prefix: string): string => `${prefix}${base36(serpRng(seed, 'deep-lookup-id', prefix, serial++), 18)}`;
   const now = (): number => ctx.clock.now();
 
@@ -128,6 +172,7 @@ export function register(router: Router, ctx: EmulatorContext): void {
     const query = item.query.trim();
     const preview: Preview = { id: newId('dld_'), query, createdAt: now(), plan: queryPlan(seed, query) };
     previews.set(preview.id, preview);
+    await ctx.state.commit();
     res.json(200, { preview_id: preview.id, columns: exampleColumns(seed, query) });
   });
 
@@ -209,6 +254,7 @@ export function register(router: Router, ctx: EmulatorContext): void {
     };
     requests.set(request.id, request);
     ctx.stats.countPaid('trigger');
+    await ctx.state.commit();
     res.json(200, { request_id: request.id, status: 'queued', max_cost: money(maxCostCents) });
   });
 
@@ -302,6 +348,7 @@ export function register(router: Router, ctx: EmulatorContext): void {
       column: { name: item.column_name, description: item.query.trim(), type: 'enrichment' },
       requestedAt: t,
     });
+    await ctx.state.commit();
     res.json(200, {
       column_name: item.column_name,
       status: 'processing',
@@ -309,7 +356,7 @@ export function register(router: Router, ctx: EmulatorContext): void {
     });
   });
 
-  router.post(`${BASE}/request/:id/cancel`, (req, res) => {
+  router.post(`${BASE}/request/:id/cancel`, async (req, res) => {
     const r = findRequest(req.params.id!);
     const t = now();
     let v = jobView(r.job, t);
@@ -319,6 +366,7 @@ export function register(router: Router, ctx: EmulatorContext): void {
     if (r.job.cancelledAt === undefined) {
       r.job.cancelledAt = t;
       v = jobView(r.job, t);
+      await ctx.state.commit();
     }
     res.json(200, {
       request_id: r.id,

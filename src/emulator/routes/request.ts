@@ -34,6 +34,11 @@ type Obj = Record<string, unknown>;
 export function register(router: Router, ctx: EmulatorContext): void {
   const zones = zoneStateFor(ctx);
   let served = 0;
+  // Saved so that request ids stay unique across restarts sharing a state file.
+  const saved = ctx.state.section('serp_requests', z.object({ served: z.number().int().nonnegative() }), () => ({
+    served,
+  }));
+  if (saved) served = saved.served;
 
   router.post('/request', async (req, res) => {
     const body = parseBody(await req.json());
@@ -55,6 +60,7 @@ export function register(router: Router, ctx: EmulatorContext): void {
     const start = parseStart(q.get('start'));
     const now = new Date(ctx.clock.now());
     const requestId = `hl_${serpRng(ctx.options.seed, 'request-id', served++).hex(12)}`;
+    ctx.state.changed();
     const structured = q.get('brd_json') === '1';
 
     let page: Obj;
@@ -73,6 +79,7 @@ export function register(router: Router, ctx: EmulatorContext): void {
     const text = structured ? JSON.stringify(page) : html(page);
     const contentType = structured ? 'application/json; charset=utf-8' : 'text/html; charset=utf-8';
     zones.recordTraffic(zone.name, Buffer.byteLength(text), ctx.clock.now());
+    ctx.state.changed();
     if (body.format === 'json') {
       return res.json(200, {
         status_code: 200,

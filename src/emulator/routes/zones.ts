@@ -1,6 +1,6 @@
 /**
  * Zone endpoints (account management): create, cost, IP refresh, domain permission removal, countries, active
- * zones. Error bodies are `{error}` JSON; statuses follow api-facts §7 (cost: missing zone 400, unknown zone 422,
+ * zones. Error bodies are `{error}` JSON; statuses follow docs/service.md §7 (cost: missing zone 400, unknown zone 422,
  * unparseable period 500 with the service's own misleading message).
  */
 import { z } from 'zod';
@@ -66,6 +66,7 @@ export function register(router: Router, ctx: EmulatorContext): void {
     if (zones.get(body.zone.name)) throw new HttpError(409, { error: `Zone "${body.zone.name}" already exists` });
     ctx.stats.countPaid('zone_create');
     zones.add({ name: body.zone.name, type: body.zone.type, plan: body.plan }, ctx.clock.now());
+    await ctx.state.commit();
     res.json(201, { name: body.zone.name, type: body.zone.type });
   });
 
@@ -107,6 +108,7 @@ export function register(router: Router, ctx: EmulatorContext): void {
         if (body.country) entry.country = body.country;
         return { ...entry };
       });
+      await ctx.state.commit();
       return res.json(200, { vips: refreshed });
     }
     if (zone.ips.length === 0)
@@ -122,6 +124,7 @@ export function register(router: Router, ctx: EmulatorContext): void {
       newIps.push(fresh);
       return fresh;
     });
+    await ctx.state.commit();
     res.json(200, { ips: zone.ips, new_ips: newIps });
   });
 
@@ -132,6 +135,7 @@ export function register(router: Router, ctx: EmulatorContext): void {
     ctx.stats.countPaid('domain_perm');
     const remove = new Set(body.domain.split(' ').filter(Boolean));
     zone[body.type] = zone[body.type].filter((d) => !remove.has(d));
+    await ctx.state.commit();
     res.json(200, { [body.type]: zone[body.type].join(' ') });
   });
 

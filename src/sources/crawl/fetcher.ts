@@ -6,11 +6,13 @@
  * and cancels the client's own retry, and the page is requested again here, after the service's Retry-After, with a
  * new slot and a new token. So retries obey the crawl's rate, its concurrency and its IP-block guard like any other
  * request. A cancelled retry never reached the service (it was waiting out its backoff), so no page is fetched
- * twice. Other failures (5xx, network) keep the client's own retries.
+ * twice. Other failures (5xx, network) keep the client's own retries. Whether and when to request a page again is
+ * the crawl's `RetryPolicy` (core/retry.ts), as for every other retry.
  */
 import { setMaxListeners } from 'node:events';
-import type { ServiceClient } from '../../client/index.js';
+import { ServiceError, type ServiceClient } from '../../client/index.js';
 import { SluiceError } from '../../core/errors.js';
+import { RetryPolicy } from '../../core/retry.js';
 import type { Logger, SourceContext } from '../../core/types.js';
 import { InFlightLimiter } from './limiter.js';
 import { RateLimiter, realClock, type LimiterClock } from './rate-limit.js';
@@ -41,17 +43,30 @@ class RequeueOn429 extends Error {
   }
 }
 
+/**
+ * The service asked the crawl to slow down. Only this answer goes back through the crawl's rate limiter: a 5xx or
+ * a network failure says nothing about the crawl's pace.
+ */
+function rateLimited(err: unknown): err is ServiceError {
+  return err instanceof ServiceError && err.status === 429;
+}
+
+/** A page's first wait after a 429 when the service gives no Retry-After; doubles with each 429, up to 30 s. */
+const REQUEUE_BASE_MS = 500;
+const REQUEUE_MAX_MS = 30_000;
+
 export class CrawlFetcher {
   readonly rate: RateLimiter;
   readonly slots: InFlightLimiter;
-  private readonly max429: number;
+  /** Requests of one page, 429s included: `max429` tries, then the page fails (the engine may retry the unit). */
+  private readonly requeue: RetryPolicy;
   private readonly clock: LimiterClock;
   private readonly signals = new WeakMap<AbortSignal, AbortSignal>();
 
   constructor(private readonly opts: CrawlFetcherOptions) {
     this.clock = opts.clock ?? realClock;
     this.slots = new InFlightLimiter(opts.concurrency);
-    this.max429 = opts.max429 ?? 10;
+    this.requeue = new RetryPolicy({ attempts: opts.max429 ?? 10, baseMs: REQUEUE_BASE_MS, maxMs: REQUEUE_MAX_MS });
     this.rate = new RateLimiter({
       ...(opts.perSecond !== undefined && { perSecond: opts.perSecond }),
       clock: this.clock,
@@ -71,18 +86,18 @@ export class CrawlFetcher {
       const call = new AbortController();
       const forward = (): void => call.abort(signal.reason);
       signal.addEventListener('abort', forward, { once: true });
-      let retryAfterMs: number | undefined;
+      let refused: ServiceError | undefined;
       try {
         await this.rate.take(signal);
         const res = await client.request.page(
           { zone: this.opts.zone, url, format: this.opts.format },
           {
             signal: call.signal,
-            onRetry: (info) => {
-              if (info.status !== 429) return;
+            onRetry: ({ error }) => {
+              if (!rateLimited(error)) return;
               this.rate.note429();
-              if (attempt >= this.max429) return; // let the client's last retries run
-              retryAfterMs = info.delayMs;
+              if (!this.requeue.shouldRetry(attempt, error)) return; // let the client's last retries run
+              refused = error;
               call.abort(new RequeueOn429());
             },
           },
@@ -91,20 +106,19 @@ export class CrawlFetcher {
         return res;
       } catch (err) {
         if (signal.aborted) throw err;
-        if (retryAfterMs === undefined) {
+        if (refused === undefined) {
           // The client gave up on 429 (or does not retry): count it, and try again ourselves while allowed.
-          if (statusOf(err) !== 429 || attempt >= this.max429) throw unknownZone(err, this.opts.zone);
+          if (!rateLimited(err) || !this.requeue.shouldRetry(attempt, err)) throw unknownZone(err, this.opts.zone);
           this.rate.note429();
           ctx.counters.retries++;
-          retryAfterMs = retryAfterOf(err) ?? 0;
+          refused = err;
         }
       } finally {
         signal.removeEventListener('abort', forward);
         release();
       }
-      // Wait out Retry-After (at least a growing backoff) without holding a slot.
-      const backoff = Math.min(30_000, 250 * 2 ** attempt);
-      await this.clock.sleep(Math.max(retryAfterMs, backoff), signal);
+      // Wait out Retry-After (or a growing backoff) without holding a slot.
+      await this.clock.sleep(this.requeue.delayMs(attempt, refused), signal);
     }
   }
 
@@ -126,25 +140,13 @@ export class CrawlFetcher {
   }
 }
 
-/** The service's 400 `zone "<name>" not found` (api-facts §5.6), said with the option that names the zone. */
+/** The service's 400 `zone "<name>" not found` (docs/service.md §5.6), said with the option that names the zone. */
 function unknownZone(err: unknown, zone: string): unknown {
-  if (statusOf(err) !== 400 || !/zone .* not found/i.test((err as Error).message)) return err;
-  return new SluiceError(`zone "${zone}" does not exist: ${(err as Error).message}`, {
+  // The service gives this refusal no code: its own words are all there is to recognise it by.
+  if (!(err instanceof ServiceError) || err.status !== 400 || !/zone .* not found/i.test(err.serviceMessage))
+    return err;
+  return new SluiceError(`zone "${zone}" does not exist: ${err.message}`, {
     hint: 'check source.zone: `sluice zones active` lists the zones of the account (a SERP zone is needed)',
     cause: err,
   });
-}
-
-function statusOf(err: unknown): number | undefined {
-  for (let e: unknown = err, depth = 0; e && depth < 5; depth++) {
-    const s = (e as { status?: unknown }).status;
-    if (typeof s === 'number') return s;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return undefined;
-}
-
-function retryAfterOf(err: unknown): number | undefined {
-  const v = (err as { retryAfterMs?: unknown }).retryAfterMs;
-  return typeof v === 'number' && v >= 0 ? v : undefined;
 }

@@ -10,11 +10,12 @@ export interface PresetOptions {
 export type PresetFn = (row: Row, ctx: TransformContext, opts: PresetOptions) => Row[];
 
 /**
- * When the unit's page was fetched: `unitParams.fetched_at` (ISO string or Date). Read per call, because a crawl
- * source learns the fetch time only while reading the unit.
+ * When the page this row came from was fetched: the row's own `fetched_at` (ISO string or Date), which the crawl
+ * sources put on every page row. null when the row does not say (a page read back from a file without it, or one
+ * review of a page split by a decoder): each preset then falls back as it documents.
  */
-export function unitFetchedAt(ctx: TransformContext): Date | null {
-  const v = ctx.unitParams.fetched_at;
+export function rowFetchedAt(row: Row): Date | null {
+  const v = row.fetched_at;
   if (isTimestamp(v)) return v;
   return parseIsoTimestamp(v);
 }

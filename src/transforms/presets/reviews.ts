@@ -5,7 +5,7 @@
  *   Google; other sources such as hotel sites use 10), `rating_normalized` the rating on a 5-point scale so
  *   sources can be compared.
  * - `created` is kept as the service wrote it; `created_at` is that relative text resolved against the page's
- *   fetch time (`unitParams.fetched_at`, else the time of the transform), so it is approximate; `edited` says the
+ *   fetch time (the page row's `fetched_at`, else the time of the transform), so it is approximate; `edited` says the
  *   text began with "Edited". Text we cannot read gives `created_at: null`, never an error.
  * - `date` (`YYYY-MM-DD`, when the service gives one) is a DateOnly.
  * - The spec's detail ids are typed columns, always present: the three hotel aspects as integers 1–5 (anything
@@ -16,7 +16,7 @@ import type { Row, TransformContext } from '../../core/types.js';
 import { DateOnly } from '../../core/values.js';
 import { asObject, isPlainObject, toInteger, toText, toTextList } from '../coerce.js';
 import type { PresetOptions } from './preset.js';
-import { unitFetchedAt } from './preset.js';
+import { rowFetchedAt } from './preset.js';
 import { parseRelativeTime } from './relative-time.js';
 
 /** Detail ids whose value is an integer rating 1–5 → column. */
@@ -38,7 +38,7 @@ export const REVIEW_TEXT_DETAIL_COLUMNS: Readonly<Record<string, string>> = {
 };
 
 export function normalizeReviews(row: Row, ctx: TransformContext, _opts: PresetOptions): Row[] {
-  const fetchedAt = unitFetchedAt(ctx);
+  const fetchedAt = rowFetchedAt(row);
   const reference = fetchedAt ?? new Date();
   const fid = toText(ctx.unitParams.fid) ?? toText(row.fid);
   const start = toInteger(ctx.unitParams.start);

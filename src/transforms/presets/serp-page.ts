@@ -5,7 +5,7 @@
 import type { Row, TransformContext } from '../../core/types.js';
 import { parseIsoTimestamp } from '../../core/values.js';
 import { asObject, isPlainObject, toInteger, toText } from '../coerce.js';
-import { unitFetchedAt } from './preset.js';
+import { rowFetchedAt } from './preset.js';
 
 export interface SerpPageContext {
   query: string | null;
@@ -14,7 +14,7 @@ export interface SerpPageContext {
   /** Offset of the page's first result (the `start` parameter), 0 on the first page. */
   start: number | null;
   request_id: string | null;
-  /** Fetch time from the crawl, else the service's own `general.timestamp`. */
+  /** Fetch time the crawl put on the page row, else the service's own `general.timestamp`. */
   fetched_at: Date | null;
 }
 
@@ -43,7 +43,7 @@ export function serpPageContext(row: Row, ctx: TransformContext): SerpPageContex
     page,
     start: start ?? (page === 1 ? 0 : null),
     request_id: toText(input?.request_id),
-    fetched_at: unitFetchedAt(ctx) ?? parseIsoTimestamp(general?.timestamp),
+    fetched_at: rowFetchedAt(row) ?? parseIsoTimestamp(general?.timestamp),
   };
 }
 

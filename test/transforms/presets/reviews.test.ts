@@ -11,10 +11,12 @@ import { build, detail, review, reviewsPage, run } from '../fixtures.js';
 const reviews = () => build(normalizeTransform, { type: 'normalize', preset: 'reviews' });
 const FID = '0x1234abcd:0xdeadbeef';
 const FETCHED = '2025-03-15T12:00:00.000Z';
-const params = { unitParams: { fid: FID, start: 10, fetched_at: FETCHED } };
+const params = { unitParams: { fid: FID, start: 10 } };
+/** A reviews page as the crawl yields it: the fetch time is on the page row. */
+const fetchedPage = (reviewList: Record<string, unknown>[]) => ({ ...reviewsPage(reviewList), fetched_at: FETCHED });
 
 describe('normalize reviews', () => {
-  it('one typed row per review, with fid and fetch time from the unit', async () => {
+  it('one typed row per review, with fid from the unit and fetch time from the page row', async () => {
     const r = review({
       rating: '4/5',
       created: '3 weeks ago',
@@ -23,7 +25,7 @@ describe('normalize reviews', () => {
       review_reply_created: 'a week ago',
       photos: ['https://p.test/1.jpg', 'https://p.test/2.jpg'],
     });
-    const { rows } = await run(reviews(), [reviewsPage([r, review()])], params);
+    const { rows } = await run(reviews(), [fetchedPage([r, review()])], params);
     expect(rows).toHaveLength(2);
     const row = rows[0]!;
     expect(row).toMatchObject({
@@ -106,7 +108,7 @@ describe('normalize reviews', () => {
   });
 
   it('Edited, unparseable and missing created texts', async () => {
-    const page = reviewsPage([
+    const page = fetchedPage([
       review({ created: 'Edited 2 months ago' }),
       review({ created: 'vor 3 Wochen' }),
       review({ created: undefined }),

@@ -33,14 +33,18 @@ describe('normalize serp_organic', () => {
     expect(rows[0]).toMatchObject({ title: 'first', source_list: 'organic' });
   });
 
-  it('takes query, page, start and fetch time from the unit params', async () => {
-    const page = serpPage({
-      query: 'in payload',
-      page: 2,
-      organic: [{ link: 'https://a.test/' }, { link: 'https://b.test/' }],
-    });
+  it('takes query, page and start from the unit params, and the fetch time from the page row', async () => {
+    const page = {
+      ...serpPage({
+        query: 'in payload',
+        page: 2,
+        organic: [{ link: 'https://a.test/' }, { link: 'https://b.test/' }],
+      }),
+      fetched_at: '2025-04-05T06:07:08Z',
+    };
+    // A fetch time in the unit params is not a channel the preset reads: the page row says when it was fetched.
     const { rows } = await run(organic(), [page], {
-      unitParams: { query: 'from unit', start: '10', page: 2, fetched_at: '2025-04-05T06:07:08Z' },
+      unitParams: { query: 'from unit', start: '10', page: 2, fetched_at: '1999-01-01T00:00:00Z' },
     });
     expect(rows[1]).toMatchObject({ query: 'from unit', page: 2, start: 10, rank: 2, position: 12 });
     expect(rows[1]!.fetched_at).toEqual(new Date('2025-04-05T06:07:08Z'));

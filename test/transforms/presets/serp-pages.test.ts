@@ -12,7 +12,11 @@ describe('normalize serp_pages', () => {
       oragnic: [{ link: 'https://a.test/' }, { link: 'https://c.test/' }],
     });
     const last = serpPage({ query: 'bike repair', page: 2, organic: [{ link: 'https://d.test/' }], hasNext: false });
-    const { rows } = await run(pages(), [p1, last], { unitParams: { fetched_at: '2025-05-01T00:00:00Z' } });
+    const fetchedAt = '2025-05-01T00:00:00Z';
+    const { rows } = await run(pages(), [
+      { ...p1, fetched_at: fetchedAt },
+      { ...last, fetched_at: fetchedAt },
+    ]);
     expect(rows).toHaveLength(2);
     expect(rows[0]).toMatchObject({
       query: 'bike repair',

@@ -1,0 +1,19 @@
+/** The `read_json` call that reads a staged unit with explicit column types. */
+import { quoteString } from '../../src/schema/duckdb-types.js';
+import type { StagedUnit } from './stage.js';
+
+/**
+ * DuckDB's JSON reader holds two `maximum_object_size` per reading thread (default 16 MB: 32 MB buffers, in its
+ * memory limit). When the longest line is known, objects are bounded by it (with room to spare).
+ */
+const MIN_OBJECT_SIZE = 1 << 20;
+
+/** `read_json(…)` over the unit's file, reading `columns` (name → DuckDB type) and dropping every other key. */
+export function readStagedSql(unit: StagedUnit, columns: Iterable<[string, string]>): string {
+  const specs = [...columns].map(([k, t]) => `${quoteString(k)}: ${quoteString(t)}`);
+  const buffer =
+    unit.longestLine === undefined
+      ? ''
+      : `, maximum_object_size = ${Math.max(MIN_OBJECT_SIZE, 2 * unit.longestLine + 2)}`;
+  return `read_json(${quoteString(unit.path)}, format = 'newline_delimited', compression = 'uncompressed', columns = {${specs.join(', ')}}${buffer})`;
+}

@@ -1,0 +1,215 @@
+/**
+ * A unit's rows made ready for DuckDB's `read_json`: a plain newline-delimited JSON file beside the database and
+ * the schema of every row in it, so `read_json` gets explicit columns. With explicit columns DuckDB silently
+ * drops keys it was not told about (top level and inside structs) and converts leniently (1 → true), so only a
+ * schema learnt from every row proves that nothing is lost; letting DuckDB detect the columns from a sample is not
+ * safe either (beyond the sample it rounds 1.5 into a BIGINT column, silently).
+ *
+ * - `stageRows` (rows from JS): the rows are written to a staging file, the schema inferred on the way — measured
+ *   faster than the appender, row by row or in columnar DataChunks (`bench/sinks.ts`);
+ * - `stageRawJsonl` (a unit's raw JSONL file, gzip or not), in one read: every line is parsed and must be one JSON
+ *   object (raw-jsonl/line.ts); the rows' schema is observed, with ISO text typed as DuckDB's reader types it.
+ *   Learning it natively instead (`json_group_structure` over `read_json_objects`) measured ~3× the CPU of this
+ *   pass. A gzip file's decompressed bytes are written to a staging file as they go by, so the data is
+ *   decompressed once (by zlib, on libuv's threads), not twice, and DuckDB's one thread only parses (see
+ *   database.ts). The longest line is measured, so DuckDB's read buffers can be sized to the data.
+ */
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, readdir, rm, rmdir } from 'node:fs/promises';
+import path from 'node:path';
+import { pipeline } from 'node:stream';
+import { finished } from 'node:stream/promises';
+import { createGunzip } from 'node:zlib';
+import type { Batch, Row } from '../../src/core/types.js';
+import { InferredSchema } from '../../src/schema/infer.js';
+import { decidedColumns, type LogicalType } from '../../src/schema/logical-type.js';
+import { ensureWritableDir } from '../output-files/fs-durable.js';
+import { writeNdjson } from '../output-files/ndjson-writer.js';
+import { unitFileStem } from '../output-files/unit-file-name.js';
+import { isGzipFile } from '../raw-jsonl/gzip.js';
+import { parseObjectLine } from '../raw-jsonl/line.js';
+
+/** A unit's rows in a plain newline-delimited JSON file, with their schema. */
+export interface StagedUnit {
+  path: string;
+  /** The columns whose type is decided (null-only ones are left out: their values are null anyway). */
+  columns: ReadonlyMap<string, LogicalType>;
+  /** The full schema, for its conflicts. */
+  schema: InferredSchema;
+  rows: number;
+  /** Bytes of the longest line, when known: DuckDB's read buffers are sized to it. */
+  longestLine?: number;
+  /** Whether `path` is a staging file, removed by `discard`; a plain raw file is read in place. */
+  staged: boolean;
+}
+
+/**
+ * `<database>.sluice-tmp/`, where a sink's staging files live beside the database (DuckDB's own temp directory is
+ * `<file>.tmp`). Files are prefixed per table, so sinks sharing the database clean up only their own.
+ */
+export class StagingDir {
+  private readonly prefix: string;
+
+  constructor(
+    readonly dir: string,
+    stateKey: string,
+  ) {
+    this.prefix = `${unitFileStem(stateKey)}.`;
+  }
+
+  /** Creates the directory and removes what a crash left behind: nothing else can be staging for this table. */
+  async open(label: string): Promise<void> {
+    await ensureWritableDir(this.dir, label);
+    for (const name of await readdir(this.dir))
+      if (name.startsWith(this.prefix)) await rm(path.join(this.dir, name), { force: true });
+  }
+
+  /** A new staging file's path for a unit; the directory exists again (another sink may have removed it). */
+  async file(unitId: string): Promise<string> {
+    await mkdir(this.dir, { recursive: true });
+    return path.join(this.dir, `${this.prefix}${unitFileStem(unitId)}.${randomBytes(4).toString('hex')}.json`);
+  }
+
+  /** Leaves no empty directory beside the database; one still in use by another sink is not empty. */
+  async close(): Promise<void> {
+    await rmdir(this.dir).catch(() => undefined);
+  }
+}
+
+/** Rows from JS → a staging file and their schema. */
+export async function stageRows(batches: AsyncIterable<Batch>, file: string): Promise<StagedUnit> {
+  const schema = new InferredSchema({ temporalText: true });
+  try {
+    const { rows } = await writeNdjson(batches, file, { schema });
+    return { path: file, columns: decidedColumns(schema.columns), schema, rows, staged: true };
+  } catch (err) {
+    await rm(file, { force: true });
+    throw err;
+  }
+}
+
+/**
+ * A unit's raw JSONL file (gzip or not) → its schema, and for gzip input a decompressed staging file at
+ * `stagingPath` (removed again when the scan fails). Throws `BadJsonlLine` or zlib's error for a file that is not
+ * JSONL as a whole.
+ */
+export async function stageRawJsonl(file: string, stagingPath: string): Promise<StagedUnit> {
+  const schema = new InferredSchema({ temporalText: true });
+  const scan = await scanJsonl(file, schema, stagingPath);
+  return {
+    path: scan.path,
+    columns: decidedColumns(schema.columns),
+    schema,
+    rows: scan.records,
+    longestLine: scan.longestLine,
+    staged: scan.staged,
+  };
+}
+
+/** Removes the unit's staging file, if it has one. */
+export async function discard(unit: StagedUnit): Promise<void> {
+  if (unit.staged) await rm(unit.path, { force: true });
+}
+
+/**
+ * Bytes per read, gunzip output and staging write. Each gunzip chunk is a round trip to libuv's threads: 256 KiB
+ * measured ~12% less CPU for the pass than 64 KiB (4.3 vs 4.9 CPU-s over 200k records); 1 MiB was no better.
+ */
+const CHUNK = 1 << 18;
+
+export interface ScannedJsonl {
+  /** The file DuckDB should read: the staging file for gzip input, the input itself otherwise. */
+  path: string;
+  /** Whether `path` is the staging file (the caller removes it). */
+  staged: boolean;
+  records: number;
+  /** Bytes of the longest line. */
+  longestLine: number;
+}
+
+/**
+ * Scans `file` into `schema` (create it with `temporalText`); gzip input is decompressed into `stagingPath`, which
+ * is removed again when the scan fails.
+ */
+export async function scanJsonl(file: string, schema: InferredSchema, stagingPath: string): Promise<ScannedJsonl> {
+  const gzip = await isGzipFile(file);
+  const lines = new LineScanner((row) => schema.observeRow(row));
+  const source = createReadStream(file, { highWaterMark: CHUNK });
+  // `pipeline` destroys both streams when either fails or the loop below stops early.
+  const chunks = gzip ? pipeline(source, createGunzip({ chunkSize: CHUNK }), () => undefined) : source;
+  const out = gzip ? createWriteStream(stagingPath, { highWaterMark: CHUNK }) : undefined;
+  // Failures of the staging file surface through `once` and `finished` below; this keeps them from being unhandled.
+  out?.on('error', () => undefined);
+  try {
+    for await (const chunk of chunks as AsyncIterable<Buffer>) {
+      // Written before it is parsed: the write proceeds on libuv's threads while the chunk's lines are parsed.
+      if (out && !out.write(chunk)) await once(out, 'drain');
+      lines.push(chunk);
+    }
+    lines.end();
+    if (out) await finished(out.end());
+  } catch (err) {
+    out?.destroy();
+    if (out) await rm(stagingPath, { force: true });
+    throw err;
+  }
+  return { path: gzip ? stagingPath : file, staged: gzip, records: lines.records, longestLine: lines.longest };
+}
+
+/**
+ * Splits bytes into lines and parses each; blank lines are skipped (DuckDB skips them too). Lines are parsed
+ * from the chunk they lie in; only a line cut by a chunk boundary is copied (concatenating each chunk onto the
+ * previous remainder copies every byte once more).
+ */
+class LineScanner {
+  records = 0;
+  longest = 0;
+  /** Pieces of a line that started in an earlier chunk. */
+  private partial: Buffer[] = [];
+  /** Byte offset of the current chunk's first byte in the file's decompressed bytes. */
+  private chunkOffset = 0;
+  /** Byte offset of the first line not yet complete. */
+  private lineOffset = 0;
+
+  constructor(private readonly onRow: (row: Row) => void) {}
+
+  push(chunk: Buffer): void {
+    let pos = 0;
+    let nl = chunk.indexOf(10);
+    if (this.partial.length > 0 && nl !== -1) {
+      this.partial.push(chunk.subarray(0, nl));
+      const joined = Buffer.concat(this.partial);
+      this.partial = [];
+      this.line(joined, 0, joined.length, this.lineOffset);
+      pos = nl + 1;
+      nl = chunk.indexOf(10, pos);
+    }
+    while (nl !== -1) {
+      this.line(chunk, pos, nl, this.chunkOffset + pos);
+      pos = nl + 1;
+      nl = chunk.indexOf(10, pos);
+    }
+    if (pos < chunk.length) {
+      if (this.partial.length === 0) this.lineOffset = this.chunkOffset + pos;
+      this.partial.push(chunk.subarray(pos));
+    }
+    this.chunkOffset += chunk.length;
+  }
+
+  end(): void {
+    if (this.partial.length === 0) return;
+    const last = Buffer.concat(this.partial);
+    this.partial = [];
+    this.line(last, 0, last.length, this.lineOffset);
+  }
+
+  private line(buf: Buffer, start: number, end: number, offset: number): void {
+    if (end - start > this.longest) this.longest = end - start;
+    const row = parseObjectLine(buf, start, end, offset);
+    if (row === undefined) return;
+    this.records++;
+    this.onRow(row);
+  }
+}

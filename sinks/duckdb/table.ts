@@ -1,0 +1,160 @@
+/**
+ * A DuckDB table's columns as logical types, and schema evolution: new columns are added, widened types are
+ * changed in place with ALTER COLUMN TYPE and a conversion of the existing values.
+ */
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { SluiceError } from '../../src/core/errors.js';
+import type { ConflictLog } from '../../src/schema/conflicts.js';
+import { duckdbType, fromDuckDBType, quoteIdent, quoteString } from '../../src/schema/duckdb-types.js';
+import { caseTwin, joinTypes } from '../../src/schema/join.js';
+import { cloneType, describeType, sameType, type LogicalType } from '../../src/schema/logical-type.js';
+
+export type Columns = Map<string, LogicalType>;
+
+/** `"schema"."table"`. */
+export function qualified(schema: string, table: string): string {
+  return `${quoteIdent(schema)}.${quoteIdent(table)}`;
+}
+
+export async function tableExists(conn: DuckDBConnection, schema: string, table: string): Promise<boolean> {
+  const r = await conn.runAndReadAll(
+    `SELECT 1 FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = ${quoteString(schema)} AND table_name = ${quoteString(table)}`,
+  );
+  return r.currentRowCount > 0;
+}
+
+/** The table's columns, or undefined when it does not exist. */
+export async function readColumns(conn: DuckDBConnection, schema: string, table: string): Promise<Columns | undefined> {
+  if (!(await tableExists(conn, schema, table))) return undefined;
+  const r = await conn.runAndReadAll(`SELECT * FROM ${qualified(schema, table)} LIMIT 0`);
+  const names = r.columnNames();
+  const types = r.columnTypes();
+  return new Map(names.map((n, i) => [n, fromDuckDBType(types[i]!)]));
+}
+
+export async function createTable(
+  conn: DuckDBConnection,
+  schema: string,
+  table: string,
+  columns: ReadonlyMap<string, LogicalType>,
+): Promise<Columns> {
+  const defs = [...columns].map(([k, t]) => `${quoteIdent(k)} ${duckdbType(t)}`);
+  await conn.run(`CREATE TABLE ${qualified(schema, table)} (${defs.join(', ')})`);
+  return new Map([...columns].map(([k, t]) => [k, cloneType(t)]));
+}
+
+export interface Evolution {
+  /** The table's columns after the change. */
+  columns: Columns;
+  /** One readable line per change made, for the log. */
+  changes: string[];
+}
+
+/**
+ * Adds the columns of `incoming` the table lacks and widens the ones whose values no longer fit, so rows of
+ * `incoming` can be inserted. `conflicts` collects fallbacks to VARCHAR / JSON.
+ */
+export async function evolveTable(
+  conn: DuckDBConnection,
+  schema: string,
+  table: string,
+  current: Columns,
+  incoming: ReadonlyMap<string, LogicalType>,
+  conflicts: ConflictLog,
+): Promise<Evolution> {
+  const q = qualified(schema, table);
+  const columns: Columns = new Map(current);
+  const changes: string[] = [];
+  for (const [name, t] of incoming) {
+    const cur = columns.get(name);
+    if (cur === undefined) {
+      const twin = caseTwin(columns, name);
+      if (twin !== undefined)
+        throw new SluiceError(`column "${name}" of the data and column "${twin}" of ${q} differ only in case`, {
+          hint: 'DuckDB column names ignore case: rename the field (e.g. with the `rename` transform) to match the table, or to a distinct name',
+        });
+      await ddl(conn, `ALTER TABLE ${q} ADD COLUMN ${quoteIdent(name)} ${duckdbType(t)}`, q, name, undefined, t);
+      columns.set(name, cloneType(t));
+      changes.push(`added column ${name} ${duckdbType(t)}`);
+      continue;
+    }
+    const joined = joinTypes(cur, t, [name], conflicts);
+    if (duckdbType(joined) === duckdbType(cur)) {
+      // Same DuckDB type, but an open part may have been decided (a field of a STRUCT still "NULL"): keep the news.
+      if (!sameType(joined, cur)) columns.set(name, cloneType(joined));
+      continue;
+    }
+    const target = duckdbType(joined);
+    const col = quoteIdent(name);
+    await ddl(
+      conn,
+      `ALTER TABLE ${q} ALTER COLUMN ${col} SET DATA TYPE ${target} USING ${convertExpr(col, cur, joined, 0)}`,
+      q,
+      name,
+      cur,
+      joined,
+    );
+    columns.set(name, cloneType(joined));
+    changes.push(`changed column ${name} from ${duckdbType(cur)} to ${target}`);
+  }
+  return { columns, changes };
+}
+
+async function ddl(
+  conn: DuckDBConnection,
+  sql: string,
+  table: string,
+  column: string,
+  from: LogicalType | undefined,
+  to: LogicalType,
+): Promise<void> {
+  try {
+    await conn.run(sql);
+  } catch (err) {
+    const what = from
+      ? `change column "${column}" of ${table} from ${describeType(from)} to ${describeType(to)}`
+      : `add column "${column}" ${describeType(to)} to ${table}`;
+    throw new SluiceError(`cannot ${what}: ${(err as Error).message.split('\n')[0]}`, {
+      hint: `the data no longer fits the table: convert the field in the pipeline (e.g. \`{ type: cast, fields: { ${column}: text } }\`), or write to a new table`,
+      cause: err,
+    });
+  }
+}
+
+/**
+ * SQL turning a value of type `from` (the expression `expr`) into type `to`, where `to` is `from` widened. Plain
+ * casts do most of it; JSON needs `to_json` (a cast would parse text as JSON), and structs are rebuilt field by
+ * field because a cast through JSON insists on every target field being present.
+ */
+export function convertExpr(expr: string, from: LogicalType, to: LogicalType, depth: number): string {
+  if (sameType(from, to) || duckdbType(from) === duckdbType(to)) return expr;
+  if (to.kind === 'json') return from.kind === 'null' ? `CAST(${expr} AS JSON)` : `to_json(${expr})`;
+  if (to.kind === 'struct' && from.kind === 'struct' && to.fields.size > 0) {
+    const parts = [...to.fields].map(([k, ft]) => {
+      const fFrom = from.fields.get(k);
+      const v =
+        fFrom === undefined
+          ? `CAST(NULL AS ${duckdbType(ft)})`
+          : convertExpr(`struct_extract(${expr}, ${quoteString(k)})`, fFrom, ft, depth + 1);
+      return `${quoteIdent(k)} := ${v}`;
+    });
+    return `CASE WHEN ${expr} IS NULL THEN NULL ELSE struct_pack(${parts.join(', ')}) END`;
+  }
+  if (to.kind === 'list' && from.kind === 'list') {
+    const x = `x${depth}`;
+    return `list_transform(${expr}, lambda ${x}: ${convertExpr(x, from.element, to.element, depth + 1)})`;
+  }
+  // DuckDB's text → TIMESTAMP cast ignores a UTC offset; through TIMESTAMPTZ (session zone UTC) it is applied.
+  if (to.kind === 'timestamp' && from.kind === 'varchar') return `CAST(CAST(${expr} AS TIMESTAMPTZ) AS TIMESTAMP)`;
+  return `CAST(${expr} AS ${duckdbType(to)})`;
+}
+
+/** Whether rows of `incoming` fit the table's columns as they are (undefined: no table yet). */
+export function fitsTable(columns: Columns | undefined, incoming: ReadonlyMap<string, LogicalType>): boolean {
+  if (!columns) return false;
+  for (const [k, t] of incoming) {
+    const cur = columns.get(k);
+    if (cur === undefined || duckdbType(joinTypes(cur, t, [k])) !== duckdbType(cur)) return false;
+  }
+  return true;
+}

@@ -1,0 +1,423 @@
+/**
+ * The output directory of a file sink (JSONL, Parquet) and its commit protocol.
+ *
+ * A unit's data is written to a temp file under `<dir>/.sluice-tmp/` (never named like a data file), synced, and
+ * then committed:
+ *   1. a marker `<name>.pending` listing each temp file and its final path is written and synced,
+ *   2. the manifest, listing unit id → files and records, is replaced atomically (temp + rename): the commit point,
+ *   3. the temp files are renamed into place (each rename is atomic: readers never see a partial file),
+ *   4. the marker is removed.
+ * So a data file a reader can list is always committed: files appear only after the manifest records them. On
+ * open, a marker whose files the manifest lists means a crash between 2 and 4: the commit is completed (rolled
+ * forward) by renaming what is still in the temp directory into place. A marker whose files the manifest does not
+ * list was cut off before the commit point: nothing of it is in place. Everything else under `.sluice-tmp/` is
+ * removed.
+ *
+ * `replace` writes a new generation directory beside the output (`.<name>.sluice-generations/<gen>`), and `path`
+ * becomes a symlink to it, swapped atomically in `finish()`: readers see the old generation or the complete new
+ * one. A resumed run continues the generation recorded in `NEXT`.
+ *
+ * The run lock of an output (`.sluice-lock`, taken by the engine: two pipelines may write to one directory) sits in
+ * the directory itself for `append`, and beside the generations for `replace` (in `.<name>.sluice-generations/`):
+ * never inside a generation, which a swap replaces.
+ */
+import { randomBytes } from 'node:crypto';
+import { lstat, mkdir, readFile, readdir, readlink, rename, rm, symlink, unlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { SluiceError } from '../../src/core/errors.js';
+import { failpoint } from '../../src/core/failpoints.js';
+import type { Logger } from '../../src/core/types.js';
+import { ensureWritableDir, fsyncDir, fsyncFile, isErrno, writeFileAtomic } from './fs-durable.js';
+import { readManifest, referencedFiles, writeManifest, type Manifest } from './manifest.js';
+import { Mutex } from './mutex.js';
+
+export const TMP_DIR = '.sluice-tmp';
+export const STAGED_DIR = '.sluice-staged';
+const MARKER_EXT = '.pending';
+export const LOCK_FILE = '.sluice-lock';
+
+/** Where the run lock of the output at `root` (absolute) lives; see the header. */
+export function outputLockPath(root: string, mode: 'append' | 'replace'): string {
+  return path.join(mode === 'replace' ? generationsRoot(root) : root, LOCK_FILE);
+}
+
+function generationsRoot(root: string): string {
+  return path.join(path.dirname(root), `.${path.basename(root)}.sluice-generations`);
+}
+
+export interface OutputDirOptions {
+  /** Absolute output path from the config. */
+  root: string;
+  mode: 'append' | 'replace';
+  /** Start a new `replace` generation instead of continuing an unfinished one. */
+  fresh: boolean;
+  pipeline: string;
+  format: Manifest['format'];
+  /** For messages: `jsonl sink`. */
+  label: string;
+  log: Logger;
+  hooks?: FileSinkHooks;
+}
+
+/** Test seams of the file sinks. */
+export interface FileSinkHooks {
+  /** Runs when a commit's temp files and marker are synced, before the manifest records them. */
+  beforeManifest?: () => void | Promise<void>;
+  /** Runs when the manifest records a commit, before its files are renamed into place (a crash there). */
+  afterManifest?: () => void | Promise<void>;
+}
+
+/**
+ * A commit the manifest records whose files are not all in place yet. Its temp files now belong to the output
+ * directory (the next open, or `finish()`, moves them in): the caller must not delete them.
+ */
+export class CommitIncompleteError extends SluiceError {
+  override readonly name = 'CommitIncompleteError';
+}
+
+/** What a `.pending` marker holds: each file's temp path (absolute) and final path (relative to the data dir). */
+interface Marker {
+  moves: Move[];
+}
+
+/** A temp file to move into the output directory, at `to` (relative, `/`-separated). */
+export interface Move {
+  from: string;
+  to: string;
+}
+
+export class OutputDir {
+  private readonly mutex = new Mutex();
+  /** Set when a manifest write failed: the directory's state is known again only after the next open. */
+  private unsettled: Error | undefined;
+
+  private constructor(
+    private readonly opts: OutputDirOptions,
+    /** Where data files, the manifest and the temp directories live (the new generation for `replace`). */
+    readonly dataDir: string,
+    public manifest: Manifest,
+    private readonly generation?: Generation,
+  ) {}
+
+  get tmpDir(): string {
+    return path.join(this.dataDir, TMP_DIR);
+  }
+
+  get stagedDir(): string {
+    return path.join(this.dataDir, STAGED_DIR);
+  }
+
+  static async open(opts: OutputDirOptions): Promise<OutputDir> {
+    let dataDir = opts.root;
+    let generation: Generation | undefined;
+    if (opts.mode === 'replace') {
+      generation = await Generation.open(opts);
+      dataDir = generation.dir;
+    } else {
+      await ensureWritableDir(opts.root, opts.label);
+    }
+    await ensureWritableDir(path.join(dataDir, TMP_DIR), opts.label);
+    const manifest = await readManifest(dataDir, opts.pipeline, opts.format);
+    const out = new OutputDir(opts, dataDir, manifest, generation);
+    await out.removeOrphans();
+    return out;
+  }
+
+  isCommitted(unitId: string): boolean {
+    return Object.hasOwn(this.manifest.units, unitId);
+  }
+
+  committedUnits(): Set<string> {
+    return new Set(Object.keys(this.manifest.units));
+  }
+
+  /** A fresh temp path under `.sluice-tmp/`; `ext` must not look like a data file (default `tmp`). */
+  tempPath(stem: string, ext = 'tmp'): string {
+    return path.join(this.tmpDir, `${stem}.${randomBytes(4).toString('hex')}.${ext}`);
+  }
+
+  /**
+   * Applies `apply` to the manifest and moves `moves` into place, atomically as far as readers go (see the protocol
+   * above). `check` runs first under the lock: returning false abandons the commit (temp files removed). Returns
+   * whether the commit happened.
+   */
+  async commit(req: {
+    moves: Move[];
+    check?: (m: Manifest) => boolean;
+    apply: (m: Manifest) => void;
+    /** Runs under the lock after the files are in place (e.g. deleting staged files that are now published). */
+    after?: () => Promise<void>;
+  }): Promise<boolean> {
+    return this.mutex.run(async () => {
+      if (this.unsettled)
+        throw new SluiceError(`${this.opts.label}: an earlier commit is unsettled: ${this.unsettled.message}`, {
+          hint: 'fix the cause and run again: the next run settles it before committing anything else',
+        });
+      const discard = async (marker?: string): Promise<void> => {
+        await Promise.all([
+          ...req.moves.map((m) => rm(m.from, { recursive: true, force: true })),
+          marker && rm(marker, { force: true }),
+        ]);
+      };
+      if (req.check && !req.check(this.manifest)) {
+        await discard();
+        return false;
+      }
+      let marker: string | undefined;
+      const next = structuredClone(this.manifest);
+      try {
+        if (req.moves.length > 0) {
+          await Promise.all(req.moves.map((m) => fsyncFile(m.from)));
+          marker = this.tempPath('commit', MARKER_EXT.slice(1));
+          await writeFile(marker, JSON.stringify({ moves: req.moves } satisfies Marker));
+          await fsyncFile(marker);
+          await fsyncDir(this.tmpDir);
+          await this.opts.hooks?.beforeManifest?.();
+          failpoint('files:before-manifest');
+        }
+        req.apply(next);
+      } catch (err) {
+        // Before the commit point: nothing of this commit is visible or recorded.
+        await discard(marker);
+        throw err;
+      }
+      try {
+        await writeManifest(this.dataDir, this.tmpDir, next);
+      } catch (err) {
+        // Whether the new manifest landed is unknown (it may have been renamed into place before a later step
+        // failed): keep the temp files and the marker for the next open to settle, and take no further commits.
+        this.unsettled = err as Error;
+        throw new CommitIncompleteError(`${this.opts.label}: could not write the manifest: ${(err as Error).message}`, {
+          hint: 'fix the cause (disk space, permissions) and run again: the next run settles this commit',
+          cause: err,
+        });
+      }
+      this.manifest = next;
+      if (marker) {
+        try {
+          await this.opts.hooks?.afterManifest?.();
+          failpoint('files:after-manifest');
+          await this.moveIntoPlace(req.moves);
+          await unlink(marker);
+        } catch (err) {
+          // Committed, not yet visible: the marker stays, and the next open completes the commit.
+          throw new CommitIncompleteError(
+            `${this.opts.label}: a commit is recorded but its files are not all in place: ${(err as Error).message}`,
+            {
+              hint: 'fix the cause (disk space, permissions) and run again: the commit is completed when the output opens',
+              cause: err,
+            },
+          );
+        }
+      }
+      await req.after?.();
+      return true;
+    });
+  }
+
+  private async moveIntoPlace(moves: Move[]): Promise<void> {
+    const dirs = new Set<string>();
+    for (const m of moves) {
+      const to = path.join(this.dataDir, m.to);
+      const dir = path.dirname(to);
+      if (!dirs.has(dir)) await mkdir(dir, { recursive: true });
+      dirs.add(dir);
+      await rename(m.from, to);
+      failpoint('files:after-rename');
+    }
+    for (const d of dirs) await fsyncDir(d);
+  }
+
+  /** Runs `fn` under the commit lock (nothing commits meanwhile). */
+  exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    return this.mutex.run(fn);
+  }
+
+  /**
+   * Completes a commit whose files could not all be moved into place earlier in the run (see `commit`); then
+   * `replace` swaps the new generation in.
+   */
+  async finish(): Promise<void> {
+    await this.mutex.run(async () => {
+      await this.completeRecorded();
+      if (this.generation) await this.generation.swapIn();
+    });
+  }
+
+  /**
+   * Completes the commits the manifest records whose files are not all in place (their marker is still there):
+   * moves what is left in the temp directory into place and removes the marker. Returns the files moved.
+   */
+  private async completeRecorded(): Promise<string[]> {
+    const referenced = referencedFiles(this.manifest);
+    const moved: string[] = [];
+    for (const name of (await readdir(this.tmpDir)).filter((n) => n.endsWith(MARKER_EXT))) {
+      const file = path.join(this.tmpDir, name);
+      const moves = (await readMarker(file)).moves ?? [];
+      if (moves.length === 0 || !moves.every((m) => referenced.has(m.to))) continue;
+      const pending: Move[] = [];
+      for (const m of moves) if (await exists(m.from)) pending.push(m);
+      await this.moveIntoPlace(pending);
+      await unlink(file);
+      moved.push(...pending.map((m) => m.to));
+    }
+    return moved;
+  }
+
+  /**
+   * Crash leftovers: commits recorded in the manifest whose files were not all moved into place are completed;
+   * then every temp file, and staged files no unit refers to, are removed.
+   */
+  private async removeOrphans(): Promise<void> {
+    const completed = await this.completeRecorded();
+    const referenced = referencedFiles(this.manifest);
+    const removed: string[] = [];
+    for (const name of await readdir(this.tmpDir)) {
+      const p = path.join(this.tmpDir, name);
+      // Markers of sluice before 2026-11-23 list files renamed into place before the manifest recorded them.
+      if (name.endsWith(MARKER_EXT))
+        for (const f of (await readMarker(p)).files ?? []) {
+          if (referenced.has(f)) continue;
+          await rm(path.join(this.dataDir, f), { force: true });
+          removed.push(f);
+        }
+      await rm(p, { recursive: true, force: true });
+    }
+    const staged = new Set(
+      Object.values(this.manifest.units).flatMap((u) => (u.staged ? [path.basename(u.staged.file)] : [])),
+    );
+    let stagedNames: string[] = [];
+    try {
+      stagedNames = await readdir(this.stagedDir);
+    } catch (err) {
+      if (!isErrno(err, 'ENOENT')) throw err;
+    }
+    for (const name of stagedNames) if (!staged.has(name)) await rm(path.join(this.stagedDir, name), { force: true });
+    if (completed.length > 0)
+      this.opts.log.warn(
+        `${this.opts.label}: completed a commit a crash interrupted: moved ${completed.length} committed file(s) into place`,
+        { files: completed },
+      );
+    if (removed.length > 0)
+      this.opts.log.warn(`${this.opts.label}: removed ${removed.length} uncommitted file(s) left by a crash`, {
+        files: removed,
+      });
+  }
+}
+
+/**
+ * `replace` generations: `<parent>/.<name>.sluice-generations/<gen>/`, `NEXT` naming the one being written, and
+ * `<parent>/<name>` a symlink to the live one.
+ */
+class Generation {
+  private constructor(
+    private readonly root: string,
+    private readonly genRoot: string,
+    private readonly name: string,
+  ) {}
+
+  get dir(): string {
+    return path.join(this.genRoot, this.name);
+  }
+
+  static async open(opts: OutputDirOptions): Promise<Generation> {
+    const root = opts.root;
+    const genRoot = generationsRoot(root);
+    await ensureWritableDir(genRoot, opts.label);
+    const live = await liveGeneration(root);
+    const nextFile = path.join(genRoot, 'NEXT');
+    let next: string | undefined;
+    try {
+      next = (await readFile(nextFile, 'utf8')).trim() || undefined;
+    } catch (err) {
+      if (!isErrno(err, 'ENOENT')) throw err;
+    }
+    if (next !== undefined && next === live) next = undefined; // crashed after the swap, before NEXT was removed
+    if (next !== undefined && (opts.fresh || !(await isDir(path.join(genRoot, next))))) {
+      await rm(path.join(genRoot, next), { recursive: true, force: true });
+      next = undefined;
+    }
+    if (next === undefined) {
+      next = `gen-${new Date().toISOString().replace(/[-:.TZ]/g, '')}-${randomBytes(3).toString('hex')}`;
+      await mkdir(path.join(genRoot, next));
+      await writeFileAtomic(nextFile, `${next}\n`, genRoot);
+    }
+    // Generations that are neither live nor being written are leftovers of an interrupted swap.
+    for (const name of await readdir(genRoot)) {
+      if (name === 'NEXT' || name === LOCK_FILE || name === next || name === live) continue;
+      await rm(path.join(genRoot, name), { recursive: true, force: true });
+    }
+    return new Generation(root, genRoot, next);
+  }
+
+  async swapIn(): Promise<void> {
+    const parent = path.dirname(this.root);
+    const previous = await liveGeneration(this.root);
+    const link = path.join(this.genRoot, `.link-${randomBytes(4).toString('hex')}`);
+    await symlink(path.join(path.basename(this.genRoot), this.name), link);
+    failpoint('replace:before-swap');
+    let st;
+    try {
+      st = await lstat(this.root);
+    } catch (err) {
+      if (!isErrno(err, 'ENOENT')) throw err;
+    }
+    if (st && !st.isSymbolicLink()) {
+      if (!st.isDirectory())
+        throw new SluiceError(`${this.root} is a file, not an output directory`, {
+          hint: 'move it away or point the sink somewhere else',
+        });
+      // A plain directory from an earlier `append` run: moved aside (and deleted below) so the symlink can take
+      // its place. This one switch is not atomic; every later replace is.
+      await rename(this.root, path.join(this.genRoot, `legacy-${randomBytes(3).toString('hex')}`));
+    }
+    await rename(link, this.root);
+    await fsyncDir(parent);
+    failpoint('replace:after-swap');
+    await rm(path.join(this.genRoot, 'NEXT'), { force: true });
+    for (const name of await readdir(this.genRoot)) {
+      if (name !== this.name && (name === previous || name.startsWith('legacy-')))
+        await rm(path.join(this.genRoot, name), { recursive: true, force: true });
+    }
+  }
+}
+
+/** The generation `root` links to, when it is a symlink into its generations directory. */
+async function liveGeneration(root: string): Promise<string | undefined> {
+  try {
+    const target = await readlink(root);
+    const genRootName = `.${path.basename(root)}.sluice-generations`;
+    const parts = target.split(/[\\/]/);
+    return parts.length === 2 && parts[0] === genRootName ? parts[1] : undefined;
+  } catch (err) {
+    if (isErrno(err, 'ENOENT', 'EINVAL')) return undefined;
+    throw err;
+  }
+}
+
+/** A marker's content; a marker torn by a crash was written before the commit point and holds nothing. */
+async function readMarker(file: string): Promise<Partial<Marker> & { files?: string[] }> {
+  try {
+    return JSON.parse(await readFile(file, 'utf8')) as Partial<Marker> & { files?: string[] };
+  } catch {
+    return {};
+  }
+}
+
+async function exists(p: string): Promise<boolean> {
+  try {
+    await lstat(p);
+    return true;
+  } catch (err) {
+    if (isErrno(err, 'ENOENT')) return false;
+    throw err;
+  }
+}
+
+async function isDir(p: string): Promise<boolean> {
+  try {
+    return (await lstat(p)).isDirectory();
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,78 @@
+/** The parquet sink's configuration schema, validated once by the registry before the sink is built. */
+import { z } from 'zod';
+import { lineageOption } from '../../src/engine/lineage.js';
+
+export const DEFAULT_TARGET_FILE_MB = 128;
+/**
+ * Rows per row group. DuckDB buffers a whole row group before compressing it, so this bounds the writer's memory:
+ * its default (122,880) holds ~400 MB of company profiles; 20,000 keeps a load within the 300 MB budget at a
+ * measured size cost of a few percent (`bench/sinks.ts`).
+ */
+export const DEFAULT_ROW_GROUP_SIZE = 20_000;
+export const parquetSinkSchema = z
+  .object({
+    type: z.literal('parquet'),
+    path: z
+      .string()
+      .min(1)
+      .describe(
+        'Output directory, relative to the pipeline file; created if missing. Files are `part-<id>-<n>.parquet` (under `<column>=<value>/` directories with `partition_by`), listed with the units they hold in `_sluice_manifest.json`.',
+      ),
+    write: z
+      .enum(['append', 'replace'])
+      .default('append')
+      .describe(
+        '`append`: every run adds files. `replace`: the run writes a new generation and `path` (then a symlink) switches to it atomically when the run finishes.',
+      ),
+    lineage: lineageOption,
+    compression: z
+      .enum(['zstd', 'snappy', 'gzip', 'lz4', 'brotli', 'uncompressed'])
+      .default('zstd')
+      .describe('Parquet compression codec.'),
+    compression_level: z
+      .number()
+      .int()
+      .min(1)
+      .max(22)
+      .optional()
+      .describe('Codec level, for zstd (1–22; DuckDB default 3) and gzip/brotli.'),
+    row_group_size: z
+      .number()
+      .int()
+      .min(1_000)
+      .default(DEFAULT_ROW_GROUP_SIZE)
+      .describe(
+        `Rows per row group (default ${DEFAULT_ROW_GROUP_SIZE}). The writer holds a whole row group in memory: larger groups compress a little better and cost memory.`,
+      ),
+    partition_by: z
+      .array(z.string().min(1))
+      .min(1)
+      .optional()
+      .describe(
+        'Columns to partition by, hive style (`country_code=US/part-….parquet`); the values live in the directory names, not in the files (read with `hive_partitioning = true`).',
+      ),
+    target_file_mb: z
+      .number()
+      .positive()
+      .optional()
+      .describe(
+        `Target size of a Parquet file in MB (default ${DEFAULT_TARGET_FILE_MB}). Units are staged until their rows make a file of about this size, then published together; the last file of a run may be smaller.`,
+      ),
+    file_size_bytes: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe('The target file size in bytes, instead of `target_file_mb`.'),
+  })
+  .strict()
+  .superRefine((c, ctx) => {
+    if (c.target_file_mb !== undefined && c.file_size_bytes !== undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['file_size_bytes'],
+        message: 'give either `target_file_mb` or `file_size_bytes`, not both',
+      });
+  });
+
+export type ParquetSinkConfig = z.infer<typeof parquetSinkSchema>;

@@ -1,0 +1,25 @@
+/**
+ * What a component (source, transform, sink) is built from: its registry entry and the shared services it may
+ * use. Apart from core/types.ts because a component may need the service client, and core/types.ts stays free of
+ * imports so every layer can depend on it.
+ */
+import type { z } from 'zod';
+import type { ServiceClient } from '../client/index.js';
+import type { Logger } from './types.js';
+
+/** Shared services a component may need when it is built. */
+export interface ComponentDeps {
+  log: Logger;
+  baseDir: string;
+  /** Creates the service client for the pipeline's `service` block (lazily starts the embedded emulator). */
+  client(): Promise<ServiceClient>;
+}
+
+/** One registry entry: the config schema lives beside the constructor, in the component's own file. */
+export interface ComponentDef<K extends 'source' | 'transform' | 'sink', C = any, T = unknown> {
+  kind: K;
+  type: string;
+  description: string;
+  schema: z.ZodType<C>;
+  create(config: C, deps: ComponentDeps): T;
+}

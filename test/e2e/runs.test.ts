@@ -1,0 +1,164 @@
+/**
+ * `sluice runs` with the real CLI (issue 11): one run of a SERP pipeline interrupted (SIGINT), resumed into a
+ * failure (the service refuses a page), resumed again to success — and the history lists the three attempts newest
+ * first, with status, cause, exit code and what each committed, as a table and as JSON.
+ *
+ * The run is held mid-run deterministically: a recording proxy in front of the emulator keeps its request for one
+ * SERP page unanswered (or answers it with an error) on cue.
+ */
+import path from 'node:path';
+import type { ServerResponse } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EmulatorHandle } from '../../src/emulator/server.js';
+import { emulator, query, recordingProxy, sluice, workspace, type Proxy, type Seen } from './harness.js';
+
+let emu: EmulatorHandle;
+let proxy: Proxy;
+beforeAll(async () => {
+  emu = await emulator({ seed: 17 });
+  proxy = await recordingProxy(emu);
+});
+afterAll(async () => {
+  await proxy?.close();
+  await emu?.close();
+});
+
+const PIPELINE = `version: 1
+name: nightly
+service:
+  base_url: \${SLUICE_BASE_URL:?}
+  api_key: \${SLUICE_API_KEY:?}
+  retry: { retries: 1, base_delay_ms: 10 }
+source:
+  type: serp
+  zone: serp_zone
+  engine: https://www.google.com
+  queries: ['coffee roasters portland', 'ramen berlin']
+  max_pages: 2
+  concurrency: 1
+transforms:
+  - { type: normalize, preset: serp_organic }
+sinks:
+  - { type: jsonl, path: out/nightly_jsonl }
+  - { type: duckdb, path: out/nightly.duckdb, table: serp_organic }
+`;
+
+/** The SERP page a request asks for, as `<query>@<start>`. */
+function pageOf(r: Seen): string | undefined {
+  if (r.path !== '/request') return undefined;
+  const target = new URL((JSON.parse(r.body) as { url: string }).url);
+  return `${target.searchParams.get('q')}@${target.searchParams.get('start') ?? 0}`;
+}
+
+const PAGE_TWO = 'coffee roasters portland@10';
+
+describe('sluice runs', () => {
+  it('lists an interrupted, a failed and a resumed successful attempt of one run, newest first', async () => {
+    const ws = workspace();
+    const file = ws.write('nightly.yaml', PIPELINE);
+    const run = () => sluice(['run', file, '--no-progress'], { service: proxy });
+
+    // 1. Interrupted: page 2 is held unanswered, then Ctrl-C.
+    let held: ServerResponse | undefined;
+    const reached = new Promise<void>((resolve) => {
+      proxy.intercept = (r, res) => {
+        if (pageOf(r) !== PAGE_TWO) return false;
+        held = res;
+        resolve();
+        return true;
+      };
+    });
+    const first = run();
+    // A run that never asks for page 2 would leave the test waiting: fail it with what the run said instead.
+    await Promise.race([
+      reached,
+      first.then((r) => {
+        throw new Error(`the run ended before asking for ${PAGE_TWO}: ${r.stderr}`);
+      }),
+    ]);
+    first.child.kill('SIGINT');
+    const r1 = await first;
+    held?.destroy();
+    expect(r1.code, r1.stderr).toBe(130);
+
+    // 2. Failed: the service refuses page 2 (a 4xx is not retried).
+    proxy.intercept = (r, res) => {
+      if (pageOf(r) !== PAGE_TWO) return false;
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: 'query rejected by the test' }));
+      return true;
+    };
+    const r2 = await run();
+    expect(r2.code, r2.stderr).toBe(1);
+
+    // 3. Resumed to success.
+    proxy.intercept = undefined;
+    const r3 = await run();
+    expect(r3.code, r3.stderr).toBe(0);
+
+    const json = await sluice(['runs', file, '--json'], { service: proxy });
+    expect(json.code, json.stderr).toBe(0);
+    const runs = json.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, any>);
+    expect(runs.map((r) => [r.attempt, r.status, r.exitCode, r.resumed])).toEqual([
+      [3, 'succeeded', 0, true],
+      [2, 'failed', 1, true],
+      [1, 'interrupted', 130, false],
+    ]);
+    expect(new Set(runs.map((r) => r.run)).size).toBe(1);
+    expect(runs[2]!.cause).toMatch(/^interrupted: \d+\/\d+ units committed; run again to resume$/);
+    expect(runs[1]!.cause).toMatch(/400/);
+    expect(runs[0]!.cause).toBeUndefined();
+    // Every unit was committed exactly once over the three attempts, into both sinks.
+    const committed = runs.reduce((n, r) => n + r.units.committed, 0);
+    expect(committed).toBe(runs[0]!.units.total);
+    expect(runs[0]!.units.skipped + runs[0]!.units.committed).toBe(runs[0]!.units.total);
+    for (const r of runs) {
+      expect(r.sinks.map((s: { sink: string }) => s.sink)).toEqual([
+        expect.stringMatching(/^jsonl .*nightly_jsonl$/),
+        expect.stringMatching(/^duckdb .*nightly\.duckdb table serp_organic$/),
+      ]);
+      expect(r.sinks.map((s: { committedUnits: number }) => s.committedUnits)).toEqual([
+        r.units.committed,
+        r.units.committed,
+      ]);
+      expect(Date.parse(r.endedAt)).toBeGreaterThanOrEqual(Date.parse(r.startedAt));
+    }
+    expect(runs[0]!.records).toBeGreaterThan(0);
+
+    const table = await sluice(['runs', file], { service: proxy });
+    expect(table.code, table.stderr).toBe(0);
+    const rows = table.stdout.split('\n').filter((l) => /^\d{14}-/.test(l));
+    expect(rows.map((l) => /\s(succeeded|failed|interrupted)( \(resumed\))?\s/.exec(l)?.[0].trim())).toEqual([
+      'succeeded (resumed)',
+      'failed (resumed)',
+      'interrupted',
+    ]);
+    expect(table.stdout).toMatch(/^ {4}cause: .*400.* \(exit 1\)$/m);
+    expect(table.stdout).toMatch(/^ {4}cause: interrupted: .* \(exit 130\)$/m);
+
+    // The DuckDB file keeps its own record of the run: one row, the attempts that wrote to it added up.
+    const duckdb = path.join(ws.pipelines, 'out/nightly.duckdb');
+    const loads = await query(
+      'SELECT pipeline, table_name, run_id, status, attempts, units::INT units, records::INT records, started_at <= ended_at ordered FROM w._sluice_runs',
+      { duckdb },
+    );
+    const wrote = runs.filter((r) => r.units.committed > 0);
+    expect(loads).toEqual([
+      {
+        pipeline: 'nightly',
+        table_name: 'serp_organic',
+        run_id: runs[0]!.run,
+        status: 'complete',
+        attempts: wrote.length + (runs[0]!.units.committed > 0 ? 0 : 1),
+        units: committed,
+        records: runs.reduce((n, r) => n + r.records, 0),
+        ordered: true,
+      },
+    ]);
+    const stored = await query('SELECT count(*)::INT n FROM w.serp_organic', { duckdb });
+    expect(stored[0]!.n).toBe(loads[0]!.records);
+  });
+});

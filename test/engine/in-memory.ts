@@ -1,0 +1,255 @@
+/**
+ * In-memory sources and sinks for the engine's stage tests: they keep what they were asked in arrays, so a test
+ * checks what the engine did without HTTP, a database or output files. Only the raw-file fast path touches disk
+ * (a raw file is a file by contract).
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { NativeLoadRefused } from '../../src/core/errors.js';
+import type {
+  Batch,
+  CommitResult,
+  Counters,
+  DeadLetter,
+  Logger,
+  RawFile,
+  RawFormat,
+  Row,
+  Sink,
+  SinkCapabilities,
+  SinkContext,
+  Source,
+  SourceContext,
+  WorkUnit,
+} from '../../src/core/types.js';
+import { MemoryStateStore } from '../../src/engine/state-store.js';
+
+export function tempDir(): string {
+  return mkdtempSync(path.join(tmpdir(), 'sluice-engine-'));
+}
+
+/** A logger that keeps its lines as `level: message`. */
+export function recordingLogger(): Logger & { lines: string[] } {
+  const lines: string[] = [];
+  const at = (level: string) => (msg: string) => void lines.push(`${level}: ${msg}`);
+  return { lines, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+}
+
+export function counters(): Counters {
+  return { records: 0, bytes: 0, retries: 0, deadLetters: 0 };
+}
+
+export function sourceContext(over: Partial<SourceContext> = {}): SourceContext & { letters: DeadLetter[] } {
+  const letters: DeadLetter[] = [];
+  return {
+    signal: new AbortController().signal,
+    log: recordingLogger(),
+    state: new MemoryStateStore(),
+    counters: counters(),
+    deadLetter: (d) => void letters.push(d),
+    baseDir: tempDir(),
+    dryRun: false,
+    ...over,
+    letters,
+  };
+}
+
+export interface MemoryUnit {
+  id: string;
+  rows: Row[];
+  params?: Record<string, unknown>;
+  /** Units this one leads to, returned by `discover` after it was read or skipped. */
+  next?: MemoryUnit[];
+}
+
+export interface MemorySourceOptions {
+  concurrency?: number;
+  /** Hand over each unit's rows as a raw file of this format (written to the engine's tmpDir). */
+  rawFormat?: 'jsonl' | 'csv';
+  /** Errors `read`/`rawFile` throw, in order, before succeeding for a unit. */
+  failures?: Record<string, unknown[]>;
+  /** Called as a unit's read starts. */
+  onRead?: (id: string) => void;
+  /** Units whose read waits until the run's signal aborts, then throws its reason (a download cut short). */
+  hang?: string[];
+}
+
+/** Units with fixed rows. Records every read so tests see what the engine read. */
+export class MemorySource implements Source {
+  readonly concurrency?: number;
+  readonly reads: string[] = [];
+  readonly rawFiles: RawFile[] = [];
+  readonly rawFile?: (unit: WorkUnit, ctx: SourceContext, tmpDir: string) => Promise<RawFile>;
+  closed = false;
+  private readonly byId = new Map<string, MemoryUnit>();
+
+  constructor(
+    private readonly units: MemoryUnit[],
+    private readonly opts: MemorySourceOptions = {},
+  ) {
+    if (opts.concurrency !== undefined) this.concurrency = opts.concurrency;
+    const index = (us: MemoryUnit[]): void =>
+      us.forEach((u) => {
+        this.byId.set(u.id, u);
+        index(u.next ?? []);
+      });
+    index(units);
+    if (opts.rawFormat) this.rawFile = (u, _ctx, dir) => this.writeRawFile(u, dir, opts.rawFormat!);
+  }
+
+  async plan(_ctx: SourceContext): Promise<WorkUnit[]> {
+    return this.units.map(asWorkUnit);
+  }
+
+  async *read(unit: WorkUnit, ctx: SourceContext): AsyncIterable<Batch> {
+    this.reads.push(unit.id);
+    this.opts.onRead?.(unit.id);
+    if (this.opts.hang?.includes(unit.id)) await untilAborted(ctx.signal);
+    this.failNext(unit.id);
+    const rows = this.byId.get(unit.id)!.rows;
+    if (rows.length > 0) yield rows.map((r) => ({ ...r }));
+  }
+
+  discover(unit: WorkUnit): WorkUnit[] {
+    return (this.byId.get(unit.id)?.next ?? []).map(asWorkUnit);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+
+  private async writeRawFile(unit: WorkUnit, dir: string, format: 'jsonl' | 'csv'): Promise<RawFile> {
+    this.failNext(unit.id);
+    const rows = this.byId.get(unit.id)!.rows;
+    const file = path.join(dir, `${unit.id.replace(/[^a-z0-9]/gi, '_')}.${format}`);
+    writeFileSync(file, format === 'jsonl' ? rows.map((r) => JSON.stringify(r) + '\n').join('') : csvOf(rows));
+    const raw: RawFile = {
+      path: file,
+      decode: format === 'csv' ? { format, jsonColumns: 'auto' } : { format },
+      temporary: true,
+    };
+    this.rawFiles.push(raw);
+    return raw;
+  }
+
+  private failNext(id: string): void {
+    const queued = this.opts.failures?.[id];
+    if (queued && queued.length > 0) throw queued.shift();
+  }
+}
+
+function untilAborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    else signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
+}
+
+function asWorkUnit(u: MemoryUnit): WorkUnit {
+  return { id: u.id, params: u.params ?? {} };
+}
+
+/** Rows as CSV, nested values as JSON text (as the service writes them). */
+function csvOf(rows: Row[]): string {
+  const cols = [...new Set(rows.flatMap((r) => Object.keys(r)))];
+  const cell = (v: unknown): string => {
+    const s = v === undefined || v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v);
+    return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+  };
+  return [cols.join(','), ...rows.map((r) => cols.map((c) => cell(r[c])).join(','))].join('\n') + '\n';
+}
+
+export interface MemorySinkOptions {
+  nativeFormats?: RawFormat[];
+  /** Units (by sink-side id) committed before the run. */
+  committed?: string[];
+  /** Makes `writeUnitFile` refuse a file: the reason, or undefined to load it. */
+  refuse?: (file: RawFile) => string | undefined;
+  /** Makes `writeUnitFile` fail with this error (not a refusal). */
+  failNative?: Error;
+  /** The sink's output lock file (`Sink.lockPath`), like a file sink's directory. */
+  lockPath?: string;
+  /** Runs when a unit's rows were read, before they are committed (a commit under way). */
+  beforeCommit?: (id: string) => void | Promise<void>;
+}
+
+/** Commits units into a map; loads JSONL raw files "natively" by parsing their lines. */
+export class MemorySink implements Sink {
+  readonly capabilities: SinkCapabilities;
+  readonly rows = new Map<string, Row[]>();
+  /** Sink-side ids, in the order the engine asked for them, and by which path. */
+  readonly writes: { id: string; path: 'rows' | 'native' }[] = [];
+  readonly committed: Set<string>;
+  opened?: SinkContext;
+  finished = false;
+  closed = false;
+  closeError?: Error;
+  readonly writeUnitFile?: (unit: WorkUnit, file: RawFile) => Promise<CommitResult>;
+  readonly lockPath?: () => string;
+
+  constructor(
+    readonly name: string,
+    private readonly opts: MemorySinkOptions = {},
+  ) {
+    this.capabilities = { nativeFormats: opts.nativeFormats ?? [] };
+    this.committed = new Set(opts.committed ?? []);
+    if ((opts.nativeFormats ?? []).length > 0) this.writeUnitFile = (u, f) => this.loadFile(u, f);
+    if (opts.lockPath !== undefined) this.lockPath = () => opts.lockPath!;
+  }
+
+  describe(): string {
+    return `memory ${this.name}`;
+  }
+
+  outputQuery(limit: number): { sql: string } {
+    return { sql: `SELECT 1 LIMIT ${limit}` };
+  }
+
+  async open(ctx: SinkContext): Promise<void> {
+    this.opened = ctx;
+  }
+
+  async committedUnits(): Promise<Set<string>> {
+    return new Set(this.committed);
+  }
+
+  async writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult> {
+    this.writes.push({ id: unit.id, path: 'rows' });
+    if (this.committed.has(unit.id)) return { committed: false, records: 0 };
+    const rows: Row[] = [];
+    for await (const b of batches) rows.push(...b);
+    await this.opts.beforeCommit?.(unit.id);
+    return this.commit(unit.id, rows);
+  }
+
+  async finish(): Promise<void> {
+    this.finished = true;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.closeError) throw this.closeError;
+  }
+
+  private async loadFile(unit: WorkUnit, file: RawFile): Promise<CommitResult> {
+    this.writes.push({ id: unit.id, path: 'native' });
+    if (this.opts.failNative) throw this.opts.failNative;
+    const reason = this.opts.refuse?.(file);
+    if (reason !== undefined) throw new NativeLoadRefused(`memory ${this.name}`, reason);
+    if (this.committed.has(unit.id)) return { committed: false, records: 0 };
+    const text = await readFile(file.path, 'utf8');
+    const rows = text
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as Row);
+    return this.commit(unit.id, rows);
+  }
+
+  private commit(id: string, rows: Row[]): CommitResult {
+    this.committed.add(id);
+    this.rows.set(id, rows);
+    return { committed: true, records: rows.length };
+  }
+}

@@ -1,0 +1,128 @@
+/**
+ * Builds the compiled CLI once before the suite. Tests spawn `bin/sluice.js`, which runs `dist/src/cli/main.js`:
+ * without this build a test would exercise whatever was compiled last, not the source under test.
+ *
+ * The build is `npm run build`'s (tsconfig.build.json, through the TypeScript API), made incremental with its build
+ * info inside dist/ (deleting dist/ then forgets it too, so tsc never trusts info about files that are gone), and
+ * without type checking: type errors are for `npm run typecheck` to report, not a reason to test stale JavaScript.
+ * When no source, config or folder is newer than the last build, not even that runs: an unchanged tree costs a
+ * directory walk.
+ */
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import path from 'node:path';
+import ts from 'typescript';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const DIST = path.join(ROOT, 'dist');
+/** What bin/sluice.js imports. */
+export const CLI_ENTRY = path.join(DIST, 'src/cli/main.js');
+const BUILD_INFO = path.join(DIST, '.tsbuildinfo');
+/** Written after each build this setup made: its mtime is when dist/ last matched the sources. */
+const STAMP = path.join(DIST, '.built-for-tests');
+/** Other test runs (several shells, several helpers) may build at the same moment: one at a time writes dist/. */
+const LOCK = path.join(DIST, '.build-lock');
+const LOCK_STALE_MS = 180_000;
+const INPUTS = ['src', 'sinks', 'tsconfig.json', 'tsconfig.build.json', 'package.json'];
+
+export default async function buildCompiledCli(): Promise<void> {
+  if (upToDate()) return;
+  mkdirSync(DIST, { recursive: true });
+  await takeLock();
+  try {
+    // Another run may have built while this one waited.
+    if (!upToDate()) build();
+  } finally {
+    rmSync(LOCK, { force: true });
+  }
+}
+
+function build(): void {
+  const started = Date.now();
+  const config = ts.getParsedCommandLineOfConfigFile(
+    path.join(ROOT, 'tsconfig.build.json'),
+    // Type errors are `npm run typecheck`'s to report: without checking, an unchanged tree costs only its parse.
+    { incremental: true, tsBuildInfoFile: BUILD_INFO, noCheck: true },
+    { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (d) => fail([d]) },
+  );
+  if (!config) throw new Error('tsconfig.build.json could not be read');
+  if (config.errors.length > 0) fail(config.errors);
+  const program = ts.createIncrementalProgram({
+    rootNames: config.fileNames,
+    options: config.options,
+    configFileParsingDiagnostics: config.errors,
+  });
+  const emitted = program.emit(undefined, writeAtomically);
+  if (emitted.emitSkipped || emitted.diagnostics.length > 0 || !existsSync(CLI_ENTRY)) fail(emitted.diagnostics);
+  writeFileSync(STAMP, `${new Date().toISOString()}\n`);
+  process.stderr.write(
+    `global setup: compiled the CLI into dist/ in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
+  );
+}
+
+/**
+ * Each output file appears whole: a CLI that another test run spawned meanwhile must never import a half-written
+ * module.
+ */
+function writeAtomically(file: string, text: string): void {
+  mkdirSync(path.dirname(file), { recursive: true });
+  const temp = `${file}.${process.pid}.tmp`;
+  writeFileSync(temp, text);
+  renameSync(temp, file);
+}
+
+function fail(diagnostics: readonly ts.Diagnostic[]): never {
+  const text = ts.formatDiagnostics(diagnostics, {
+    getCanonicalFileName: (f) => f,
+    getCurrentDirectory: () => ROOT,
+    getNewLine: () => '\n',
+  });
+  throw new Error(
+    `building the CLI for the tests failed:\n${text || `no ${path.relative(ROOT, CLI_ENTRY)} was written`}`,
+  );
+}
+
+/**
+ * dist/ was built — by this setup, or by `npm run build` when it keeps its build info at the same place — after the
+ * last change to any input (a deleted file changes its folder's mtime).
+ */
+function upToDate(): boolean {
+  if (!existsSync(CLI_ENTRY)) return false;
+  const built = Math.max(...[STAMP, BUILD_INFO].map((f) => (existsSync(f) ? statSync(f).mtimeMs : 0)));
+  return INPUTS.every((p) => !changedSince(path.join(ROOT, p), built));
+}
+
+function changedSince(p: string, since: number): boolean {
+  if (!existsSync(p)) return false;
+  const st = statSync(p);
+  if (st.mtimeMs > since) return true;
+  if (!st.isDirectory()) return false;
+  return readdirSync(p).some((name) => changedSince(path.join(p, name), since));
+}
+
+async function takeLock(): Promise<void> {
+  for (;;) {
+    try {
+      closeSync(openSync(LOCK, 'wx'));
+      return;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    // A lock left by a run that was killed mid-build would otherwise stop every later run.
+    try {
+      if (Date.now() - statSync(LOCK).mtimeMs > LOCK_STALE_MS) rmSync(LOCK, { force: true });
+    } catch {
+      // Released between the open and the stat: try again.
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}

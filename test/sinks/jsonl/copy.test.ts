@@ -1,0 +1,39 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { afterAll, describe, expect, it } from 'vitest';
+import { copyCheckedJsonl } from '../../../sinks/jsonl/copy.js';
+import { BadJsonlLine } from '../../../sinks/raw-jsonl/line.js';
+import { removeTempDirs, tempDir } from '../helpers.js';
+
+afterAll(removeTempDirs);
+
+const text = '{"a":1}\n{"a":2,"b":"x"}\n\n';
+
+describe('copyCheckedJsonl', () => {
+  it('copies the bytes as they are when the encoding stays, and counts the records (blank lines skipped)', async () => {
+    const dir = await tempDir();
+    const src = path.join(dir, 'in.jsonl.gz');
+    const compressed = gzipSync(text);
+    await writeFile(src, compressed);
+    expect(await copyCheckedJsonl(src, path.join(dir, 'out.jsonl.gz'), 6)).toBe(2);
+    expect(await readFile(path.join(dir, 'out.jsonl.gz'))).toEqual(compressed);
+  });
+
+  it('decompresses or compresses when the encoding changes', async () => {
+    const dir = await tempDir();
+    const src = path.join(dir, 'in.jsonl');
+    await writeFile(src, text);
+    expect(await copyCheckedJsonl(src, path.join(dir, 'out.jsonl.gz'), 1)).toBe(2);
+    expect(gunzipSync(await readFile(path.join(dir, 'out.jsonl.gz'))).toString()).toBe(text);
+  });
+
+  it('throws on a line that is not a JSON object, with its byte offset', async () => {
+    const dir = await tempDir();
+    const src = path.join(dir, 'x.jsonl');
+    await writeFile(src, '{"a":1}\n"just a string"\n');
+    const err = await copyCheckedJsonl(src, path.join(dir, 'out.jsonl'), undefined).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(BadJsonlLine);
+    expect((err as Error).message).toMatch(/line at byte 8 is not a JSON object/);
+  });
+});

@@ -1,0 +1,263 @@
+import { readFile, readdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Row } from '../../../src/core/types.js';
+import type { Manifest } from '../../../sinks/output-files/manifest.js';
+import type { FileSinkHooks } from '../../../sinks/output-files/output-dir.js';
+import { parquetSinkSchema, type ParquetSinkConfig } from '../../../sinks/parquet/config.js';
+import { ParquetSink } from '../../../sinks/parquet/sink.js';
+import {
+  batches,
+  columnTypes,
+  query,
+  removeTempDirs,
+  RICH_BACK,
+  richRows,
+  sinkContext,
+  tempDir,
+  unit,
+} from '../helpers.js';
+
+afterAll(removeTempDirs);
+
+let dir: string;
+
+beforeEach(async () => {
+  dir = await tempDir();
+});
+
+function config(over: Partial<ParquetSinkConfig> = {}): ParquetSinkConfig {
+  return parquetSinkSchema.parse({ type: 'parquet', path: 'out', ...over });
+}
+
+async function openSink(
+  over: Partial<ParquetSinkConfig> = {},
+  fresh = true,
+  hooks: FileSinkHooks = {},
+): Promise<ParquetSink> {
+  const sink = new ParquetSink(config(over), { hooks });
+  await sink.open(sinkContext(dir, { fresh }));
+  return sink;
+}
+
+async function manifest(): Promise<Manifest> {
+  return JSON.parse(await readFile(path.join(dir, 'out', '_sluice_manifest.json'), 'utf8')) as Manifest;
+}
+
+/** Every file under `out/` a recursive glob would see, relative. */
+async function allFiles(sub = ''): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(path.join(dir, 'out', sub), { withFileTypes: true })) {
+    const rel = sub ? `${sub}/${e.name}` : e.name;
+    if (e.isDirectory()) out.push(...(await allFiles(rel)));
+    else out.push(rel);
+  }
+  return out.sort();
+}
+
+const parquetFiles = async (): Promise<string[]> => (await allFiles()).filter((f) => f.endsWith('.parquet'));
+const glob = (): string => path.join(dir, 'out', '**', '*.parquet');
+
+function rows(from: number, n: number, pad = 0): Row[] {
+  return Array.from({ length: n }, (_, i) => ({
+    id: from + i,
+    cc: ['US', 'DE', 'FR'][(from + i) % 3],
+    text: 'x'.repeat(pad),
+    at: new Date(Date.UTC(2024, 0, 1) + (from + i) * 1000),
+  }));
+}
+
+describe('parquet sink', () => {
+  it('writes native STRUCT/LIST/TIMESTAMP/DATE columns that read_parquet reads back exactly', async () => {
+    const sink = await openSink();
+    expect(await sink.writeUnit(unit('u1'), batches(richRows()))).toEqual({ committed: true, records: 2 });
+    await sink.finish();
+    await sink.close();
+    const files = await parquetFiles();
+    expect(files).toHaveLength(1);
+    expect(files[0]).toMatch(/^part-.*-0\.parquet$/);
+    expect(await columnTypes(`SELECT * FROM read_parquet('${glob()}')`)).toMatchObject({
+      at: 'TIMESTAMP',
+      day: 'DATE',
+      funding: 'STRUCT(rounds BIGINT, "last" TIMESTAMP, kind VARCHAR)',
+      tags: 'VARCHAR[]',
+      people: 'STRUCT("name" VARCHAR, age BIGINT)[]',
+    });
+    const back = await query(`SELECT * FROM read_parquet('${glob()}') ORDER BY id`);
+    expect(back).toEqual(RICH_BACK.map((r) => ({ ...r, funding: r.funding && { ...r.funding, kind: null } })));
+    const m = await manifest();
+    expect(m.units['run1/u1']).toMatchObject({ records: 2, files });
+    expect(m.units['run1/u1']?.staged).toBeUndefined();
+  });
+
+  it('keeps committed units staged and invisible until finish publishes them together', async () => {
+    const sink = await openSink();
+    await sink.writeUnit(unit('u1'), batches(rows(0, 10)));
+    await sink.writeUnit(unit('u2'), batches(rows(10, 10)));
+    expect(await sink.writeUnit(unit('u2'), batches(rows(10, 10)))).toEqual({ committed: false, records: 0 });
+    expect(await parquetFiles()).toEqual([]);
+    expect(await sink.committedUnits()).toEqual(new Set(['run1/u1', 'run1/u2']));
+    expect((await manifest()).units['run1/u1']?.staged?.file).toMatch(/^\.sluice-staged\//);
+    await sink.finish();
+    const files = await parquetFiles();
+    expect(files).toHaveLength(1);
+    expect(await query(`SELECT count(*) AS n, count(DISTINCT id) AS d FROM read_parquet('${glob()}')`)).toEqual([
+      { n: 20, d: 20 },
+    ]);
+    expect(await readdir(path.join(dir, 'out', '.sluice-staged'))).toEqual([]);
+    const m = await manifest();
+    expect(m.units['run1/u2']).toMatchObject({ records: 20 / 2, files });
+  });
+
+  it('publishes during the run once staged rows make a file of the target size', async () => {
+    // ~25 KB of JSON per unit; the first publish waits for ~6 × 10 KB.
+    const sink = await openSink({ file_size_bytes: 10_000 });
+    for (let u = 0; u < 4; u++) await sink.writeUnit(unit(`u${u}`), batches(rows(u * 10, 10, 2_000)));
+    const early = await parquetFiles();
+    expect(early.length).toBeGreaterThan(0);
+    await sink.writeUnit(unit('u9'), batches(rows(90, 10, 2_000)));
+    await sink.finish();
+    expect(await query(`SELECT count(*) AS n, count(DISTINCT id) AS d FROM read_parquet('${glob()}')`)).toEqual([
+      { n: 50, d: 50 },
+    ]);
+    expect(Object.values((await manifest()).units).every((u) => u.files.length > 0 && !u.staged)).toBe(true);
+  });
+
+  it('leaves out the empty file DuckDB opens when the last row group takes a file past the size limit', async () => {
+    // 2,000 rows make one full row group (DuckDB groups rows 2,048 at a time) that takes the file past 1 KB: DuckDB
+    // then opens a next file for rows that never come.
+    const sink = await openSink({ file_size_bytes: 1_000, row_group_size: 1_000 });
+    await sink.writeUnit(unit('u1'), batches(rows(0, 2_000)));
+    await sink.finish();
+    const files = await parquetFiles();
+    expect(files).toHaveLength(1);
+    expect((await manifest()).units['run1/u1']?.files).toEqual(files);
+    expect(await query(`SELECT count(*) AS n FROM read_parquet('${glob()}')`)).toEqual([{ n: 2_000 }]);
+  });
+
+  it('partitions hive style, with the values in the directory names', async () => {
+    const sink = await openSink({ partition_by: ['cc'] });
+    await sink.writeUnit(unit('u1'), batches(rows(0, 9)));
+    await sink.finish();
+    const files = await parquetFiles();
+    expect(files.map((f) => f.split('/')[0])).toEqual(['cc=DE', 'cc=FR', 'cc=US']);
+    expect(
+      await query(
+        `SELECT cc, count(*) AS n FROM read_parquet('${glob()}', hive_partitioning = true) GROUP BY cc ORDER BY cc`,
+      ),
+    ).toEqual([
+      { cc: 'DE', n: 3 },
+      { cc: 'FR', n: 3 },
+      { cc: 'US', n: 3 },
+    ]);
+
+    const nested = await openSink({ partition_by: ['o'], path: 'nested' });
+    await nested.writeUnit(unit('u1'), batches([{ o: { a: 1 } }]));
+    await expect(nested.finish()).rejects.toThrow(/partition column "o" is a STRUCT/);
+  });
+
+  it('cleans crash leftovers: unreferenced staged files, temp files, and a publish cut off before its manifest', async () => {
+    const crashing = await openSink({}, true, {
+      beforeManifest: () => {
+        throw new Error('crash while publishing');
+      },
+    });
+    await crashing.writeUnit(unit('u1'), batches(rows(0, 5)));
+    await expect(crashing.finish()).rejects.toThrow(/crash while publishing/);
+    expect(await parquetFiles()).toEqual([]); // nothing is in place before the manifest records it
+    await writeFile(path.join(dir, 'out', '.sluice-staged', 'orphan.1234.staged'), '{"id":1}\n');
+    await writeFile(path.join(dir, 'out', '.sluice-tmp', 'x.tmp'), 'partial');
+
+    const sink = await openSink({}, false);
+    expect(await parquetFiles()).toEqual([]);
+    expect(await readdir(path.join(dir, 'out', '.sluice-tmp'))).toEqual([]);
+    expect((await readdir(path.join(dir, 'out', '.sluice-staged'))).some((f) => f.startsWith('orphan'))).toBe(false);
+    // The unit stayed committed (staged) and is published exactly once.
+    expect(await sink.committedUnits()).toEqual(new Set(['run1/u1']));
+    await sink.finish();
+    expect(await query(`SELECT count(*) AS n FROM read_parquet('${glob()}')`)).toEqual([{ n: 5 }]);
+  });
+
+  it('a crash after the manifest records a publish and before its files are in place: the next open moves them in', async () => {
+    const crashing = await openSink({}, true, {
+      afterManifest: () => {
+        throw new Error('crash after the manifest');
+      },
+    });
+    await crashing.writeUnit(unit('u1'), batches(rows(0, 5)));
+    await crashing.writeUnit(unit('u2'), batches(rows(5, 3)));
+    await expect(crashing.finish()).rejects.toThrow(/not all in place: crash after the manifest/);
+    expect(await parquetFiles()).toEqual([]);
+
+    const sink = await openSink({}, false);
+    expect(await parquetFiles()).toHaveLength(1);
+    expect(await readdir(path.join(dir, 'out', '.sluice-tmp'))).toEqual([]);
+    expect(await readdir(path.join(dir, 'out', '.sluice-staged'))).toEqual([]);
+    expect(await sink.committedUnits()).toEqual(new Set(['run1/u1', 'run1/u2']));
+    await sink.finish(); // nothing left to publish
+    expect(await query(`SELECT count(*) AS n, count(DISTINCT id) AS k FROM read_parquet('${glob()}')`)).toEqual([
+      { n: 8, k: 8 },
+    ]);
+  });
+
+  it('keeps one column and struct-field order across publishes, whichever unit a field first appeared in', async () => {
+    const first = await openSink();
+    await first.writeUnit(unit('u1'), batches([{ id: 1, s: { a: 1, b: 'x' } }]));
+    await first.finish();
+    await first.close();
+    const second = await openSink({}, false);
+    await second.writeUnit(unit('u2'), batches([{ extra: true, s: { c: 2.5, b: 'y', a: 2 }, id: 2 }]));
+    await second.finish();
+    await second.close();
+    const files = await parquetFiles();
+    expect(files).toHaveLength(2);
+    const layout = async (f: string) =>
+      (
+        await query(
+          `SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet('${path.join(dir, 'out', f)}'))`,
+        )
+      ).map((r) => `${String(r.column_name)} ${String(r.column_type)}`);
+    const [a, b] = await Promise.all(files.map(layout));
+    expect(a).toEqual(['id BIGINT', 's STRUCT(a BIGINT, b VARCHAR)']);
+    // The second file starts with the first one's columns and fields, in their order; new ones follow.
+    expect(b).toEqual(['id BIGINT', 's STRUCT(a BIGINT, b VARCHAR, c DOUBLE)', 'extra BOOLEAN']);
+    expect(
+      await query(`SELECT id, s.a AS a, s.b AS b FROM read_parquet('${glob()}', union_by_name = true) ORDER BY id`),
+    ).toEqual([
+      { id: 1, a: 1, b: 'x' },
+      { id: 2, a: 2, b: 'y' },
+    ]);
+  });
+
+  it('replace publishes into a new generation that finish swaps in', async () => {
+    const first = await openSink({ write: 'replace' });
+    await first.writeUnit(unit('old'), batches(rows(0, 3)));
+    await first.finish();
+    const second = await openSink({ write: 'replace' });
+    await second.writeUnit(unit('new'), batches(rows(100, 2)));
+    expect(await query(`SELECT min(id) AS m FROM read_parquet('${glob()}')`)).toEqual([{ m: 0 }]);
+    await second.finish();
+    expect(await query(`SELECT min(id) AS m, count(*) AS n FROM read_parquet('${glob()}')`)).toEqual([
+      { m: 100, n: 2 },
+    ]);
+  });
+
+  it('refuses field names that differ only in case, and both size options at once', async () => {
+    const sink = await openSink();
+    await expect(sink.writeUnit(unit('u1'), batches([{ Name: 'a' }, { name: 'b' }]))).rejects.toThrow(
+      /differ only in case/,
+    );
+    expect(await sink.committedUnits()).toEqual(new Set());
+    expect(
+      parquetSinkSchema.safeParse({ type: 'parquet', path: 'x', target_file_mb: 1, file_size_bytes: 5 }).success,
+    ).toBe(false);
+    expect(config().compression).toBe('zstd');
+  });
+
+  it('locks its output directory, or the directory of its generations for replace', () => {
+    expect(new ParquetSink(config({ path: 'out/a' })).lockPath('/base')).toBe('/base/out/a/.sluice-lock');
+    expect(new ParquetSink(config({ path: 'out/a', write: 'replace' })).lockPath('/base')).toBe(
+      '/base/out/.a.sluice-generations/.sluice-lock',
+    );
+  });
+});

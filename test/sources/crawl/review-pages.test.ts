@@ -1,0 +1,128 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectedReviewIds, reviewTotal } from '../../../src/emulator/data/reviews.js';
+import { MemoryStateStore } from '../../../src/engine/state-store.js';
+import { pagePayload, type PagePosition } from '../../../src/sources/crawl/pager.js';
+import {
+  REVIEWS_FIRST_SIZE_KEY,
+  REVIEWS_STATE_KEY,
+  nextReviewsPage,
+  parseReviewsUnitId,
+  reviewPages,
+  reviewsUnitId,
+} from '../../../src/sources/crawl/review-pages.js';
+import { quietLogger, sourceContext, startHarness, type Harness } from '../crawl-harness.js';
+
+const FID = '0x89c259a9b3117469:0xd134e199a405a163';
+const reviewsOf = (n: number): { reviews: { review_id: string }[] } => ({
+  reviews: Array.from({ length: n }, (_, i) => ({ review_id: `r${i}` })),
+});
+
+describe('nextReviewsPage', () => {
+  it('advances by the reviews on the page and stops on a short or empty page or at max_pages', () => {
+    expect(nextReviewsPage(8, 0, 1, 10, 8)).toEqual({ next: 8 });
+    expect(nextReviewsPage(8, 8, 2, 10, 8)).toEqual({ next: 16 });
+    expect(nextReviewsPage(5, 16, 3, 10, 8)).toEqual({ stop: 'short_page' });
+    expect(nextReviewsPage(0, 24, 4, 10, 8)).toEqual({ stop: 'empty_page' });
+    expect(nextReviewsPage(8, 72, 10, 10, 8)).toEqual({ stop: 'max_pages' });
+  });
+});
+
+describe('reviews unit ids', () => {
+  it('keeps the fid as it is in review unit ids', () => {
+    expect(reviewsUnitId(FID, 10)).toBe(`reviews:${FID}:start:10`);
+    expect(parseReviewsUnitId(reviewsUnitId(FID, 10))).toEqual({ fid: FID, start: 10 });
+  });
+});
+
+describe('reviewPages (pager strategy)', () => {
+  const at: PagePosition = { subject: FID, start: 10, page: 2 };
+
+  it('names a page by fid and offset and asks for it with sort and hl when set', () => {
+    const pager = reviewPages({ engine: 'https://www.google.com', sort: 'newestFirst', hl: 'de' });
+    expect(pager).toMatchObject({ name: 'reviews', stateKey: REVIEWS_STATE_KEY, subjectParam: 'fid' });
+    expect(pager.unitId(at)).toBe(`reviews:${FID}:start:10`);
+    expect(pager.chainKey(FID)).toBe(FID);
+    expect(pager.url(at)).toBe(
+      `https://www.google.com/reviews?fid=${encodeURIComponent(FID)}&start=10&sort=newestFirst&hl=de&brd_json=1`,
+    );
+    expect(reviewPages({ engine: 'https://www.google.com' }).url(at)).toBe(
+      `https://www.google.com/reviews?fid=${encodeURIComponent(FID)}&start=10&brd_json=1`,
+    );
+  });
+
+  it('yields the page with its fid and fetch time (a review page does not name its place)', () => {
+    const pager = reviewPages({ engine: 'https://www.google.com' });
+    expect(pager.row(reviewsOf(1), at, '2025-01-02T03:04:05.000Z')).toEqual({
+      ...reviewsOf(1),
+      fid: FID,
+      fetched_at: '2025-01-02T03:04:05.000Z',
+    });
+  });
+
+  it('checkpoints the first page size, so a resumed crawl still ends at a short page it did not see page 1 of', async () => {
+    const pager = reviewPages({ engine: 'https://www.google.com' });
+    const h = { deps: { log: quietLogger() }, baseDir: '.' };
+    const state = new MemoryStateStore();
+    const first = sourceContext(h, state);
+    expect(await pager.next(reviewsOf(8), { subject: FID, start: 0, page: 1 }, 10, first)).toEqual({ next: 8 });
+    expect(state.get(REVIEWS_FIRST_SIZE_KEY)).toEqual({ [FID]: 8 });
+    // A later page never redefines it.
+    expect(await pager.next(reviewsOf(9), { subject: FID, start: 8, page: 2 }, 10, first)).toEqual({ next: 17 });
+    expect(state.get(REVIEWS_FIRST_SIZE_KEY)).toEqual({ [FID]: 8 });
+
+    const resumed = sourceContext(h, state);
+    expect(await pager.next(reviewsOf(5), { subject: FID, start: 17, page: 3 }, 10, resumed)).toEqual({
+      stop: 'short_page',
+    });
+    // Without the checkpoint the same page would not be known as short.
+    const fresh = sourceContext(h, new MemoryStateStore());
+    expect(await pager.next(reviewsOf(5), { subject: FID, start: 17, page: 3 }, 10, fresh)).toEqual({ next: 22 });
+  });
+
+  describe('on the emulator', () => {
+    const SEED = 11;
+    let h: Harness;
+    beforeAll(async () => {
+      h = await startHarness({ seed: SEED });
+    });
+    afterAll(() => h.close());
+
+    /** Offsets of the pages the pager asks for, and the review ids it collects, walking one place's chain. */
+    async function walk(fid: string): Promise<{ starts: number[]; ids: string[] }> {
+      const pager = reviewPages({ engine: 'https://www.google.com' });
+      const ctx = sourceContext(h);
+      const starts: number[] = [];
+      const ids: string[] = [];
+      for (let pos: PagePosition = { subject: fid, start: 0, page: 1 }; ;) {
+        starts.push(pos.start);
+        const res = await h.client.request.page({ zone: 'serp_zone', url: pager.url(pos), format: 'raw' });
+        const payload = pagePayload(res.payload, pager.unitId(pos));
+        for (const r of payload.reviews as { review_id: string }[]) ids.push(r.review_id);
+        const outcome = await pager.next(payload, pos, 100, ctx);
+        if ('stop' in outcome) break;
+        pos = { subject: fid, start: outcome.next, page: pos.page + 1 };
+      }
+      return { starts, ids };
+    }
+
+    it('ends a place at its short last page, or at one empty page after an exactly full one', async () => {
+      const candidates = Array.from(
+        { length: 300 },
+        (_, i) => `0x${(i + 1).toString(16).padStart(16, '0')}:0x${'cd'.repeat(8)}`,
+      );
+      const short = candidates.find((f) => reviewTotal(SEED, f) > 20 && reviewTotal(SEED, f) % 10 !== 0)!;
+      const full = candidates.find((f) => reviewTotal(SEED, f) >= 20 && reviewTotal(SEED, f) % 10 === 0)!;
+      expect(short).toBeDefined();
+      expect(full).toBeDefined();
+
+      const s = await walk(short);
+      expect(s.starts).toEqual(Array.from({ length: Math.ceil(reviewTotal(SEED, short) / 10) }, (_, i) => i * 10));
+      expect(s.ids).toEqual(expectedReviewIds(SEED, short));
+
+      const f = await walk(full);
+      // A full last page looks like any other: one empty page tells the place ended.
+      expect(f.starts).toEqual(Array.from({ length: reviewTotal(SEED, full) / 10 + 1 }, (_, i) => i * 10));
+      expect(f.ids).toEqual(expectedReviewIds(SEED, full));
+    });
+  });
+});

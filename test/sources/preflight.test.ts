@@ -1,0 +1,139 @@
+/**
+ * The sources' service preflight against the real emulator: a zone typo, a zone of the wrong type, an unknown
+ * dataset / snapshot / lookup request and a refused key each fail with the option and the fix, with free calls
+ * only — no page requested, no paid counter moved.
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createClient } from '../../src/client/index.js';
+import { SluiceError } from '../../src/core/errors.js';
+import type { Source } from '../../src/core/types.js';
+import { deepLookupSchema, deepLookupSource } from '../../src/sources/deep-lookup.js';
+import { checkSearchZone } from '../../src/sources/preflight.js';
+import { reviewsSchema, reviewsSource } from '../../src/sources/reviews.js';
+import { serpSchema, serpSource } from '../../src/sources/serp.js';
+import { snapshotSchema, snapshotSource } from '../../src/sources/snapshot.js';
+import { quietLogger, resetStats, sourceContext, startHarness, stats, type Harness } from './crawl-harness.js';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ seed: 3 });
+});
+afterAll(() => h?.close());
+beforeEach(() => resetStats(h));
+
+function serp(zone: string): Source {
+  return serpSource.create(serpSchema.parse({ type: 'serp', zone, queries: ['ramen berlin'] }), h.deps);
+}
+
+async function failure(source: Source): Promise<SluiceError> {
+  const err = await source.preflight!(sourceContext(h)).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(SluiceError);
+  return err as SluiceError;
+}
+
+/** Nothing but free reads: no page requested, no paid job. */
+async function expectNothingPaid(): Promise<void> {
+  const s = (await stats(h)) as Awaited<ReturnType<typeof stats>> & { paid: Record<string, number> };
+  expect(s.paid).toEqual({});
+  expect(s.routes['POST /request']).toBeUndefined();
+}
+
+describe('crawl preflight: the zone', () => {
+  it('passes for a search zone of the account', async () => {
+    await expect(serp('serp_zone').preflight!(sourceContext(h))).resolves.toBeUndefined();
+    await expectNothingPaid();
+  });
+
+  it('a zone typo names the zone, a guess and the account’s search zones', async () => {
+    const err = await failure(serp('serp_zon'));
+    expect(err.message).toBe('zone "serp_zon" does not exist in this account (did you mean "serp_zone"?)');
+    expect(err.hint).toBe("set source.zone to one of the account's search zones: serp_zone");
+    await expectNothingPaid();
+  });
+
+  it('a zone of another type cannot fetch search pages', async () => {
+    const err = await failure(serp('static_zone'));
+    expect(err.message).toBe('zone "static_zone" is of type static: it cannot fetch search or review pages');
+    expect(err.hint).toContain('serp_zone');
+  });
+
+  it('reviews crawls are checked the same way', async () => {
+    const cfg = reviewsSchema.parse({ type: 'reviews', zone: 'nope', fids: ['0x89c259a9b3117469:0xd134e199a405a163'] });
+    const err = await failure(reviewsSource.create(cfg, h.deps));
+    expect(err.message).toMatch(/^zone "nope" does not exist in this account/);
+  });
+
+  it('a refused key is said as such', async () => {
+    const client = createClient({ baseUrl: h.emu.url, apiKey: 'wrong-key', retry: { retries: 0 } });
+    try {
+      const cfg = serpSchema.parse({ type: 'serp', zone: 'serp_zone', queries: ['q'] });
+      const source = serpSource.create(cfg, { ...h.deps, client: async () => client });
+      const err = await failure(source);
+      expect(err.message).toBe('the service refused the API key (service.api_key): Invalid credentials');
+      expect(err.hint).toBeTruthy();
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a service that cannot list zones (404) skips the check with a warning', async () => {
+    const server = createServer((_req, res) => {
+      res.writeHead(404, { 'content-type': 'text/plain' });
+      res.end('not found');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const client = createClient({
+      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      apiKey: 'k',
+      retry: { retries: 0 },
+    });
+    const warnings: string[] = [];
+    try {
+      await expect(checkSearchZone(client, 'serp_zone', quietLogger(warnings))).resolves.toBeUndefined();
+      expect(warnings.join('\n')).toMatch(/zone "serp_zone" is not checked/);
+    } finally {
+      await client.close();
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+});
+
+describe('snapshot preflight', () => {
+  it('an unknown dataset fails before the filter job', async () => {
+    const cfg = snapshotSchema.parse({
+      type: 'snapshot',
+      dataset_id: 'gd_nosuchdataset',
+      filter: { name: 'x', operator: '=', value: 1 },
+    });
+    const err = await failure(snapshotSource.create(cfg, h.deps));
+    expect(err.message).toMatch(/^dataset gd_nosuchdataset does not exist/);
+    expect(err.hint).toMatch(/source\.dataset_id.*sluice datasets list/);
+    await expectNothingPaid();
+  });
+
+  it('an unknown snapshot id names source.snapshot_id', async () => {
+    const cfg = snapshotSchema.parse({ type: 'snapshot', snapshot_id: 'snap_nosuchsnapshot' });
+    const err = await failure(snapshotSource.create(cfg, h.deps));
+    expect(err.message).toMatch(/^snapshot snap_nosuchsnapshot does not exist/);
+    expect(err.hint).toMatch(/^check source\.snapshot_id/);
+  });
+});
+
+describe('deep lookup preflight', () => {
+  it('an unknown request id names source.request_id', async () => {
+    const cfg = deepLookupSchema.parse({ type: 'deep_lookup', request_id: 'ai_nosuchrequest' });
+    const err = await failure(deepLookupSource.create(cfg, h.deps));
+    expect(err.message).toMatch(/^deep lookup request ai_nosuchrequest does not exist/);
+    expect(err.hint).toMatch(/^check source\.request_id/);
+    await expectNothingPaid();
+  });
+
+  it('a query checks the key only, with a free read', async () => {
+    const cfg = deepLookupSchema.parse({ type: 'deep_lookup', query: 'Find all coffee roasters in Portland' });
+    await expect(deepLookupSource.create(cfg, h.deps).preflight!(sourceContext(h))).resolves.toBeUndefined();
+    await expectNothingPaid();
+  });
+});
