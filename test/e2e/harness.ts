@@ -114,6 +114,23 @@ export function sluice(
 }
 
 /** A `run` that must succeed; the failure message carries the child's stderr. */
+/** Resolves when the child's stderr has a line matching `re`, or when it exited (the caller's assertions then fail). */
+export function lineSeen(run: SluiceRun, re: RegExp): Promise<void> {
+  return new Promise((resolve) => {
+    let text = '';
+    const onData = (s: string): void => {
+      text += s;
+      if (re.test(text)) {
+        run.child.stderr?.off('data', onData);
+        resolve();
+      }
+    };
+    run.child.stderr?.on('data', onData);
+    run.child.once('close', () => resolve());
+    if (run.child.exitCode !== null || run.child.signalCode !== null) resolve();
+  });
+}
+
 export async function runOk(file: string, service: { url: string } | undefined, ...extra: string[]): Promise<Result> {
   const r = await sluice(['run', file, '--no-progress', ...extra], service ? { service } : {});
   if (r.code !== 0) throw new Error(`sluice run ${path.basename(file)} exited ${r.code}:\n${r.stderr}\n${r.stdout}`);

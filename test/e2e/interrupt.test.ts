@@ -8,7 +8,16 @@
 import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmulatorHandle } from '../../src/emulator/server.js';
-import { emulator, recordingProxy, sluice, workspace, type Proxy, type Seen, type SluiceRun } from './harness.js';
+import {
+  emulator,
+  recordingProxy,
+  sluice,
+  workspace,
+  type Proxy,
+  type Seen,
+  type SluiceRun,
+  lineSeen,
+} from './harness.js';
 
 let emu: EmulatorHandle;
 let proxy: Proxy;
@@ -62,23 +71,6 @@ async function heldRun(file: string): Promise<{ run: SluiceRun; held: () => Serv
   const run = sluice(['run', file, '--no-progress'], { service: proxy });
   await Promise.race([reached, run]);
   return { run, held: () => held };
-}
-
-/** Resolves when the child's stderr has a line matching `re` (or it exited: the caller's assertions then fail). */
-function lineSeen(run: SluiceRun, re: RegExp): Promise<void> {
-  return new Promise((resolve) => {
-    let text = '';
-    const onData = (s: string): void => {
-      text += s;
-      if (re.test(text)) {
-        run.child.stderr?.off('data', onData);
-        resolve();
-      }
-    };
-    run.child.stderr?.on('data', onData);
-    run.child.once('close', () => resolve());
-    if (run.child.exitCode !== null || run.child.signalCode !== null) resolve();
-  });
 }
 
 describe('an interrupted run', () => {

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { companyProfile } from '../../src/emulator/data/company-profiles.js';
 import { readPaidCounters } from '../../src/emulator/state-file.js';
-import { query, sluice, workspace, type Obj, type Result, type SluiceRun } from './harness.js';
+import { query, sluice, workspace, type Obj, type Result, lineSeen } from './harness.js';
 
 // The quick start's own data: service.emulator in pipelines/company_profiles.yaml.
 const SEED = 1;
@@ -28,22 +28,6 @@ function random(seed: number): () => number {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-}
-
-/** Resolves when the child's stderr has a line matching `re` (or it exited: then the caller's assertions fail). */
-function lineSeen(run: SluiceRun, re: RegExp): Promise<void> {
-  return new Promise((resolve) => {
-    let text = '';
-    const onData = (s: string): void => {
-      text += s;
-      if (re.test(text)) {
-        run.child.stderr?.off('data', onData);
-        resolve();
-      }
-    };
-    run.child.stderr?.on('data', onData);
-    run.child.once('close', () => resolve());
-  });
 }
 
 /** Starts the quick start, and SIGKILLs it `afterMs` after it logged a line matching `after`. */
