@@ -28,7 +28,7 @@ import type {
   WorkUnit,
 } from '../../src/core/types.js';
 import { ConflictLog } from '../../src/schema/conflicts.js';
-import { quoteIdent, quoteString } from '../../src/schema/duckdb-types.js';
+import { duckdbType, quoteIdent, quoteString } from '../../src/schema/duckdb-types.js';
 import type { LogicalType } from '../../src/schema/logical-type.js';
 import { displayPath } from '../display-path.js';
 import { Mutex } from '../output-files/mutex.js';
@@ -83,6 +83,10 @@ export class DuckDBSink implements Sink {
     this.names = tableNames(config);
     this.baseDir = options.baseDir;
     this.hooks = options.hooks ?? {};
+  }
+
+  typeName(t: LogicalType): string {
+    return duckdbType(t);
   }
 
   describe(): string {

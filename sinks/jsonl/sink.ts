@@ -17,6 +17,7 @@ import type {
   WorkUnit,
 } from '../../src/core/types.js';
 import { quoteString } from '../../src/schema/duckdb-types.js';
+import { jsonTypeName, type LogicalType } from '../../src/schema/logical-type.js';
 import { displayPath } from '../display-path.js';
 import { writeNdjson } from '../output-files/ndjson-writer.js';
 import { CommitIncompleteError, OutputDir, outputLockPath, type FileSinkHooks } from '../output-files/output-dir.js';
@@ -49,6 +50,11 @@ export class JsonlSink implements Sink {
     this.ext = compress ? '.jsonl.gz' : '.jsonl';
     this.baseDir = options.baseDir;
     this.hooks = options.hooks ?? {};
+  }
+
+  /** JSON has no column types: what a value of the column is written as. */
+  typeName(t: LogicalType): string {
+    return jsonTypeName(t);
   }
 
   describe(): string {

@@ -29,9 +29,9 @@ import type {
   SinkContext,
   WorkUnit,
 } from '../../src/core/types.js';
-import { quoteString } from '../../src/schema/duckdb-types.js';
+import { duckdbType, quoteString } from '../../src/schema/duckdb-types.js';
 import { InferredSchema } from '../../src/schema/infer.js';
-import { deserializeType, serializeType } from '../../src/schema/logical-type.js';
+import { deserializeType, serializeType, type LogicalType } from '../../src/schema/logical-type.js';
 import { displayPath } from '../display-path.js';
 import type { ManifestUnit } from '../output-files/manifest.js';
 import { Mutex } from '../output-files/mutex.js';
@@ -78,6 +78,10 @@ export class ParquetSink implements Sink {
       config.file_size_bytes ?? Math.round((config.target_file_mb ?? DEFAULT_TARGET_FILE_MB) * 2 ** 20);
     this.baseDir = options.baseDir;
     this.hooks = options.hooks ?? {};
+  }
+
+  typeName(t: LogicalType): string {
+    return duckdbType(t);
   }
 
   describe(): string {

@@ -5,6 +5,7 @@
  */
 import type { z } from 'zod';
 import type { ServiceClient } from '../client/index.js';
+import type { DeclaredSchema } from '../schema/declared.js';
 import type { Logger } from './types.js';
 
 /** Shared services a component may need when it is built. */
@@ -22,4 +23,10 @@ export interface ComponentDef<K extends 'source' | 'transform' | 'sink', C = any
   description: string;
   schema: z.ZodType<C>;
   create(config: C, deps: ComponentDeps): T;
+  /**
+   * Transforms only: the columns the transform's output has, given the columns declared for its input (undefined:
+   * not declared). A normalizer preset declares its own; a transform that passes rows through returns `input`; one
+   * that reshapes rows in ways it cannot tell returns undefined (the sinks then infer). Absent = undefined.
+   */
+  declares?(config: C, input: DeclaredSchema | undefined): DeclaredSchema | undefined;
 }

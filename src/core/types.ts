@@ -2,6 +2,9 @@
  * The contracts every component is written against. Records flow as async iterables of
  * batches (arrays of plain objects): per-record async overhead is what makes naive streaming slow.
  */
+import type { DeclaredSchema } from '../schema/declared.js';
+import type { LogicalType } from '../schema/logical-type.js';
+
 /** One record: a plain JSON-compatible object. */
 export type Row = Record<string, unknown>;
 /** Thousands of records at a time. */
@@ -18,6 +21,12 @@ export interface WorkUnit {
   params: Record<string, unknown>;
   /** For `plan` and progress; undefined when unknown. */
   estimatedRecords?: number;
+  /**
+   * What the unit advanced a source's cursor to (incremental loads): JSON-serialisable, set by the engine while the
+   * unit's batches flow and final once they are drained. A sink stores it with the unit's commit, in the same
+   * transaction / manifest swap, and hands it back through `committedCheckpoints()`.
+   */
+  checkpoint?: unknown;
 }
 
 /** A record that could not be decoded or transformed. It goes to the dead-letter file, never silently away. */
@@ -149,10 +158,22 @@ export type Transform = (batches: AsyncIterable<Batch>, ctx: TransformContext) =
 
 export type WriteDisposition = 'append' | 'replace' | 'merge';
 
+/** A change a sink made to its table / dataset columns while committing a unit (schema evolution). */
+export interface SchemaChange {
+  /** Column path: `price`, `funding.rounds`, `updates[].likes_count`. */
+  column: string;
+  change: 'added' | 'widened';
+  /** The sink's type names (its own mapping): undefined for `added`. */
+  from?: string;
+  to: string;
+}
+
 export interface CommitResult {
   /** false when the unit had been committed before: committing again is a no-op. */
   committed: boolean;
   records: number;
+  /** Columns added or widened by this commit (empty or absent: none). The engine reports them. */
+  schemaChanges?: SchemaChange[];
 }
 
 export interface SinkContext {
@@ -168,6 +189,11 @@ export interface SinkContext {
    * (DuckDB's `_sluice_runs`) keys them by it. Absent when no engine run drives the sink (tests, benches).
    */
   runId?: string;
+  /**
+   * Columns the pipeline's transforms declare (a normalizer preset's): the sink creates every one of them from the
+   * first run, with the declared type, in this order — even when no row fills them. Absent: columns are inferred.
+   */
+  declared?: DeclaredSchema;
 }
 
 /** What a sink can do, declared rather than inferred from its type name (dlt's destination capabilities). */
@@ -205,6 +231,18 @@ export interface Sink {
   open(ctx: SinkContext): Promise<void>;
   /** Ids of units already committed by earlier runs of this pipeline into this sink. */
   committedUnits(): Promise<Set<string>>;
+  /**
+   * Optional (incremental loads): the `checkpoint` of every committed unit that had one, by unit id, as committed
+   * together with the unit's rows. A sink without it cannot take part in cursor state.
+   */
+  committedCheckpoints?(): Promise<Map<string, unknown>>;
+  /**
+   * The columns of the sink's table / dataset as committed so far (after `open()`); undefined when nothing exists
+   * yet. The engine's schema-contract gate checks each unit's rows against them.
+   */
+  currentColumns?(): Promise<ReadonlyMap<string, LogicalType> | undefined>;
+  /** The sink's own name for a column type (`TIMESTAMP`, `timestamptz`, `string`), for `sluice schema` and reports. */
+  typeName(t: LogicalType): string;
   /** Consume the unit's batches and commit them atomically with the unit id. No-op if already committed. */
   writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult>;
   /**

@@ -28,12 +28,15 @@ export function withLineage(sink: Sink, runId: string): Sink {
     outputQuery: (limit) => sink.outputQuery(limit),
     open: (ctx) => sink.open(ctx),
     committedUnits: () => sink.committedUnits(),
+    typeName: (t) => sink.typeName(t),
     writeUnit: (unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult> =>
       sink.writeUnit(unit, stamped(batches, runId, new Date().toISOString())),
     finish: () => sink.finish(),
     close: () => sink.close(),
   };
   if (sink.lockPath) wrapped.lockPath = (baseDir) => sink.lockPath!(baseDir);
+  if (sink.committedCheckpoints) wrapped.committedCheckpoints = () => sink.committedCheckpoints!();
+  if (sink.currentColumns) wrapped.currentColumns = () => sink.currentColumns!();
   return wrapped;
 }
 

@@ -171,3 +171,31 @@ export function deserializeType(s: SerializedType): LogicalType {
       return SCALARS[s.kind];
   }
 }
+
+/** What a value of type `t` is in JSON text (the JSONL sink's type names): `number`, `string (timestamp)`, … */
+export function jsonTypeName(t: LogicalType): string {
+  switch (t.kind) {
+    case 'null':
+      return 'null';
+    case 'boolean':
+      return 'boolean';
+    case 'bigint':
+      return 'integer';
+    case 'double':
+      return 'number';
+    case 'varchar':
+      return 'string';
+    case 'timestamp':
+      return 'string (ISO timestamp)';
+    case 'date':
+      return 'string (ISO date)';
+    case 'json':
+      return 'any JSON';
+    case 'native':
+      return t.sql;
+    case 'list':
+      return `array of ${jsonTypeName(t.element)}`;
+    case 'struct':
+      return 'object';
+  }
+}

@@ -25,6 +25,7 @@ import type {
   WorkUnit,
 } from '../../src/core/types.js';
 import { MemoryStateStore } from '../../src/engine/state-store.js';
+import { describeType, type LogicalType } from '../../src/schema/logical-type.js';
 
 export function tempDir(): string {
   return mkdtempSync(path.join(tmpdir(), 'sluice-engine-'));
@@ -197,6 +198,10 @@ export class MemorySink implements Sink {
     this.committed = new Set(opts.committed ?? []);
     if ((opts.nativeFormats ?? []).length > 0) this.writeUnitFile = (u, f) => this.loadFile(u, f);
     if (opts.lockPath !== undefined) this.lockPath = () => opts.lockPath!;
+  }
+
+  typeName(t: LogicalType): string {
+    return describeType(t);
   }
 
   describe(): string {
