@@ -89,6 +89,12 @@ export interface SourceContext {
    * `POST /datasets/filter (paid: starts a filter job)`), `note` for anything else worth telling.
    */
   report?: (kind: 'request' | 'note', text: string) => void;
+  /**
+   * Incremental loads: the checkpoints committed by earlier runs of this pipeline, by the unit's source id (as
+   * `plan()` returned it, without any run prefix), counting only what every sink committed. Empty on a first run,
+   * with `--reset-cursor` / `--fresh`, and in dry runs that have no sinks open.
+   */
+  checkpoints?: ReadonlyMap<string, unknown>;
 }
 
 export interface Source {
@@ -118,6 +124,14 @@ export interface Source {
    * Throws a `SluiceError` whose hint is the fix. `plan` and `run` call it once, before `plan`.
    */
   preflight?(ctx: SourceContext): Promise<void>;
+  /**
+   * Optional (incremental sources): the unit's checkpoint — what the unit advanced the cursor to — once `read(unit)`
+   * has yielded its last batch (or, when `checkpointFromRows` is false, at any time). The engine sets it as the
+   * committed unit's `checkpoint`; undefined = none. The next run's `plan()` sees it in `ctx.checkpoints`.
+   */
+  unitCheckpoint?(unit: WorkUnit): unknown;
+  /** The checkpoint depends on the rows `read()` yields: the engine then never loads the unit from its raw file. */
+  readonly checkpointFromRows?: boolean;
   /** Units the engine reads at once for this source (the source's own config decides; default 4). */
   readonly concurrency?: number;
   close?(): Promise<void>;
