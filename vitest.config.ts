@@ -1,9 +1,14 @@
 import { defineConfig } from 'vitest/config';
 import SlowFilesFirst from './test/slow-files-first.js';
 
+/**
+ * The test files that spawn the CLI, hold a CLI run mid-way or kill it: their helpers (test/e2e/harness.ts) register
+ * hooks when they are first imported, and they run for seconds, so a fresh process per file costs them little.
+ */
+const PROCESS_TESTS = ['test/e2e/**/*.test.ts', 'test/reliability/**/*.test.ts'];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     // Compiles the CLI (dist/) that the end-to-end and reliability tests spawn, once per run.
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 60_000,
@@ -12,5 +17,20 @@ export default defineConfig({
     pool: 'forks',
     // 2 cores here: more workers only contend.
     maxWorkers: 2,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'unit',
+          // Each project names its files: `extends` would add a shared `include` to the project's own.
+          include: ['test/**/*.test.ts'],
+          exclude: PROCESS_TESTS,
+          // One process runs many files, importing src/, DuckDB and vitest once rather than once per file: that
+          // import was over half the CPU these files cost (tests that change process state restore it themselves).
+          isolate: false,
+        },
+      },
+      { extends: true, test: { name: 'process', include: PROCESS_TESTS } },
+    ],
   },
 });

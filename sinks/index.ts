@@ -3,5 +3,6 @@ import type { ComponentDef } from '../src/core/component.js';
 import { duckdbSink } from './duckdb/sink.js';
 import { jsonlSink } from './jsonl/sink.js';
 import { parquetSink } from './parquet/sink.js';
+import { postgresSink } from './postgres/sink.js';
 
-export const sinkDefs: ComponentDef<'sink'>[] = [duckdbSink, parquetSink, jsonlSink];
+export const sinkDefs: ComponentDef<'sink'>[] = [duckdbSink, parquetSink, jsonlSink, postgresSink];

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { lineageOption } from '../../src/engine/lineage.js';
+import { schemaContractOption } from '../../src/schema/contract.js';
 
 /**
  * DuckDB's own default is 80% of RAM, and it keeps that much of the written table cached: a 200k-record load
@@ -28,7 +29,7 @@ export const duckdbSinkSchema = z
       .string()
       .min(1)
       .describe(
-        'Table to write. Created from the data on first write with native STRUCT/LIST/TIMESTAMP/DATE columns; new fields become new columns and widened types are altered in place.',
+        'Table to write. Created from the data on first write with native STRUCT/LIST/TIMESTAMP/DATE columns — for a normalizer preset, when the run starts, with every column the preset declares; new fields become new columns and widened types are altered in place (see `schema_contract`).',
       ),
     schema: z
       .string()
@@ -54,6 +55,7 @@ export const duckdbSinkSchema = z
         `DuckDB's memory limit for the database file (shared by the sinks writing to it); beyond it DuckDB spills to \`<file>.tmp/\`. The default ${DEFAULT_MEMORY_LIMIT} keeps a load's peak memory low at no cost in speed (units load one at a time per file); 64MB ran out of memory loading a 10k-record unit.`,
       ),
     lineage: lineageOption,
+    schema_contract: schemaContractOption,
   })
   .strict()
   .superRefine((c, ctx) => {

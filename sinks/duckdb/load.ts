@@ -18,6 +18,8 @@ export interface UnitLoad {
   pipeline: string;
   names: TableNames;
   unitId: string;
+  /** The unit's cursor checkpoint, read as the transaction commits (the engine sets it once the read drained). */
+  checkpoint?: () => unknown;
   unit: StagedUnit;
   /** The table's columns as the load starts (undefined: there is no table yet). */
   table: Columns | undefined;
@@ -38,7 +40,7 @@ export async function loadUnit(conn: DuckDBConnection, load: UnitLoad): Promise<
     const records = await insertRows(conn, load);
     await load.beforeCheckpoint?.(unitId);
     failpoint('duckdb:after-data');
-    await insertStateRow(conn, pipeline, names.targetStateKey, unitId, records);
+    await insertStateRow(conn, pipeline, names.targetStateKey, unitId, records, load.checkpoint?.());
     return { committed: true, records };
   });
 }

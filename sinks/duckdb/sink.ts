@@ -6,7 +6,11 @@
  * DuckDB loads it with `read_json` and explicit columns inside the unit's transaction (load.ts): `writeUnit` from
  * rows, `writeUnitFile` from a raw JSONL file (gzip or not) — the native path, which refuses a file that is not
  * JSONL as a whole with `NativeLoadRefused`. Before a load the table is created or evolved to fit the rows
- * (table.ts), text meeting a DATE/TIMESTAMP column decided first (temporal-text.ts).
+ * (table.ts), text meeting a DATE/TIMESTAMP column decided first (temporal-text.ts). With declared columns
+ * (`SinkContext.declared`, a preset's), the table is created with all of them at `open()`, or given the ones it
+ * lacks, so its columns do not depend on which fields tonight's data fills; rows are then read with the table's
+ * (the declared) types. The schema contract is the engine's (engine/stages/schema-gate.ts): the sink reports the
+ * columns it added or widened for a unit in the unit's `CommitResult.schemaChanges`.
  *
  * Concurrency: the JS work runs for as many units as the engine reads at once; loads (insert to commit, one
  * transaction each) run one at a time per database file, on one DuckDB thread (see database.ts: the
@@ -22,6 +26,7 @@ import type {
   CommitResult,
   OutputQuery,
   RawFile,
+  SchemaChange,
   Sink,
   SinkCapabilities,
   SinkContext,
@@ -29,6 +34,7 @@ import type {
 } from '../../src/core/types.js';
 import { ConflictLog } from '../../src/schema/conflicts.js';
 import { duckdbType, quoteIdent, quoteString } from '../../src/schema/duckdb-types.js';
+import { declaredTypes } from '../../src/schema/declared.js';
 import type { LogicalType } from '../../src/schema/logical-type.js';
 import { displayPath } from '../display-path.js';
 import { Mutex } from '../output-files/mutex.js';
@@ -40,7 +46,7 @@ import { checkKeysPresent } from './merge.js';
 import { dropNextGeneration, swapInNextGeneration } from './replace.js';
 import { ensureRunsTable, recordRun } from './runs-table.js';
 import { discard, stageRawJsonl, stageRows, StagingDir, type StagedUnit } from './stage.js';
-import { committedUnitIds, ensureStateTable, isUnitCommitted } from './state.js';
+import { committedCheckpoints, committedUnitIds, ensureStateTable, isUnitCommitted } from './state.js';
 import { createTable, evolveTable, fitsTable, qualified, readColumns, type Columns } from './table.js';
 import { fitTextToTemporal } from './temporal-text.js';
 
@@ -65,6 +71,8 @@ export class DuckDBSink implements Sink {
   private staging: StagingDir | undefined;
   /** The target table's columns; undefined while it does not exist. */
   private columns: Columns | undefined;
+  /** Changes `open()` made for the declared columns: reported with the first commit. */
+  private openChanges: SchemaChange[] = [];
   private readonly tableConflicts = new ConflictLog();
   private reportedConflicts = 0;
   private readConn: DuckDBConnection | undefined;
@@ -132,6 +140,7 @@ export class DuckDBSink implements Sink {
     await this.locked(async () => {
       if (this.config.write === 'replace' && ctx.fresh) await dropNextGeneration(conn, this.names, ctx.pipeline);
       this.columns = await readColumns(conn, this.names.schema, this.names.target);
+      if (ctx.declared && ctx.declared.length > 0) await this.declare(declaredTypes(ctx.declared));
     });
   }
 
@@ -139,11 +148,25 @@ export class DuckDBSink implements Sink {
     return this.read((conn) => committedUnitIds(conn, this.context().pipeline, this.names.targetStateKey));
   }
 
+  async committedCheckpoints(): Promise<Map<string, unknown>> {
+    return this.read((conn) => committedCheckpoints(conn, this.context().pipeline, this.names.targetStateKey));
+  }
+
+  /**
+   * The columns rows are judged against: the target table's; for `replace` before its new table exists, the live
+   * table's (the one the new generation takes the place of).
+   */
+  async currentColumns(): Promise<ReadonlyMap<string, LogicalType> | undefined> {
+    if (this.columns) return new Map(this.columns);
+    if (this.names.target === this.names.table) return undefined;
+    return this.read((conn) => readColumns(conn, this.names.schema, this.names.table));
+  }
+
   async writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult> {
     if (await this.isCommitted(unit.id)) return { committed: false, records: 0 };
     const staged = await stageRows(batches, await this.stagingDir().file(unit.id));
     try {
-      return await this.commitUnit(unit.id, staged);
+      return await this.commitUnit(unit, staged);
     } finally {
       await discard(staged);
     }
@@ -160,7 +183,7 @@ export class DuckDBSink implements Sink {
       throw asNativeRefusal('duckdb sink', err);
     }
     try {
-      return await this.commitUnit(unit.id, staged);
+      return await this.commitUnit(unit, staged);
     } finally {
       await discard(staged);
     }
@@ -238,15 +261,19 @@ export class DuckDBSink implements Sink {
     });
   }
 
-  private async commitUnit(unitId: string, staged: StagedUnit): Promise<CommitResult> {
+  private async commitUnit(unit: WorkUnit, staged: StagedUnit): Promise<CommitResult> {
+    const unitId = unit.id;
+    staged = this.withDeclared(staged);
     this.checkNames(staged.schema.conflicts);
     this.noteConflicts(staged.schema.conflicts);
+    const changes: SchemaChange[] = [];
     try {
       for (;;) {
         // Decided against the table as it is now; another unit may change it before this one loads: then again.
         const incoming = await this.read((conn) => fitTextToTemporal(conn, staged, this.columns));
         const typed = incoming.size > 0;
-        if (typed && !fitsTable(this.columns, incoming)) await this.locked(() => this.prepareTable(incoming));
+        if (typed && !fitsTable(this.columns, incoming))
+          changes.push(...(await this.locked(() => this.prepareTable(incoming))));
         if (staged.rows > 0 && this.config.primary_key) checkKeysPresent(this.config.primary_key, incoming, this.label);
         const r = await this.database().withLoadSlot(() =>
           // Appends share the table (a schema change waits for them); a merge deletes rows, so it has it alone.
@@ -258,6 +285,7 @@ export class DuckDBSink implements Sink {
                 pipeline: this.context().pipeline,
                 names: this.names,
                 unitId,
+                checkpoint: () => unit.checkpoint,
                 unit: { ...staged, columns: incoming },
                 table: this.columns && new Map(this.columns),
                 ...(this.config.primary_key && { primaryKey: this.config.primary_key }),
@@ -276,8 +304,9 @@ export class DuckDBSink implements Sink {
           if (r.committed) {
             this.load.units++;
             this.load.records += r.records;
+            changes.unshift(...this.openChanges.splice(0));
           }
-          return r;
+          return changes.length > 0 ? { ...r, schemaChanges: changes } : r;
         }
       }
     } catch (err) {
@@ -285,20 +314,46 @@ export class DuckDBSink implements Sink {
     }
   }
 
-  /** Creates or evolves the target table so `incoming` fits. */
-  private async prepareTable(incoming: ReadonlyMap<string, LogicalType>): Promise<void> {
+  /**
+   * Creates or evolves the target table so `incoming` fits; returns the changes made to an existing table (a new
+   * table is no change: nothing existed).
+   */
+  private async prepareTable(incoming: ReadonlyMap<string, LogicalType>): Promise<SchemaChange[]> {
     const conn = this.connection();
     const log = this.context().log;
     const { schema, target } = this.names;
     if (!this.columns) {
       this.columns = await createTable(conn, schema, target, incoming);
       log.info(`${this.label}: created table ${qualified(schema, target)}`);
-      return;
+      return [];
     }
+    if (fitsTable(this.columns, incoming)) return [];
     const evo = await evolveTable(conn, schema, target, this.columns, incoming, this.tableConflicts);
     this.columns = evo.columns;
-    for (const c of evo.changes) log.info(`${this.label}: ${c}`);
+    for (const c of evo.changes)
+      log.info(
+        `${this.label}: ${c.change === 'added' ? `added column ${c.column} ${c.to}` : `changed column ${c.column} from ${c.from} to ${c.to}`}`,
+      );
     this.noteConflicts(this.tableConflicts);
+    return evo.changes;
+  }
+
+  /**
+   * A declared column the unit's rows never typed (only nulls, `[]` or `{}`) is read with its declared type all the
+   * same: an empty list stays `[]`, as the row had it, instead of becoming NULL for want of a type.
+   */
+  private withDeclared(staged: StagedUnit): StagedUnit {
+    const declared = this.context().declared;
+    if (!declared || declared.every((c) => staged.columns.has(c.name))) return staged;
+    const columns = new Map(staged.columns);
+    for (const c of declared) if (!columns.has(c.name)) columns.set(c.name, c.type);
+    return { ...staged, columns };
+  }
+
+  /** Declared columns (called under the table lock at open): the table gets every one, with its declared type. */
+  private async declare(declared: ReadonlyMap<string, LogicalType>): Promise<void> {
+    if (this.columns && fitsTable(this.columns, declared)) return;
+    this.openChanges.push(...(await this.prepareTable(declared)));
   }
 
   /** DuckDB cannot hold two names that differ only in case; say which, before anything is written. */

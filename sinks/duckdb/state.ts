@@ -1,6 +1,7 @@
 /**
  * `_sluice_state`: one row per committed unit, written in the same transaction as the unit's rows, so a unit's
- * data and its checkpoint exist together or not at all.
+ * data and its checkpoint exist together or not at all. `checkpoint` is the unit's cursor checkpoint (JSON text,
+ * incremental loads), null when the unit has none.
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { quoteString } from '../../src/schema/duckdb-types.js';
@@ -14,9 +15,12 @@ export async function ensureStateTable(conn: DuckDBConnection): Promise<void> {
       table_name VARCHAR NOT NULL,
       unit_id VARCHAR NOT NULL,
       records BIGINT NOT NULL,
-      committed_at TIMESTAMP NOT NULL
+      committed_at TIMESTAMP NOT NULL,
+      checkpoint JSON
     )`,
   );
+  // Tables written before checkpoints existed get the column (null: those units had none).
+  await conn.run(`ALTER TABLE ${STATE_TABLE} ADD COLUMN IF NOT EXISTS checkpoint JSON`);
 }
 
 function where(pipeline: string, table: string): string {
@@ -46,10 +50,24 @@ export async function insertStateRow(
   table: string,
   unitId: string,
   records: number,
+  checkpoint?: unknown,
 ): Promise<void> {
+  const text = checkpoint === undefined ? undefined : JSON.stringify(checkpoint);
   await conn.run(
-    `INSERT INTO ${STATE_TABLE} VALUES (${quoteString(pipeline)}, ${quoteString(table)}, ${quoteString(unitId)}, ${records}, now()::TIMESTAMP)`,
+    `INSERT INTO ${STATE_TABLE} (pipeline, table_name, unit_id, records, committed_at, checkpoint) VALUES (${quoteString(pipeline)}, ${quoteString(table)}, ${quoteString(unitId)}, ${records}, now()::TIMESTAMP, ${text === undefined ? 'NULL' : quoteString(text)})`,
   );
+}
+
+/** Unit id → checkpoint, for the committed units of `table` that have one. */
+export async function committedCheckpoints(
+  conn: DuckDBConnection,
+  pipeline: string,
+  table: string,
+): Promise<Map<string, unknown>> {
+  const r = await conn.runAndReadAll(
+    `SELECT unit_id, checkpoint FROM ${STATE_TABLE} WHERE ${where(pipeline, table)} AND checkpoint IS NOT NULL`,
+  );
+  return new Map(r.getRows().map((row) => [String(row[0]), JSON.parse(String(row[1])) as unknown]));
 }
 
 export async function deleteStateRows(conn: DuckDBConnection, pipeline: string, table: string): Promise<void> {

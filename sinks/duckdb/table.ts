@@ -8,6 +8,7 @@ import type { ConflictLog } from '../../src/schema/conflicts.js';
 import { duckdbType, fromDuckDBType, quoteIdent, quoteString } from '../../src/schema/duckdb-types.js';
 import { caseTwin, joinTypes } from '../../src/schema/join.js';
 import { cloneType, describeType, sameType, type LogicalType } from '../../src/schema/logical-type.js';
+import type { SchemaChange } from '../../src/core/types.js';
 
 export type Columns = Map<string, LogicalType>;
 
@@ -46,8 +47,8 @@ export async function createTable(
 export interface Evolution {
   /** The table's columns after the change. */
   columns: Columns;
-  /** One readable line per change made, for the log. */
-  changes: string[];
+  /** Each column (or struct field) added or widened, in DuckDB's type names. */
+  changes: SchemaChange[];
 }
 
 /**
@@ -64,7 +65,7 @@ export async function evolveTable(
 ): Promise<Evolution> {
   const q = qualified(schema, table);
   const columns: Columns = new Map(current);
-  const changes: string[] = [];
+  const changes: SchemaChange[] = [];
   for (const [name, t] of incoming) {
     const cur = columns.get(name);
     if (cur === undefined) {
@@ -75,7 +76,7 @@ export async function evolveTable(
         });
       await ddl(conn, `ALTER TABLE ${q} ADD COLUMN ${quoteIdent(name)} ${duckdbType(t)}`, q, name, undefined, t);
       columns.set(name, cloneType(t));
-      changes.push(`added column ${name} ${duckdbType(t)}`);
+      changes.push({ column: name, change: 'added', to: duckdbType(t) });
       continue;
     }
     const joined = joinTypes(cur, t, [name], conflicts);
@@ -95,9 +96,29 @@ export async function evolveTable(
       joined,
     );
     columns.set(name, cloneType(joined));
-    changes.push(`changed column ${name} from ${duckdbType(cur)} to ${target}`);
+    changes.push(...typeChanges(name, cur, joined));
   }
   return { columns, changes };
+}
+
+/**
+ * What widening a column from `from` to `to` changed, field by field: a struct gaining a field is that field added
+ * (`details.color`, `items[].sku`), not the whole struct retyped.
+ */
+export function typeChanges(column: string, from: LogicalType, to: LogicalType): SchemaChange[] {
+  if (duckdbType(from) === duckdbType(to)) return [];
+  if (from.kind === 'struct' && to.kind === 'struct' && from.fields.size > 0) {
+    const out: SchemaChange[] = [];
+    for (const [k, t] of to.fields) {
+      const f = from.fields.get(k);
+      const path = `${column}.${k}`;
+      if (f === undefined) out.push({ column: path, change: 'added', to: duckdbType(t) });
+      else out.push(...typeChanges(path, f, t));
+    }
+    return out;
+  }
+  if (from.kind === 'list' && to.kind === 'list') return typeChanges(`${column}[]`, from.element, to.element);
+  return [{ column, change: 'widened', from: duckdbType(from), to: duckdbType(to) }];
 }
 
 async function ddl(

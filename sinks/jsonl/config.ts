@@ -1,12 +1,22 @@
 /** The jsonl sink's configuration schema, validated once by the registry before the sink is built. */
 import { z } from 'zod';
 import { lineageOption } from '../../src/engine/lineage.js';
+import { schemaContractOption } from '../../src/schema/contract.js';
+import { s3Option } from '../output-files/s3.js';
 
 /**
  * gzip level 1 compresses ~3× faster than the default 6 for ~25% larger files (200k records: +3 CPU-s over plain
  * text at level 1, +9.5 at level 6; 151 vs 121 MB; `bench/sinks.ts`): at level 6 gzip, not JSON, limits a load.
  */
 export const DEFAULT_GZIP_LEVEL = 1;
+
+/**
+ * Half the Parquet sink's 128 MB: the same rows take ~6× the bytes as JSON, and a gzip file cannot be split, so
+ * every reader (DuckDB, Spark, a warehouse's COPY) decompresses one file on one thread: 64 MB of gzip level 1 is
+ * ~250 MB of JSON for that thread. Units stay invisible until their file is full, so a larger target also means
+ * a long crawl shows its rows later.
+ */
+export const DEFAULT_TARGET_FILE_MB = 64;
 
 export const jsonlSinkSchema = z
   .object({
@@ -15,7 +25,7 @@ export const jsonlSinkSchema = z
       .string()
       .min(1)
       .describe(
-        'Output directory, relative to the pipeline file; created if missing. Each work unit becomes one file, `<unit id>.jsonl` (or `.jsonl.gz`), listed with its record count in `_sluice_manifest.json`.',
+        'Output directory, relative to the pipeline file, or `s3://bucket/prefix/` (see `s3`); created if missing. Files are `part-<id>-<n>.jsonl` (or `.jsonl.gz`) of about `target_file_mb`, listed with the units they hold in `_sluice_manifest.json`.',
       ),
     compress: z
       .boolean()
@@ -36,7 +46,16 @@ export const jsonlSinkSchema = z
       .describe(
         '`append`: every run adds its files. `replace`: the run writes a new generation and `path` (then a symlink) switches to it atomically when the run finishes; readers see the old files or all of the new ones.',
       ),
+    target_file_mb: z
+      .number()
+      .positive()
+      .optional()
+      .describe(
+        `Target size of a file in MB, as stored (compressed when gzip; default ${DEFAULT_TARGET_FILE_MB}). Units are staged until their rows make a file of about this size, then published together; a unit is never split, and the last file of a run may be smaller.`,
+      ),
+    s3: s3Option,
     lineage: lineageOption,
+    schema_contract: schemaContractOption,
   })
   .strict();
 

@@ -1,10 +1,26 @@
 /**
- * `jsonl` sink: one newline-delimited JSON file per work unit, recorded in the directory's `_sluice_manifest.json`
- * and then renamed into place (see `output-files/output-dir.ts` for the commit protocol and `replace` generations).
- * Its native path copies a unit's raw JSONL file as it is (copy.ts).
+ * `jsonl` sink: newline-delimited JSON files (optionally gzip) of about a target size, recorded in the directory's
+ * `_sluice_manifest.json` (see `output-files/output-dir.ts` for the commit protocol and `replace` generations).
+ *
+ * How files reach the target size: a unit is often small (a SERP page is a few KB), and one file per unit left
+ * thousands of tiny files. So a unit is committed by *staging* it: its lines — in the output's encoding, gzip or
+ * not — go to a synced file under `.sluice-staged/`, recorded in the manifest as committed-but-staged (exactly-once
+ * holds from that moment). Once the staged bytes reach the target, the staged units are concatenated in commit
+ * order into files of about the target size under `.sluice-tmp/`, recorded in the manifest in one atomic manifest
+ * swap and then renamed into place; the staged files are then deleted. A run publishes only full files; `finish()`
+ * publishes the rest, so the last file of a run may be smaller. Concatenating costs no second encode: gzip files
+ * are joined as gzip members (RFC 1952 allows several; gunzip, DuckDB and zlib read them as one stream), and the
+ * native path (copy.ts) stages a raw file's bytes as they are. A unit is never split: one larger than the target is
+ * a file of its own. Staged units a crash left behind are committed: the next run that finishes publishes them.
+ *
+ * Lines are the records as they came, except that with declared columns every line has every declared key, first
+ * and null when absent. The manifest keeps the dataset's columns (output-files/dataset-schema.ts: inferred from
+ * every committed unit, staged or published, on both paths, typed as the other sinks type them), for
+ * `currentColumns()`, the schema contract and the changes a commit reports.
  */
+import { randomBytes } from 'node:crypto';
+import { mkdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { rm } from 'node:fs/promises';
 import type { ComponentDef, ComponentDeps } from '../../src/core/component.js';
 import type {
   Batch,
@@ -13,18 +29,33 @@ import type {
   RawFile,
   Sink,
   SinkCapabilities,
+  SchemaChange,
   SinkContext,
   WorkUnit,
 } from '../../src/core/types.js';
 import { quoteString } from '../../src/schema/duckdb-types.js';
+import { InferredSchema } from '../../src/schema/infer.js';
 import { jsonTypeName, type LogicalType } from '../../src/schema/logical-type.js';
 import { displayPath } from '../display-path.js';
+import { datasetColumns, deserializeColumns, schemaChanges, serializeColumns } from '../output-files/dataset-schema.js';
+import type { Manifest, ManifestUnit } from '../output-files/manifest.js';
+import { Mutex } from '../output-files/mutex.js';
 import { writeNdjson } from '../output-files/ndjson-writer.js';
-import { CommitIncompleteError, OutputDir, outputLockPath, type FileSinkHooks } from '../output-files/output-dir.js';
+import {
+  CommitIncompleteError,
+  OutputDir,
+  outputLockPath,
+  outputRoot,
+  STAGED_DIR,
+  type FileSinkHooks,
+  type Move,
+} from '../output-files/output-dir.js';
+import { isS3Url } from '../output-files/s3.js';
+import { shardOutputPath } from '../output-files/shared-state.js';
 import { unitFileStem } from '../output-files/unit-file-name.js';
 import { asNativeRefusal, refuseUnlessJsonl } from '../raw-jsonl/refusal.js';
-import { jsonlSinkSchema, type JsonlSinkConfig } from './config.js';
-import { copyCheckedJsonl } from './copy.js';
+import { DEFAULT_TARGET_FILE_MB, jsonlSinkSchema, type JsonlSinkConfig } from './config.js';
+import { concatFiles, copyCheckedJsonl } from './copy.js';
 
 export interface JsonlSinkOptions {
   /** The pipeline file's directory, which `path` is relative to; describe() shows `path` as written without it. */
@@ -32,12 +63,22 @@ export interface JsonlSinkOptions {
   hooks?: FileSinkHooks;
 }
 
+/** A staged unit as a publish takes it: its id and its staged file (relative to the data directory). */
+interface StagedUnit {
+  id: string;
+  file: string;
+  bytes: number;
+}
+
 export class JsonlSink implements Sink {
   /** Copying a raw JSONL file's bytes is this sink's native path. */
   readonly capabilities: SinkCapabilities = { nativeFormats: ['jsonl'] };
+  private ctx: SinkContext | undefined;
   private out: OutputDir | undefined;
+  private readonly publishing = new Mutex();
   private readonly gzipLevel: number | undefined;
   private readonly ext: string;
+  private readonly targetBytes: number;
   private readonly baseDir: string | undefined;
   private readonly hooks: FileSinkHooks;
 
@@ -48,6 +89,7 @@ export class JsonlSink implements Sink {
     const compress = config.compress ?? config.path.endsWith('.gz');
     this.gzipLevel = compress ? config.gzip_level : undefined;
     this.ext = compress ? '.jsonl.gz' : '.jsonl';
+    this.targetBytes = Math.max(1, Math.round((config.target_file_mb ?? DEFAULT_TARGET_FILE_MB) * 2 ** 20));
     this.baseDir = options.baseDir;
     this.hooks = options.hooks ?? {};
   }
@@ -61,9 +103,13 @@ export class JsonlSink implements Sink {
     return `jsonl ${displayPath(this.config.path, this.baseDir)}`;
   }
 
-  /** Every unit file under the directory (gzip or not); temp files under `.sluice-tmp/` are never named `.jsonl`. */
+  /**
+   * Every published file under the directory (gzip or not); temp and staged files are never named `.jsonl`
+   * (`stagedName`).
+   */
   outputQuery(limit: number): OutputQuery {
-    const files = path.join(path.resolve(this.baseDir ?? '.', this.config.path), '**', '*.jsonl*');
+    const root = outputRoot(this.baseDir ?? '.', this.config.path);
+    const files = isS3Url(root) ? `${root.replace(/\/*$/, '/')}**/*.jsonl*` : path.join(root, '**', '*.jsonl*');
     return {
       sql: `SELECT * FROM read_json_auto(${quoteString(files)}, format = 'newline_delimited', union_by_name = true) LIMIT ${limit}`,
     };
@@ -71,12 +117,14 @@ export class JsonlSink implements Sink {
 
   /** Two pipelines writing to one directory would each remove the other's temp files as orphans. */
   lockPath(baseDir: string): string {
-    return outputLockPath(path.resolve(baseDir, this.config.path), this.config.write);
+    return outputLockPath(outputRoot(baseDir, this.config.path), this.config.write);
   }
 
   async open(ctx: SinkContext): Promise<void> {
+    this.ctx = ctx;
     this.out = await OutputDir.open({
-      root: path.resolve(ctx.baseDir, this.config.path),
+      root: outputRoot(ctx.baseDir, this.config.path),
+      s3: this.config.s3,
       mode: this.config.write,
       fresh: ctx.fresh,
       pipeline: ctx.pipeline,
@@ -85,73 +133,201 @@ export class JsonlSink implements Sink {
       log: ctx.log,
       hooks: this.hooks,
     });
+    await mkdir(this.out.stagedDir, { recursive: true });
   }
 
   async committedUnits(): Promise<Set<string>> {
     return this.dir().committedUnits();
   }
 
+  /**
+   * The columns of every committed unit's rows, joined (dataset-schema.ts), with the declared ones; undefined until
+   * a unit with rows is committed. JSON has no column types: these are what the values are, typed as the other
+   * sinks type them, so a schema contract judges every sink alike.
+   */
+  async currentColumns(): Promise<ReadonlyMap<string, LogicalType> | undefined> {
+    const s = this.dir().manifest.schema;
+    return s && deserializeColumns(s);
+  }
+
+  async committedCheckpoints(): Promise<Map<string, unknown>> {
+    const out = new Map<string, unknown>();
+    for (const [id, u] of Object.entries(this.dir().manifest.units))
+      if (u.checkpoint !== undefined) out.set(id, u.checkpoint);
+    return out;
+  }
+
   async writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult> {
-    const out = this.dir();
-    if (out.isCommitted(unit.id)) return { committed: false, records: 0 };
-    const stem = unitFileStem(unit.id);
-    const tmp = out.tempPath(stem);
-    let keep = false;
-    try {
-      const { rows } = await writeNdjson(batches, tmp, { gzipLevel: this.gzipLevel, sync: true });
-      return await this.commit(unit, stem, tmp, rows);
-    } catch (err) {
-      keep = err instanceof CommitIncompleteError;
-      throw err;
-    } finally {
-      if (!keep) await rm(tmp, { force: true });
-    }
+    if (this.dir().isCommitted(unit.id)) return { committed: false, records: 0 };
+    const keys = this.ctx?.declared?.map((c) => c.name);
+    return this.stage(unit, async (file, schema) => {
+      const { rows } = await writeNdjson(batches, file, { gzipLevel: this.gzipLevel, sync: true, schema, keys });
+      return rows;
+    });
   }
 
   /** Native path: the unit's JSONL file is checked line by line and copied, not parsed into rows and rewritten. */
   async writeUnitFile(unit: WorkUnit, file: RawFile): Promise<CommitResult> {
     refuseUnlessJsonl('jsonl sink', file);
-    const out = this.dir();
-    if (out.isCommitted(unit.id)) return { committed: false, records: 0 };
-    const stem = unitFileStem(unit.id);
-    const tmp = out.tempPath(stem);
-    let keep = false;
-    try {
-      let rows: number;
+    if (this.dir().isCommitted(unit.id)) return { committed: false, records: 0 };
+    return this.stage(unit, async (staged, schema) => {
       try {
-        rows = await copyCheckedJsonl(file.path, tmp, this.gzipLevel);
+        return await copyCheckedJsonl(file.path, staged, this.gzipLevel, schema);
       } catch (err) {
         throw asNativeRefusal('jsonl sink', err);
       }
-      return await this.commit(unit, stem, tmp, rows);
-    } catch (err) {
-      keep = err instanceof CommitIncompleteError;
-      throw err;
-    } finally {
-      if (!keep) await rm(tmp, { force: true });
-    }
+    });
   }
 
+  /** Publishes whatever is still staged, then (for `replace`) swaps the new generation in. */
   async finish(): Promise<void> {
+    await this.publish(true);
     await this.dir().finish();
   }
 
   async close(): Promise<void> {
     this.out = undefined;
+    this.ctx = undefined;
   }
 
-  private async commit(unit: WorkUnit, stem: string, tmp: string, rows: number): Promise<CommitResult> {
-    // A unit without records is recorded (so it is not read again) but gets no empty file.
-    const name = `${stem}${this.ext}`;
-    const moves = rows > 0 ? [{ from: tmp, to: name }] : [];
-    const committed = await this.dir().commit({
-      moves,
-      check: (m) => !Object.hasOwn(m.units, unit.id),
-      apply: (m) => {
-        m.units[unit.id] = { records: rows, files: rows > 0 ? [name] : [], committed_at: new Date().toISOString() };
-      },
+  /**
+   * Commits a unit as staged: `write` puts its lines (each ending in a newline, in the output's encoding) into the
+   * staging file and returns the records; the manifest then records the unit with that file. A unit without records
+   * is recorded (so it is not read again) but stages nothing. Publishes once enough is staged.
+   */
+  private async stage(
+    unit: WorkUnit,
+    write: (file: string, schema: InferredSchema) => Promise<number>,
+  ): Promise<CommitResult> {
+    const out = this.dir();
+    const name = stagedName(unit.id);
+    const file = path.join(out.stagedDir, name);
+    const schema = new InferredSchema({ temporalText: true });
+    let committed = false;
+    try {
+      const rows = await write(file, schema);
+      const entry: ManifestUnit = { records: rows, files: [], committed_at: new Date().toISOString() };
+      // The unit's own columns are not kept: each commit joins them into the manifest's `schema` at once, and
+      // thousands of small staged units would otherwise repeat them in every manifest write.
+      if (rows > 0) entry.staged = { file: `${STAGED_DIR}/${name}`, bytes: (await stat(file)).size, schema: [] };
+      if (unit.checkpoint !== undefined) entry.checkpoint = unit.checkpoint;
+      let changes: SchemaChange[] = [];
+      committed = await out.commit({
+        moves: [],
+        check: (m) => !Object.hasOwn(m.units, unit.id),
+        apply: (m) => {
+          m.units[unit.id] = entry;
+          if (rows > 0) changes = this.addToSchema(m, schema.columns);
+        },
+      });
+      if (rows === 0) await rm(file, { force: true });
+      if (committed && stagedBytes(out.manifest) >= this.targetBytes) {
+        // The unit is committed either way; a publish that fails now is retried by finish(), which reports it.
+        await this.publish(false).catch((err: unknown) =>
+          this.ctx?.log.warn(`jsonl sink: publishing staged units failed, retried at the end: ${String(err)}`),
+        );
+      }
+      return { committed, records: committed ? rows : 0, ...(changes.length > 0 && { schemaChanges: changes }) };
+    } finally {
+      if (!committed) await rm(file, { force: true });
+    }
+  }
+
+  /**
+   * `units` (in commit order) packed into files: a file closes once it holds the target size, so every file but
+   * the last is at least the target, and exceeds it by less than one unit.
+   */
+  private pack(units: StagedUnit[]): StagedUnit[][] {
+    const files: StagedUnit[][] = [];
+    let current: StagedUnit[] = [];
+    let bytes = 0;
+    for (const u of units) {
+      current.push(u);
+      bytes += u.bytes;
+      if (bytes >= this.targetBytes) {
+        files.push(current);
+        current = [];
+        bytes = 0;
+      }
+    }
+    if (current.length > 0) files.push(current);
+    return files;
+  }
+
+  /** The files of `units` that hold the target size; a last, smaller one waits for more units. */
+  private fullFiles(units: StagedUnit[]): StagedUnit[][] {
+    const files = this.pack(units);
+    const last = files.at(-1);
+    if (last && last.reduce((n, u) => n + u.bytes, 0) < this.targetBytes) files.pop();
+    return files;
+  }
+
+  /**
+   * Staged units → files of about the target size, moved into place with one manifest swap. Unless `all`, only
+   * full files: units that triggered a publish while another was running must not make a small file.
+   */
+  private publish(all: boolean): Promise<void> {
+    return this.publishing.run(async () => {
+      const out = this.dir();
+      const staged = stagedUnits(out.manifest);
+      const files = all ? this.pack(staged) : this.fullFiles(staged);
+      if (files.length === 0) return;
+      const publishId = `${new Date().toISOString().replace(/[-:.TZ]/g, '')}-${randomBytes(3).toString('hex')}`;
+      const moves: Move[] = [];
+      const fileOf = new Map<string, string>();
+      let keep = false;
+      try {
+        for (const [i, group] of files.entries()) {
+          const tmp = out.tempPath(`publish-${publishId}-${i}`);
+          moves.push({ from: tmp, to: `part-${publishId}-${i}${this.ext}` });
+          await concatFiles(
+            group.map((u) => path.join(out.dataDir, u.file)),
+            tmp,
+          );
+          for (const u of group) fileOf.set(u.id, moves[i]!.to);
+        }
+        const stagedPaths = files.flat().map((u) => path.join(out.dataDir, u.file));
+        await out.commit({
+          moves,
+          apply: (m) => {
+            for (const [id, name] of fileOf) {
+              const u = m.units[id];
+              if (!u) continue;
+              delete u.staged;
+              u.files = [name];
+            }
+          },
+          after: async () => {
+            await Promise.all(stagedPaths.map((p) => rm(p, { force: true })));
+          },
+        });
+        const bytes = files.flat().reduce((n, u) => n + u.bytes, 0);
+        this.ctx?.log.info(
+          `jsonl sink: published ${fileOf.size} unit(s) as ${files.length} file(s), ${(bytes / 2 ** 20).toFixed(1)} MB`,
+        );
+      } catch (err) {
+        keep = err instanceof CommitIncompleteError;
+        if (keep) {
+          // Recorded but not all in place: the staged files the manifest no longer names are published data's
+          // second copy (the temp files are moved in by finish() or the next open).
+          const still = new Set(stagedUnits(out.manifest).map((u) => u.file));
+          const done = files.flat().filter((u) => !still.has(u.file));
+          await Promise.all(done.map((u) => rm(path.join(out.dataDir, u.file), { force: true })));
+        }
+        throw err;
+      } finally {
+        if (!keep) await Promise.all(moves.map((m) => rm(m.from, { force: true })));
+      }
     });
-    return { committed, records: committed ? rows : 0 };
+  }
+
+  /** Joins a committed unit's columns into the dataset's (under the commit lock); returns what that changed. */
+  private addToSchema(m: Manifest, unitColumns: ReadonlyMap<string, LogicalType>): SchemaChange[] {
+    const before = m.schema && deserializeColumns(m.schema);
+    const after = datasetColumns([...(before ? [before] : []), unitColumns], this.ctx?.declared);
+    if (!after) return [];
+    m.schema = serializeColumns(after);
+    return schemaChanges(before, after, (t) => this.typeName(t));
   }
 
   private dir(): OutputDir {
@@ -160,12 +336,36 @@ export class JsonlSink implements Sink {
   }
 }
 
+/** The manifest's staged units, in commit order (the order the manifest lists them). */
+function stagedUnits(m: Manifest): StagedUnit[] {
+  const out: StagedUnit[] = [];
+  for (const [id, u] of Object.entries(m.units))
+    if (u.staged) out.push({ id, file: u.staged.file, bytes: u.staged.bytes });
+  return out;
+}
+
+function stagedBytes(m: Manifest): number {
+  let n = 0;
+  for (const u of Object.values(m.units)) n += u.staged?.bytes ?? 0;
+  return n;
+}
+
+/**
+ * A staging file's name: the unit's readable stem without dots, so that no glob for data files (`**\/*.jsonl*`)
+ * lists it, whatever the unit id holds (`file:in.jsonl`).
+ */
+function stagedName(unitId: string): string {
+  return `${unitFileStem(unitId).replace(/\./g, '_')}.${randomBytes(4).toString('hex')}.staged`;
+}
+
 export const jsonlSink: ComponentDef<'sink', JsonlSinkConfig, Sink> = {
   kind: 'sink',
   type: 'jsonl',
-  description: 'Newline-delimited JSON files (optionally gzip), one per work unit, with a manifest.',
+  description: 'Newline-delimited JSON files (optionally gzip) of about a target size, with a manifest.',
   schema: jsonlSinkSchema,
   create(config: JsonlSinkConfig, deps: ComponentDeps): Sink {
-    return new JsonlSink(config, { baseDir: deps.baseDir });
+    // A shard writes its own part of a shared output: one writer per manifest (output-files/shared-state.ts).
+    const own = deps.shard ? { ...config, path: shardOutputPath(config.path, deps.shard) } : config;
+    return new JsonlSink(own, { baseDir: deps.baseDir });
   },
 };

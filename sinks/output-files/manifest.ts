@@ -21,6 +21,8 @@ export interface ManifestUnit {
    * enough have gathered for a full-size Parquet file, or the run finishes.
    */
   staged?: { file: string; bytes: number; schema: [string, SerializedType][] };
+  /** The unit's `checkpoint` (incremental loads), recorded by the same manifest swap as its rows. */
+  checkpoint?: unknown;
 }
 
 export interface Manifest {
@@ -30,8 +32,10 @@ export interface Manifest {
   updated_at: string;
   units: Record<string, ManifestUnit>;
   /**
-   * Parquet only: the columns of the files published so far, in the order they first appeared; each publish
-   * starts from it, so every file of the directory lists columns and struct fields in one order.
+   * The dataset's columns (dataset-schema.ts: declared ones first, then in the order they first appeared). JSONL:
+   * of every committed unit, updated by each unit's commit. Parquet: of the published files; each publish starts
+   * from it, so every file of the directory lists columns and struct fields in one order, with the dataset's
+   * widened types.
    */
   schema?: [string, SerializedType][];
 }
@@ -49,6 +53,11 @@ export async function readManifest(dir: string, pipeline: string, format: Manife
     if (isErrno(err, 'ENOENT')) return emptyManifest(pipeline, format);
     throw err;
   }
+  return parseManifest(text, file, dir, format);
+}
+
+/** A manifest's text, checked; `file` and `dir` name it in messages (a path, or an `s3://` URL). */
+export function parseManifest(text: string, file: string, dir: string, format: Manifest['format']): Manifest {
   let m: Manifest;
   try {
     m = JSON.parse(text) as Manifest;
@@ -70,8 +79,13 @@ export async function readManifest(dir: string, pipeline: string, format: Manife
 }
 
 export async function writeManifest(dir: string, tmpDir: string, m: Manifest): Promise<void> {
+  await writeFileAtomic(path.join(dir, MANIFEST_NAME), manifestText(m), tmpDir);
+}
+
+/** The manifest's text, stamped with the time of this write. */
+export function manifestText(m: Manifest): string {
   m.updated_at = new Date().toISOString();
-  await writeFileAtomic(path.join(dir, MANIFEST_NAME), `${JSON.stringify(m, null, 1)}\n`, tmpDir);
+  return `${JSON.stringify(m, null, 1)}\n`;
 }
 
 /** Every data file the manifest names (relative paths). */

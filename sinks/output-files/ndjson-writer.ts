@@ -26,6 +26,11 @@ export interface NdjsonOptions {
   schema?: InferredSchema;
   /** fsync before returning (committed data must survive a power cut; DuckDB staging files need not). */
   sync?: boolean;
+  /**
+   * Keys every line has, first and in this order (a declared schema's columns): an absent or undefined value is
+   * written as null, so every line of the output has the same declared keys. Other keys follow as they come.
+   */
+  keys?: readonly string[];
 }
 
 export async function writeNdjson(
@@ -35,12 +40,13 @@ export async function writeNdjson(
 ): Promise<NdjsonResult> {
   let rows = 0;
   const schema = opts.schema;
+  const keys = opts.keys && opts.keys.length > 0 ? opts.keys : undefined;
   async function* lines(): AsyncGenerator<string> {
     for await (const batch of batches) {
       if (batch.length === 0) continue;
       schema?.observe(batch);
       rows += batch.length;
-      yield ndjsonLines(batch);
+      yield ndjsonLines(keys ? withKeys(batch, keys) : batch);
     }
   }
   const out = createWriteStream(file, { highWaterMark: 1 << 16 });
@@ -49,6 +55,19 @@ export async function writeNdjson(
   else await pipeline(Readable.from(lines()), out);
   if (opts.sync) await fsyncFile(file);
   return { rows, bytes: (await stat(file)).size };
+}
+
+/** The batch's rows with `keys` first, null where absent. */
+function withKeys(batch: Batch, keys: readonly string[]): Batch {
+  const out: Batch = new Array<Row>(batch.length);
+  for (let i = 0; i < batch.length; i++) {
+    const row = batch[i]!;
+    const o: Row = {};
+    for (const k of keys) o[k] = row[k] ?? null;
+    for (const k in row) if (!(k in o)) o[k] = row[k];
+    out[i] = o;
+  }
+  return out;
 }
 
 /** One JSON text per row, each followed by a newline. */

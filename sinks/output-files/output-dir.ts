@@ -20,6 +20,9 @@
  * The run lock of an output (`.sluice-lock`, taken by the engine: two pipelines may write to one directory) sits in
  * the directory itself for `append`, and beside the generations for `replace` (in `.<name>.sluice-generations/`):
  * never inside a generation, which a swap replaces.
+ *
+ * `path: s3://bucket/prefix/` keeps the same guarantees with objects instead of renames (s3-output.ts); temp and
+ * staging files are then written in a local work directory (`dataDir`) and uploaded by `commit`.
  */
 import { randomBytes } from 'node:crypto';
 import { lstat, mkdir, readFile, readdir, readlink, rename, rm, symlink, unlink, writeFile } from 'node:fs/promises';
@@ -30,14 +33,22 @@ import type { Logger } from '../../src/core/types.js';
 import { ensureWritableDir, fsyncDir, fsyncFile, isErrno, writeFileAtomic } from './fs-durable.js';
 import { readManifest, referencedFiles, writeManifest, type Manifest } from './manifest.js';
 import { Mutex } from './mutex.js';
+import { isS3Url, s3LockPath, s3WorkDir, type S3Options } from './s3.js';
+import { S3Output, type RemoteCommit } from './s3-output.js';
 
 export const TMP_DIR = '.sluice-tmp';
 export const STAGED_DIR = '.sluice-staged';
 const MARKER_EXT = '.pending';
 export const LOCK_FILE = '.sluice-lock';
 
+/** The output's root: `path` from the config resolved against the pipeline's directory, or its `s3://` URL. */
+export function outputRoot(baseDir: string, configPath: string): string {
+  return isS3Url(configPath) ? configPath : path.resolve(baseDir, configPath);
+}
+
 /** Where the run lock of the output at `root` (absolute) lives; see the header. */
 export function outputLockPath(root: string, mode: 'append' | 'replace'): string {
+  if (isS3Url(root)) return s3LockPath(root);
   return path.join(mode === 'replace' ? generationsRoot(root) : root, LOCK_FILE);
 }
 
@@ -46,8 +57,10 @@ function generationsRoot(root: string): string {
 }
 
 export interface OutputDirOptions {
-  /** Absolute output path from the config. */
+  /** Absolute output path from the config, or an `s3://bucket/prefix/` URL. */
   root: string;
+  /** Where an `s3://` output's store is (endpoint, region, path style); else the standard AWS environment. */
+  s3?: S3Options;
   mode: 'append' | 'replace';
   /** Start a new `replace` generation instead of continuing an unfinished one. */
   fresh: boolean;
@@ -97,7 +110,24 @@ export class OutputDir {
     readonly dataDir: string,
     public manifest: Manifest,
     private readonly generation?: Generation,
+    private readonly remote?: S3Output,
   ) {}
+
+  /** Where readers find the output: the directory, or the S3 URL of the data prefix (a generation's for replace). */
+  get location(): string {
+    return this.remote ? this.remote.url() : this.dataDir;
+  }
+
+  /**
+   * A local path of the committed data file `rel`: itself on disk; on S3 a download into the temp directory, which
+   * the caller removes.
+   */
+  async localFile(rel: string): Promise<string> {
+    if (!this.remote) return path.join(this.dataDir, rel);
+    const file = this.tempPath('download');
+    await this.remote.store.downloadFile(`${this.remote.dataPrefix}${rel}`, file);
+    return file;
+  }
 
   get tmpDir(): string {
     return path.join(this.dataDir, TMP_DIR);
@@ -108,6 +138,7 @@ export class OutputDir {
   }
 
   static async open(opts: OutputDirOptions): Promise<OutputDir> {
+    if (isS3Url(opts.root)) return OutputDir.openS3(opts);
     let dataDir = opts.root;
     let generation: Generation | undefined;
     if (opts.mode === 'replace') {
@@ -120,6 +151,18 @@ export class OutputDir {
     const manifest = await readManifest(dataDir, opts.pipeline, opts.format);
     const out = new OutputDir(opts, dataDir, manifest, generation);
     await out.removeOrphans();
+    return out;
+  }
+
+  private static async openS3(opts: OutputDirOptions): Promise<OutputDir> {
+    const remote = await S3Output.open({ url: opts.root, ...opts });
+    const dataDir = await s3WorkDir(remote.url(), opts.pipeline);
+    // Local temp files never outlive a run on S3 (a commit uploads them): whatever is there is a crash's.
+    await rm(path.join(dataDir, TMP_DIR), { recursive: true, force: true });
+    await ensureWritableDir(path.join(dataDir, TMP_DIR), opts.label);
+    const manifest = await remote.readManifest(opts.pipeline, opts.format);
+    const out = new OutputDir(opts, dataDir, manifest, undefined, remote);
+    await remote.settle(manifest, out.stagedDir);
     return out;
   }
 
@@ -148,6 +191,7 @@ export class OutputDir {
     /** Runs under the lock after the files are in place (e.g. deleting staged files that are now published). */
     after?: () => Promise<void>;
   }): Promise<boolean> {
+    if (this.remote) return this.commitS3(this.remote, req);
     return this.mutex.run(async () => {
       if (this.unsettled)
         throw new SluiceError(`${this.opts.label}: an earlier commit is unsettled: ${this.unsettled.message}`, {
@@ -215,6 +259,63 @@ export class OutputDir {
     });
   }
 
+  /** `commit` on S3 (s3-output.ts): upload, manifest, copy into place. */
+  private commitS3(remote: S3Output, req: Parameters<OutputDir['commit']>[0]): Promise<boolean> {
+    return this.mutex.run(async () => {
+      if (this.unsettled)
+        throw new SluiceError(`${this.opts.label}: an earlier commit is unsettled: ${this.unsettled.message}`, {
+          hint: 'fix the cause and run again: the next run settles it before committing anything else',
+        });
+      const discard = () => Promise.all(req.moves.map((m) => rm(m.from, { recursive: true, force: true })));
+      if (req.check && !req.check(this.manifest)) {
+        await discard();
+        return false;
+      }
+      const next = structuredClone(this.manifest);
+      const stagedBefore = stagedFiles(this.manifest);
+      let upload: RemoteCommit;
+      try {
+        req.apply(next);
+        // Staging files the manifest is about to refer to must be in the store before it does.
+        const staged = [...stagedFiles(next)]
+          .filter((f) => !stagedBefore.has(f))
+          .map((rel) => ({ rel, file: path.join(this.dataDir, rel) }));
+        upload = await remote.upload(req.moves, staged);
+        await this.opts.hooks?.beforeManifest?.();
+        failpoint('files:before-manifest');
+      } catch (err) {
+        // Before the commit point: what was uploaded is temp (or unreferenced staging) and goes at the next open.
+        await discard();
+        throw err;
+      }
+      try {
+        await remote.writeManifest(next);
+      } catch (err) {
+        this.unsettled = err as Error;
+        throw new CommitIncompleteError(`${this.opts.label}: could not write the manifest: ${(err as Error).message}`, {
+          hint: 'fix the cause and run again: the next run settles this commit',
+          cause: err,
+        });
+      }
+      this.manifest = next;
+      try {
+        await this.opts.hooks?.afterManifest?.();
+        failpoint('files:after-manifest');
+        await remote.complete(upload);
+      } catch (err) {
+        throw new CommitIncompleteError(
+          `${this.opts.label}: a commit is recorded but its objects are not all in place: ${(err as Error).message}`,
+          { hint: 'fix the cause and run again: the commit is completed when the output opens', cause: err },
+        );
+      }
+      await discard();
+      await req.after?.();
+      const stagedNow = stagedFiles(next);
+      await remote.deleteStaged([...stagedBefore].filter((f) => !stagedNow.has(f)));
+      return true;
+    });
+  }
+
   private async moveIntoPlace(moves: Move[]): Promise<void> {
     const dirs = new Set<string>();
     for (const m of moves) {
@@ -239,6 +340,11 @@ export class OutputDir {
    */
   async finish(): Promise<void> {
     await this.mutex.run(async () => {
+      if (this.remote) {
+        await this.remote.settle(this.manifest, this.stagedDir);
+        await this.remote.swapIn();
+        return;
+      }
       await this.completeRecorded();
       if (this.generation) await this.generation.swapIn();
     });
@@ -393,6 +499,11 @@ async function liveGeneration(root: string): Promise<string | undefined> {
     if (isErrno(err, 'ENOENT', 'EINVAL')) return undefined;
     throw err;
   }
+}
+
+/** The staging files (relative: `.sluice-staged/<name>`) the manifest's units refer to. */
+function stagedFiles(m: Manifest): Set<string> {
+  return new Set(Object.values(m.units).flatMap((u) => (u.staged ? [u.staged.file] : [])));
 }
 
 /** A marker's content; a marker torn by a crash was written before the commit point and holds nothing. */

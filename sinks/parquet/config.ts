@@ -1,6 +1,8 @@
 /** The parquet sink's configuration schema, validated once by the registry before the sink is built. */
 import { z } from 'zod';
 import { lineageOption } from '../../src/engine/lineage.js';
+import { schemaContractOption } from '../../src/schema/contract.js';
+import { s3Option } from '../output-files/s3.js';
 
 export const DEFAULT_TARGET_FILE_MB = 128;
 /**
@@ -16,7 +18,7 @@ export const parquetSinkSchema = z
       .string()
       .min(1)
       .describe(
-        'Output directory, relative to the pipeline file; created if missing. Files are `part-<id>-<n>.parquet` (under `<column>=<value>/` directories with `partition_by`), listed with the units they hold in `_sluice_manifest.json`.',
+        'Output directory, relative to the pipeline file, or `s3://bucket/prefix/` (see `s3`); created if missing. Files are `part-<id>-<n>.parquet` (under `<column>=<value>/` directories with `partition_by`), listed with the units they hold in `_sluice_manifest.json`.',
       ),
     write: z
       .enum(['append', 'replace'])
@@ -24,7 +26,9 @@ export const parquetSinkSchema = z
       .describe(
         '`append`: every run adds files. `replace`: the run writes a new generation and `path` (then a symlink) switches to it atomically when the run finishes.',
       ),
+    s3: s3Option,
     lineage: lineageOption,
+    schema_contract: schemaContractOption,
     compression: z
       .enum(['zstd', 'snappy', 'gzip', 'lz4', 'brotli', 'uncompressed'])
       .default('zstd')

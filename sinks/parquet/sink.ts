@@ -12,6 +12,13 @@
  * (the last one of a run may be smaller) and never a duplicate; staging costs no second Parquet encode, and the
  * manifest-listed staging files survive a crash. With `partition_by`, one publish writes a file per partition
  * present, so files are smaller by the number of partitions (raise `target_file_mb` to compensate).
+ *
+ * One dataset across runs: every file is written with the dataset's columns (the manifest's `schema`, joined with
+ * the staged units' and the declared columns; output-files/dataset-schema.ts), so
+ * `read_parquet('<path>/**\/*.parquet', union_by_name = true)` gives the rows and types the DuckDB sink's table
+ * has for the same data. DuckDB's union widens older files as the table's ALTERs did, except into text and JSON,
+ * where a value's text depends on the path it took: a publish that widens a column into VARCHAR or JSON rewrites
+ * the earlier files that need it (`rewriteIfNeeded`), under their own names, in the publish's manifest swap.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm, stat } from 'node:fs/promises';
@@ -26,27 +33,38 @@ import type {
   OutputQuery,
   Sink,
   SinkCapabilities,
+  SchemaChange,
   SinkContext,
   WorkUnit,
 } from '../../src/core/types.js';
 import { duckdbType, quoteString } from '../../src/schema/duckdb-types.js';
 import { InferredSchema } from '../../src/schema/infer.js';
-import { deserializeType, serializeType, type LogicalType } from '../../src/schema/logical-type.js';
+import type { LogicalType } from '../../src/schema/logical-type.js';
 import { displayPath } from '../display-path.js';
-import type { ManifestUnit } from '../output-files/manifest.js';
+import {
+  deserializeColumns,
+  joinDataset,
+  schemaChanges,
+  serializeColumns,
+  textifies,
+} from '../output-files/dataset-schema.js';
+import type { Manifest, ManifestUnit } from '../output-files/manifest.js';
 import { Mutex } from '../output-files/mutex.js';
 import { writeNdjson } from '../output-files/ndjson-writer.js';
 import {
   CommitIncompleteError,
   OutputDir,
   outputLockPath,
+  outputRoot,
   STAGED_DIR,
   type FileSinkHooks,
   type Move,
 } from '../output-files/output-dir.js';
+import { isS3Url } from '../output-files/s3.js';
 import { unitFileStem } from '../output-files/unit-file-name.js';
+import { shardOutputPath } from '../output-files/shared-state.js';
 import { DEFAULT_TARGET_FILE_MB, parquetSinkSchema, type ParquetSinkConfig } from './config.js';
-import { copyToParquet, emptyFiles, listFiles } from './write-files.js';
+import { copyToParquet, emptyFiles, listFiles, rewriteIfNeeded } from './write-files.js';
 
 /** Staged NDJSON bytes per Parquet byte before any publish has measured it (company profiles, zstd: ~6). */
 const INITIAL_JSON_PER_PARQUET = 6;
@@ -65,6 +83,11 @@ export class ParquetSink implements Sink {
   private db: DuckDBInstance | undefined;
   private conn: DuckDBConnection | undefined;
   private readonly publishing = new Mutex();
+  /**
+   * The dataset's columns by manifest version (`dataset()`): joining every staged unit's schema at each commit
+   * would cost thousands of joins per unit while a target-size file gathers.
+   */
+  private readonly datasets = new WeakMap<Manifest, Map<string, LogicalType> | undefined>();
   private readonly targetBytes: number;
   private jsonPerParquet = INITIAL_JSON_PER_PARQUET;
   private readonly baseDir: string | undefined;
@@ -90,7 +113,8 @@ export class ParquetSink implements Sink {
 
   /** Every published file, partition columns read back from the directory names. */
   outputQuery(limit: number): OutputQuery {
-    const files = path.join(path.resolve(this.baseDir ?? '.', this.config.path), '**', '*.parquet');
+    const root = outputRoot(this.baseDir ?? '.', this.config.path);
+    const files = isS3Url(root) ? `${root.replace(/\/*$/, '/')}**/*.parquet` : path.join(root, '**', '*.parquet');
     return {
       sql: `SELECT * FROM read_parquet(${quoteString(files)}, hive_partitioning = true, union_by_name = true) LIMIT ${limit}`,
     };
@@ -98,13 +122,14 @@ export class ParquetSink implements Sink {
 
   /** Two pipelines writing to one directory would each remove the other's temp files as orphans. */
   lockPath(baseDir: string): string {
-    return outputLockPath(path.resolve(baseDir, this.config.path), this.config.write);
+    return outputLockPath(outputRoot(baseDir, this.config.path), this.config.write);
   }
 
   async open(ctx: SinkContext): Promise<void> {
     this.ctx = ctx;
     this.out = await OutputDir.open({
-      root: path.resolve(ctx.baseDir, this.config.path),
+      root: outputRoot(ctx.baseDir, this.config.path),
+      s3: this.config.s3,
       mode: this.config.write,
       fresh: ctx.fresh,
       pipeline: ctx.pipeline,
@@ -150,17 +175,21 @@ export class ParquetSink implements Sink {
         this.context().log.warn(`parquet sink: unit ${unit.id}: ${schema.conflicts.format()}`);
       failpoint('parquet:staged');
       const entry: ManifestUnit = { records: rows, files: [], committed_at: new Date().toISOString() };
-      if (rows > 0)
-        entry.staged = {
-          file: `${STAGED_DIR}/${name}`,
-          bytes,
-          schema: [...schema.columns].map(([k, t]) => [k, serializeType(t)]),
-        };
+      if (rows > 0) entry.staged = { file: `${STAGED_DIR}/${name}`, bytes, schema: serializeColumns(schema.columns) };
+      if (unit.checkpoint !== undefined) entry.checkpoint = unit.checkpoint;
+      let changes: SchemaChange[] = [];
       committed = await out.commit({
         moves: [],
         check: (m) => !Object.hasOwn(m.units, unit.id),
         apply: (m) => {
+          // Under the commit lock: the dataset as committed just before this unit, whichever units ran beside it.
+          const before = this.dataset(out.manifest);
           m.units[unit.id] = entry;
+          if (rows === 0) return;
+          const after = joinDataset([...(before ? [before] : []), schema.columns], this.context().declared).columns;
+          // `m` is the manifest once this commit is done: the next unit starts from here, not from every part.
+          this.datasets.set(m, after);
+          if (after) changes = schemaChanges(before, after, (t) => this.typeName(t));
         },
       });
       if (rows === 0) await rm(file, { force: true });
@@ -170,10 +199,22 @@ export class ParquetSink implements Sink {
           this.context().log.warn(`parquet sink: publishing staged units failed, retried at the end: ${String(err)}`),
         );
       }
-      return { committed, records: committed ? rows : 0 };
+      return { committed, records: committed ? rows : 0, ...(changes.length > 0 && { schemaChanges: changes }) };
     } finally {
       if (!committed) await rm(file, { force: true });
     }
+  }
+
+  /** The dataset's columns: of the published files and the staged units, with the declared ones. */
+  async currentColumns(): Promise<ReadonlyMap<string, LogicalType> | undefined> {
+    return this.dataset(this.dir().manifest);
+  }
+
+  async committedCheckpoints(): Promise<Map<string, unknown>> {
+    const out = new Map<string, unknown>();
+    for (const [id, u] of Object.entries(this.dir().manifest.units))
+      if (u.checkpoint !== undefined) out.set(id, u.checkpoint);
+    return out;
   }
 
   /** Publishes whatever is still staged, then (for `replace`) swaps the new generation in. */
@@ -188,6 +229,20 @@ export class ParquetSink implements Sink {
     this.conn = undefined;
     this.db = undefined;
     this.out = undefined;
+  }
+
+  /**
+   * The columns the files of `m` have once its staged units are published (dataset-schema.ts); undefined while no
+   * unit holds a row.
+   */
+  private dataset(m: Manifest): Map<string, LogicalType> | undefined {
+    if (this.datasets.has(m)) return this.datasets.get(m);
+    const parts: Map<string, LogicalType>[] = [];
+    if (m.schema) parts.push(deserializeColumns(m.schema));
+    for (const u of Object.values(m.units)) if (u.staged) parts.push(deserializeColumns(u.staged.schema));
+    const columns = parts.length === 0 ? undefined : joinDataset(parts, this.context().declared).columns;
+    this.datasets.set(m, columns);
+    return columns;
   }
 
   /** Staged rows would make a file of about the target size. */
@@ -207,12 +262,13 @@ export class ParquetSink implements Sink {
       const out = this.dir();
       const staged = Object.entries(out.manifest.units).filter(([, u]) => u.staged !== undefined);
       if (staged.length === 0) return;
-      const schema = new InferredSchema({ temporalText: true });
       // Starting from what earlier publishes wrote keeps one column and struct-field order across all the files of
-      // the directory, whichever unit a field first appeared in.
-      if (out.manifest.schema) schema.absorb(new Map(out.manifest.schema.map(([k, s]) => [k, deserializeType(s)])));
-      for (const [, u] of staged) schema.absorb(new Map(u.staged!.schema.map(([k, s]) => [k, deserializeType(s)])));
-      const cases = schema.conflicts.caseConflicts();
+      // the directory, whichever unit a field first appeared in, and gives new files the dataset's widened types.
+      const published = out.manifest.schema && deserializeColumns(out.manifest.schema);
+      const parts = [...(published ? [published] : []), ...staged.map(([, u]) => deserializeColumns(u.staged!.schema))];
+      const { columns: joined, conflicts } = joinDataset(parts, this.context().declared);
+      const columns = joined ?? new Map<string, LogicalType>();
+      const cases = conflicts.caseConflicts();
       if (cases.length > 0)
         throw new SluiceError(
           `parquet sink: field names that differ only in case: ${cases.map((c) => c.path).join(', ')}`,
@@ -221,7 +277,7 @@ export class ParquetSink implements Sink {
           },
         );
       for (const col of this.config.partition_by ?? []) {
-        const t = schema.column(col);
+        const t = columns.get(col);
         if (t === undefined || t.kind === 'list' || t.kind === 'struct')
           throw new SluiceError(
             `parquet sink: partition column "${col}" is ${t === undefined ? 'not in the data' : `a ${t.kind.toUpperCase()}`}`,
@@ -234,25 +290,36 @@ export class ParquetSink implements Sink {
       const jsonBytes = staged.reduce((n, [, u]) => n + u.staged!.bytes, 0);
       const publishId = `${new Date().toISOString().replace(/[-:.TZ]/g, '')}-${randomBytes(3).toString('hex')}`;
       const tmpOut = out.tempPath(`publish-${publishId}`, 'dir');
+      const tmpRewrites = out.tempPath(`rewrite-${publishId}`, 'dir');
       let keep = false;
       try {
-        await copyToParquet(this.connection(), this.config, {
-          files: stagedPaths,
-          schema,
-          dir: tmpOut,
-          publishId,
-          targetBytes: this.targetBytes,
-        });
-        const moves: Move[] = [];
+        let written: string[] = [];
+        if (columns.size > 0) {
+          await copyToParquet(this.connection(), this.config, {
+            files: stagedPaths,
+            columns,
+            dir: tmpOut,
+            publishId,
+            targetBytes: this.targetBytes,
+          });
+          written = await listFiles(tmpOut);
+        } else {
+          // No value decided a column and none is declared: like the DuckDB sink without a table, nothing to store.
+          const records = staged.reduce((n, [, u]) => n + u.records, 0);
+          this.context().log.warn(
+            `parquet sink: ${records} record(s) with only null values and no columns: not stored`,
+          );
+        }
+        const moves: Move[] = published ? await this.rewrites(published, columns, tmpRewrites) : [];
+        const rewritten = moves.length;
         let parquetBytes = 0;
-        const written = await listFiles(tmpOut);
         const empty = await emptyFiles(this.connection(), tmpOut, written);
         for (const rel of written) {
           if (empty.has(rel)) continue;
           moves.push({ from: path.join(tmpOut, rel), to: rel.replace(/\.tmp$/, '.parquet') });
           parquetBytes += (await stat(path.join(tmpOut, rel))).size;
         }
-        const files = moves.map((m) => m.to);
+        const files = moves.slice(rewritten).map((m) => m.to);
         await out.commit({
           moves,
           apply: (m) => {
@@ -262,7 +329,7 @@ export class ParquetSink implements Sink {
               delete u.staged;
               u.files = files;
             }
-            m.schema = [...schema.columns].map(([k, t]) => [k, serializeType(t)]);
+            if (columns.size > 0) m.schema = serializeColumns(columns);
           },
           after: async () => {
             await Promise.all(stagedPaths.map((p) => rm(p, { force: true })));
@@ -270,15 +337,51 @@ export class ParquetSink implements Sink {
         });
         if (parquetBytes > 0) this.jsonPerParquet = Math.max(1, jsonBytes / parquetBytes);
         this.context().log.info(
-          `parquet sink: published ${staged.length} unit(s) as ${files.length} file(s), ${(parquetBytes / 2 ** 20).toFixed(1)} MB`,
+          `parquet sink: published ${staged.length} unit(s) as ${files.length} file(s), ${(parquetBytes / 2 ** 20).toFixed(1)} MB` +
+            (rewritten > 0 ? `; rewrote ${rewritten} earlier file(s) for columns that became text or JSON` : ''),
         );
       } catch (err) {
         keep = err instanceof CommitIncompleteError;
         throw err;
       } finally {
-        if (!keep) await rm(tmpOut, { recursive: true, force: true });
+        if (!keep) await Promise.all([tmpOut, tmpRewrites].map((d) => rm(d, { recursive: true, force: true })));
       }
     });
+  }
+
+  /**
+   * Published files whose rows a union of the directory would not read as the DuckDB sink's table holds them once
+   * the dataset's columns widen from `published` to `columns` (see `rewriteIfNeeded`), rewritten into `tmpDir`.
+   * Only a widening into text or JSON needs it. The moves put them back under their own names in the publish's
+   * manifest swap, before the new files: a reader never sees a row twice.
+   */
+  private async rewrites(
+    published: ReadonlyMap<string, LogicalType>,
+    columns: ReadonlyMap<string, LogicalType>,
+    tmpDir: string,
+  ): Promise<Move[]> {
+    let any = false;
+    for (const [k, t] of published) {
+      const u = columns.get(k);
+      if (u !== undefined && textifies(t, u)) any = true;
+    }
+    if (!any) return [];
+    const out = this.dir();
+    const moves: Move[] = [];
+    const files = [...new Set(Object.values(out.manifest.units).flatMap((u) => u.files))].sort();
+    await mkdir(tmpDir, { recursive: true });
+    for (const [i, rel] of files.entries()) {
+      const to = path.join(tmpDir, `${i}.tmp`);
+      const file = await out.localFile(rel);
+      try {
+        if (await rewriteIfNeeded(this.connection(), this.config, file, to, published, columns))
+          moves.push({ from: to, to: rel });
+      } finally {
+        // On S3 `file` is a download into the temp directory.
+        if (file !== path.join(out.dataDir, rel)) await rm(file, { force: true });
+      }
+    }
+    return moves;
   }
 
   private context(): SinkContext {
@@ -303,6 +406,8 @@ export const parquetSink: ComponentDef<'sink', ParquetSinkConfig, Sink> = {
   description: 'Parquet files (zstd, optionally hive-partitioned) of about a target size, with a manifest.',
   schema: parquetSinkSchema,
   create(config: ParquetSinkConfig, deps: ComponentDeps): Sink {
-    return new ParquetSink(config, { baseDir: deps.baseDir });
+    // A shard writes its own part of a shared output: one writer per manifest (output-files/shared-state.ts).
+    const own = deps.shard ? { ...config, path: shardOutputPath(config.path, deps.shard) } : config;
+    return new ParquetSink(own, { baseDir: deps.baseDir });
   },
 };

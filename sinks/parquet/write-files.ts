@@ -6,8 +6,10 @@ import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { SluiceError } from '../../src/core/errors.js';
-import { duckdbType, quoteIdent, quoteString } from '../../src/schema/duckdb-types.js';
-import type { InferredSchema } from '../../src/schema/infer.js';
+import { duckdbType, fromDuckDBType, quoteIdent, quoteString } from '../../src/schema/duckdb-types.js';
+import type { LogicalType } from '../../src/schema/logical-type.js';
+import { convertExpr } from '../duckdb/table.js';
+import { textifies, unreadableAs } from '../output-files/dataset-schema.js';
 import type { ParquetSinkConfig } from './config.js';
 
 /**
@@ -24,7 +26,8 @@ export async function emptyFiles(conn: DuckDBConnection, dir: string, written: s
 export interface ParquetWrite {
   /** Staged NDJSON files, read together. */
   files: string[];
-  schema: InferredSchema;
+  /** The columns every file gets, with the dataset's types (dataset-schema.ts). */
+  columns: ReadonlyMap<string, LogicalType>;
   /** Directory the Parquet files are written to (a temp directory, moved into place by the caller). */
   dir: string;
   /** Part of every file name: tells one publish's files from another's. */
@@ -32,17 +35,29 @@ export interface ParquetWrite {
   targetBytes: number;
 }
 
-export async function copyToParquet(conn: DuckDBConnection, config: ParquetSinkConfig, w: ParquetWrite): Promise<void> {
-  const { files, schema, dir, publishId } = w;
-  const specs = [...schema.columns].map(
-    ([k, t]) => `${quoteString(k)}: ${quoteString(duckdbType(t, { openAs: 'VARCHAR' }))}`,
-  );
-  const c = config;
-  const options = [
+/** The COPY options every file of the sink is written with. */
+function fileOptions(c: ParquetSinkConfig): string[] {
+  return [
     'FORMAT parquet',
     `COMPRESSION ${c.compression}`,
     ...(c.compression_level !== undefined ? [`COMPRESSION_LEVEL ${c.compression_level}`] : []),
     `ROW_GROUP_SIZE ${c.row_group_size}`,
+  ];
+}
+
+export async function copyToParquet(conn: DuckDBConnection, config: ParquetSinkConfig, w: ParquetWrite): Promise<void> {
+  const { files, columns, dir, publishId } = w;
+  // Timestamps are read as TIMESTAMPTZ (DuckDB's TIMESTAMP parser drops a UTC offset in the text) and cast back
+  // in the session's UTC, as the DuckDB sink's insert does: both sinks store the same instant.
+  const specs = [...columns].map(([k, t]) => `${quoteString(k)}: ${quoteString(duckdbType(t, { forRead: true }))}`);
+  const select = [...columns].map(([k, t]) => {
+    const read = duckdbType(t, { forRead: true });
+    const stored = duckdbType(t);
+    return read === stored ? quoteIdent(k) : `CAST(${quoteIdent(k)} AS ${stored}) AS ${quoteIdent(k)}`;
+  });
+  const c = config;
+  const options = [
+    ...fileOptions(c),
     `FILENAME_PATTERN ${quoteString(`part-${publishId}-{i}`)}`,
     // Not `.parquet` until renamed into place: a reader's glob never matches a file being written.
     `FILE_EXTENSION 'tmp'`,
@@ -52,7 +67,7 @@ export async function copyToParquet(conn: DuckDBConnection, config: ParquetSinkC
   const list = `[${files.map(quoteString).join(', ')}]`;
   try {
     await conn.run(
-      `COPY (SELECT * FROM read_json(${list}, format = 'newline_delimited', columns = {${specs.join(', ')}})) TO ${quoteString(dir)} (${options.join(', ')})`,
+      `COPY (SELECT ${select.join(', ')} FROM read_json(${list}, format = 'newline_delimited', columns = {${specs.join(', ')}})) TO ${quoteString(dir)} (${options.join(', ')})`,
     );
   } catch (err) {
     throw new SluiceError(`parquet sink: could not write Parquet: ${(err as Error).message.split('\n')[0]}`, {
@@ -60,6 +75,62 @@ export async function copyToParquet(conn: DuckDBConnection, config: ParquetSinkC
       cause: err,
     });
   }
+}
+
+/** A published file's columns, as DuckDB reads them. */
+export async function fileColumns(conn: DuckDBConnection, file: string): Promise<Map<string, LogicalType>> {
+  const r = await conn.runAndReadAll(
+    `SELECT * FROM read_parquet(${quoteString(file)}, hive_partitioning = false) LIMIT 0`,
+  );
+  const names = r.columnNames();
+  const types = r.columnTypes();
+  return new Map(names.map((n, i) => [n, fromDuckDBType(types[i]!)]));
+}
+
+/**
+ * Rewrites `file` to `to` when a union of the files could not give its rows the values the DuckDB sink's table has
+ * after widening the dataset's columns from `before` to `after`: a column the union cannot read as the new type
+ * (`unreadableAs`), or one that turns into text while the file holds a type older than `before` (`textifies`).
+ * Values are converted as the DuckDB sink's ALTERs converted its table's (`convertExpr`): from the file's type to
+ * the dataset's old type, then to the new one. False, and nothing written, when the file needs no rewrite.
+ */
+export async function rewriteIfNeeded(
+  conn: DuckDBConnection,
+  config: ParquetSinkConfig,
+  file: string,
+  to: string,
+  before: ReadonlyMap<string, LogicalType>,
+  after: ReadonlyMap<string, LogicalType>,
+): Promise<boolean> {
+  const own = await fileColumns(conn, file);
+  let needed = false;
+  const select = [...own].map(([k, t]) => {
+    const col = quoteIdent(k);
+    const old = before.get(k);
+    const target = after.get(k);
+    // Already the dataset's type (a rewrite that a crash rolled forward): converting again would quote text twice.
+    if (target === undefined || duckdbType(t) === duckdbType(target)) return col;
+    const older = old !== undefined && duckdbType(t) !== duckdbType(old);
+    if (!unreadableAs(t, target) && !(older && textifies(old, target))) return col;
+    needed = true;
+    const asOld = older ? convertExpr(col, t, old, 0) : col;
+    return `${convertExpr(asOld, old ?? t, target, 0)} AS ${col}`;
+  });
+  if (!needed) return false;
+  try {
+    await conn.run(
+      `COPY (SELECT ${select.join(', ')} FROM read_parquet(${quoteString(file)}, hive_partitioning = false)) TO ${quoteString(to)} (${fileOptions(config).join(', ')})`,
+    );
+  } catch (err) {
+    throw new SluiceError(
+      `parquet sink: could not rewrite ${file} with the widened types: ${(err as Error).message.split('\n')[0]}`,
+      {
+        hint: 'the staged units are kept (committed) and published by the next run that finishes; fix the cause and run again',
+        cause: err,
+      },
+    );
+  }
+  return true;
 }
 
 /** Relative paths (`/`-separated) of the files under `dir`. */

@@ -24,13 +24,17 @@ type CommandLoader = (ctx: CliContext) => Promise<CommandModule<any, any>>;
 /** Every command's module, in the order `sluice --help` lists them. */
 const COMMAND_MODULES: Record<string, CommandLoader> = {
   run: async (ctx) => (await import('./commands/run.js')).runCommand(ctx),
+  prepare: async (ctx) => (await import('./commands/prepare.js')).prepareCommand(ctx),
+  finalize: async (ctx) => (await import('./commands/prepare.js')).finalizeCommand(ctx),
   validate: async (ctx) => (await import('./commands/validate.js')).validateCommand(ctx),
   plan: async (ctx) => (await import('./commands/plan.js')).planCommand(ctx),
+  schema: async (ctx) => (await import('./commands/schema.js')).schemaCommand(ctx),
   emulator: async (ctx) => (await import('./commands/emulator.js')).emulatorCommand(ctx),
   zones: async (ctx) => (await import('./commands/zones.js')).zonesCommand(ctx),
   datasets: async (ctx) => (await import('./commands/datasets.js')).datasetsCommand(ctx),
   'dead-letters': async (ctx) => (await import('./commands/dead-letters.js')).deadLettersCommand(ctx),
   runs: async (ctx) => (await import('./commands/runs.js')).runsCommand(ctx),
+  state: async (ctx) => (await import('./commands/state.js')).stateCommand(ctx),
 };
 
 const COMMANDS = Object.keys(COMMAND_MODULES);

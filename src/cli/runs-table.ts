@@ -4,6 +4,7 @@
  */
 import type { RunRecord } from '../engine/run-history.js';
 import { formatBytes, formatDuration } from '../engine/progress.js';
+import { formatSchemaChange } from '../engine/summary.js';
 
 const HEADERS = ['RUN', 'STARTED', 'TOOK', 'STATUS', 'UNITS', 'RECORDS', 'BYTES', 'RETRIES', 'DEAD'] as const;
 
@@ -56,6 +57,7 @@ function details(r: RunRecord): string[] {
   for (const j of r.paidJobs ?? [])
     out.push(`paid job: ${j.kind} ${j.id}${j.started_at ? ` started ${localTime(j.started_at)}` : ''}`);
   for (const s of r.sinks ?? []) out.push(`sink: ${s.sink}: ${s.committedUnits} unit(s) committed`);
+  for (const c of r.schemaChanges ?? []) out.push(`schema: ${c.sink}: ${c.changes.map(formatSchemaChange).join(', ')}`);
   return out;
 }
 

@@ -86,6 +86,15 @@ export interface DownloadParams {
   part?: number;
 }
 
+/** How long a download may wait out 202 "Snapshot is building" answers (docs/service.md §1.2). */
+export interface DownloadWait {
+  /** Milliseconds the 202s may be waited out in all (the source's poll timeout); 0 or absent: not at all. */
+  notReadyWaitMs?: number;
+  signal?: AbortSignal;
+  /** Told before each wait. */
+  onNotReady?: (info: { attempt: number; delayMs: number; message: string }) => void;
+}
+
 export interface FilterRequest {
   dataset_id: string;
   filter: unknown;
@@ -110,8 +119,11 @@ export interface DatasetsApi {
   snapshots(datasetId: string): Promise<SnapshotList>;
   /** `{parts}`; while the snapshot builds the service answers 400 "Snapshot is not ready" (→ ServiceError). */
   parts(id: string, params: Omit<DownloadParams, 'part'>): Promise<{ parts: number }>;
-  /** 202 while building → `NotReadyError`; a 200 body as a byte stream. */
-  download(id: string, params: DownloadParams): Promise<Download>;
+  /**
+   * A 200 body as a byte stream. A 202 (still building, even after the status said ready) is waited out and asked
+   * again within `wait.notReadyWaitMs`, Retry-After honoured; after that → `NotReadyError`.
+   */
+  download(id: string, params: DownloadParams, wait?: DownloadWait): Promise<Download>;
 }
 
 export interface DeepLookupApi {

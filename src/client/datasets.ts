@@ -4,13 +4,22 @@ import type {
   DatasetsApi,
   Download,
   DownloadParams,
+  DownloadWait,
   FilterRequest,
   SnapshotList,
   SnapshotListItem,
   SnapshotMeta,
 } from './api.js';
+import { RetryPolicy } from '../core/retry.js';
+import { sleep } from '../core/sleep.js';
 import { NotReadyError, ServiceError } from './errors.js';
-import { readText, type HttpCore } from './http.js';
+import { parseRetryAfter, readText, type HttpCore } from './http.js';
+
+/**
+ * Waits between downloads answered 202: the service's Retry-After when it gives one, else a backoff from 1 s up to
+ * 30 s. How many is bounded by the caller's wait budget (the source's poll timeout), not by a count.
+ */
+const NOT_READY_POLICY = new RetryPolicy({ attempts: Number.MAX_SAFE_INTEGER, baseMs: 1_000, maxMs: 30_000 });
 
 export function datasetsApi(http: HttpCore): DatasetsApi {
   const snapshotPath = (id: string): string => `/datasets/snapshots/${encodeURIComponent(id)}`;
@@ -86,19 +95,37 @@ export function datasetsApi(http: HttpCore): DatasetsApi {
         query: { format: p.format, compress: p.compress, batch_size: p.batch_size },
       }),
 
-    async download(id: string, p: DownloadParams): Promise<Download> {
+    async download(id: string, p: DownloadParams, wait: DownloadWait = {}): Promise<Download> {
       const path = `${snapshotPath(id)}/download`;
-      const res = await http.send({
-        method: 'GET',
-        path,
-        query: { format: p.format, compress: p.compress, batch_size: p.batch_size, part: p.part },
-        accept: [202],
-      });
-      if (res.status === 202) {
-        const text = (await res.body.toArray()).join('').trim();
-        throw new NotReadyError({ method: 'GET', path, serviceMessage: text || 'Snapshot is building' });
+      const budgetMs = wait.notReadyWaitMs ?? 0;
+      const deadline = Date.now() + budgetMs;
+      for (let attempt = 1; ; attempt++) {
+        const res = await http.send({
+          method: 'GET',
+          path,
+          query: { format: p.format, compress: p.compress, batch_size: p.batch_size, part: p.part },
+          accept: [202],
+          ...(wait.signal !== undefined && { signal: wait.signal }),
+        });
+        if (res.status !== 202) return res;
+        // 202 even after the status said ready (docs/service.md §1.2): wait and ask again while the budget lasts.
+        const text = (await res.body.toArray()).join('').trim() || 'Snapshot is building';
+        const retryAfter = res.headers['retry-after'];
+        const retryAfterMs = parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
+        const init = { method: 'GET', path, serviceMessage: text, ...(retryAfterMs !== undefined && { retryAfterMs }) };
+        const notReady = new NotReadyError(init);
+        const delayMs = NOT_READY_POLICY.delayMs(attempt, notReady);
+        if (!NOT_READY_POLICY.shouldRetry(attempt, notReady) || Date.now() + delayMs > deadline)
+          throw new NotReadyError({
+            ...init,
+            final: true,
+            ...(budgetMs > 0 && {
+              serviceMessage: `${text} (still, after ${Math.round(budgetMs / 1000)} s of waiting)`,
+            }),
+          });
+        wait.onNotReady?.({ attempt, delayMs, message: text });
+        await sleep(delayMs, wait.signal);
       }
-      return res;
     },
   };
 }

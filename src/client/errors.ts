@@ -76,11 +76,25 @@ export function networkFailure(where: { method: string; path: string }, cause: N
   });
 }
 
-/** 202 from a download: the snapshot (or export) is still being built. Poll and try again. */
+/**
+ * 202 from a download: the snapshot (or export) is still being built, sometimes even after its status said ready.
+ * Asking again later succeeds, so it is transient while the caller's wait lasts (`final` unset); the error a caller
+ * finally throws (`final: true`) is not, since the caller already waited as long as it was allowed to.
+ */
 export class NotReadyError extends ServiceError {
-  constructor(init: Omit<ServiceErrorInit, 'status'>) {
-    super({ ...init, status: 202, hint: init.hint ?? 'the snapshot is still building: wait for status `ready`' });
+  override readonly transient: boolean;
+
+  constructor(init: Omit<ServiceErrorInit, 'status'> & { final?: boolean }) {
+    super({
+      ...init,
+      status: 202,
+      hint:
+        init.hint ??
+        'the service is still preparing the snapshot file: run again later (committed parts are kept and the ' +
+          'same snapshot is downloaded; nothing is paid again), or raise source.poll.timeout_s',
+    });
     this.name = 'NotReadyError';
+    this.transient = init.final !== true;
   }
 }
 

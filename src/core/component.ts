@@ -14,6 +14,11 @@ export interface ComponentDeps {
   baseDir: string;
   /** Creates the service client for the pipeline's `service` block (lazily starts the embedded emulator). */
   client(): Promise<ServiceClient>;
+  /**
+   * The run is shard `index` of `count` (`--shard`): a sink whose output the shards share and that has one writer
+   * at a time (a file sink's directory and manifest) writes its own part of it (output-files/shared-state.ts).
+   */
+  shard?: { index: number; count: number };
 }
 
 /** One registry entry: the config schema lives beside the constructor, in the component's own file. */
@@ -23,6 +28,11 @@ export interface ComponentDef<K extends 'source' | 'transform' | 'sink', C = any
   description: string;
   schema: z.ZodType<C>;
   create(config: C, deps: ComponentDeps): T;
+  /**
+   * Sources only: true when the source never calls the service (local files), so its pipelines need no `service`
+   * block. Absent = the source calls the service.
+   */
+  offline?: boolean;
   /**
    * Transforms only: the columns the transform's output has, given the columns declared for its input (undefined:
    * not declared). A normalizer preset declares its own; a transform that passes rows through returns `input`; one

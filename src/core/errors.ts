@@ -18,6 +18,11 @@ export const EXIT_CODES = {
   locked: 3,
   /** The run stopped because more records were dead-lettered than the pipeline allows (`max_dead_letters`). */
   failureBudget: 4,
+  /**
+   * The data no longer fits a sink's table under `schema_contract: freeze`: rerunning gives the same, until someone
+   * decides (evolve the table, or transform the data). Nothing of the refused unit was committed there.
+   */
+  schemaContract: 5,
   /** Interrupted by SIGINT (Ctrl-C): 128 + 2, as shells report it. Committed units are kept. */
   sigint: 130,
   /** Interrupted by SIGTERM (a scheduler stopping the job): 128 + 15. Committed units are kept. */

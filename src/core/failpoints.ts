@@ -26,11 +26,15 @@ export const FAILPOINTS = {
   'state:before-rename': 'the state file’s new version is written and synced, before it is renamed into place',
   'duckdb:after-data': 'a unit’s rows are inserted in its transaction, before its `_sluice_state` row and COMMIT',
   'duckdb:replace-swap': 'replace: the new table is renamed into place in the swap transaction, before COMMIT',
+  'postgres:mid-copy': 'amount = characters of one unit’s COPY data sent so far, inside its transaction',
+  'postgres:after-data': 'a unit’s rows are copied in its transaction, before its `_sluice_state` row and COMMIT',
   'files:before-manifest':
     'a file commit’s temp files and its `.pending` marker are synced, before the manifest records the commit',
   'files:after-manifest': 'the manifest records a file commit, before its first file is renamed into place',
   'files:after-rename':
     'one file of a recorded commit is renamed into place (counts renames), before its marker is removed',
+  'files:mid-upload':
+    'amount = bytes of one object uploaded to S3 so far (a temp or staging object), before its upload completes',
   'parquet:staged': 'a unit’s staging file is written and synced, before the manifest records the unit as staged',
   'replace:before-swap':
     'replace (file sinks): the new symlink is made beside the output, before it is renamed over it',

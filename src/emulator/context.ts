@@ -17,6 +17,12 @@ export interface EmulatorOptions {
   apiKey: string;
   /** >1 makes emulated time run faster (a 5-minute job limit passes in 5/timeScale minutes). */
   timeScale: number;
+  /**
+   * Emulated epoch ms the clock starts at. Setting it (or moving the clock through `POST /_emulator/clock`) pins the
+   * clock to the emulated calendar: new dataset records and new reviews then appear as it passes their creation
+   * time (see datasets/growth.ts). Undefined: the clock follows the machine's and the data never grows.
+   */
+  now?: number;
   /** Fault-injection config (see faults.ts); undefined = no faults. */
   faults?: unknown;
   /** Added to every response, in real milliseconds (crawl benchmarks use 100). */
@@ -47,34 +53,59 @@ export const defaultEmulatorOptions: EmulatorOptions = {
   jobSchedulingMs: 4_000,
 };
 
-/** A clock's reference point: at real epoch ms `real`, emulated time was `emulated`. */
-export const clockAnchorSchema = z.object({ real: z.number(), emulated: z.number(), timeScale: z.number() });
+/**
+ * A clock's reference point: at real epoch ms `real`, emulated time was `emulated`. `pinned`: the clock was set to
+ * an emulated date (`now`, `POST /_emulator/clock`), under which the data grows.
+ */
+export const clockAnchorSchema = z.object({
+  real: z.number(),
+  emulated: z.number(),
+  timeScale: z.number(),
+  pinned: z.boolean().optional(),
+});
 export type ClockAnchor = z.infer<typeof clockAnchorSchema>;
 
 /** Emulated time: real elapsed time since the anchor, multiplied by the time scale. */
 export class Clock {
-  readonly anchor: ClockAnchor;
+  private current: ClockAnchor;
   /**
    * `continueFrom`: a saved clock. Emulated time went on while no emulator ran (a service's jobs do not pause), at
-   * the saved scale; from now on it runs at this clock's scale.
+   * the saved scale; from now on it runs at this clock's scale. `startAt` (the `now` option) overrides both.
    */
   constructor(
     readonly timeScale: number,
     continueFrom?: ClockAnchor,
+    startAt?: number,
   ) {
     const real = Date.now();
-    if (continueFrom === undefined) this.anchor = { real, emulated: real, timeScale };
-    else if (continueFrom.timeScale === timeScale) this.anchor = continueFrom;
+    if (startAt !== undefined) this.current = { real, emulated: startAt, timeScale, pinned: true };
+    else if (continueFrom === undefined) this.current = { real, emulated: real, timeScale };
+    else if (continueFrom.timeScale === timeScale) this.current = continueFrom;
     else
-      this.anchor = {
+      this.current = {
         real,
         emulated: continueFrom.emulated + (real - continueFrom.real) * continueFrom.timeScale,
         timeScale,
+        ...(continueFrom.pinned === true && { pinned: true }),
       };
+  }
+  get anchor(): ClockAnchor {
+    return this.current;
+  }
+  /** True once the clock was set to an emulated date: the data then grows with it. */
+  get pinned(): boolean {
+    return this.current.pinned === true;
   }
   /** Emulated epoch milliseconds. */
   now(): number {
-    return this.anchor.emulated + (Date.now() - this.anchor.real) * this.timeScale;
+    return this.current.emulated + (Date.now() - this.current.real) * this.timeScale;
+  }
+  /**
+   * Moves emulated time to `emulatedMs` (forwards or back) and pins the clock. Jobs keep their creation times, so a
+   * job moved past its duration is ready at once.
+   */
+  set(emulatedMs: number): void {
+    this.current = { real: Date.now(), emulated: emulatedMs, timeScale: this.timeScale, pinned: true };
   }
   /** Real milliseconds that correspond to `emulatedMs` of emulated time. */
   real(emulatedMs: number): number {
@@ -93,6 +124,11 @@ export class Stats {
   readonly paid: Record<string, number> = {};
   /** Faults injected, by kind. */
   readonly faults: Record<string, number> = {};
+  /**
+   * Records the account was charged for (a filter job's snapshot, once it is ready). Like `paid`, the account's:
+   * carried over through the state file.
+   */
+  recordsCharged = 0;
   inFlight = 0;
   maxInFlight = 0;
   /** In-flight per route pattern, and its maximum (crawl tests assert `POST /request`). */
@@ -108,6 +144,9 @@ export class Stats {
   }
   countPaid(kind: string): void {
     this.paid[kind] = (this.paid[kind] ?? 0) + 1;
+  }
+  chargeRecords(n: number): void {
+    this.recordsCharged += n;
   }
   countFault(kind: string): void {
     this.faults[kind] = (this.faults[kind] ?? 0) + 1;
@@ -128,6 +167,18 @@ export class Stats {
     for (const o of [this.routes, this.paid, this.faults, this.routeInFlight, this.routeMaxInFlight])
       for (const k of Object.keys(o)) delete o[k];
     this.maxInFlight = this.inFlight;
+    this.recordsCharged = 0;
+  }
+  /** What the account paid for: paid operations, crawl requests (each one billed) and records charged. */
+  counters(): { paid: Record<string, number>; requests: number; paid_calls: number; records_charged: number } {
+    const requests = this.routes['POST /request'] ?? 0;
+    const operations = Object.values(this.paid).reduce((a, b) => a + b, 0);
+    return {
+      paid: { ...this.paid },
+      requests,
+      paid_calls: operations + requests,
+      records_charged: this.recordsCharged,
+    };
   }
   toJSON(): unknown {
     return {
@@ -136,6 +187,7 @@ export class Stats {
       faults: this.faults,
       inFlight: this.inFlight,
       maxInFlight: this.maxInFlight,
+      recordsCharged: this.recordsCharged,
       routeMaxInFlight: this.routeMaxInFlight,
     };
   }

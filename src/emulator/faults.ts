@@ -9,6 +9,10 @@
  *   answer), `reset` (headers and part of the body, then the connection is dropped), `slow_body` (the body
  *   trickles, bounded by `slow_total_ms`), `truncated_gzip` (gzip streams only: the body ends cleanly before the
  *   gzip trailer; on any other response the fault does not apply and is not counted).
+ * - applied by the route itself, which knows what the request asked for (`ROUTE_KINDS`): `not_ready` (a snapshot
+ *   download answers 202 "Snapshot is building" with a Retry-After although the status said ready) and
+ *   `page_repeat` (a search page asked for at `start` > 0 answers the query's first page instead). A route counts
+ *   such a fault only when it applies (a `page_repeat` on a first page, or on a review page, changes nothing).
  * `latency_ms` on a rule delays every matching request (a baseline, not counted as a fault).
  */
 import { readFileSync } from 'node:fs';
@@ -30,8 +34,13 @@ export const FAULT_KINDS = [
   'reset_after',
   'slow_body',
   'truncated_gzip',
+  'not_ready',
+  'page_repeat',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
+
+/** Kinds the route applies itself (the server hands them to the handler as `EmuRequest.fault`). */
+export const ROUTE_KINDS: ReadonlySet<FaultKind> = new Set(['not_ready', 'page_repeat']);
 
 /** Kinds answered before the route's handler runs. */
 export const PRE_HANDLER_KINDS: ReadonlySet<FaultKind> = new Set([
@@ -55,7 +64,7 @@ export const faultRuleSchema = z.strictObject({
   latency_ms: z.number().int().nonnegative().default(0),
   /** Delay of the `latency` kind. */
   spike_ms: z.number().int().nonnegative().max(10_000).default(500),
-  /** `Retry-After` seconds of the `429_retry_after` kind. */
+  /** `Retry-After` seconds of the `429_retry_after` and `not_ready` kinds. */
   retry_after_s: z.number().int().nonnegative().default(1),
   /** Most faults this rule injects per route (latency_ms excluded). */
   max_per_route: z.number().int().nonnegative().optional(),

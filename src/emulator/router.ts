@@ -18,6 +18,8 @@ export interface EmuRequest {
   /** Body parsed as JSON; throws HttpError 400 on invalid JSON. */
   json(): Promise<unknown>;
   raw: IncomingMessage;
+  /** A fault the route applies itself (faults.ts `ROUTE_KINDS`), set by the server; the route counts it if applied. */
+  fault?: { kind: string; retryAfterS: number };
 }
 
 export interface EmuResponder {

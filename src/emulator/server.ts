@@ -17,7 +17,7 @@ import {
   type EmulatorOptions,
 } from './context.js';
 import { deliverWithFault, drop, type BodyFault } from './fault-delivery.js';
-import { FaultInjector, PRE_HANDLER_KINDS, parseFaultConfig, type FaultKind } from './faults.js';
+import { FaultInjector, PRE_HANDLER_KINDS, ROUTE_KINDS, parseFaultConfig, type FaultKind } from './faults.js';
 import { PersistedState } from './persisted-state.js';
 import { HttpError, Router, type EmuRequest, type EmuResponder } from './router.js';
 import { register as datasets } from './routes/datasets.js';
@@ -47,6 +47,7 @@ export interface EmulatorHandle {
 export const routeModules: RouteModule[] = [datasets, deepLookup, request, zones];
 
 const paidSchema = z.record(z.string(), z.number().int().nonnegative());
+const chargedSchema = z.object({ records: z.number().int().nonnegative() });
 
 /**
  * Starts the emulator. With `stateFile`, it first restores what an earlier instance saved there (and throws
@@ -59,10 +60,12 @@ export async function startEmulator(opts: Partial<EmulatorOptions> = {}): Promis
   const stats = new Stats();
   const savedPaid = state.section('paid', paidSchema, () => ({ ...stats.paid }));
   if (savedPaid) stats.restorePaid(savedPaid);
+  const savedCharged = state.section('charged', chargedSchema, () => ({ records: stats.recordsCharged }));
+  if (savedCharged) stats.recordsCharged = savedCharged.records;
   const savedClock = state.section('clock', clockAnchorSchema, () => ctx.clock.anchor);
   const ctx: EmulatorContext = {
     options,
-    clock: new Clock(options.timeScale, savedClock),
+    clock: new Clock(options.timeScale, savedClock, options.now),
     stats,
     closed: closing.signal,
     state,
@@ -139,6 +142,8 @@ async function handle(
     res.end(JSON.stringify(ctx.stats));
     return;
   }
+  if (url.pathname === '/_emulator/counters' || url.pathname === '/_emulator/clock')
+    return admin(ctx, method, url.pathname, req, res);
 
   const auth = req.headers.authorization;
   if (!auth) return plain(res, 401, 'User authentication is required');
@@ -196,8 +201,9 @@ async function handle(
     return preHandlerFault(res, kind, decision.rule?.retry_after_s ?? 1);
   }
 
+  if (kind && ROUTE_KINDS.has(kind)) request.fault = { kind, retryAfterS: decision.rule?.retry_after_s ?? 1 };
   const bodyFault: BodyFault | undefined =
-    kind && faults && !PRE_HANDLER_KINDS.has(kind)
+    kind && faults && !PRE_HANDLER_KINDS.has(kind) && !ROUTE_KINDS.has(kind)
       ? {
           kind,
           slowTotalMs: decision.rule?.slow_total_ms ?? 1_000,
@@ -216,6 +222,54 @@ async function handle(
     if (typeof err.body === 'string') responder.text(err.status, err.body, err.headers);
     else responder.json(err.status, err.body, err.headers);
   }
+}
+
+/**
+ * The admin endpoints (no auth, like `/_emulator/stats`): `GET /_emulator/counters` (what the account paid for) and
+ * `GET`/`POST /_emulator/clock` (`{"now": ISO}` or `{"advance": "1d"}`), which let one emulator play many nights.
+ */
+async function admin(
+  ctx: EmulatorContext,
+  method: string,
+  pathname: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  const reply = (status: number, body: unknown): void => {
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(body));
+  };
+  if (pathname === '/_emulator/counters') {
+    if (method !== 'GET') return plain(res, 405, 'Method not allowed');
+    return reply(200, ctx.stats.counters());
+  }
+  const clockState = () => ({ now: new Date(ctx.clock.now()).toISOString(), pinned: ctx.clock.pinned });
+  if (method === 'GET') return reply(200, clockState());
+  if (method !== 'POST') return plain(res, 405, 'Method not allowed');
+  let target: number;
+  try {
+    target = clockTarget(JSON.parse((await readBody(req)).toString('utf8') || '{}'), ctx.clock.now());
+  } catch (err) {
+    return reply(400, { error: (err as Error).message });
+  }
+  ctx.clock.set(target);
+  await ctx.state.commit(); // a restarted emulator goes on from the moved clock
+  reply(200, clockState());
+}
+
+const clockBodySchema = z.union([
+  z.object({ now: z.iso.datetime({ offset: true }) }).strict(),
+  z.object({ advance: z.string().regex(/^\d+(ms|s|m|h|d)$/) }).strict(),
+]);
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** The emulated time a clock request asks for. */
+export function clockTarget(body: unknown, now: number): number {
+  const parsed = clockBodySchema.safeParse(body);
+  if (!parsed.success) throw new Error('send {"now": "2025-03-01T02:00:00Z"} or {"advance": "1d"} (ms, s, m, h, d)');
+  if ('now' in parsed.data) return Date.parse(parsed.data.now);
+  const m = /^(\d+)(ms|s|m|h|d)$/.exec(parsed.data.advance)!;
+  return now + Number(m[1]) * UNIT_MS[m[2]!]!;
 }
 
 const FAULT_MESSAGES: Partial<Record<FaultKind, [number, string]>> = {

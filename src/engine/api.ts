@@ -1,8 +1,11 @@
 /** What the CLI asks of the engine. */
+import type { SchemaChange } from '../core/types.js';
 
 export interface RunOptions {
   /** Forget checkpoints and committed units; start over. */
   fresh: boolean;
+  /** `--reset-cursor`: an incremental source starts from its initial cursor (`fresh` implies it). */
+  resetCursor?: boolean;
   /** Run only the units whose stable hash falls in shard `index` of `count` (0-based index). */
   shard?: { index: number; count: number };
   logFormat: 'text' | 'json';
@@ -40,6 +43,17 @@ export interface RunSummary {
   durationMs: number;
   /** Where each sink wrote (paths, tables). */
   outputs: string[];
+  /**
+   * Columns this run added to or widened in each sink's table / dataset (schema evolution), in the sink's own type
+   * names; only sinks that changed something.
+   */
+  schemaChanges: SinkSchemaChanges[];
+}
+
+export interface SinkSchemaChanges {
+  /** `sink.describe()`. */
+  sink: string;
+  changes: SchemaChange[];
 }
 
 export interface PlanReport {
@@ -50,6 +64,15 @@ export interface PlanReport {
   /** HTTP requests the run would make, described (method path), without making paid ones. */
   requests: string[];
   targets: string[];
+  /** Per sink, in the order of `targets`: the columns its rows will have (`sluice schema`, `sluice plan`). */
+  columns?: SinkColumns[];
   estimatedRecords?: number;
   notes: string[];
+}
+
+/** A sink's columns as the transforms declare them, in the sink's own type names; `declared: false`: inferred. */
+export interface SinkColumns {
+  target: string;
+  declared: boolean;
+  columns: { name: string; type: string; nullable: boolean; description: string }[];
 }

@@ -9,6 +9,8 @@
  */
 import { z } from 'zod';
 import type { Batch, CommitResult, Sink, WorkUnit } from '../core/types.js';
+import { column, type DeclaredSchema } from '../schema/declared.js';
+import { TIMESTAMP, VARCHAR } from '../schema/logical-type.js';
 
 export const RUN_ID_COLUMN = '_sluice_run_id';
 export const LOADED_AT_COLUMN = '_sluice_loaded_at';
@@ -21,12 +23,18 @@ export const lineageOption = z
     `Add \`${RUN_ID_COLUMN}\` (the run that loaded the row, as \`sluice runs\` lists it) and \`${LOADED_AT_COLUMN}\` (when its unit was loaded, UTC) to every row. Rows are then decoded in JS (no native load of downloaded files). Default false.`,
   );
 
+/** The two columns, declared after the transforms' own when those declare theirs. */
+export const LINEAGE_COLUMNS: DeclaredSchema = [
+  column(RUN_ID_COLUMN, VARCHAR, 'The run that loaded the row (as `sluice runs` lists it).', false),
+  column(LOADED_AT_COLUMN, TIMESTAMP, "When the row's unit was loaded (UTC).", false),
+];
+
 export function withLineage(sink: Sink, runId: string): Sink {
   const wrapped: Sink = {
     capabilities: { nativeFormats: [] },
     describe: () => sink.describe(),
     outputQuery: (limit) => sink.outputQuery(limit),
-    open: (ctx) => sink.open(ctx),
+    open: (ctx) => sink.open(ctx.declared ? { ...ctx, declared: [...ctx.declared, ...LINEAGE_COLUMNS] } : ctx),
     committedUnits: () => sink.committedUnits(),
     typeName: (t) => sink.typeName(t),
     writeUnit: (unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult> =>

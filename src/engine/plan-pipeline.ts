@@ -1,10 +1,13 @@
 /** `sluice plan`: what a run would do, without starting paid work (no filter job, no trigger, no enrich). */
 import path from 'node:path';
-import type { SourceContext } from '../core/types.js';
+import type { Sink, SourceContext } from '../core/types.js';
 import type { ComponentDeps } from '../core/component.js';
+import { declaredOutput } from '../pipeline/declared-output.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
-import type { PlanReport } from './api.js';
-import { buildComponents } from './components.js';
+import type { Registry } from '../pipeline/registry.js';
+import type { PlanReport, SinkColumns } from './api.js';
+import { buildComponents, sinkConfigs } from './components.js';
+import { LINEAGE_COLUMNS } from './lineage.js';
 import { createLogger } from './logger.js';
 import { pipelinePaths } from './paths.js';
 import { ServiceConnection } from './service.js';
@@ -77,6 +80,10 @@ export async function planPipeline(
       })),
       requests,
       targets: built.sinks.map((s) => s.sink.describe()),
+      columns: sinkColumns(
+        p,
+        built.sinks.map((s) => s.sink),
+      ),
       ...(units.length > 0 && est !== undefined && { estimatedRecords: est }),
       notes,
     };
@@ -85,6 +92,29 @@ export async function planPipeline(
     for (const s of built.sinks) await s.sink.close().catch(() => undefined);
     await service.close();
   }
+}
+
+/**
+ * The columns each sink's rows will have, as the transforms declare them (plus the lineage columns of a sink with
+ * `lineage: true`), in each sink's own type names; `declared: false` when the sinks infer them from the data.
+ * `sinks`: built from the pipeline's sink configs, in order, not necessarily opened.
+ */
+export function sinkColumns(p: LoadedPipeline, sinks: readonly Sink[], registry?: Registry): SinkColumns[] {
+  const declared = declaredOutput(p.config.transforms ?? [], registry);
+  const configs = sinkConfigs(p.config);
+  return sinks.map((sink, i) => {
+    const own = declared && configs[i]?.lineage === true ? [...declared, ...LINEAGE_COLUMNS] : declared;
+    return {
+      target: sink.describe(),
+      declared: own !== undefined,
+      columns: (own ?? []).map((c) => ({
+        name: c.name,
+        type: sink.typeName(c.type),
+        nullable: c.nullable,
+        description: c.description,
+      })),
+    };
+  });
 }
 
 /** The note for an unfinished run that `resume.stale_after` would not resume (a run starts a new one instead). */

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { EXIT_CODES, InterruptedError, SluiceError } from '../core/errors.js';
 import { PAID_JOBS_KEY, type PaidJob } from '../sources/saved-job.js';
 import { errorText } from './error-text.js';
+import type { SinkSchemaChanges } from './api.js';
 import type { ReasonCount } from './failure-budget.js';
 
 export type RunStatus = 'running' | 'succeeded' | 'failed' | 'interrupted' | 'crashed';
@@ -57,6 +58,8 @@ export interface RunRecord {
   /** Paid jobs the run started (a filter job's snapshot, a deep lookup request), as checkpointed in its state. */
   paidJobs?: PaidJobRecord[];
   sinks?: SinkOutcome[];
+  /** Columns the attempt added to or widened in each sink's table / dataset (only sinks that changed something). */
+  schemaChanges?: SinkSchemaChanges[];
 }
 
 export function runHistoryFile(stateDir: string): string {

@@ -16,7 +16,9 @@ import path from 'node:path';
 import type { Logger, SinkContext, Source, SourceContext } from '../core/types.js';
 import type { ComponentDeps } from '../core/component.js';
 import { RetryPolicy } from '../core/retry.js';
+import { EXIT_CODES, SluiceError } from '../core/errors.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
+import { declaredOutput } from '../pipeline/declared-output.js';
 import type { RunOptions, RunSummary } from './api.js';
 import { buildComponents, sinkConfigs } from './components.js';
 import { DeadLetterFile } from './dead-letter-file.js';
@@ -24,6 +26,7 @@ import { FailureBudget, parseDeadLetterLimit } from './failure-budget.js';
 import { withLineage } from './lineage.js';
 import { createLogger } from './logger.js';
 import { pipelinePaths } from './paths.js';
+import { findPrepared, seedPrepared } from './prepare.js';
 import { Progress } from './progress.js';
 import type { RunHooks } from './run-hooks.js';
 import { interrupted, interruptSignalOf } from './interrupt.js';
@@ -31,6 +34,7 @@ import type { LockOptions, RunLock } from './run-lock.js';
 import { outcomeOf, paidJobsOf, RunHistory, runHistoryFile, type RunRecord } from './run-history.js';
 import { ServiceConnection } from './service.js';
 import { restartAfter, staleAfterMs, staleRestart, startOver, type RunRestart } from '../sources/resume-policy.js';
+import { cursorForRun } from './cursor.js';
 import { closeRun, finishRun } from './stages/finish.js';
 import { loadUnit } from './stages/load-unit.js';
 import { lockOutputs, releaseLocks } from './stages/lock-outputs.js';
@@ -38,7 +42,8 @@ import { openRunState } from './stages/open-state.js';
 import { planLine, planUnits } from './stages/plan.js';
 import { runUnit, UNIT_ATTEMPTS } from './stages/run-unit.js';
 import { scheduleRun, type UnitCounts } from './stages/schedule.js';
-import { buildSummary, newRunCounters, runFailure } from './summary.js';
+import { buildSummary, newRunCounters, runFailure, SchemaChangeLog } from './summary.js';
+import { EVOLVE, isEvolve, resolveContract, type SchemaContractOption } from '../schema/contract.js';
 import { errorText } from './error-text.js';
 
 export { pipelinePaths, type PipelinePaths } from './paths.js';
@@ -76,7 +81,10 @@ async function runAttempt(
   );
   // On a terminal, log lines appear above the progress bars rather than through them.
   const log = progress.wrap(hooks.log ?? createLogger({ format: opts.logFormat, level: opts.quiet ? 'warn' : 'info' }));
-  const paths = pipelinePaths(p);
+  // A shard keeps its state, temp files and lock apart from the other shards (paths.ts).
+  const paths = pipelinePaths(p, opts.shard);
+  // A shard of a prepared job downloads that job and runs under its id (prepare.ts).
+  const prepared = opts.shard ? await findPrepared(p, paths) : undefined;
   // Aborted when the run is interrupted (the reads in flight stop) and when it ends (anything left waiting stops).
   const abort = new AbortController();
   const interrupt = opts.signal;
@@ -103,7 +111,7 @@ async function runAttempt(
       lockFile: paths.lockFile,
       lock: lockOptions,
       fresh: opts.fresh,
-      ...(hooks.runId !== undefined && { runId: hooks.runId }),
+      ...(hooks.runId !== undefined ? { runId: hooks.runId } : prepared && { runId: prepared.id }),
       ...(p.config.resume?.stale_after !== undefined && { staleAfterMs: staleAfterMs(p.config.resume) }),
     });
   } catch (err) {
@@ -118,6 +126,7 @@ async function runAttempt(
   try {
     let outputLocks: RunLock[] = [];
     log.info(`${resumed ? 'resuming' : 'starting'} ${p.name} (run ${runId})`);
+    if (prepared && opts.shard) await seedPrepared(state, prepared, opts.shard, log);
     await startOver(state, restart ?? staleRestart(opened.stale), p.config, log);
     const history = new RunHistory(runHistoryFile(paths.stateDir));
     const attempt = await history
@@ -152,10 +161,16 @@ async function runAttempt(
       return budgetSpent;
     };
     const service = new ServiceConnection(p.config.service, p.baseDir, log, counters, {
-      emulatorStateFile: path.join(paths.stateDir, 'emulator.json'),
+      // One embedded emulator account for the prepare step and every shard.
+      emulatorStateFile: path.join(paths.rootStateDir, 'emulator.json'),
     });
     hooks.onService?.(service);
-    const deps: ComponentDeps = { log, baseDir: p.baseDir, client: () => service.get() };
+    const deps: ComponentDeps = {
+      log,
+      baseDir: p.baseDir,
+      client: () => service.get(),
+      ...(opts.shard && { shard: opts.shard }),
+    };
     const built = buildComponents(p.config, deps, hooks.registry);
     if (hooks.source) built.source = hooks.source;
     const source = built.source;
@@ -163,6 +178,13 @@ async function runAttempt(
     const sinks = built.sinks.map((s, i) =>
       sinkConfigList[i]?.lineage === true ? withLineage(s.sink, runId) : s.sink,
     );
+    const contracts = new Map(
+      sinks.map((s, i) => [
+        s,
+        resolveContract(p.config.schema_contract, sinkConfigList[i]?.schema_contract as SchemaContractOption),
+      ]),
+    );
+    const schemaChanges = new SchemaChangeLog();
     warnIfPoolCapsConcurrency(p, source, log);
     const sctx: SourceContext = {
       signal: abort.signal,
@@ -174,11 +196,19 @@ async function runAttempt(
       dryRun: false,
       sharded: opts.shard !== undefined,
     };
-    const sinkCtx: SinkContext = { log, deadLetter, baseDir: p.baseDir, pipeline: p.name, fresh: !resumed, runId };
+    const sinkCtx: SinkContext = {
+      log,
+      deadLetter,
+      baseDir: p.baseDir,
+      pipeline: p.name,
+      fresh: !resumed,
+      runId,
+      declared: declaredOutput(p.config.transforms ?? [], hooks.registry),
+    };
     const retry = new RetryPolicy({
       attempts: UNIT_ATTEMPTS,
-      baseMs: p.config.service.retry?.base_delay_ms ?? 500,
-      maxMs: p.config.service.retry?.max_delay_ms ?? 30_000,
+      baseMs: p.config.service?.retry?.base_delay_ms ?? 500,
+      maxMs: p.config.service?.retry?.max_delay_ms ?? 30_000,
     });
 
     let units: UnitCounts = { total: 0, done: 0, skipped: 0, failed: 0 };
@@ -187,8 +217,19 @@ async function runAttempt(
     let summary: RunSummary | undefined;
     try {
       lockHandedOver = true;
+      // A contract the sink cannot judge against (it cannot tell its columns) must not pass for enforced.
+      for (const [s, c] of contracts)
+        if (!isEvolve(c) && !s.currentColumns)
+          throw new SluiceError(`${s.describe()} cannot apply a schema_contract: it does not report its columns`, {
+            hint: 'remove `schema_contract` from this sink (and from the pipeline, or set it per sink)',
+            exitCode: EXIT_CODES.config,
+          });
       outputLocks = await lockOutputs(sinks, p.baseDir, lockOptions);
       for (const s of sinks) await s.open(sinkCtx);
+      // A restart for a missing paid job (`restart`) starts a new run, not a new cursor: only the user resets it.
+      const reset = opts.resetCursor === true || (opts.fresh && restart === undefined);
+      const cursor = await cursorForRun(source, sinks, { reset, runId, log });
+      if (cursor !== undefined) sctx.checkpoints = cursor;
       if (opts.progress && !opts.quiet) progress.start();
       const planned = await planUnits(source, sctx, opts.shard);
       progress.state.plan = planLine(planned, opts.shard);
@@ -209,9 +250,10 @@ async function runAttempt(
             log,
             counters,
             signal: abort.signal,
-            attempt: (unit, scoped, todo) =>
+            source,
+            attempt: (unit, scoped, todo, read) =>
               loadUnit(unit, scoped, todo, {
-                source,
+                source: read ?? source,
                 sctx,
                 log,
                 chain: { transforms: built.transforms, log, deadLetter, counters },
@@ -219,6 +261,11 @@ async function runAttempt(
                 rawPath: built.transforms.length === 0 && p.config.fast_path !== false,
                 tmpDir: paths.tmpDir,
                 onNativeLoad: () => void counters.nativeLoads++,
+                writing: {
+                  contractOf: (s) => contracts.get(s) ?? EVOLVE,
+                  deadLetter,
+                  onCommit: (s, r) => schemaChanges.note(s.describe(), r.schemaChanges),
+                },
                 onNativeFallback: (unit, refusals) => {
                   counters.nativeFallbacks++;
                   log.warn(
@@ -255,6 +302,7 @@ async function runAttempt(
         startedAt,
         sinks.map((s) => s.describe()),
         budget.topReasons(),
+        schemaChanges.list(),
       );
       // Written while the lock is held: the next run must not find this attempt `running` and call it crashed.
       await history
@@ -293,6 +341,7 @@ function attemptRecord(
     retries: summary.retries,
     deadLetters: summary.deadLetters,
     deadLetterReasons: summary.deadLetterReasons,
+    ...(summary.schemaChanges.length > 0 && { schemaChanges: summary.schemaChanges }),
     paidJobs,
     sinks: sinks.map((s, i) => ({ sink: s.describe(), committedUnits: committedPerSink[i] ?? 0 })),
   };

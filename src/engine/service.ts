@@ -20,7 +20,14 @@ export interface ServiceConfig {
   connections?: number;
   timeouts?: { connect?: number; headers?: number; body?: number };
   retry?: { retries?: number; base_delay_ms?: number; max_delay_ms?: number };
-  emulator?: { seed?: number; size?: number; time_scale?: number; faults?: string; latency_ms?: number };
+  emulator?: {
+    seed?: number;
+    size?: number;
+    time_scale?: number;
+    faults?: string;
+    latency_ms?: number;
+    now?: string;
+  };
 }
 
 export interface RetryCounter {
@@ -40,14 +47,15 @@ export class ServiceConnection {
   private client: Promise<ServiceClient> | undefined;
   private emulator: EmulatorHandle | undefined;
 
+  /** `config` is undefined for a pipeline without a `service` block (a `file` source): nothing may call the service. */
   constructor(
-    private readonly config: ServiceConfig,
+    private readonly config: ServiceConfig | undefined,
     private readonly baseDir: string,
     private readonly log: Logger,
     private readonly counter: RetryCounter,
     private readonly options: ServiceConnectionOptions = {},
   ) {
-    registerSecret(config.api_key);
+    if (config !== undefined) registerSecret(config.api_key);
   }
 
   get(): Promise<ServiceClient> {
@@ -61,17 +69,24 @@ export class ServiceConnection {
   }
 
   private async create(): Promise<ServiceClient> {
-    let baseUrl = this.config.base_url;
+    const config = this.config;
+    // The loader refuses a pipeline whose source calls the service without a `service` block; this is the backstop.
+    if (config === undefined)
+      throw new SluiceError('the pipeline has no `service` block, but a component asked for the service', {
+        hint: 'add `service: { base_url: …, api_key: ${SLUICE_API_KEY} }` to the pipeline file',
+      });
+    let baseUrl = config.base_url;
     if (baseUrl === 'emulator') {
-      const e = this.config.emulator ?? {};
+      const e = config.emulator ?? {};
       const { EmulatorStateError, loadFaultsFile, startEmulator } = await import('../emulator/server.js');
       const stateFile = this.options.emulatorStateFile;
       this.emulator = await startEmulator({
-        apiKey: this.config.api_key,
+        apiKey: config.api_key,
         ...(stateFile !== undefined && { stateFile }),
         ...(e.seed !== undefined && { seed: e.seed }),
         ...(e.size !== undefined && { size: e.size }),
         ...(e.time_scale !== undefined && { timeScale: e.time_scale }),
+        ...(e.now !== undefined && { now: Date.parse(e.now) }),
         ...(e.latency_ms !== undefined && { latencyMs: e.latency_ms }),
         ...(e.faults !== undefined && { faults: faultsOf(path.resolve(this.baseDir, e.faults), loadFaultsFile) }),
       }).catch((err: unknown) => {
@@ -81,13 +96,13 @@ export class ServiceConnection {
       this.log.info(`embedded emulator listening on ${baseUrl}`);
       if (this.emulator.resumed) this.log.info(`resumed the embedded emulator's state from ${stateFile}`);
     }
-    const r = this.config.retry ?? {};
+    const r = config.retry ?? {};
     return createClient({
       baseUrl,
-      apiKey: this.config.api_key,
-      ...(this.config.api_key_variable !== undefined && { apiKeyVariable: this.config.api_key_variable }),
-      ...(this.config.connections !== undefined && { connections: this.config.connections }),
-      ...(this.config.timeouts !== undefined && { timeouts: this.config.timeouts }),
+      apiKey: config.api_key,
+      ...(config.api_key_variable !== undefined && { apiKeyVariable: config.api_key_variable }),
+      ...(config.connections !== undefined && { connections: config.connections }),
+      ...(config.timeouts !== undefined && { timeouts: config.timeouts }),
       retry: {
         ...(r.retries !== undefined && { retries: r.retries }),
         ...(r.base_delay_ms !== undefined && { baseDelayMs: r.base_delay_ms }),

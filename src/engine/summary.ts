@@ -1,7 +1,7 @@
 /** What a run tells at its end: the summary's counts, as text, and a failure carrying them. */
 import { SluiceError } from '../core/errors.js';
-import type { Counters } from '../core/types.js';
-import type { RunSummary } from './api.js';
+import type { Counters, SchemaChange } from '../core/types.js';
+import type { RunSummary, SinkSchemaChanges } from './api.js';
 import { errorText } from './error-text.js';
 import { formatReasons } from './failure-budget.js';
 import { formatBytes, formatDuration } from './progress.js';
@@ -23,6 +23,7 @@ export function buildSummary(
   startedAt: number,
   outputs: string[],
   deadLetterReasons: RunSummary['deadLetterReasons'] = [],
+  schemaChanges: SinkSchemaChanges[] = [],
 ): RunSummary {
   return {
     pipeline,
@@ -36,7 +37,29 @@ export function buildSummary(
     nativeFallbacks: counters.nativeFallbacks,
     durationMs: Date.now() - startedAt,
     outputs,
+    schemaChanges,
   };
+}
+
+/** Collects the schema changes of every commit, per sink, in the order they were made. */
+export class SchemaChangeLog {
+  private readonly bySink = new Map<string, SchemaChange[]>();
+
+  note(sink: string, changes: readonly SchemaChange[] | undefined): void {
+    if (!changes || changes.length === 0) return;
+    const list = this.bySink.get(sink) ?? [];
+    list.push(...changes);
+    this.bySink.set(sink, list);
+  }
+
+  list(): SinkSchemaChanges[] {
+    return [...this.bySink].map(([sink, changes]) => ({ sink, changes }));
+  }
+}
+
+/** `added extra VARCHAR`, `widened price BIGINT → DOUBLE`. */
+export function formatSchemaChange(c: SchemaChange): string {
+  return c.change === 'added' ? `added ${c.column} ${c.to}` : `widened ${c.column} ${c.from ?? '?'} → ${c.to}`;
 }
 
 /** The error a failed run throws: the cause, told as a SluiceError with a hint, carrying the partial summary. */
@@ -63,6 +86,8 @@ export function formatSummary(s: RunSummary): string {
     `  dead letters ${s.deadLetters}${s.deadLetterReasons.length > 0 ? ` (${formatReasons(s.deadLetterReasons)})` : ''}`,
     // Only when it happened: a refusal is worth a look (the fast path was slower), not a line on every run.
     ...(s.nativeFallbacks > 0 ? [`  JS fallbacks ${s.nativeFallbacks} (a sink refused a file natively)`] : []),
+    // Said in the summary, not only in the log: a table's columns changing is what downstream queries feel.
+    ...(s.schemaChanges ?? []).map((c) => `  schema       ${c.sink}: ${c.changes.map(formatSchemaChange).join(', ')}`),
     `  duration     ${formatDuration(s.durationMs)}`,
     `  throughput   ${Math.round(s.records / Math.max(secs, 0.001)).toLocaleString('en-US')} records/s, ${formatBytes(s.bytes / Math.max(secs, 0.001))}/s`,
     ...s.outputs.map((o) => `  output       ${o}`),

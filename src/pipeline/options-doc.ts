@@ -5,6 +5,8 @@
  */
 import { z } from 'zod';
 import type { ComponentDef } from '../core/component.js';
+import { describeType } from '../schema/logical-type.js';
+import { PRESETS, presetDeclared, type PresetName } from '../transforms/normalize.js';
 import type { ComponentKind, Registry } from './registry.js';
 import { pipelineSchema, serviceSchema } from './schema.js';
 
@@ -12,6 +14,8 @@ type Json = Record<string, any>;
 
 export const OPTIONS_START = '<!-- options:start -->';
 export const OPTIONS_END = '<!-- options:end -->';
+export const PRESET_COLUMNS_START = '<!-- preset-columns:start -->';
+export const PRESET_COLUMNS_END = '<!-- preset-columns:end -->';
 
 interface Row {
   name: string;
@@ -158,8 +162,39 @@ export function optionsMarkdown(reg: Registry): string {
 
 /** README text with the options section replaced; throws when the markers are missing. */
 export function replaceOptionsSection(readme: string, markdown: string): string {
-  const start = readme.indexOf(OPTIONS_START);
-  const end = readme.indexOf(OPTIONS_END);
-  if (start < 0 || end < start) throw new Error(`README.md lacks the ${OPTIONS_START} … ${OPTIONS_END} markers`);
-  return readme.slice(0, start + OPTIONS_START.length) + '\n\n' + markdown + '\n' + readme.slice(end);
+  return replaceSection(readme, OPTIONS_START, OPTIONS_END, markdown);
+}
+
+/** README text with the section between `startMarker` and `endMarker` replaced; throws when they are missing. */
+export function replaceSection(readme: string, startMarker: string, endMarker: string, markdown: string): string {
+  const start = readme.indexOf(startMarker);
+  const end = readme.indexOf(endMarker);
+  if (start < 0 || end < start) throw new Error(`README.md lacks the ${startMarker} … ${endMarker} markers`);
+  return readme.slice(0, start + startMarker.length) + '\n\n' + markdown + '\n' + readme.slice(end);
+}
+
+/** The README's column table of every `normalize` preset, from the presets' declarations. */
+export function presetColumnsMarkdown(): string {
+  const parts = [
+    "Generated from the presets' declarations by `npm run docs` (do not edit by hand). Every sink creates each " +
+      'column from the first run, with this type (in its own type names: `sluice schema <pipeline.yaml>` shows ' +
+      'them), whether or not a row fills it. Not null: every row has a value.\n',
+  ];
+  for (const preset of Object.keys(PRESETS) as PresetName[]) {
+    const all = presetDeclared(preset, true);
+    const base = new Set(presetDeclared(preset, false).map((c) => c.name));
+    const rows = all.map((c) => {
+      const note = base.has(c.name) ? '' : ' With `keep_image_data: true` only.';
+      const type = code(describeType(c.type));
+      return `| ${code(c.name)} | ${type} | ${c.nullable ? '' : 'not null'} | ${c.description}${note} |`;
+    });
+    const intro =
+      preset === 'company_profile'
+        ? ' Fields of the record that are not declared here pass through after these columns, typed from the data.'
+        : '';
+    parts.push(
+      `##### \`${preset}\`\n\n${all.length} columns.${intro}\n\n| column | type | | description |\n|---|---|---|---|\n${rows.join('\n')}\n`,
+    );
+  }
+  return parts.join('\n');
 }

@@ -51,7 +51,7 @@ function referencesOf(config: PipelineConfig): Reference[] {
   }
   add(
     ['service', 'emulator', 'faults'],
-    config.service.emulator?.faults,
+    config.service?.emulator?.faults,
     'file',
     "the emulator's fault-injection YAML",
   );

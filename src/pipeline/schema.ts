@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import type { ComponentDef } from '../core/component.js';
+import { schemaContractOption } from '../schema/contract.js';
 import { resumePolicySchema } from '../sources/resume-policy.js';
 import type { Registry } from './registry.js';
 
@@ -62,6 +63,10 @@ export const serviceSchema = z
           .optional()
           .describe('Emulated time runs this many times faster (jobs finish sooner; default 1).'),
         latency_ms: z.number().int().min(0).optional().describe('Added to every response, in ms (default 0).'),
+        now: z.iso
+          .datetime({ offset: true })
+          .optional()
+          .describe('Start the emulated clock at this date; new records and reviews appear as it passes them.'),
         faults: z.string().min(1).optional().describe('Fault-injection YAML file, relative to the pipeline file.'),
       })
       .strict()
@@ -69,7 +74,7 @@ export const serviceSchema = z
       .describe('Settings of the embedded emulator (used when base_url is `emulator`).'),
   })
   .strict()
-  .describe('Where the service is and how to talk to it.');
+  .describe('Where the service is and how to talk to it. Required unless the source reads local files (`file`).');
 
 type AnyObjectSchema = z.ZodObject<any>;
 
@@ -104,7 +109,7 @@ export function pipelineSchema(reg: Registry) {
         .string()
         .regex(PIPELINE_NAME, 'must be letters, digits, `_` and `-` (at most 64), starting with a letter or digit')
         .describe('Pipeline name: names the state directory `.sluice/<name>` and the sinks’ checkpoints.'),
-      service: serviceSchema,
+      service: serviceSchema.optional(),
       source: source.describe('Where the records come from; `type` picks the source.'),
       transforms: z
         .array(transform)
@@ -129,6 +134,7 @@ export function pipelineSchema(reg: Registry) {
         .describe(
           'Let sinks load downloaded files natively when there are no transforms (false: always decode in JS).',
         ),
+      schema_contract: schemaContractOption,
       max_dead_letters: z
         .union([
           z.number().int().min(0),

@@ -136,7 +136,7 @@ export function validatePipelineText(file: string, text: string, env: Env, reg: 
     const ctx = { schema: schema as z.ZodType, data, registry: reg, references };
     for (const issue of parsed.error.issues) problems.push(...toProblems(ctx, issue));
   }
-  problems.push(...sinkProblems(data));
+  problems.push(...sinkProblems(data), ...serviceProblems(data, reg));
   if (parsed.success) {
     // Only on a valid file: the options are then what a run will read. Checked here, before any request is made.
     const baseDir = path.dirname(path.resolve(file));
@@ -158,7 +158,8 @@ export function validatePipelineText(file: string, text: string, env: Env, reg: 
   // The variable the key came from, for the 401 fix line (engine/service.ts): not an option, never in the file.
   const apiKeyVariable = interpolation.variables.get(JSON.stringify(['service', 'api_key']))?.[0];
   const config = parsed.data as LoadedPipeline['config'];
-  if (apiKeyVariable !== undefined) Object.assign(config.service, { api_key_variable: apiKeyVariable });
+  if (apiKeyVariable !== undefined && config.service !== undefined)
+    Object.assign(config.service, { api_key_variable: apiKeyVariable });
   return {
     problems: [],
     pipeline: { file: absolute, baseDir: path.dirname(absolute), name: parsed.data.name, config },
@@ -203,6 +204,21 @@ function coerceReferences(data: unknown, issues: z.core.$ZodIssue[], references:
     changed = true;
   }
   return changed;
+}
+
+/** A source that calls the service needs the `service` block; one that reads local files does not. */
+function serviceProblems(data: unknown, reg: Registry): Problem[] {
+  if (data === null || typeof data !== 'object' || Array.isArray(data) || 'service' in data) return [];
+  const type = valueAt(data, ['source', 'type']);
+  const def = reg.source.find((d) => d.type === type);
+  if (def === undefined || def.offline === true) return [];
+  return [
+    {
+      path: [],
+      message: `the pipeline has no \`service\` block, and a \`${def.type}\` source calls the service`,
+      hint: 'add `service: { base_url: ${SLUICE_BASE_URL:-emulator}, api_key: ${SLUICE_API_KEY} }` (only a `file` source needs none)',
+    },
+  ];
 }
 
 function sinkProblems(data: unknown): Problem[] {

@@ -1,7 +1,13 @@
 /**
  * Local files (JSONL, JSON, CSV; gzip detected by its magic bytes). One work unit per file, identified by path,
- * size and modification time, so a rerun skips files already loaded and a changed file is loaded again.
+ * size and modification time, so a changed file is a new unit.
+ *
+ * Incremental (the default): each unit's checkpoint is the file's fingerprint (path, size, mtime, SHA-256), committed
+ * by the sinks with its rows; the next run plans only files no sink set loaded before or that changed since. Size
+ * and mtime equal to the last load mean unchanged (nothing is read); otherwise the content hash decides, so a file
+ * that was only touched or copied over with the same bytes is not loaded again.
  */
+import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -28,14 +34,56 @@ export const fileSchema = z
         'For `json`: dotted path of the array to read inside each document (e.g. `reviews`); default: the top-level array.',
       ),
     concurrency: z.number().int().min(1).max(64).default(2).describe('Files read at once.'),
+    incremental: z
+      .boolean()
+      .default(true)
+      .describe(
+        'Load only files not loaded before or changed since (size, mtime, content hash), as the sinks committed them. `false`: every run loads every file.',
+      ),
   })
   .strict();
 export type FileConfig = z.infer<typeof fileSchema>;
+
+/** What a loaded file's unit commits as its checkpoint: the file as it was read. */
+export interface FileCheckpoint {
+  /** Relative to the pipeline file's directory: a project moved or checked out elsewhere keeps its cursor. */
+  path: string;
+  size: number;
+  mtimeMs: number;
+  sha256: string;
+}
+
+function isFileCheckpoint(v: unknown): v is FileCheckpoint {
+  const c = v as Partial<FileCheckpoint> | null;
+  return (
+    typeof c === 'object' &&
+    c !== null &&
+    typeof c.path === 'string' &&
+    typeof c.size === 'number' &&
+    typeof c.mtimeMs === 'number' &&
+    typeof c.sha256 === 'string'
+  );
+}
+
+/** The last committed fingerprint of each path (checkpoints list older runs first: the newest wins). */
+function lastLoaded(checkpoints: ReadonlyMap<string, unknown> | undefined): Map<string, FileCheckpoint> {
+  const byPath = new Map<string, FileCheckpoint>();
+  for (const c of checkpoints?.values() ?? []) if (isFileCheckpoint(c)) byPath.set(c.path, c);
+  return byPath;
+}
+
+async function sha256Of(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
 
 class FileSource implements Source {
   readonly concurrency: number;
   /** What every file's bytes are: the same for `read()` and `rawFile()`. */
   private readonly decodeOptions: RawDecodeOptions;
+  /** Incremental only: the file's fingerprint, taken when the unit was planned. */
+  readonly unitCheckpoint?: (unit: WorkUnit) => unknown;
 
   constructor(
     private readonly cfg: FileConfig,
@@ -43,6 +91,9 @@ class FileSource implements Source {
   ) {
     this.concurrency = cfg.concurrency;
     this.decodeOptions = rawDecodeOptions(cfg.format, cfg.items_path);
+    // Taken at plan time: a file rewritten between plan and read is committed with its old fingerprint, so the
+    // next run sees it changed and loads it again — never skips it.
+    if (cfg.incremental) this.unitCheckpoint = (unit) => unit.params.fingerprint;
   }
 
   /** The file itself: nothing to download. A sink that cannot read `items_path` natively refuses it. */
@@ -52,6 +103,8 @@ class FileSource implements Source {
 
   async plan(ctx: SourceContext): Promise<WorkUnit[]> {
     const units: WorkUnit[] = [];
+    const loaded = lastLoaded(this.cfg.incremental ? ctx.checkpoints : undefined);
+    let unchanged = 0;
     for (const p of this.cfg.paths) {
       const abs = path.resolve(this.deps.baseDir, p);
       const st = await stat(abs).catch(() => {
@@ -68,10 +121,34 @@ class FileSource implements Source {
       for (const f of files) {
         const fst = await stat(f);
         if (!fst.isFile()) continue;
-        units.push({ id: `file:${f}:${fst.size}:${Math.floor(fst.mtimeMs)}`, params: { path: f } });
+        const size = fst.size;
+        const mtimeMs = Math.floor(fst.mtimeMs);
+        const id = `file:${f}:${size}:${mtimeMs}`;
+        if (!this.cfg.incremental) {
+          units.push({ id, params: { path: f } });
+          continue;
+        }
+        const rel = path.relative(this.deps.baseDir, f);
+        const last = loaded.get(rel);
+        if (last !== undefined && last.size === size && last.mtimeMs === mtimeMs) {
+          unchanged++;
+          continue;
+        }
+        const sha256 = await sha256Of(f);
+        if (last !== undefined && last.size === size && last.sha256 === sha256) {
+          unchanged++;
+          continue;
+        }
+        const fingerprint: FileCheckpoint = { path: rel, size, mtimeMs, sha256 };
+        units.push({ id, params: { path: f, fingerprint } });
       }
     }
     ctx.report?.('note', `${units.length} file(s)`);
+    if (unchanged > 0) {
+      const text = `${unchanged} file(s) loaded before and unchanged since: skipped`;
+      if (ctx.report) ctx.report('note', text);
+      else ctx.log.info(text);
+    }
     return units;
   }
 
@@ -90,4 +167,5 @@ export const fileSource: ComponentDef<'source', FileConfig, Source> = {
   description: 'Local JSONL, JSON or CSV files (gzip detected); one work unit per file.',
   schema: fileSchema,
   create: (cfg, deps) => new FileSource(cfg, deps),
+  offline: true,
 };

@@ -284,3 +284,43 @@ export function filterRefusal(err: unknown, datasetId: string): unknown {
     cause: err,
   });
 }
+
+/** Levels of groups in a filter: 0 for a field filter, 1 for a group of field filters, and so on. */
+export function filterDepth(filter: unknown): number {
+  if (!isObject(filter) || !Array.isArray(filter.filters)) return 0;
+  return 1 + Math.max(0, ...filter.filters.map(filterDepth));
+}
+
+/**
+ * The filter with the incremental cursor's condition `<cursor> > <after>` added under `and`: into the user's `and`
+ * group when the top level is one (no deeper), else both under a new `and` group. Undefined when that new group
+ * would nest deeper than the service allows (`cursorFits` reports it when the pipeline loads).
+ */
+export function withCursor(
+  filter: Record<string, unknown> | undefined,
+  cursor: string,
+  after: string | number,
+): Record<string, unknown> | undefined {
+  const condition = { name: cursor, operator: '>', value: after };
+  if (filter === undefined) return condition;
+  if (filter.operator === 'and' && Array.isArray(filter.filters))
+    return { ...filter, filters: [...(filter.filters as unknown[]), condition] };
+  if (filterDepth(filter) + 1 > MAX_GROUP_DEPTH) return undefined;
+  return { operator: 'and', filters: [filter, condition] };
+}
+
+/** Refinement: the incremental cursor's condition fits in the filter within the service's nesting limit. */
+export function checkCursorFits(
+  cfg: { filter?: Record<string, unknown> | undefined; incremental?: { cursor: string } | undefined },
+  ctx: z.RefinementCtx,
+): void {
+  if (cfg.incremental === undefined || withCursor(cfg.filter, cfg.incremental.cursor, 0) !== undefined) return;
+  ctx.addIssue({
+    code: 'custom',
+    path: ['incremental'],
+    message: `the cursor's condition (${cfg.incremental.cursor} > last value) cannot be added: the filter's groups already nest ${MAX_GROUP_DEPTH} levels, the service's limit`,
+    params: {
+      hint: 'make the top-level group of source.filter an `and` group (the condition joins it), or flatten the filter by one level',
+    },
+  });
+}

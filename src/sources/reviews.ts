@@ -3,8 +3,9 @@
  * the one crawl source (crawl/source.ts) with the review pager (crawl/review-pages.ts: no pagination block, the
  * next page starts after the reviews this page held).
  *
- * `from_serp` chains the crawls: the places are the `knowledge.fid` values of the SERP pages of the given queries,
- * read inside `plan` through the same rate limiter (crawl/places-from-search.ts).
+ * `from_serp` chains the crawls: the places are the place ids (`knowledge.fid` of web result pages, `organic[].fid`
+ * of map search pages) on the search pages of the given queries, read inside `plan` through the same rate limiter
+ * (crawl/places-from-search.ts).
  */
 import { z } from 'zod';
 import type { Source } from '../core/types.js';
@@ -12,7 +13,7 @@ import type { ComponentDef } from '../core/component.js';
 import { crawlFields, extraParamsField } from './crawl/config.js';
 import { placesFromSearch } from './crawl/places-from-search.js';
 import { readQueriesFile, uniqueQueries } from './crawl/queries.js';
-import { FID_PATTERN, reviewPages } from './crawl/review-pages.js';
+import { FID_PATTERN, reviewPages, reviewsIncremental } from './crawl/review-pages.js';
 import { searchPages } from './crawl/search-pages.js';
 import { crawlSource } from './crawl/source.js';
 
@@ -20,23 +21,31 @@ const fidSchema = z.string().regex(FID_PATTERN, 'a fid looks like 0x89c259a9b311
 
 const fromSerpSchema = z
   .object({
-    queries: z
-      .array(z.string().min(1))
-      .min(1)
-      .optional()
-      .describe('Search queries whose knowledge panels name places.'),
+    queries: z.array(z.string().min(1)).min(1).optional().describe('Search queries whose result pages name places.'),
     queries_file: z
       .string()
       .min(1)
       .optional()
       .describe('File of queries, relative to the pipeline file: a CSV with a `query` column, or one query per line.'),
+    search: z
+      .enum(['web', 'maps'])
+      .default('web')
+      .describe(
+        '`web`: web result pages, whose knowledge panel names a place (`knowledge.fid`); `maps`: map search pages (`{engine}/maps/search/<query>/`), one place per result (`organic[].fid`), one page per query.',
+      ),
     max_pages: z
       .number()
       .int()
       .min(1)
       .max(100)
       .default(1)
-      .describe('SERP pages per query searched for `knowledge.fid` (the knowledge panel is on page 1).'),
+      .describe('Web result pages per query searched for place ids (the knowledge panel is on page 1).'),
+    on_no_places: z
+      .enum(['warn', 'fail'])
+      .default('warn')
+      .describe(
+        'When no query finds any place: `warn` (a loud warning; the run loads nothing and succeeds) or `fail` (the run fails before any review page is requested).',
+      ),
     params: extraParamsField,
   })
   .strict()
@@ -51,17 +60,29 @@ export const reviewsSchema = z
     fids: z.array(fidSchema).min(1).optional().describe('Feature ids of the places whose reviews are crawled.'),
     from_serp: fromSerpSchema
       .optional()
-      .describe("Find the places with a SERP crawl first: each result page's `knowledge.fid`."),
+      .describe(
+        'Find the places with a search first: the place ids (`fid`) on the result pages of the queries (`knowledge.fid`, `organic[].fid`).',
+      ),
     max_pages: z.number().int().min(1).max(1000).default(10).describe('Review pages per place at most.'),
     sort: z
       .enum(['qualityScore', 'newestFirst', 'ratingHigh', 'ratingLow'])
       .optional()
       .describe('Review order (the service defaults to qualityScore, most relevant first).'),
     hl: z.string().min(2).optional().describe('Language of the review pages, e.g. en.'),
+    incremental: z
+      .boolean()
+      .default(false)
+      .describe(
+        'With `sort: newestFirst`: stop paging a place at the first page that reaches reviews loaded before; that page keeps only the new ones.',
+      ),
   })
   .strict()
   .refine((c) => (c.fids === undefined) !== (c.from_serp === undefined), {
     error: 'set exactly one of `fids` or `from_serp`',
+  })
+  .refine((c) => !c.incremental || c.sort === 'newestFirst', {
+    error: '`incremental: true` needs `sort: newestFirst` (only then are new reviews on the first pages)',
+    path: ['sort'],
   });
 
 export type ReviewsConfig = z.infer<typeof reviewsSchema>;
@@ -84,11 +105,12 @@ export const reviewsSource: ComponentDef<'source', ReviewsConfig, Source> = {
           const queries = uniqueQueries(
             fs.queries ?? (await readQueriesFile(fs.queries_file!, ctx.baseDir || deps.baseDir)),
           );
-          const search = searchPages({ engine: cfg.engine, params: fs.params });
-          return placesFromSearch({ queries, search, maxPages: fs.max_pages, fetch }, ctx);
+          const search = searchPages({ engine: cfg.engine, params: fs.params, vertical: fs.search });
+          return placesFromSearch({ queries, search, maxPages: fs.max_pages, fetch, onNoPlaces: fs.on_no_places }, ctx);
         },
         note: (places) =>
           `${places} places; further review pages are discovered while crawling, up to ${cfg.max_pages} per place`,
+        ...(cfg.incremental && { incremental: reviewsIncremental(cfg.max_pages) }),
       },
       deps,
     ),

@@ -3,6 +3,10 @@
  * failed run re-downloads only the parts that did not commit. The filter job is paid: its snapshot id is
  * checkpointed the moment the service answers, and a rerun polls that snapshot instead of starting a second job. A
  * snapshot the service no longer knows (expired) is a MissingJobError, for the engine's `resume.on_missing_job`.
+ *
+ * `incremental: {cursor, initial}` adds `<cursor> > <last value>` to the filter, so the service builds (and charges
+ * for) only records newer than those loaded: the last value is the largest cursor value the sinks committed
+ * (each part's checkpoint is the largest it held), `initial` on a first run.
  */
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
@@ -19,7 +23,14 @@ import type { ComponentDef, ComponentDeps } from '../core/component.js';
 import { decode } from '../decode/index.js';
 import { countBytes } from './bytes.js';
 import { rawDecodeOptions } from './raw-decode.js';
-import { checkFilterFiles, filterRefusal, filterSchema, readFilterFiles } from './filter.js';
+import {
+  checkCursorFits,
+  checkFilterFiles,
+  filterRefusal,
+  filterSchema,
+  readFilterFiles,
+  withCursor,
+} from './filter.js';
 import { unknownId } from './unknown-id.js';
 import { checkDataset, keyRefused } from './preflight.js';
 import { startFilterJobOnce, type FilterAttempt } from './snapshot-reconcile.js';
@@ -56,6 +67,18 @@ export const snapshotSchema = z
         'Files with filter values (CSV with a header equal to the field name, or a JSON array of objects), relative to the pipeline file; a filter value names one by its file name.',
       ),
     records_limit: z.number().int().positive().optional().describe('Cap on the records placed in the snapshot.'),
+    incremental: z
+      .object({
+        cursor: z.string().min(1).describe('Field that grows with new records, e.g. `timestamp`.'),
+        initial: z
+          .union([z.string(), z.number()])
+          .describe('Load records whose cursor is above this on the first run, e.g. "2025-01-01T00:00:00Z".'),
+      })
+      .strict()
+      .optional()
+      .describe(
+        'Load only new records: adds `<cursor> > <largest value loaded>` to the filter (pair with `write: merge`).',
+      ),
     snapshot_id: z
       .string()
       .regex(/^(snap|s)_[a-z0-9]+$/i, 'a snapshot id looks like snap_m2bxug4e2o352v1jv1')
@@ -72,22 +95,34 @@ export const snapshotSchema = z
       .default({ interval_ms: 1000, timeout_s: 900 }),
   })
   .strict()
-  .refine((c) => (c.snapshot_id === undefined) !== (c.filter === undefined), {
+  .refine((c) => (c.snapshot_id === undefined) !== (c.filter === undefined && c.incremental === undefined), {
     message: 'set exactly one of `filter` (start a filter job) or `snapshot_id` (download an existing snapshot)',
   })
-  .refine((c) => c.filter === undefined || c.dataset_id !== undefined, {
+  .refine((c) => (c.filter === undefined && c.incremental === undefined) || c.dataset_id !== undefined, {
     message: '`dataset_id` is required with `filter`',
     path: ['dataset_id'],
   })
-  .superRefine(checkFilterFiles);
+  .superRefine(checkFilterFiles)
+  .superRefine(checkCursorFits);
 
 export type SnapshotConfig = z.infer<typeof snapshotSchema>;
 
 const SNAPSHOT_ID_HINT =
   'the id of a snapshot of this account (`sluice datasets snapshot <id>` looks one up; snapshots are kept 30 days)';
 
+/** A part's checkpoint: the largest cursor value among its records. */
+interface CursorCheckpoint {
+  cursor: string;
+  max: string | number;
+}
+
 class SnapshotSource implements Source {
   readonly concurrency: number;
+  readonly checkpointFromRows: boolean;
+  /** Only an incremental snapshot has it: the engine keeps a cursor for sources that do. */
+  readonly unitCheckpoint?: (unit: WorkUnit) => CursorCheckpoint | undefined;
+  /** Largest cursor value read per unit, for `unitCheckpoint`. */
+  private readonly maxima = new Map<string, string | number>();
   /** What a part's bytes are: the same for `read()` and `rawFile()`. */
   private readonly decodeOptions: RawDecodeOptions;
 
@@ -96,6 +131,13 @@ class SnapshotSource implements Source {
     private readonly deps: ComponentDeps,
   ) {
     this.concurrency = cfg.concurrency;
+    this.checkpointFromRows = cfg.incremental !== undefined;
+    const cursor = cfg.incremental?.cursor;
+    if (cursor !== undefined)
+      this.unitCheckpoint = (unit) => {
+        const max = this.maxima.get(unit.id);
+        return max === undefined ? undefined : { cursor, max };
+      };
     this.decodeOptions = rawDecodeOptions(cfg.download.format);
   }
 
@@ -145,11 +187,12 @@ class SnapshotSource implements Source {
   /** The snapshot to download: configured, checkpointed by an earlier run, or started now (paid). */
   private async snapshotJob(client: ServiceClient, ctx: SourceContext): Promise<SavedJob | undefined> {
     if (this.cfg.snapshot_id) return { id: this.cfg.snapshot_id };
+    const filter = await this.effectiveFilter(ctx);
     // Checked before the paid call: the service would only say "Invalid file format" or "File not found".
-    const files = await readFilterFiles(this.cfg.files, this.cfg.filter, ctx.baseDir);
+    const files = await readFilterFiles(this.cfg.files, filter, ctx.baseDir);
     // Keyed by what the job would select, so editing the filter starts a new job rather than reusing a stale one.
     const key = `snapshot:job:${createHash('sha256')
-      .update(JSON.stringify([this.cfg.dataset_id, this.cfg.filter, this.cfg.records_limit]))
+      .update(JSON.stringify([this.cfg.dataset_id, filter, this.cfg.records_limit]))
       .update(Buffer.concat(files.flatMap((f) => [Buffer.from(f.name), f.content])))
       .digest('hex')
       .slice(0, 16)}`;
@@ -187,7 +230,7 @@ class SnapshotSource implements Source {
         client.datasets
           .filter({
             dataset_id: datasetId,
-            filter: this.cfg.filter,
+            filter,
             ...(this.cfg.records_limit !== undefined && { records_limit: this.cfg.records_limit }),
             ...(files.length > 0 && { files }),
           })
@@ -209,31 +252,105 @@ class SnapshotSource implements Source {
     return job;
   }
 
+  /**
+   * The filter the job runs: the configured one, plus the cursor's condition when incremental. The cursor's lower
+   * bound is fixed in the run's state the first time it is computed: a resumed run, whose own committed parts
+   * advanced the checkpoints meanwhile, must find the same filter and so the job it already paid for.
+   */
+  private async effectiveFilter(ctx: SourceContext): Promise<Record<string, unknown> | undefined> {
+    const inc = this.cfg.incremental;
+    if (inc === undefined) return this.cfg.filter;
+    const key = `snapshot:cursor:${inc.cursor}`;
+    let after = ctx.state.get<string | number>(key);
+    if (after === undefined) {
+      after = lastCursorValue(ctx.checkpoints, inc.cursor) ?? inc.initial;
+      if (!ctx.dryRun) await ctx.state.set(key, after);
+    }
+    const filter = withCursor(this.cfg.filter, inc.cursor, after)!;
+    const from =
+      after === inc.initial
+        ? `the initial value ${JSON.stringify(after)}`
+        : `${JSON.stringify(after)}, the last value loaded`;
+    ctx.log.info(`incremental: ${inc.cursor} > ${from}`);
+    ctx.report?.('note', `effective filter (incremental on ${inc.cursor}): ${JSON.stringify(filter)}`);
+    if (ctx.checkpoints === undefined && ctx.dryRun)
+      ctx.report?.('note', `the last ${inc.cursor} loaded is read from the sinks when the pipeline runs`);
+    return filter;
+  }
+
   async rawFile(unit: WorkUnit, ctx: SourceContext, tmpDir: string): Promise<RawFile> {
     const file = path.join(tmpDir, `${unit.id.replace(/[^a-zA-Z0-9_.-]/g, '_')}.${this.cfg.download.format}`);
-    await pipeline(Readable.from(countBytes((await this.download(unit)).body, ctx.counters)), createWriteStream(file));
+    await pipeline(
+      Readable.from(countBytes((await this.download(unit, ctx)).body, ctx.counters)),
+      createWriteStream(file),
+    );
     return { path: file, decode: this.decodeOptions, temporary: true };
   }
 
-  private async download(unit: WorkUnit): Promise<Download> {
+  private async download(unit: WorkUnit, ctx: SourceContext): Promise<Download> {
     const client = await this.deps.client();
     const { format, compress, batch_size } = this.cfg.download;
-    return client.datasets.download(unit.params.snapshot_id as string, {
-      format,
-      compress,
-      batch_size,
-      part: unit.params.part as number,
-    });
+    const id = unit.params.snapshot_id as string;
+    // A download may still answer 202 after the status said ready: waited out within the poll timeout (§1.2).
+    return client.datasets.download(
+      id,
+      { format, compress, batch_size, part: unit.params.part as number },
+      {
+        notReadyWaitMs: this.cfg.poll.timeout_s * 1000,
+        signal: ctx.signal,
+        onNotReady: ({ delayMs }) =>
+          ctx.log.warn(
+            `snapshot ${id} part ${String(unit.params.part)}: still building; asking again in ${Math.ceil(delayMs / 1000)} s`,
+          ),
+      },
+    );
   }
 
   async *read(unit: WorkUnit, ctx: SourceContext): AsyncIterable<Batch> {
-    const dl = await this.download(unit);
-    yield* decode(countBytes(dl.body, ctx.counters), {
+    const dl = await this.download(unit, ctx);
+    const batches = decode(countBytes(dl.body, ctx.counters), {
       ...this.decodeOptions,
       unit: unit.id,
       deadLetter: ctx.deadLetter,
     });
+    const cursor = this.cfg.incremental?.cursor;
+    if (cursor === undefined) return yield* batches;
+    // A read again (retry) starts over: its checkpoint is that of the rows it yields this time.
+    this.maxima.delete(unit.id);
+    for await (const batch of batches) {
+      let max = this.maxima.get(unit.id);
+      for (const row of batch) {
+        const v = row[cursor];
+        if ((typeof v === 'string' || typeof v === 'number') && (max === undefined || compareCursor(v, max) > 0))
+          max = v;
+      }
+      if (max !== undefined) this.maxima.set(unit.id, max);
+      yield batch;
+    }
   }
+}
+
+/** Cursor values compare as dates when both are date strings, as numbers when both are numbers, else as text. */
+export function compareCursor(a: string | number, b: string | number): number {
+  if (typeof a === 'number' && typeof b === 'number') return a - b;
+  const da = typeof a === 'string' ? Date.parse(a) : NaN;
+  const db = typeof b === 'string' ? Date.parse(b) : NaN;
+  if (!Number.isNaN(da) && !Number.isNaN(db)) return da - db;
+  return String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0;
+}
+
+/** The largest value of `cursor` among the committed checkpoints; undefined when none has one. */
+export function lastCursorValue(
+  checkpoints: ReadonlyMap<string, unknown> | undefined,
+  cursor: string,
+): string | number | undefined {
+  let last: string | number | undefined;
+  for (const cp of checkpoints?.values() ?? []) {
+    const c = cp as Partial<CursorCheckpoint> | null;
+    if (c?.cursor !== cursor || (typeof c.max !== 'string' && typeof c.max !== 'number')) continue;
+    if (last === undefined || compareCursor(c.max, last) > 0) last = c.max;
+  }
+  return last;
 }
 
 export const snapshotSource: ComponentDef<'source', SnapshotConfig, Source> = {

@@ -6,11 +6,32 @@ import { z } from 'zod';
 import type { Row, Transform } from '../core/types.js';
 import type { ComponentDef } from '../core/component.js';
 import { DateOnly, isDateOnly, isTimestamp, parseIsoTimestamp } from '../core/values.js';
+import {
+  BIGINT,
+  BOOLEAN,
+  DATE,
+  DOUBLE,
+  JSON_TYPE,
+  TIMESTAMP,
+  VARCHAR,
+  type LogicalType,
+} from '../schema/logical-type.js';
 import { FAILED, describeValue, rawRow, toNumber } from './coerce.js';
 import { mapRows } from './map-rows.js';
 
 export const CAST_TYPES = ['int', 'double', 'text', 'bool', 'timestamp', 'date', 'json'] as const;
 export type CastType = (typeof CAST_TYPES)[number];
+
+/** The column type each cast gives (`json` parses text into values of any shape). */
+const CAST_COLUMN_TYPES: Record<CastType, LogicalType> = {
+  int: BIGINT,
+  double: DOUBLE,
+  text: VARCHAR,
+  bool: BOOLEAN,
+  timestamp: TIMESTAMP,
+  date: DATE,
+  json: JSON_TYPE,
+};
 
 export const castSchema = z
   .object({
@@ -42,6 +63,14 @@ export const castTransform: ComponentDef<'transform', CastConfig, Transform> = {
   type: 'cast',
   description: 'Convert fields to int, double, text, bool, timestamp, date or json.',
   schema: castSchema,
+  declares(config, input) {
+    const toNull = config.on_error === 'null' || config.on_error === null;
+    return input?.map((c) => {
+      const type = config.fields[c.name];
+      // A value that does not convert becomes null under `on_error: null` (otherwise the row is dead-lettered).
+      return type === undefined ? c : { ...c, type: CAST_COLUMN_TYPES[type], nullable: c.nullable || toNull };
+    });
+  },
   create(config) {
     const casts = Object.entries(config.fields).map(([field, type]) => ({ field, type, fn: CASTERS[type] }));
     const toNull = config.on_error === 'null' || config.on_error === null;

@@ -33,6 +33,8 @@ export const dedupeTransform: ComponentDef<'transform', DedupeConfig, Transform>
   type: 'dedupe',
   description: 'Drop repeated records by key, keeping the first seen in the run.',
   schema: dedupeSchema,
+  // Rows pass through unchanged (or not at all).
+  declares: (_config, input) => input,
   create(config) {
     const key = config.key;
     // hash → id of the unit that first kept it. Units run concurrently, so ownership decides who keeps a key.

@@ -109,6 +109,8 @@ export const filterTransform: ComponentDef<'transform', FilterConfig, Transform>
   type: 'filter',
   description: 'Keep rows matching field comparisons (`all` / `any` to combine).',
   schema: filterSchema,
+  // Rows pass through unchanged (or not at all).
+  declares: (_config, input) => input,
   create(config) {
     const cond: Condition = config.all
       ? { all: config.all }

@@ -5,14 +5,15 @@
 import { z } from 'zod';
 import type { Batch, Row, Transform, TransformContext } from '../core/types.js';
 import type { ComponentDef } from '../core/component.js';
+import type { DeclaredSchema } from '../schema/declared.js';
 import { rawRow } from './coerce.js';
-import { normalizeCompanyProfile } from './presets/company-profile.js';
+import { COMPANY_PROFILE_COLUMNS, normalizeCompanyProfile } from './presets/company-profile.js';
 import type { PresetFn, PresetOptions } from './presets/preset.js';
-import { normalizeReviews } from './presets/reviews.js';
-import { normalizeSerpImages } from './presets/serp-images.js';
-import { normalizeSerpOrganic } from './presets/serp-organic.js';
-import { normalizeSerpPages } from './presets/serp-pages.js';
-import { normalizeSerpRelated } from './presets/serp-related.js';
+import { REVIEWS_COLUMNS, normalizeReviews } from './presets/reviews.js';
+import { SERP_IMAGES_COLUMNS, SERP_IMAGES_IMAGE_DATA_COLUMNS, normalizeSerpImages } from './presets/serp-images.js';
+import { SERP_ORGANIC_COLUMNS, SERP_ORGANIC_IMAGE_DATA_COLUMNS, normalizeSerpOrganic } from './presets/serp-organic.js';
+import { SERP_PAGES_COLUMNS, normalizeSerpPages } from './presets/serp-pages.js';
+import { SERP_RELATED_COLUMNS, SERP_RELATED_IMAGE_DATA_COLUMNS, normalizeSerpRelated } from './presets/serp-related.js';
 
 export const PRESETS = {
   company_profile: normalizeCompanyProfile,
@@ -24,6 +25,22 @@ export const PRESETS = {
 } satisfies Record<string, PresetFn>;
 
 export type PresetName = keyof typeof PRESETS;
+
+/** The columns each preset declares, and those `keep_image_data` adds after them. */
+const PRESET_COLUMNS: Record<PresetName, { columns: DeclaredSchema; imageData?: DeclaredSchema }> = {
+  company_profile: { columns: COMPANY_PROFILE_COLUMNS },
+  serp_organic: { columns: SERP_ORGANIC_COLUMNS, imageData: SERP_ORGANIC_IMAGE_DATA_COLUMNS },
+  serp_related: { columns: SERP_RELATED_COLUMNS, imageData: SERP_RELATED_IMAGE_DATA_COLUMNS },
+  serp_images: { columns: SERP_IMAGES_COLUMNS, imageData: SERP_IMAGES_IMAGE_DATA_COLUMNS },
+  serp_pages: { columns: SERP_PAGES_COLUMNS },
+  reviews: { columns: REVIEWS_COLUMNS },
+};
+
+/** The columns a preset's rows have (`company_profile` rows may carry more: undeclared fields pass through). */
+export function presetDeclared(preset: PresetName, keepImageData = false): DeclaredSchema {
+  const { columns, imageData } = PRESET_COLUMNS[preset];
+  return keepImageData && imageData ? [...columns, ...imageData] : columns;
+}
 
 const PRESETS_WITH_IMAGES: readonly PresetName[] = ['serp_organic', 'serp_related', 'serp_images'];
 
@@ -37,7 +54,7 @@ export const normalizeSchema = z
           'timestamps, integer counts, lists of structs), `serp_organic` (a search page → one row per organic ' +
           'result, `organic` and `oragnic` merged and de-duplicated by link), `serp_related` (→ one row per related ' +
           'search), `serp_images` (→ one row per image result, recipe fields flattened), `serp_pages` (→ one row per ' +
-          'page from `general`), `reviews` (a reviews page → one row per review with numeric rating, resolved dates ' +
+          'page from `general`, its other sections as nested columns), `reviews` (a reviews page → one row per review with numeric rating, resolved dates ' +
           'and detail columns).',
       ),
     keep_image_data: z
@@ -65,6 +82,7 @@ export const normalizeTransform: ComponentDef<'transform', NormalizeConfig, Tran
   type: 'normalize',
   description: "Typed rows from the service's payloads (SERP pages, review pages, company profiles), by preset.",
   schema: normalizeSchema,
+  declares: (config) => presetDeclared(config.preset, config.keep_image_data ?? false),
   create(config) {
     const preset: PresetFn = PRESETS[config.preset];
     const opts: PresetOptions = { keepImageData: config.keep_image_data ?? false };

@@ -27,6 +27,18 @@ export const renameTransform: ComponentDef<'transform', RenameConfig, Transform>
   type: 'rename',
   description: 'Rename fields.',
   schema: renameSchema,
+  declares(config, input) {
+    if (!input) return undefined;
+    const map = new Map(Object.entries(config.fields));
+    const names = new Set(input.map((c) => c.name));
+    // As rows are renamed: a renamed column keeps its place; one a present column is renamed to is replaced.
+    const replaced = new Set([...map].filter(([from]) => names.has(from)).map(([, to]) => to));
+    return input.flatMap((c) => {
+      const to = map.get(c.name);
+      if (to !== undefined) return [{ ...c, name: to }];
+      return replaced.has(c.name) ? [] : [c];
+    });
+  },
   create(config) {
     const map = new Map(Object.entries(config.fields));
     const targets = new Set(map.values());

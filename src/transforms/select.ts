@@ -27,6 +27,14 @@ export const selectTransform: ComponentDef<'transform', SelectConfig, Transform>
   type: 'select',
   description: 'Keep only some fields, or drop some.',
   schema: selectSchema,
+  declares(config, input) {
+    if (!input) return undefined;
+    if (config.exclude) return input.filter((c) => !config.fields.includes(c.name));
+    // A field the input does not declare is null in every row of a declared input, but of no known type.
+    const byName = new Map(input.map((c) => [c.name, c]));
+    const out = [...new Set(config.fields)].map((f) => byName.get(f));
+    return out.every((c) => c !== undefined) ? out : undefined;
+  },
   create(config) {
     const fields = config.fields;
     if (config.exclude) {

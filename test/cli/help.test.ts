@@ -13,6 +13,8 @@ const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as
 const commands = [
   [],
   ['run'],
+  ['prepare'],
+  ['finalize'],
   ['validate'],
   ['plan'],
   ['dead-letters'],

@@ -195,7 +195,10 @@ const checks: Record<string, () => Promise<void>> = {
 
 describe('example pipelines, run as shipped', () => {
   it('has a check for every example in pipelines/', () => {
-    const examples = readdirSync(path.join(ROOT, 'pipelines')).filter((f) => f.endsWith('.yaml'));
+    // The Postgres example needs a server: test/e2e/postgres.test.ts runs it as shipped against one.
+    const examples = readdirSync(path.join(ROOT, 'pipelines')).filter(
+      (f) => f.endsWith('.yaml') && f !== 'company_profiles_postgres.yaml',
+    );
     expect(Object.keys(checks).sort()).toEqual(examples.sort());
   });
 

@@ -5,12 +5,18 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { afterAll } from 'vitest';
+import { afterAll, beforeAll } from 'vitest';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
 import type { EmulatorOptions } from '../../src/emulator/context.js';
 
@@ -137,6 +143,23 @@ export async function runOk(file: string, service: { url: string } | undefined, 
   return r;
 }
 
+/**
+ * `sluice run` in this process (the CLI's own entry, output recorded), for a run a test is not about, such as a clean
+ * reference output: it spares a child process its start and its DuckDB load. Throws with the run's stderr on failure.
+ */
+export async function runInProcess(
+  file: string,
+  service: { url: string },
+): Promise<{ stdout: string; stderr: string }> {
+  // Imported here: the files that never run in-process need not load the whole CLI.
+  const [{ runCli }, { memoryIo }] = await Promise.all([import('../../src/cli/cli.js'), import('../cli/memory-io.js')]);
+  const io = memoryIo({ SLUICE_BASE_URL: service.url, SLUICE_API_KEY: API_KEY });
+  const code = await runCli(['run', file, '--no-progress'], io);
+  const out = { stdout: io.stdout.join('\n'), stderr: io.stderr.join('\n') };
+  if (code !== 0) throw new Error(`sluice run ${path.basename(file)} (in-process) exited ${code}:\n${out.stderr}`);
+  return out;
+}
+
 /** Rows of a query over outputs: DuckDB files are attached read-only as `w`; the instance is closed afterwards. */
 export async function query(sql: string, opts: { duckdb?: string } = {}): Promise<Obj[]> {
   const instance = await DuckDBInstance.create(':memory:');
@@ -191,6 +214,8 @@ export interface Proxy {
   seen: Seen[];
   /** Answers a request itself instead of forwarding it, when it returns true. */
   intercept?: (r: Seen, res: ServerResponse) => boolean;
+  /** Sends a request (one `intercept` kept, say) on to the emulator and pipes the answer back, bytes as they are. */
+  forward(r: Seen, res: ServerResponse): void;
   close(): Promise<void>;
 }
 
@@ -199,7 +224,20 @@ export interface Proxy {
  * the resume tests need per-part and per-page counts. It can also answer chosen requests itself.
  */
 export async function recordingProxy(target: { port: number }): Promise<Proxy> {
-  const proxy: Proxy = { url: '', seen: [], close: async () => undefined };
+  // What a request is forwarded with, exactly as it arrived.
+  const raw = new WeakMap<Seen, { url: string; headers: IncomingHttpHeaders; body: Buffer }>();
+  const forward = (r: Seen, res: ServerResponse): void => {
+    const { url, headers, body } = raw.get(r)!;
+    const up = httpRequest({ host: '127.0.0.1', port: target.port, method: r.method, path: url, headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+      answer.once('error', () => res.destroy());
+    });
+    up.once('error', () => res.destroy());
+    res.once('close', () => up.destroy());
+    up.end(body);
+  };
+  const proxy: Proxy = { url: '', seen: [], forward, close: async () => undefined };
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -207,19 +245,9 @@ export async function recordingProxy(target: { port: number }): Promise<Proxy> {
       const body = Buffer.concat(chunks);
       const u = new URL(req.url ?? '/', 'http://proxy');
       const r: Seen = { method: req.method ?? 'GET', path: u.pathname, query: u.searchParams, body: body.toString() };
+      raw.set(r, { url: req.url ?? '/', headers: req.headers, body });
       proxy.seen.push(r);
-      if (proxy.intercept?.(r, res)) return;
-      const up = httpRequest(
-        { host: '127.0.0.1', port: target.port, method: req.method, path: req.url, headers: req.headers },
-        (answer) => {
-          res.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(res);
-          answer.once('error', () => res.destroy());
-        },
-      );
-      up.once('error', () => res.destroy());
-      res.once('close', () => up.destroy());
-      up.end(body);
+      if (!proxy.intercept?.(r, res)) forward(r, res);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -230,6 +258,92 @@ export async function recordingProxy(target: { port: number }): Promise<Proxy> {
       server.closeAllConnections();
     });
   return proxy;
+}
+
+/**
+ * An emulator (`opts`) behind a recording proxy, started before the file's tests and closed after them: read
+ * `.emu` and `.proxy` inside tests and hooks.
+ */
+export function emulatorBehindProxy(opts: Partial<EmulatorOptions>): { emu: EmulatorHandle; proxy: Proxy } {
+  const started = {} as { emu: EmulatorHandle; proxy: Proxy };
+  beforeAll(async () => {
+    started.emu = await emulator(opts);
+    started.proxy = await recordingProxy(started.emu);
+  });
+  afterAll(async () => {
+    await started.proxy?.close();
+    await started.emu?.close();
+  });
+  return started;
+}
+
+/**
+ * A SERP crawl that tests hold mid-run (lock, interrupt, run history): two queries of two pages each, read one page
+ * at a time, so the first page is committed before HELD_PAGE is asked for. `sinks` are flow-style YAML sink configs;
+ * the rows are normalized unless `normalize` is false.
+ */
+export function serpCrawl(name: string, sinks: string[], opts: { normalize?: boolean } = {}): string {
+  return [
+    'version: 1',
+    `name: ${name}`,
+    'service:',
+    '  base_url: ${SLUICE_BASE_URL:?}',
+    '  api_key: ${SLUICE_API_KEY:?}',
+    '  retry: { retries: 1, base_delay_ms: 10 }',
+    'source:',
+    '  type: serp',
+    '  zone: serp_zone',
+    '  engine: https://www.google.com',
+    "  queries: ['coffee roasters portland', 'ramen berlin']",
+    '  max_pages: 2',
+    '  concurrency: 1',
+    ...(opts.normalize === false ? [] : ['transforms:', '  - { type: normalize, preset: serp_organic }']),
+    ...(sinks.length === 1 ? [`sink: ${sinks[0]}`] : ['sinks:', ...sinks.map((s) => `  - ${s}`)]),
+    '',
+  ].join('\n');
+}
+
+/** The page of serpCrawl that tests hold: page 2 of the first query. */
+export const HELD_PAGE = 'coffee roasters portland@10';
+
+/** The SERP page a request through the proxy asks for, as `<query>@<start>`. */
+export function pageOf(r: Seen): string | undefined {
+  if (r.path !== '/request') return undefined;
+  const target = new URL((JSON.parse(r.body) as { url: string }).url);
+  return `${target.searchParams.get('q')}@${target.searchParams.get('start') ?? 0}`;
+}
+
+export interface HeldPage {
+  /** Resolves once the request for the page arrived (and is held). */
+  reached: Promise<void>;
+  /** Lets the held request through to the emulator, and every later one. */
+  release(): void;
+  /** Drops the held request (its connection is destroyed); later ones pass. */
+  drop(): void;
+}
+
+/** Holds the first request for `page` (see pageOf) unanswered until `release()` or `drop()`. */
+export function holdPage(proxy: Proxy, page = HELD_PAGE): HeldPage {
+  let reached!: () => void;
+  let held: { r: Seen; res: ServerResponse } | undefined;
+  const gate: HeldPage = {
+    reached: new Promise<void>((resolve) => (reached = resolve)),
+    release() {
+      proxy.intercept = undefined;
+      if (held) proxy.forward(held.r, held.res);
+    },
+    drop() {
+      proxy.intercept = undefined;
+      held?.res.destroy();
+    },
+  };
+  proxy.intercept = (r, res) => {
+    if (held || pageOf(r) !== page) return false;
+    held = { r, res };
+    reached();
+    return true;
+  };
+  return gate;
 }
 
 /**

@@ -5,84 +5,43 @@
  * The run is held mid-run deterministically: a recording proxy in front of the emulator keeps the request for one
  * SERP page unanswered until the signal is sent.
  */
-import type { ServerResponse } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EmulatorHandle } from '../../src/emulator/server.js';
+import { describe, expect, it } from 'vitest';
 import {
-  emulator,
-  recordingProxy,
+  emulatorBehindProxy,
+  holdPage,
+  lineSeen,
+  pageOf,
+  serpCrawl,
   sluice,
   workspace,
-  type Proxy,
-  type Seen,
+  type HeldPage,
   type SluiceRun,
-  lineSeen,
 } from './harness.js';
 
-let emu: EmulatorHandle;
-let proxy: Proxy;
-beforeAll(async () => {
-  emu = await emulator({ seed: 31 });
-  proxy = await recordingProxy(emu);
-});
-afterAll(async () => {
-  await proxy?.close();
-  await emu?.close();
-});
+const served = emulatorBehindProxy({ seed: 31 });
 
-const PIPELINE = `version: 1
-name: interrupted
-service:
-  base_url: \${SLUICE_BASE_URL:?}
-  api_key: \${SLUICE_API_KEY:?}
-  retry: { retries: 1, base_delay_ms: 10 }
-source:
-  type: serp
-  zone: serp_zone
-  engine: https://www.google.com
-  queries: ['coffee roasters portland', 'ramen berlin']
-  max_pages: 2
-  concurrency: 1
-sink: { type: jsonl, path: out/interrupted }
-`;
-
-/** The SERP page a request asks for, as `<query>@<start>`. */
-function pageOf(r: Seen): string | undefined {
-  if (r.path !== '/request') return undefined;
-  const target = new URL((JSON.parse(r.body) as { url: string }).url);
-  return `${target.searchParams.get('q')}@${target.searchParams.get('start') ?? 0}`;
-}
-
+const PIPELINE = serpCrawl('interrupted', ['{ type: jsonl, path: out/interrupted }'], { normalize: false });
 const PAGE_ONE = 'coffee roasters portland@0';
-const PAGE_TWO = 'coffee roasters portland@10';
 const INTERRUPTED = /^interrupted: (\d+)\/(\d+) units committed; run again to resume$/m;
 
 /** Starts a run whose request for page 2 is held unanswered; resolves once that request arrived. */
-async function heldRun(file: string): Promise<{ run: SluiceRun; held: () => ServerResponse | undefined }> {
-  let held: ServerResponse | undefined;
-  const reached = new Promise<void>((resolve) => {
-    proxy.intercept = (r, res) => {
-      if (pageOf(r) !== PAGE_TWO) return false;
-      held = res;
-      resolve();
-      return true;
-    };
-  });
-  const run = sluice(['run', file, '--no-progress'], { service: proxy });
-  await Promise.race([reached, run]);
-  return { run, held: () => held };
+async function heldRun(file: string): Promise<{ run: SluiceRun; gate: HeldPage }> {
+  const gate = holdPage(served.proxy);
+  const run = sluice(['run', file, '--no-progress'], { service: served.proxy });
+  await Promise.race([gate.reached, run]);
+  return { run, gate };
 }
 
 describe('an interrupted run', () => {
   it('SIGINT: says what was committed, exits 130, and the next run resumes without redoing it', async () => {
     const ws = workspace();
     const file = ws.write('interrupted.yaml', PIPELINE);
-    proxy.seen.length = 0;
+    served.proxy.seen.length = 0;
 
-    const { run, held } = await heldRun(file);
+    const { run, gate } = await heldRun(file);
     run.child.kill('SIGINT');
     const r1 = await run;
-    held()?.destroy();
+    gate.drop();
     expect(r1.signal, r1.stderr).toBeNull();
     expect(r1.code, r1.stderr).toBe(130);
     // Said at once, then the outcome as the last line.
@@ -93,23 +52,21 @@ describe('an interrupted run', () => {
     // Page 1 was committed before page 2 was asked for (concurrency 1).
     expect(Number(committed)).toBeGreaterThanOrEqual(1);
 
-    proxy.intercept = undefined;
-    const r2 = await sluice(['run', file, '--no-progress'], { service: proxy });
+    const r2 = await sluice(['run', file, '--no-progress'], { service: served.proxy });
     expect(r2.code, r2.stderr).toBe(0);
     expect(r2.stderr).toMatch(/^resuming interrupted/m);
     expect(r2.stdout).toMatch(new RegExp(`\\(${committed} already committed, 0 failed\\)`));
     // The committed page was not fetched again.
-    expect(proxy.seen.filter((r) => pageOf(r) === PAGE_ONE)).toHaveLength(1);
+    expect(served.proxy.seen.filter((r) => pageOf(r) === PAGE_ONE)).toHaveLength(1);
   });
 
   it('SIGTERM (a scheduler stopping the job): exits 143 with the same message', async () => {
     const ws = workspace();
     const file = ws.write('interrupted.yaml', PIPELINE);
-    const { run, held } = await heldRun(file);
+    const { run, gate } = await heldRun(file);
     run.child.kill('SIGTERM');
     const r = await run;
-    held()?.destroy();
-    proxy.intercept = undefined;
+    gate.drop();
     expect(r.code, r.stderr).toBe(143);
     expect(r.stderr).toMatch(/SIGTERM: stopping/);
     expect(r.stderr.trimEnd().split('\n').at(-1)).toMatch(INTERRUPTED);
@@ -118,13 +75,12 @@ describe('an interrupted run', () => {
   it('a second Ctrl-C is never fatal by signal: the process exits 130 itself, saying so', async () => {
     const ws = workspace();
     const file = ws.write('interrupted.yaml', PIPELINE);
-    const { run, held } = await heldRun(file);
+    const { run, gate } = await heldRun(file);
     run.child.kill('SIGINT');
     await lineSeen(run, /SIGINT: stopping/);
     run.child.kill('SIGINT');
     const r = await run;
-    held()?.destroy();
-    proxy.intercept = undefined;
+    gate.drop();
     expect(r.signal, r.stderr).toBeNull();
     expect(r.code, r.stderr).toBe(130);
     // Whichever came first, the run winding down or the second signal, the last line says what to do.

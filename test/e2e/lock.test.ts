@@ -8,36 +8,25 @@
  * The first run is held mid-run deterministically rather than slowed down: a recording proxy in front of the
  * emulator keeps its request for one SERP page unanswered until the test lets it through.
  */
-import { request as httpRequest, type ServerResponse } from 'node:http';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EmulatorHandle } from '../../src/emulator/server.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  API_KEY,
-  emulator,
+  emulatorBehindProxy,
   failure,
+  holdPage,
+  lineSeen,
   query,
-  recordingProxy,
+  runInProcess,
   runOk,
+  serpCrawl,
   sluice,
   workspace,
-  type Proxy,
-  type Seen,
   type SluiceRun,
   type Workspace,
 } from './harness.js';
 
-let emu: EmulatorHandle;
-let proxy: Proxy;
-beforeAll(async () => {
-  emu = await emulator({ seed: 17 });
-  proxy = await recordingProxy(emu);
-});
-afterAll(async () => {
-  await proxy?.close();
-  await emu?.close();
-});
+const served = emulatorBehindProxy({ seed: 17 });
 
 type SinkKind = 'jsonl' | 'parquet' | 'duckdb';
 
@@ -47,26 +36,12 @@ const sinkLine: Record<SinkKind, (name: string) => string> = {
   duckdb: (name) => `{ type: duckdb, path: out/${name}.duckdb, table: serp_organic, write: append }`,
 };
 
-/** A SERP crawl into `sinks`, whose outputs are named after `outputsOf` (another pipeline's, to share them). */
+/** The held SERP crawl into `sinks`, whose outputs are named after `outputsOf` (another pipeline's, to share them). */
 function pipelineText(name: string, sinks: SinkKind[], outputsOf = name): string {
-  return `version: 1
-name: ${name}
-service:
-  base_url: \${SLUICE_BASE_URL:?}
-  api_key: \${SLUICE_API_KEY:?}
-  retry: { retries: 1, base_delay_ms: 10 }
-source:
-  type: serp
-  zone: serp_zone
-  engine: https://www.google.com
-  queries: ['coffee roasters portland', 'ramen berlin']
-  max_pages: 2
-  concurrency: 1
-transforms:
-  - { type: normalize, preset: serp_organic }
-sinks:
-${sinks.map((s) => `  - ${sinkLine[s](outputsOf)}`).join('\n')}
-`;
+  return serpCrawl(
+    name,
+    sinks.map((s) => sinkLine[s](outputsOf)),
+  );
 }
 
 /** The results a sink holds (query and link), sorted: what "the same rows" is checked on. */
@@ -82,71 +57,12 @@ async function ids(dir: string, name: string, kind: SinkKind): Promise<string[]>
   return rows.map((r) => r.id as string);
 }
 
-/** The SERP page a request asks for, as `<query>@<start>`. */
-function pageOf(r: Seen): string | undefined {
-  if (r.path !== '/request') return undefined;
-  const target = new URL((JSON.parse(r.body) as { url: string }).url);
-  return `${target.searchParams.get('q')}@${target.searchParams.get('start') ?? 0}`;
-}
-
-/** Holds the first request for page 2 of the first query unanswered until `release()` (then forwards it) or `drop()`. */
-function holdPageTwo(): { reached: Promise<void>; release(): void; drop(): void } {
-  let reached!: () => void;
-  let held: { r: Seen; res: ServerResponse } | undefined;
-  let pass = false;
-  const gate = {
-    reached: new Promise<void>((resolve) => (reached = resolve)),
-    release() {
-      pass = true;
-      if (held) forward(held.r, held.res);
-      proxy.intercept = undefined;
-    },
-    drop() {
-      held?.res.destroy();
-      proxy.intercept = undefined;
-    },
-  };
-  proxy.intercept = (r, res) => {
-    if (pass || held || pageOf(r) !== 'coffee roasters portland@10') return false;
-    held = { r, res };
-    reached();
-    return true;
-  };
-  return gate;
-}
-
-/** Sends a held request to the emulator itself and pipes the answer back, bytes as they are. */
-function forward(r: Seen, res: ServerResponse): void {
-  const url = new URL(`${emu.url}${r.path}`);
-  const headers = { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' };
-  const up = httpRequest(url, { method: r.method, headers }, (answer) => {
-    res.writeHead(answer.statusCode ?? 502, answer.headers);
-    answer.pipe(res);
-  });
-  up.once('error', () => res.destroy());
-  up.end(r.body);
-}
-
-/** Resolves once the child's stderr matches `re` (log lines arrive as the run goes). */
-function stderrMatches(run: SluiceRun, re: RegExp): Promise<void> {
-  let text = '';
-  return new Promise((resolve) => {
-    const onData = (s: string): void => {
-      text += s;
-      if (re.test(text)) {
-        run.child.stderr!.off('data', onData);
-        resolve();
-      }
-    };
-    run.child.stderr!.on('data', onData);
-  });
-}
-
 let clean: Workspace;
 beforeAll(async () => {
   // What each sink holds after a run no one disturbed: the contested runs must end with the same rows.
   clean = workspace();
-  await runOk(clean.write('clean.yaml', pipelineText('clean', ['jsonl', 'parquet', 'duckdb'])), proxy);
+  // In this process: the CLI is not what this run is about.
+  await runInProcess(clean.write('clean.yaml', pipelineText('clean', ['jsonl', 'parquet', 'duckdb'])), served.proxy);
 });
 
 describe('runs that meet', () => {
@@ -157,11 +73,11 @@ describe('runs that meet', () => {
     // Other pipelines (their own state) sharing one of its outputs each.
     const sharing = (kind: SinkKind): string =>
       ws.write(`shares_${kind}.yaml`, pipelineText(`shares_${kind}`, [kind], name));
-    const gate = holdPageTwo();
-    const first = sluice(['run', file, '--no-progress'], { service: proxy });
+    const gate = holdPage(served.proxy);
+    const first = sluice(['run', file, '--no-progress'], { service: served.proxy });
     await gate.reached;
 
-    const run = (f: string): SluiceRun => sluice(['run', f, '--no-progress'], { service: proxy });
+    const run = (f: string): SluiceRun => sluice(['run', f, '--no-progress'], { service: served.proxy });
     const [again, jsonl, parquet, duckdb] = await Promise.all([
       run(file),
       run(sharing('jsonl')),
@@ -196,15 +112,15 @@ describe('a lock whose holder was killed with -9', () => {
     const ws = workspace();
     const name = 'lock_killed';
     const file = ws.write(`${name}.yaml`, pipelineText(name, ['jsonl', 'duckdb']));
-    const gate = holdPageTwo();
-    const first = sluice(['run', file, '--no-progress'], { service: proxy });
+    const gate = holdPage(served.proxy);
+    const first = sluice(['run', file, '--no-progress'], { service: served.proxy });
     await gate.reached;
     first.child.kill('SIGKILL');
     const r1 = await first;
     gate.drop();
     expect(r1.signal).toBe('SIGKILL');
 
-    const r2 = await runOk(file, proxy);
+    const r2 = await runOk(file, served.proxy);
     expect(r2.stderr).toContain(`run.lock: its holder (pid ${first.child.pid}`);
     expect(r2.stderr).toContain(`${name}_jsonl/.sluice-lock: its holder (pid ${first.child.pid}`);
     expect(r2.stderr).toMatch(/resuming lock_killed/);
@@ -219,12 +135,12 @@ describe('--wait', () => {
     const ws = workspace();
     const name = 'lock_wait';
     const file = ws.write(`${name}.yaml`, pipelineText(name, ['jsonl']));
-    const gate = holdPageTwo();
-    const first = sluice(['run', file, '--no-progress'], { service: proxy });
+    const gate = holdPage(served.proxy);
+    const first = sluice(['run', file, '--no-progress'], { service: served.proxy });
     await gate.reached;
 
-    const second = sluice(['run', file, '--no-progress', '--wait=1m'], { service: proxy });
-    await stderrMatches(second, /waiting for the lock .*run\.lock/);
+    const second = sluice(['run', file, '--no-progress', '--wait=1m'], { service: served.proxy });
+    await lineSeen(second, /waiting for the lock .*run\.lock/);
     expect(second.child.exitCode).toBeNull();
     gate.release();
     const [r1, r2] = await Promise.all([first, second]);
@@ -242,8 +158,8 @@ describe('an interrupt', () => {
     const ws = workspace();
     const name = 'interrupted';
     const file = ws.write(`${name}.yaml`, pipelineText(name, ['jsonl', 'duckdb']));
-    const gate = holdPageTwo();
-    const first = sluice(['run', file, '--no-progress'], { service: proxy });
+    const gate = holdPage(served.proxy);
+    const first = sluice(['run', file, '--no-progress'], { service: served.proxy });
     await gate.reached;
     first.child.kill('SIGINT');
     const r1 = await first;
@@ -255,7 +171,7 @@ describe('an interrupt', () => {
     expect(existsSync(path.join(ws.pipelines, '.sluice', name, 'run.lock'))).toBe(false);
     expect(existsSync(path.join(ws.pipelines, 'out', `${name}_jsonl`, '.sluice-lock'))).toBe(false);
 
-    const r2 = await runOk(file, proxy);
+    const r2 = await runOk(file, served.proxy);
     expect(r2.stderr).toMatch(/resuming interrupted/);
     expect(r2.stderr).not.toMatch(/taking over the lock/);
     for (const kind of ['jsonl', 'duckdb'] as const)

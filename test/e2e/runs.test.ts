@@ -7,83 +7,40 @@
  * SERP page unanswered (or answers it with an error) on cue.
  */
 import path from 'node:path';
-import type { ServerResponse } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EmulatorHandle } from '../../src/emulator/server.js';
-import { emulator, query, recordingProxy, sluice, workspace, type Proxy, type Seen } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { emulatorBehindProxy, HELD_PAGE, holdPage, pageOf, query, serpCrawl, sluice, workspace } from './harness.js';
 
-let emu: EmulatorHandle;
-let proxy: Proxy;
-beforeAll(async () => {
-  emu = await emulator({ seed: 17 });
-  proxy = await recordingProxy(emu);
-});
-afterAll(async () => {
-  await proxy?.close();
-  await emu?.close();
-});
+const served = emulatorBehindProxy({ seed: 17 });
 
-const PIPELINE = `version: 1
-name: nightly
-service:
-  base_url: \${SLUICE_BASE_URL:?}
-  api_key: \${SLUICE_API_KEY:?}
-  retry: { retries: 1, base_delay_ms: 10 }
-source:
-  type: serp
-  zone: serp_zone
-  engine: https://www.google.com
-  queries: ['coffee roasters portland', 'ramen berlin']
-  max_pages: 2
-  concurrency: 1
-transforms:
-  - { type: normalize, preset: serp_organic }
-sinks:
-  - { type: jsonl, path: out/nightly_jsonl }
-  - { type: duckdb, path: out/nightly.duckdb, table: serp_organic }
-`;
-
-/** The SERP page a request asks for, as `<query>@<start>`. */
-function pageOf(r: Seen): string | undefined {
-  if (r.path !== '/request') return undefined;
-  const target = new URL((JSON.parse(r.body) as { url: string }).url);
-  return `${target.searchParams.get('q')}@${target.searchParams.get('start') ?? 0}`;
-}
-
-const PAGE_TWO = 'coffee roasters portland@10';
+const PIPELINE = serpCrawl('nightly', [
+  '{ type: jsonl, path: out/nightly_jsonl }',
+  '{ type: duckdb, path: out/nightly.duckdb, table: serp_organic }',
+]);
 
 describe('sluice runs', () => {
   it('lists an interrupted, a failed and a resumed successful attempt of one run, newest first', async () => {
     const ws = workspace();
     const file = ws.write('nightly.yaml', PIPELINE);
-    const run = () => sluice(['run', file, '--no-progress'], { service: proxy });
+    const run = () => sluice(['run', file, '--no-progress'], { service: served.proxy });
 
     // 1. Interrupted: page 2 is held unanswered, then Ctrl-C.
-    let held: ServerResponse | undefined;
-    const reached = new Promise<void>((resolve) => {
-      proxy.intercept = (r, res) => {
-        if (pageOf(r) !== PAGE_TWO) return false;
-        held = res;
-        resolve();
-        return true;
-      };
-    });
+    const gate = holdPage(served.proxy);
     const first = run();
     // A run that never asks for page 2 would leave the test waiting: fail it with what the run said instead.
     await Promise.race([
-      reached,
+      gate.reached,
       first.then((r) => {
-        throw new Error(`the run ended before asking for ${PAGE_TWO}: ${r.stderr}`);
+        throw new Error(`the run ended before asking for ${HELD_PAGE}: ${r.stderr}`);
       }),
     ]);
     first.child.kill('SIGINT');
     const r1 = await first;
-    held?.destroy();
+    gate.drop();
     expect(r1.code, r1.stderr).toBe(130);
 
     // 2. Failed: the service refuses page 2 (a 4xx is not retried).
-    proxy.intercept = (r, res) => {
-      if (pageOf(r) !== PAGE_TWO) return false;
+    served.proxy.intercept = (r, res) => {
+      if (pageOf(r) !== HELD_PAGE) return false;
       res.writeHead(400, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ error: 'query rejected by the test' }));
       return true;
@@ -92,11 +49,11 @@ describe('sluice runs', () => {
     expect(r2.code, r2.stderr).toBe(1);
 
     // 3. Resumed to success.
-    proxy.intercept = undefined;
+    served.proxy.intercept = undefined;
     const r3 = await run();
     expect(r3.code, r3.stderr).toBe(0);
 
-    const json = await sluice(['runs', file, '--json'], { service: proxy });
+    const json = await sluice(['runs', file, '--json'], { service: served.proxy });
     expect(json.code, json.stderr).toBe(0);
     const runs = json.stdout
       .trim()
@@ -128,7 +85,7 @@ describe('sluice runs', () => {
     }
     expect(runs[0]!.records).toBeGreaterThan(0);
 
-    const table = await sluice(['runs', file], { service: proxy });
+    const table = await sluice(['runs', file], { service: served.proxy });
     expect(table.code, table.stderr).toBe(0);
     const rows = table.stdout.split('\n').filter((l) => /^\d{14}-/.test(l));
     expect(rows.map((l) => /\s(succeeded|failed|interrupted)( \(resumed\))?\s/.exec(l)?.[0].trim())).toEqual([

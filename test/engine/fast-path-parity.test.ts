@@ -17,7 +17,11 @@ import { tempDir } from './in-memory.js';
 
 type Row = Record<string, unknown>;
 
-/** Records with what tends to differ between readers: ints and floats, nulls, missing keys, nesting, timestamps. */
+/**
+ * Records with what tends to differ between readers: ints and floats (also whole first, fractions later in one
+ * column), nulls, missing keys, nested structs, lists of structs and of scalars, ISO timestamps with and without a
+ * UTC offset, dates, and dates and timestamps in one column.
+ */
 const records: Row[] = [
   {
     id: 1,
@@ -28,9 +32,49 @@ const records: Row[] = [
     tags: ['a', 'b'],
     meta: { k: 1 },
     at: '2024-01-02T03:04:05Z',
+    at_local: '2024-01-02T03:04:05+02:00',
+    day: '2024-01-02',
+    when: '2024-01-02',
+    mixed: 1,
+    nums: [1, 2],
+    deep: { a: { b: 1, c: 'x' }, d: [1.5] },
+    people: [{ name: 'p', age: 30 }],
   },
-  { id: 2, name: 'beta, "quoted"', score: 2, count: 0, ok: false, tags: [], meta: { k: 2, extra: 'x' }, at: null },
-  { id: 3, name: null, score: null, count: 12345678901, ok: null, tags: ['c'], meta: null, at: '2024-02-03T00:00:00Z' },
+  {
+    id: 2,
+    name: 'beta, "quoted"',
+    score: 2,
+    count: 0,
+    ok: false,
+    tags: [],
+    meta: { k: 2, extra: 'x' },
+    at: null,
+    at_local: '2024-06-30T23:59:59.123-05:30',
+    day: null,
+    when: '2024-01-02T03:04:05Z',
+    mixed: 2.5,
+    nums: [2.5],
+    deep: { a: { b: 2 } },
+    people: [
+      { name: 'q', age: 1.5 },
+      { name: 'r', age: null, note: 'n' },
+    ],
+  },
+  {
+    id: 3,
+    name: null,
+    score: null,
+    count: 12345678901,
+    ok: null,
+    tags: ['c'],
+    meta: null,
+    at: '2024-02-03T00:00:00Z',
+    at_local: '2024-02-03T00:00:00',
+    day: '2024-12-31',
+    mixed: 3,
+    deep: null,
+    people: [],
+  },
   { id: 4, name: 'delta', score: -0.25, count: 7, ok: true, tags: null, meta: { k: 4 }, at: '2024-03-04T05:06:07Z' },
   { id: 5, name: 'épsilon ✓', score: 3.75, count: 5, ok: false, tags: ['d', 'e', 'f'], meta: { k: 5 } },
 ];
@@ -142,6 +186,9 @@ async function readBack(sink: SinkType, name: string): Promise<Output> {
   }
 }
 
+/** Outputs by case label, for the comparison across sinks below. */
+const outputs = new Map<string, Output>();
+
 const formats: Format[] = ['jsonl', 'json', 'csv'];
 const sinks: SinkType[] = ['duckdb', 'parquet', 'jsonl'];
 const cases = formats.flatMap((format) =>
@@ -156,6 +203,7 @@ describe.concurrent('fast path and JS path give identical outputs', () => {
     const [fast, js] = (await Promise.all(
       [true, false].map(async (f) => readBack(sink, await run(format, gz, sink, f))),
     )) as [Output, Output];
+    outputs.set(`${format}${gz ? '.gz' : ''} → ${sink}`, js);
     expect(fast.types).toEqual(js.types);
     expect(fast.rows).toEqual(js.rows);
     expect(fast.rows).toHaveLength(records.length);
@@ -164,5 +212,29 @@ describe.concurrent('fast path and JS path give identical outputs', () => {
       expect(fast.rows[0]!.tags).toEqual(['a', 'b']);
       expect(fast.rows[0]!.meta).toMatchObject({ k: 1 });
     }
+  });
+});
+
+// The same records give the same column types in every typed sink: one inference, one mapping (duckdb-types.ts).
+describe('every sink types the same records alike', () => {
+  it.each(formats)('%s: DuckDB table and Parquet files have the same columns, types and values', (format) => {
+    const duck = outputs.get(`${format} → duckdb`);
+    const pq = outputs.get(`${format} → parquet`);
+    expect(duck && pq).toBeDefined();
+    expect(pq!.types).toEqual(duck!.types);
+    expect(pq!.rows).toEqual(duck!.rows);
+    if (format !== 'csv')
+      expect(Object.fromEntries(duck!.types)).toMatchObject({
+        at: 'TIMESTAMP',
+        at_local: 'TIMESTAMP',
+        day: 'DATE',
+        when: 'TIMESTAMP',
+        mixed: 'DOUBLE',
+        nums: 'DOUBLE[]',
+        deep: 'STRUCT(a STRUCT(b BIGINT, c VARCHAR), d DOUBLE[])',
+        people: 'STRUCT("name" VARCHAR, age DOUBLE, note VARCHAR)[]',
+      });
+    // The offset is applied: 03:04:05+02:00 is 01:04:05 UTC.
+    expect(duck!.rows[0]!.at_local).toBe('2024-01-02T01:04:05.000Z');
   });
 });

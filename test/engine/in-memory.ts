@@ -174,6 +174,8 @@ export interface MemorySinkOptions {
   lockPath?: string;
   /** Runs when a unit's rows were read, before they are committed (a commit under way). */
   beforeCommit?: (id: string) => void | Promise<void>;
+  /** Without `committedCheckpoints` (a sink that cannot keep cursor state). */
+  noCheckpoints?: boolean;
 }
 
 /** Commits units into a map; loads JSONL raw files "natively" by parsing their lines. */
@@ -183,6 +185,9 @@ export class MemorySink implements Sink {
   /** Sink-side ids, in the order the engine asked for them, and by which path. */
   readonly writes: { id: string; path: 'rows' | 'native' }[] = [];
   readonly committed: Set<string>;
+  /** Checkpoints committed with their units, by sink-side id (as `committedCheckpoints` returns them). */
+  readonly checkpoints = new Map<string, unknown>();
+  readonly committedCheckpoints?: () => Promise<Map<string, unknown>>;
   opened?: SinkContext;
   finished = false;
   closed = false;
@@ -198,6 +203,7 @@ export class MemorySink implements Sink {
     this.committed = new Set(opts.committed ?? []);
     if ((opts.nativeFormats ?? []).length > 0) this.writeUnitFile = (u, f) => this.loadFile(u, f);
     if (opts.lockPath !== undefined) this.lockPath = () => opts.lockPath!;
+    if (opts.noCheckpoints !== true) this.committedCheckpoints = async () => new Map(this.checkpoints);
   }
 
   typeName(t: LogicalType): string {
@@ -226,7 +232,7 @@ export class MemorySink implements Sink {
     const rows: Row[] = [];
     for await (const b of batches) rows.push(...b);
     await this.opts.beforeCommit?.(unit.id);
-    return this.commit(unit.id, rows);
+    return this.commit(unit, rows);
   }
 
   async finish(): Promise<void> {
@@ -249,12 +255,15 @@ export class MemorySink implements Sink {
       .split('\n')
       .filter((l) => l !== '')
       .map((l) => JSON.parse(l) as Row);
-    return this.commit(unit.id, rows);
+    return this.commit(unit, rows);
   }
 
-  private commit(id: string, rows: Row[]): CommitResult {
+  /** The unit's checkpoint is read at commit time, as a real sink stores it in the commit's transaction. */
+  private commit(unit: WorkUnit, rows: Row[]): CommitResult {
+    const id = unit.id;
     this.committed.add(id);
     this.rows.set(id, rows);
+    if (unit.checkpoint !== undefined) this.checkpoints.set(id, structuredClone(unit.checkpoint));
     return { committed: true, records: rows.length };
   }
 }

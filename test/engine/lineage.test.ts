@@ -37,7 +37,7 @@ describe('lineage: true', () => {
       `version: 1
 name: lineage
 service: { base_url: emulator, api_key: emulator-key }
-source: { type: file, paths: [in.jsonl], format: jsonl }
+source: { type: file, paths: [in.jsonl], format: jsonl, incremental: false }
 sinks:
   - { type: duckdb, path: out/l.duckdb, table: items, lineage: true }
   - { type: duckdb, path: out/l.duckdb, table: plain }

@@ -36,7 +36,7 @@ describe('broken pipelines are reported at file:line:column', () => {
     ['wrong-type.yaml', ['10:16: source.concurrency: expected a number, got a string ("lots")']],
     ['bad-enum.yaml', ['9:23: source.download.format: a string ("parquet") is not allowed']],
     ['unknown-source-type.yaml', ['7:9: source.type: unknown source type "snapshots" (did you mean "snapshot"?)']],
-    ['unknown-sink-type.yaml', ['8:9: sink.type: unknown sink type "postgres"']],
+    ['unknown-sink-type.yaml', ['8:9: sink.type: unknown sink type "snowflake"']],
     [
       'unknown-transform-type.yaml',
       ['8:11: transforms[0].type: unknown transform type "normalise" (did you mean "normalize"?)'],
@@ -106,7 +106,7 @@ describe('broken pipelines are reported at file:line:column', () => {
     const file = path.join(broken, 'missing-env.yaml');
     const { problems, pipeline } = await validatePipeline(file, { SLUICE_TEST_UNSET_KEY: 'from-env-key' });
     expect(problems).toEqual([]);
-    expect(pipeline?.config.service.api_key).toBe('from-env-key');
+    expect(pipeline?.config.service?.api_key).toBe('from-env-key');
   });
 });
 
@@ -128,12 +128,12 @@ describe('loadPipeline', () => {
       expect(p.file).toBe(file);
       expect(p.baseDir).toBe(examples);
       expect(p.name).toBe(p.config.name);
-      expect(p.config.service.base_url).toBe(name === 'file' ? 'emulator' : 'emulator');
+      expect(p.config.service?.base_url).toBe(name === 'file' ? 'emulator' : 'emulator');
       expect(p.config.fast_path).toBe(true);
       expect(Array.isArray(p.config.transforms)).toBe(true);
     }
     const serp = await loadPipeline(path.join(examples, 'serp.yaml'), { SLUICE_BASE_URL: 'https://api.example.com' });
-    expect(serp.config.service.base_url).toBe('https://api.example.com');
+    expect(serp.config.service?.base_url).toBe('https://api.example.com');
     expect(serp.config.source.engine).toBe('https://www.google.com');
   });
 
@@ -209,7 +209,7 @@ describe('typing of interpolated values', () => {
     expect(p.config.source.max_pages).toBe(7);
     expect(p.config.fast_path).toBe(false);
     // The schema wants a string here: digits stay text.
-    expect(p.config.service.api_key).toBe('12345');
+    expect(p.config.service?.api_key).toBe('12345');
   });
 
   it('keeps references inside longer text as strings, and says where a non-number came from', async () => {

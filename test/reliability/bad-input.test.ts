@@ -229,9 +229,9 @@ const configCases: ConfigCase[] = [
   },
   {
     name: 'unknown sink type',
-    yaml: HEAD + 'source: { type: countries }\nsink: { type: postgres, path: x }\n',
-    error: /sink\.type: unknown sink type "postgres"/,
-    fix: /^registered sink types: duckdb, parquet, jsonl$/,
+    yaml: HEAD + 'source: { type: countries }\nsink: { type: snowflake, path: x }\n',
+    error: /sink\.type: unknown sink type "snowflake"/,
+    fix: /^registered sink types: duckdb, parquet, jsonl, postgres$/,
   },
   {
     name: 'missing required field: the zone of a serp source',

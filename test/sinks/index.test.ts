@@ -2,12 +2,19 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { sinkDefs } from '../../sinks/index.js';
 
+/** The least config of each sink: file sinks write to a path, database sinks to a table. */
+function minimalConfig(type: string): Record<string, unknown> {
+  if (type === 'postgres') return { type, table: 't' };
+  return { type, path: 'x', ...(type === 'duckdb' ? { table: 't' } : {}) };
+}
+
 describe('sink registry', () => {
-  it('lists duckdb, parquet and jsonl, each with a strict, fully described config schema', () => {
+  it('lists duckdb, parquet, jsonl and postgres, each with a strict, fully described config schema', () => {
     expect(sinkDefs.map((d) => [d.kind, d.type])).toEqual([
       ['sink', 'duckdb'],
       ['sink', 'parquet'],
       ['sink', 'jsonl'],
+      ['sink', 'postgres'],
     ]);
     for (const def of sinkDefs) {
       expect(def.schema).toBeInstanceOf(z.ZodObject);
@@ -16,7 +23,7 @@ describe('sink registry', () => {
         if (key === 'type') continue;
         expect((field as z.ZodType).description, `${def.type}.${key}`).toBeTruthy();
       }
-      const minimal = { type: def.type, path: 'x', ...(def.type === 'duckdb' ? { table: 't' } : {}) };
+      const minimal = minimalConfig(def.type);
       expect(def.schema.safeParse(minimal).success, def.type).toBe(true);
       expect(def.schema.safeParse({ ...minimal, unknown_option: 1 }).success, def.type).toBe(false);
     }
@@ -24,7 +31,7 @@ describe('sink registry', () => {
 
   it('creates sinks from parsed configs', () => {
     for (const def of sinkDefs) {
-      const minimal = { type: def.type, path: 'x', ...(def.type === 'duckdb' ? { table: 't' } : {}) };
+      const minimal = minimalConfig(def.type);
       const sink = def.create(def.schema.parse(minimal), {
         log: { debug() {}, info() {}, warn() {}, error() {} },
         baseDir: '.',

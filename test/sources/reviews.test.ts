@@ -6,7 +6,7 @@ import { MemoryStateStore } from '../../src/engine/state-store.js';
 import { driveCrawl, type DriveResult } from '../../src/sources/crawl/drive.js';
 import { REVIEWS_SERP_FIDS_KEY } from '../../src/sources/crawl/places-from-search.js';
 import { REVIEWS_STATE_KEY, parseReviewsUnitId } from '../../src/sources/crawl/review-pages.js';
-import { knowledgeFids } from '../../src/sources/crawl/search-pages.js';
+import { placeFids } from '../../src/sources/crawl/search-pages.js';
 import { reviewsSchema, reviewsSource } from '../../src/sources/reviews.js';
 import { normalizeReviews } from '../../src/transforms/presets/reviews.js';
 import { REQUEST_ROUTE, resetStats, sourceContext, startHarness, stats, type Harness } from './crawl-harness.js';
@@ -135,7 +135,7 @@ describe('reviews source', () => {
     for (const q of SERP_QUERIES) {
       const url = `https://www.google.com/search?q=${encodeURIComponent(q)}&start=0&brd_json=1`;
       const page = await h.client.request.page({ zone: 'serp_zone', url, format: 'raw' });
-      for (const f of knowledgeFids(page.payload as Record<string, unknown>)) expectedFids.add(f);
+      for (const f of placeFids(page.payload as Record<string, unknown>)) expectedFids.add(f);
     }
     expect(expectedFids.size).toBeGreaterThan(0);
 
@@ -177,7 +177,7 @@ describe('reviews source', () => {
     expect(reported.filter((r) => r.kind === 'request').map((r) => r.text)).toEqual(
       SERP_QUERIES.slice(0, 2).map(
         (q) =>
-          `POST /request https://www.google.com/search?q=${q.replace(/ /g, '+')}&start=0&brd_json=1 (SERP page read for knowledge.fid)`,
+          `POST /request https://www.google.com/search?q=${q.replace(/ /g, '+')}&start=0&brd_json=1 (search page read for place ids)`,
       ),
     );
     expect((await stats(h)).routes[REQUEST_ROUTE] ?? 0).toBe(0);

@@ -14,6 +14,7 @@ interface EmulatorArgs {
   'time-scale'?: number;
   'latency-ms'?: number;
   'state-file'?: string;
+  now?: string;
 }
 
 function nonNegativeInt(name: string) {
@@ -66,13 +67,21 @@ export function emulatorCommand(ctx: CliContext): CommandModule<object, Emulator
           describe:
             'Keep snapshots, lookup requests, zones and paid counters in this file, so a restarted emulator still knows them',
         })
+        .option('now', {
+          type: 'string',
+          describe:
+            'Start the emulated clock at this ISO date; new records and reviews then appear as it passes them (move it with POST /_emulator/clock)',
+        })
         .check((a) => {
           if (a['time-scale'] !== undefined && !(a['time-scale'] > 0)) throw new Error('--time-scale must be > 0');
+          if (a.now !== undefined && !Number.isFinite(Date.parse(a.now)))
+            throw new Error(`--now must be an ISO date such as 2025-03-01T02:30:00Z (got "${a.now}")`);
           return true;
         })
         .example('$0 emulator --port 8080 --seed 1 --size 100000', 'Serve 100k records per dataset on :8080')
         .example('$0 emulator --faults faults.yaml --time-scale 10', 'With injected faults, jobs 10× faster')
         .example('$0 emulator --state-file emulator.json', 'Snapshots and requests outlive a restart')
+        .example('$0 emulator --now 2025-03-01T02:30:00Z', 'A calendar under which the data grows night by night')
         .strict() as unknown as Argv<EmulatorArgs>,
     handler: async (args) => {
       const { loadFaultsFile, startEmulator } = await import('../../emulator/server.js');
@@ -86,6 +95,7 @@ export function emulatorCommand(ctx: CliContext): CommandModule<object, Emulator
         ...(args['latency-ms'] !== undefined && { latencyMs: args['latency-ms'] }),
         ...(args.faults !== undefined && { faults: loadFaultsFile(path.resolve(args.faults)) }),
         ...(args['state-file'] !== undefined && { stateFile: path.resolve(args['state-file']) }),
+        ...(args.now !== undefined && { now: Date.parse(args.now) }),
       }).catch((err: NodeJS.ErrnoException) => {
         if (err.code === 'EADDRINUSE' || err.code === 'EACCES')
           throw new SluiceError(

@@ -1,6 +1,6 @@
 /** `sluice plan <pipeline.yaml>`: what a run would do — units, requests, targets — without starting paid work. */
 import type { Argv, CommandModule } from 'yargs';
-import type { PlanReport } from '../../engine/api.js';
+import type { PlanReport, SinkColumns } from '../../engine/api.js';
 import { positiveInt } from '../args.js';
 import type { CliContext } from '../context.js';
 
@@ -22,8 +22,27 @@ export function formatPlan(plan: PlanReport, shown: number): string {
   for (const r of plan.requests) lines.push(`  ${r}`);
   lines.push('targets:');
   for (const t of plan.targets) lines.push(`  ${t}`);
+  if (plan.columns)
+    lines.push('columns:', ...plan.columns.flatMap((c) => formatColumns(c, false).map((l) => `  ${l}`)));
   if (plan.notes.length) lines.push('notes:', ...plan.notes.map((n) => `  ${n}`));
   return lines.join('\n');
+}
+
+/**
+ * One sink's columns: a header line, then a line per column (`name  TYPE  NOT NULL`, aligned), with the
+ * description when `long` (`sluice schema`).
+ */
+export function formatColumns(sink: SinkColumns, long: boolean): string[] {
+  if (!sink.declared) return [`${sink.target}: columns inferred from the data (the transforms declare none)`];
+  const nameWidth = Math.max(...sink.columns.map((c) => c.name.length));
+  // Nested types are long (`STRUCT(…)[]`): they push their line's tail rather than every line's.
+  const typeWidth = Math.min(16, Math.max(...sink.columns.map((c) => c.type.length)));
+  const lines = [`${sink.target}: ${sink.columns.length} declared columns`];
+  for (const c of sink.columns) {
+    const line = `  ${c.name.padEnd(nameWidth)}  ${c.type.padEnd(typeWidth)}  ${c.nullable ? '        ' : 'NOT NULL'}`;
+    lines.push((long ? `${line}  ${c.description}` : line).trimEnd());
+  }
+  return lines;
 }
 
 export function planCommand(ctx: CliContext): CommandModule<object, PlanArgs> {

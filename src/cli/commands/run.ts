@@ -5,11 +5,15 @@ import type { RunSummary } from '../../engine/api.js';
 import { createLogger } from '../../engine/logger.js';
 import { DEFAULT_LOCK_WAIT, lockWait, parseShard, positiveInt } from '../args.js';
 import type { CliContext } from '../context.js';
+import { EXIT_CODES, SluiceError } from '../../core/errors.js';
 
 export interface RunArgs {
   pipeline: string;
   fresh: boolean;
-  shard?: { index: number; count: number };
+  'reset-cursor': boolean;
+  /** `--shard i/n`, or `auto`: from the orchestrator's environment (resolveShard). */
+  shard?: { index: number; count: number } | 'auto';
+  'shard-count'?: number;
   'log-format': 'text' | 'json';
   quiet: boolean;
   progress: boolean;
@@ -68,6 +72,11 @@ export function runCommand(ctx: CliContext): CommandModule<object, RunArgs> {
             default: false,
             describe: 'Start over: forget checkpoints and committed units (a paid job already started is not reused)',
           })
+          .option('reset-cursor', {
+            type: 'boolean',
+            default: false,
+            describe: 'Incremental sources start from their initial cursor: load everything again (--fresh implies it)',
+          })
           .option('wait', {
             type: 'string',
             coerce: lockWait,
@@ -75,8 +84,14 @@ export function runCommand(ctx: CliContext): CommandModule<object, RunArgs> {
           })
           .option('shard', {
             type: 'string',
-            coerce: parseShard,
-            describe: 'Run only shard i of n (0-based), e.g. 0/4: every unit falls in exactly one shard',
+            coerce: (v: string) => (v === 'auto' ? 'auto' : parseShard(v)),
+            describe:
+              'Run only shard i of n (0-based), e.g. 0/4: every unit falls in exactly one shard. `auto`: i from JOB_COMPLETION_INDEX (Kubernetes Indexed Jobs) or SLUICE_SHARD_INDEX, n from --shard-count or SLUICE_SHARD_COUNT',
+          })
+          .option('shard-count', {
+            type: 'number',
+            coerce: positiveInt('shard-count'),
+            describe: 'With --shard auto: how many shards there are (default: SLUICE_SHARD_COUNT)',
           }),
       )
         .option('show', {
@@ -87,9 +102,15 @@ export function runCommand(ctx: CliContext): CommandModule<object, RunArgs> {
         .example('$0 run pipelines/company_profiles.yaml', 'Run it (resuming a failed run)')
         .example('$0 run pipelines/serp.yaml --fresh --show 5', 'Start over, then show 5 rows of each output')
         .example('$0 run pipelines/serp.yaml --shard 0/4 --log-format json', 'A quarter of the units, JSON logs')
+        .example(
+          '$0 run p.yaml --shard auto --shard-count 4',
+          'In a Kubernetes Indexed Job pod (after `sluice prepare`)',
+        )
         .example('$0 run nightly.yaml --wait=30m', 'From cron: wait up to 30 min for a run still going')
+        .example('$0 run nightly.yaml --reset-cursor', 'Load everything again, not only what is new')
         .strict() as unknown as Argv<RunArgs>,
     handler: async (args) => {
+      const shard = resolveShard(args.shard, args['shard-count'], ctx.io.env);
       const { loadPipeline } = await import('../../pipeline/load.js');
       const pipeline = await loadPipeline(args.pipeline, ctx.io.env);
       const { formatSummary, runPipeline } = await import('../../engine/run.js');
@@ -100,12 +121,13 @@ export function runCommand(ctx: CliContext): CommandModule<object, RunArgs> {
           pipeline,
           {
             fresh: args.fresh,
-            ...(args.shard !== undefined && { shard: args.shard }),
+            resetCursor: args['reset-cursor'],
+            ...(shard !== undefined && { shard }),
             logFormat: args['log-format'],
             quiet: args.quiet,
             progress: args.progress,
             ...(args.wait !== undefined && { waitForLockMs: args.wait }),
-            command: `sluice run ${args.pipeline}`,
+            command: `sluice run ${args.pipeline}${shard ? ` --shard ${shard.index}/${shard.count}` : ''}`,
             signal: interrupts.signal,
           },
           { log: cliLogger(ctx, args) },
@@ -123,4 +145,64 @@ export function runCommand(ctx: CliContext): CommandModule<object, RunArgs> {
       }
     },
   };
+}
+
+/** Where `--shard auto` finds the index: Kubernetes Indexed Jobs set the first, anything else may set the second. */
+const INDEX_VARS = ['JOB_COMPLETION_INDEX', 'SLUICE_SHARD_INDEX'] as const;
+
+/**
+ * `--shard i/n` as given, or `--shard auto` resolved from the orchestrator's environment. A missing or impossible
+ * index or count is a config error (exit 2): retrying the pod will not fix its spec.
+ */
+export function resolveShard(
+  shard: RunArgs['shard'],
+  shardCount: number | undefined,
+  env: Readonly<Record<string, string | undefined>>,
+): { index: number; count: number } | undefined {
+  if (shard !== 'auto') {
+    if (shard !== undefined && shardCount !== undefined && shardCount !== shard.count)
+      throw shardError(
+        `--shard ${shard.index}/${shard.count} and --shard-count ${shardCount} disagree`,
+        'drop --shard-count (it is for --shard auto)',
+      );
+    return shard;
+  }
+  const named = INDEX_VARS.find((v) => env[v] !== undefined && env[v] !== '');
+  if (named === undefined)
+    throw shardError(
+      '--shard auto: no shard index in the environment (JOB_COMPLETION_INDEX or SLUICE_SHARD_INDEX)',
+      'run it in a Kubernetes Job with `completionMode: Indexed`, set SLUICE_SHARD_INDEX (0-based), or pass --shard i/n',
+    );
+  const index = wholeNumber(env[named]!);
+  if (index === undefined)
+    throw shardError(
+      `--shard auto: ${named} is "${env[named]}", not a whole number ≥ 0`,
+      `set ${named} to the shard's 0-based index`,
+    );
+  const countText = shardCount !== undefined ? String(shardCount) : env.SLUICE_SHARD_COUNT;
+  if (countText === undefined || countText === '')
+    throw shardError(
+      '--shard auto: the number of shards is not given',
+      "pass --shard-count N (the Job's `completions`), or set SLUICE_SHARD_COUNT",
+    );
+  const count = wholeNumber(countText);
+  if (count === undefined || count < 1)
+    throw shardError(
+      `--shard auto: the shard count is "${countText}", not a whole number ≥ 1`,
+      'pass --shard-count N with N ≥ 1',
+    );
+  if (index >= count)
+    throw shardError(
+      `--shard auto: ${named}=${index} is out of range for ${count} shard(s) (0 to ${count - 1})`,
+      "make --shard-count / SLUICE_SHARD_COUNT equal to the number of indexes (the Job's `completions`)",
+    );
+  return { index, count };
+}
+
+function wholeNumber(text: string): number | undefined {
+  return /^\s*\d+\s*$/.test(text) ? Number(text) : undefined;
+}
+
+function shardError(message: string, hint: string): SluiceError {
+  return new SluiceError(message, { hint, exitCode: EXIT_CODES.config });
 }

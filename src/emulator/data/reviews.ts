@@ -9,7 +9,12 @@
  * The fid decides the kind of place: hotels carry the spec's `HOTELS_*` details (every fifth review has all ten
  * ids, so each id appears whenever a hotel has reviews), attractions carry `TTD_*` details the spec does not name
  * (normalizers must keep unknown ids), other places none.
+ *
+ * Under a pinned clock (`grows`) places also gain reviews as the emulated calendar passes GROWTH_FROM: one every
+ * 1–4 days per place (from the seed), each at a whole hour, shown first (newest first). The original reviews' dates
+ * are then counted back from GROWTH_FROM rather than from `now`, so a review keeps its date night after night.
  */
+import { GROWTH_FROM } from '../datasets/growth.js';
 import { serpRng, type SerpRng } from './serp-rng.js';
 
 export const REVIEWS_PAGE_SIZE = 10;
@@ -36,11 +41,39 @@ export function expectedReviewIds(seed: number, fid: string): string[] {
   return Array.from({ length: reviewTotal(seed, fid) }, (_, i) => reviewId(seed, fid, i));
 }
 
-export function reviewsPage(seed: number, fid: string, start: number, now: Date): { reviews: Obj[] } {
-  const total = reviewTotal(seed, fid);
+const DAY = 86_400_000;
+const HOUR = 3_600_000;
+
+/** Emulated ms at which the place's k-th new review (k from 0, oldest first) is posted. */
+export function newReviewAt(seed: number, fid: string, k: number): number {
+  const r = serpRng(seed, 'review-rate', fid.toLowerCase());
+  const everyDays = r.int(1, 4);
+  const hour = serpRng(seed, 'review-hour', fid.toLowerCase(), k).int(1, everyDays * 24 - 1);
+  return GROWTH_FROM + k * everyDays * DAY + hour * HOUR;
+}
+
+/** New reviews the place has at emulated time `at` (0 unless the clock is pinned). */
+export function newReviewCount(seed: number, fid: string, at: number): number {
+  if (at < GROWTH_FROM) return 0;
+  const everyDays = serpRng(seed, 'review-rate', fid.toLowerCase()).int(1, 4);
+  const full = Math.floor((at - GROWTH_FROM) / (everyDays * DAY));
+  return full + (newReviewAt(seed, fid, full) <= at ? 1 : 0);
+}
+
+/** Every review id the place shows at `at` under a pinned clock, newest first. */
+export function reviewIdsAt(seed: number, fid: string, at: number): string[] {
+  const n = newReviewCount(seed, fid, at);
+  return [...Array.from({ length: n }, (_, p) => newReviewId(seed, fid, n - 1 - p)), ...expectedReviewIds(seed, fid)];
+}
+
+export function reviewsPage(seed: number, fid: string, start: number, now: Date, grows = false): { reviews: Obj[] } {
+  const fresh = grows ? newReviewCount(seed, fid, now.getTime()) : 0;
+  const total = fresh + reviewTotal(seed, fid);
   const first = Math.max(0, Math.floor(start));
+  const anchor = grows ? GROWTH_FROM : now.getTime();
   const reviews: Obj[] = [];
-  for (let i = first; i < Math.min(first + REVIEWS_PAGE_SIZE, total); i++) reviews.push(review(seed, fid, i, now));
+  for (let p = first; p < Math.min(first + REVIEWS_PAGE_SIZE, total); p++)
+    reviews.push(p < fresh ? newReview(seed, fid, fresh - 1 - p, now) : review(seed, fid, p - fresh, now, anchor));
   return { reviews };
 }
 
@@ -82,14 +115,52 @@ function relative(days: number): string {
   return Math.floor(days / 365) === 1 ? 'a year ago' : `${Math.floor(days / 365)} years ago`;
 }
 
-function review(seed: number, fid: string, i: number, now: Date): Obj {
+function newReviewId(seed: number, fid: string, k: number): string {
+  const r = serpRng(seed, 'review-id', fid.toLowerCase());
+  return `Ch${Buffer.from(`CIHM0ogKN${r.hex(10)}${k.toString(36)}`).toString('base64url')}`;
+}
+
+/** The place's k-th new review (pinned clock). */
+function newReview(seed: number, fid: string, k: number, now: Date): Obj {
+  const posted = newReviewAt(seed, fid, k);
+  const days = Math.max(0, Math.floor((now.getTime() - posted) / DAY));
+  return buildReview(
+    serpRng(seed, 'review-new', fid.toLowerCase(), k),
+    seed,
+    fid,
+    newReviewId(seed, fid, k),
+    k,
+    () => ({
+      days,
+      dateMs: posted,
+    }),
+  );
+}
+
+/** Original review i, its date `anchor` minus its age (`anchor` is now, or GROWTH_FROM under a pinned clock). */
+function review(seed: number, fid: string, i: number, now: Date, anchor = now.getTime()): Obj {
   const r = serpRng(seed, 'review', fid.toLowerCase(), i);
-  const id = reviewId(seed, fid, i);
+  const since = Math.max(0, Math.floor((now.getTime() - anchor) / DAY));
+  return buildReview(r, seed, fid, reviewId(seed, fid, i), i, () => {
+    // Newer reviews first, as the default sort shows them.
+    const age = Math.floor(i * 9 + r.int(0, 8));
+    return { days: age + since, dateMs: anchor - age * DAY };
+  });
+}
+
+/** `age` is called at its fixed place among the draws, so every review keeps its values whatever the clock. */
+function buildReview(
+  r: SerpRng,
+  seed: number,
+  fid: string,
+  id: string,
+  i: number,
+  age: () => { days: number; dateMs: number },
+): Obj {
   const contributor = `1${String(r.int(0, 99_999_999)).padStart(8, '0')}${String(r.int(0, 999_999_999_999)).padStart(12, '0')}`;
   const [source, logo] = pickSource(r);
   const rating = r.pick([1, 2, 3, 4, 4, 5, 5, 5]);
-  // Newer reviews first, as the default sort shows them.
-  const days = Math.floor(i * 9 + r.int(0, 8));
+  const { days, dateMs } = age();
   const edited = r.bool(0.12);
   const out: Obj = {
     review_id: id,
@@ -104,7 +175,7 @@ function review(seed: number, fid: string, i: number, now: Date): Obj {
     rating: `${rating}/5`,
     created: `${edited ? 'Edited ' : ''}${relative(days)}`,
   };
-  if (r.bool(0.7)) out.date = new Date(now.getTime() - days * 86_400_000).toISOString().slice(0, 10);
+  if (r.bool(0.7)) out.date = new Date(dateMs).toISOString().slice(0, 10);
   out.comment = `${r.pick(OPENERS)} ${r.pick(BODIES)} ${r.pick(BODIES)}`;
   if (r.bool(0.4)) {
     out.review_reply = r.pick(REPLIES);

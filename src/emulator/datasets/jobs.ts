@@ -17,6 +17,7 @@ import type { DatasetDef } from '../data/datasets-catalogue.js';
 import { recordRng } from '../data/record-rng.js';
 import type { RecordPredicate } from './filter-compile.js';
 import type { UploadedFile } from './filter-files.js';
+import { growingDataset, sizeAt } from './growth.js';
 
 export type SnapshotStatus = 'scheduled' | 'building' | 'ready' | 'failed';
 
@@ -67,6 +68,8 @@ export class SnapshotJob {
   private sampledBytes = 0;
   private sampledRecords = 0;
   private failure: string | undefined;
+  /** The snapshot's records were charged to the account (once, when it is first seen ready). */
+  private charged = false;
 
   constructor(
     readonly id: string,
@@ -77,6 +80,10 @@ export class SnapshotJob {
     readonly recipe: JobRecipe,
     private readonly ctx: EmulatorContext,
   ) {}
+
+  markCharged(): void {
+    this.charged = true;
+  }
 
   /** Matching record indices, in dataset order (complete once the snapshot is ready). */
   get indices(): Uint32Array {
@@ -98,7 +105,9 @@ export class SnapshotJob {
 
   /** Scans in slices until done, timed out, or limited. */
   async run(): Promise<void> {
-    const { seed, size } = this.ctx.options;
+    const { seed } = this.ctx.options;
+    // The records that existed when the job was created (a growing dataset gains more later).
+    const size = sizeAt(seed, this.ctx.options.size, this.createdAt, this.ctx.clock.pinned);
     const limit = this.recipe.recordsLimit ?? Infinity;
     // Past this many records the job cannot finish inside the 5-minute limit.
     const budget = Math.floor(((JOB_LIMIT_MS - this.schedulingMs) / 60_000) * this.rate);
@@ -182,6 +191,11 @@ export class SnapshotJob {
         warning: NO_MATCH_WARNING,
         warning_code: 'no_records_found',
       };
+    if (!this.charged) {
+      this.charged = true;
+      this.ctx.stats.chargeRecords(this.matchCount);
+      this.ctx.state.changed();
+    }
     return {
       ...base,
       status: 'ready',
@@ -216,7 +230,8 @@ export class SnapshotJobs {
    * caught up, one that was building becomes ready when it would have.
    */
   resume(id: string, dataset: DatasetDef, createdAt: number, predicate: RecordPredicate, recipe: JobRecipe): void {
-    this.launch(id, dataset, createdAt, predicate, recipe);
+    // An earlier instance charged it when it was ready (its count came with the state file).
+    this.launch(id, dataset, createdAt, predicate, recipe).markCharged();
   }
 
   private launch(
@@ -226,7 +241,8 @@ export class SnapshotJobs {
     predicate: RecordPredicate,
     recipe: JobRecipe,
   ): SnapshotJob {
-    const job = new SnapshotJob(id, dataset, createdAt, predicate, recipe, this.ctx);
+    const grown = this.ctx.clock.pinned ? growingDataset(dataset, this.ctx.options.size) : dataset;
+    const job = new SnapshotJob(id, grown, createdAt, predicate, recipe, this.ctx);
     this.jobs.set(id, job);
     void job.run();
     return job;

@@ -8,7 +8,8 @@
  *   `Invalid file format`; 404 `{"error": "dataset does not exist"}`; 429 when 100 jobs already run on the dataset.
  * - `GET /datasets/snapshots/{id}` → metadata; unknown → 404 text `snapshot not found`.
  * - `/parts` → `{parts}`; 400 text `Snapshot is not ready` while scheduled or building; 404 text.
- * - `/download` → the records (generated while sent); 202 text while not ready; 404 `{"error": "Snapshot not
+ * - `/download` → the records (generated while sent); 202 text while not ready (and, under the `not_ready` fault,
+ *   once more after ready, with a Retry-After); 404 `{"error": "Snapshot not
  *   found"}`; a failed snapshot → 400 `{error}` with its reason; a `part` past the last → 400
  *   `{validation_errors: ['"part" must be less than or equal to <parts>']}` rather than an empty body, so a
  *   client with a wrong `batch_size` hears about it.
@@ -83,6 +84,11 @@ export function register(router: Router, ctx: EmulatorContext): void {
     const meta = job.meta(ctx.clock.now());
     if (meta.status === 'scheduled' || meta.status === 'building') return res.text(202, NOT_READY_TEXT);
     if (meta.status === 'failed') throw failedError(meta);
+    if (req.fault?.kind === 'not_ready') {
+      // The live service was seen answering 202 once more after its status said ready (docs/service.md §1.2).
+      ctx.stats.countFault('not_ready');
+      return res.text(202, NOT_READY_TEXT, { 'retry-after': String(req.fault.retryAfterS) });
+    }
 
     const total = job.indices.length;
     const parts = partCount(total, q.batchSize);

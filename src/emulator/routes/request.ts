@@ -4,8 +4,10 @@
  * - The body is validated (`{"error":"Request validation failed","error_code":"validation"}` on 400); the zone must
  *   exist (else 400 text `zone "<name>" not found`) and serve search pages (`serp` or `unblocker`; else 403 with
  *   `x-brd-err-code: client_10090`, as the service answers a zone of the wrong kind).
- * - `{engine}/search?q=&start=` → a structured search result (data/serp.ts); `{engine}/reviews?fid=&start=` →
- *   `{reviews}` (data/reviews.ts). Structured JSON only with `brd_json=1` in the target URL, else a small HTML
+ * - `{engine}/search?q=&start=` → a structured search result (data/serp.ts); `{engine}/maps/search/<query>/` → a
+ *   map search page whose results are places with their `fid` (data/serp.ts `mapsPage`);
+ *   `{engine}/reviews?fid=&start=` → `{reviews}` (data/reviews.ts). Under the `page_repeat` fault a search page
+ *   asked for at `start` > 0 answers the first page. Structured JSON only with `brd_json=1` in the target URL, else a small HTML
  *   page. `num` is ignored (deprecated).
  * - `format: raw` answers the page itself; `format: json` the envelope `{status_code, headers, body}` with the page
  *   as a string.
@@ -17,7 +19,7 @@ import { z } from 'zod';
 import type { EmulatorContext } from '../context.js';
 import { HttpError, type EmuResponder, type Router } from '../router.js';
 import { reviewsPage } from '../data/reviews.js';
-import { serpPage } from '../data/serp.js';
+import { mapsPage, serpPage } from '../data/serp.js';
 import { serpRng } from '../data/serp-rng.js';
 import { isSearch, zoneStateFor } from '../zones-state.js';
 
@@ -64,16 +66,28 @@ export function register(router: Router, ctx: EmulatorContext): void {
     const structured = q.get('brd_json') === '1';
 
     let page: Obj;
+    const mapsQuery = /^\/maps\/search\/([^/]+)\/?$/.exec(target.pathname)?.[1];
     if (target.pathname === '/search') {
       const query = q.get('q');
       if (!query?.trim()) return targetError(res, 400, 'the search URL has no q parameter');
-      page = serpPage(ctx.options.seed, host, query, start, { now, originalUrl: body.url, requestId });
+      // The page-repeat fault: the service answers the query's first page whatever `start` asked for.
+      const repeat = req.fault?.kind === 'page_repeat' && start > 0;
+      if (repeat) ctx.stats.countFault('page_repeat');
+      page = serpPage(ctx.options.seed, host, query, repeat ? 0 : start, { now, originalUrl: body.url, requestId });
+    } else if (mapsQuery !== undefined) {
+      const query = decodeQuery(mapsQuery);
+      if (!query?.trim()) return targetError(res, 400, 'the map search URL has no query');
+      page = mapsPage(ctx.options.seed, host, query);
     } else if (target.pathname === '/reviews') {
       const fid = q.get('fid');
       if (!fid || !FID.test(fid)) return targetError(res, 400, 'the reviews URL needs fid=0x…:0x…');
-      page = reviewsPage(ctx.options.seed, fid, start, now);
+      page = reviewsPage(ctx.options.seed, fid, start, now, ctx.clock.pinned);
     } else {
-      return targetError(res, 404, `the emulator serves ${host}/search and ${host}/reviews only`);
+      return targetError(
+        res,
+        404,
+        `the emulator serves ${host}/search, ${host}/maps/search/<query>/ and ${host}/reviews only`,
+      );
     }
 
     const text = structured ? JSON.stringify(page) : html(page);
@@ -104,6 +118,15 @@ function parseBody(value: unknown): z.output<typeof bodySchema> {
     errors.push('"url" must be an http(s) URL');
   }
   throw new HttpError(400, { error: 'Request validation failed', error_code: 'validation', validation_errors: errors });
+}
+
+/** A path segment as the engine reads it: percent-decoded, `+` a space. */
+function decodeQuery(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment.replace(/\+/g, ' '));
+  } catch {
+    return undefined;
+  }
 }
 
 function parseStart(v: string | null): number {

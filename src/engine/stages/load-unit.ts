@@ -7,14 +7,18 @@
  *   refuses the file (`NativeLoadRefused`), or every sink when not all of them can read the format, gets the file
  *   decoded in JS with the source's own decode options. Those options are what `read()` uses, so both paths give
  *   the same records (test/engine/fast-path-parity.test.ts) and the JS decoder dead-letters bad records one by one.
+ *
+ * A sink whose schema contract is not `evolve` takes rows only: its gate (schema-gate.ts) judges each row, which a
+ * native load would not let it see.
  */
 import { createReadStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { NativeLoadRefused } from '../../core/errors.js';
 import type { Batch, CommitResult, Logger, RawFile, Sink, Source, SourceContext, WorkUnit } from '../../core/types.js';
 import { decode } from '../../decode/index.js';
+import { isEvolve } from '../../schema/contract.js';
 import { transformed, type TransformChainOptions } from './transform-chain.js';
-import { writeToSinks } from './write-sinks.js';
+import { contractOf, writeToSinks, type SinkWriting } from './write-sinks.js';
 
 export interface LoadUnitOptions {
   source: Source;
@@ -31,6 +35,8 @@ export interface LoadUnitOptions {
   onNativeLoad?(unit: WorkUnit): void;
   /** Told of each unit whose file a sink refused to load natively. */
   onNativeFallback?(unit: WorkUnit, refusals: NativeLoadRefused[]): void;
+  /** The sinks' schema contracts, where their dead letters go, and who hears of each commit. */
+  writing?: SinkWriting;
 }
 
 /** Whether a sink could load some raw file natively at all. */
@@ -40,7 +46,8 @@ function loadsNatively(s: Sink): boolean {
 
 export async function loadUnit(u: WorkUnit, sinkUnit: WorkUnit, sinks: Sink[], opts: LoadUnitOptions): Promise<void> {
   const { source } = opts;
-  if (opts.rawPath && source.rawFile && sinks.every(loadsNatively)) {
+  const native = (s: Sink): boolean => loadsNatively(s) && isEvolve(contractOf(s, opts.writing));
+  if (opts.rawPath && source.rawFile && sinks.every(native)) {
     await mkdir(opts.tmpDir, { recursive: true });
     const raw = await source.rawFile(u, opts.sctx, opts.tmpDir);
     try {
@@ -51,7 +58,13 @@ export async function loadUnit(u: WorkUnit, sinkUnit: WorkUnit, sinks: Sink[], o
     return;
   }
   const first = opts.firstTransform?.(u) ?? 0;
-  await writeToSinks(sinkUnit, sinks, transformed(u, source.read(u, opts.sctx), { ...opts.chain, first }));
+  await writeToSinks(
+    sinkUnit,
+    sinks,
+    transformed(u, source.read(u, opts.sctx), { ...opts.chain, first }),
+    opts.writing,
+    u.id,
+  );
 }
 
 async function loadRawFile(
@@ -64,7 +77,7 @@ async function loadRawFile(
   const format = raw.decode.format;
   const native = sinks.every((s) => s.capabilities.nativeFormats.includes(format));
   if (!native) {
-    await writeToSinks(sinkUnit, sinks, decodedInJs(u, raw, opts));
+    await writeToSinks(sinkUnit, sinks, decodedInJs(u, raw, opts), opts.writing, u.id);
     return;
   }
   const outcomes = await Promise.allSettled(sinks.map((s) => s.writeUnitFile!(sinkUnit, raw)));
@@ -73,6 +86,9 @@ async function loadRawFile(
   );
   if (failed) throw failed.reason;
   const refused = sinks.filter((_, i) => outcomes[i]!.status === 'rejected');
+  outcomes.forEach((o, i) => {
+    if (o.status === 'fulfilled') opts.writing?.onCommit?.(sinks[i]!, o.value);
+  });
   if (refused.length < sinks.length) opts.onNativeLoad?.(u);
   if (refused.length === 0) {
     // Every sink read the same records: count them once.
@@ -82,7 +98,7 @@ async function loadRawFile(
   }
   const refusals = outcomes.flatMap((o) => (o.status === 'rejected' ? [o.reason as NativeLoadRefused] : []));
   opts.onNativeFallback?.(u, refusals);
-  await writeToSinks(sinkUnit, refused, decodedInJs(u, raw, opts));
+  await writeToSinks(sinkUnit, refused, decodedInJs(u, raw, opts), opts.writing, u.id);
 }
 
 function decodedInJs(u: WorkUnit, raw: RawFile, opts: LoadUnitOptions): AsyncIterable<Batch> {

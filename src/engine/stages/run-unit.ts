@@ -2,11 +2,15 @@
  * Stage 4, run unit: one unit, tried again while its failure is transient (core/retry.ts decides, from the error's
  * type). A unit that failed half-way committed nothing, so reading it again from the start loses and duplicates
  * nothing. Retrying a unit is a retry too: it follows the pipeline's retry timing and honours Retry-After.
+ *
+ * Each attempt reads through a view of the source that sets the unit's cursor checkpoint (engine/cursor.ts), so
+ * the checkpoint the sinks commit is the one of the rows they commit.
  */
 import { DecodeError, SluiceError } from '../../core/errors.js';
 import type { RetryPolicy } from '../../core/retry.js';
 import { sleep } from '../../core/sleep.js';
-import type { Counters, Logger, Sink, WorkUnit } from '../../core/types.js';
+import type { Counters, Logger, Sink, Source, WorkUnit } from '../../core/types.js';
+import { checkpointingSource } from '../cursor.js';
 import { errorText } from '../error-text.js';
 
 /** Tries per unit, the first included (the client already retried each request). */
@@ -18,14 +22,20 @@ export interface RunUnitOptions {
   counters: Counters;
   /** An aborted run tries nothing again. */
   signal: AbortSignal;
-  /** One attempt: read the unit and commit it into `sinks` (stages/load-unit.ts). */
-  attempt(unit: WorkUnit, sinkUnit: WorkUnit, sinks: Sink[]): Promise<void>;
+  /** The pipeline's source: an incremental one's unit checkpoints are set on `sinkUnit` as it is read. */
+  source?: Source;
+  /**
+   * One attempt: read the unit (from `source`, the view of the pipeline's source that sets the checkpoint, when
+   * `RunUnitOptions.source` is given) and commit it into `sinks` (stages/load-unit.ts).
+   */
+  attempt(unit: WorkUnit, sinkUnit: WorkUnit, sinks: Sink[], source?: Source): Promise<void>;
 }
 
 export async function runUnit(u: WorkUnit, sinkUnit: WorkUnit, sinks: Sink[], opts: RunUnitOptions): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
-      await opts.attempt(u, sinkUnit, sinks);
+      const source = opts.source && checkpointingSource(opts.source, u, sinkUnit);
+      await opts.attempt(u, sinkUnit, sinks, source);
       return;
     } catch (err) {
       if (opts.signal.aborted || !opts.retry.shouldRetry(attempt, err)) {

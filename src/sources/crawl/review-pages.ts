@@ -7,6 +7,10 @@
  */
 import type { StateStore } from '../../core/types.js';
 import { targetUrl, type PageOutcome, type PagePosition, type Pager } from './pager.js';
+import type { CrawlIncremental } from './source.js';
+
+/** Reviews per page as the service serves them. */
+const REVIEWS_PAGE_SIZE = 10;
 
 /** Where the `reviews` crawl checkpoints its discovered pages. */
 export const REVIEWS_STATE_KEY = 'reviews:discovered';
@@ -88,4 +92,106 @@ export function reviewsUnitId(fid: string, start: number): string {
 export function parseReviewsUnitId(id: string): { fid: string; start: number } | undefined {
   const m = /^reviews:(.+):start:(\d+)$/.exec(id);
   return m ? { fid: m[1]!, start: Number(m[2]) } : undefined;
+}
+
+/**
+ * A page's checkpoint in an incremental review crawl: every review id the page showed (loaded now or before) and
+ * the newest review date known for the place. The newest reviews are on page 1, which every run fetches, so the
+ * latest page-1 checkpoint always names them.
+ */
+export interface ReviewsCheckpoint {
+  fid: string;
+  ids: string[];
+  newest?: string;
+  /** Reviews of the place loaded so far, up to this page included. */
+  loaded?: number;
+}
+
+/** Where an incremental review crawl keeps, for its run, each place's newest date and review count before it. */
+export const REVIEWS_BEFORE_KEY = 'reviews:before_run';
+
+interface PlaceBefore {
+  newest?: string;
+  loaded: number;
+}
+
+interface KnownPlace {
+  ids: Set<string>;
+  newest?: string;
+  /** Reviews of the place loaded by earlier runs. */
+  loaded: number;
+}
+
+/**
+ * Incremental review crawls (`sort: newestFirst`): a place's pages stop at the first page that reaches a review
+ * already loaded — by id, or dated before the place's newest committed review — and that page's row keeps only the
+ * reviews before it. Counts the requests a full crawl would have made on top, for the run's log.
+ */
+export function reviewsIncremental(maxPages: number): CrawlIncremental {
+  const known = new Map<string, KnownPlace>();
+  let saved = 0;
+  let stopped = 0;
+  return {
+    async plan(subjects, ctx) {
+      known.clear();
+      const before: Record<string, PlaceBefore> = {};
+      for (const cp of ctx.checkpoints?.values() ?? []) {
+        const c = cp as Partial<ReviewsCheckpoint> | null;
+        if (typeof c?.fid !== 'string' || !Array.isArray(c.ids)) continue;
+        let place = known.get(c.fid);
+        if (!place) known.set(c.fid, (place = { ids: new Set(), loaded: 0 }));
+        for (const id of c.ids) place.ids.add(id);
+        const b = (before[c.fid] ??= { loaded: 0 });
+        if (typeof c.loaded === 'number') b.loaded = Math.max(b.loaded, c.loaded);
+        if (c.newest !== undefined && (b.newest === undefined || c.newest > b.newest)) b.newest = c.newest;
+      }
+      // Dates and counts as they stood when the run started: a resumed run must not take the newest date its own
+      // first pages committed for a bound, or the new reviews on its later pages would look old. Ids are safe.
+      const saved = ctx.state.get<Record<string, PlaceBefore>>(REVIEWS_BEFORE_KEY);
+      if (saved === undefined && !ctx.dryRun) await ctx.state.set(REVIEWS_BEFORE_KEY, before);
+      for (const [fid, place] of known) {
+        const b = (saved ?? before)[fid];
+        place.loaded = b?.loaded ?? 0;
+        if (b?.newest !== undefined) place.newest = b.newest;
+      }
+      return subjects;
+    },
+    page(payload, at) {
+      const reviews = Array.isArray(payload.reviews) ? (payload.reviews as Record<string, unknown>[]) : [];
+      const place = known.get(at.subject);
+      let fresh = reviews.length;
+      if (place)
+        fresh = reviews.findIndex((r) => {
+          const date = typeof r.date === 'string' ? r.date : undefined;
+          return (
+            place.ids.has(String(r.review_id)) ||
+            (place.newest !== undefined && date !== undefined && date < place.newest)
+          );
+        });
+      const stop = place !== undefined && fresh >= 0;
+      if (fresh < 0) fresh = reviews.length;
+      const kept = reviews.slice(0, fresh);
+      let newest = place?.newest;
+      for (const r of kept)
+        if (typeof r.date === 'string' && (newest === undefined || r.date > newest)) newest = r.date;
+      const loaded = (place?.loaded ?? 0) + at.start + kept.length;
+      if (stop) {
+        stopped++;
+        // A full crawl pages through every review, up to a short (or empty) last page.
+        const full = Math.min(maxPages, Math.floor(loaded / REVIEWS_PAGE_SIZE) + 1);
+        saved += Math.max(0, full - at.page);
+      }
+      const checkpoint: ReviewsCheckpoint = {
+        fid: at.subject,
+        ids: reviews.map((r) => String(r.review_id)),
+        ...(newest !== undefined && { newest }),
+        loaded,
+      };
+      return { payload: stop ? { ...payload, reviews: kept } : payload, stop, checkpoint };
+    },
+    summary: () =>
+      stopped === 0
+        ? undefined
+        : `reviews (incremental): ${stopped} place(s) reached reviews loaded before; about ${saved} page request(s) saved`,
+  };
 }

@@ -4,7 +4,7 @@
  * read from the data and never assumed to be 10.
  */
 import type { ExtraParams } from './config.js';
-import { targetUrl, type PageOutcome, type Pager } from './pager.js';
+import { targetUrl, type PageOutcome, type PagePosition, type Pager } from './pager.js';
 
 /** Where the `serp` crawl checkpoints its discovered pages. */
 export const SERP_STATE_KEY = 'serp:discovered';
@@ -14,10 +14,16 @@ export interface SearchPagesOptions {
   engine: string;
   /** Extra query parameters of every target URL (`hl`, `gl`, …). */
   params: ExtraParams;
+  /**
+   * `maps`: the engine's map search (`{engine}/maps/search/<query>/`), whose results are places, each with its
+   * `fid`. One page per query: the service no longer pages map results (`start` deprecated 2025-12-15).
+   */
+  vertical?: 'web' | 'maps';
 }
 
 /** Search pages of one engine: a chain per query, unit ids `serp:<engine-host>:<query>:start:<n>`. */
 export function searchPages(opts: SearchPagesOptions): Pager {
+  if (opts.vertical === 'maps') return mapsPages(opts);
   const host = engineHost(opts.engine);
   const extra = Object.entries(opts.params);
   return {
@@ -28,6 +34,23 @@ export function searchPages(opts: SearchPagesOptions): Pager {
     unitId: (at) => serpUnitId(host, at.subject, at.start),
     url: (at) => targetUrl(opts.engine, '/search', [['q', at.subject], ['start', at.start], ...extra]),
     next: async (payload, at, maxPages) => nextSerpPage(payload, at.start, at.page, maxPages),
+    row: (payload, _at, fetchedAt) => ({ ...payload, fetched_at: fetchedAt }),
+    wrongPage: (payload, at) => wrongSerpPage(payload, at),
+  };
+}
+
+/** Map search pages: a single page per query, unit ids `serp:<engine-host>/maps:<query>:start:0`. */
+function mapsPages(opts: SearchPagesOptions): Pager {
+  const host = `${engineHost(opts.engine)}/maps`;
+  const extra = Object.entries(opts.params);
+  return {
+    name: 'maps',
+    stateKey: SERP_STATE_KEY,
+    subjectParam: 'query',
+    chainKey: (query) => serpChainKey(host, query),
+    unitId: (at) => serpUnitId(host, at.subject, at.start),
+    url: (at) => targetUrl(opts.engine, `/maps/search/${encodeURIComponent(at.subject)}/`, extra),
+    next: async (payload) => (organicCount(payload) === 0 ? { stop: 'empty_page' } : { stop: 'last_page' }),
     row: (payload, _at, fetchedAt) => ({ ...payload, fetched_at: fetchedAt }),
   };
 }
@@ -95,11 +118,39 @@ export function nextSerpPage(payload: Obj, start: number, page: number, maxPages
   return { next };
 }
 
-/** `knowledge.fid` of a SERP page (the knowledge block may also be a list of panels). */
-export function knowledgeFids(payload: Obj): string[] {
+/**
+ * Why a SERP page is not the page asked for, or undefined. `pagination.current_page` decides when present; else the
+ * first organic result's `rank`, when it counts across pages (above 1), must be `start + 1`. A page that cannot
+ * tell (no pagination, ranks restarting at 1 on every page) is taken as asked. docs/service.md §5.8.
+ */
+export function wrongSerpPage(payload: Obj, at: PagePosition): string | undefined {
+  const current = toInt(asObject(payload.pagination)?.current_page);
+  if (current !== undefined)
+    return current === at.page
+      ? undefined
+      : `the service answered page ${current} when page ${at.page} (start ${at.start}) was asked for`;
+  const first = [payload.organic, payload.oragnic].flatMap((l) => (Array.isArray(l) ? l.slice(0, 1) : []))[0];
+  const rank = toInt(asObject(first)?.rank);
+  if (rank === undefined || rank <= 1 || rank === at.start + 1) return undefined;
+  return `the first result has rank ${rank}, but page ${at.page} starts at result ${at.start + 1}`;
+}
+
+/**
+ * The place ids (`fid`) a search page carries, in page order without repeats: the knowledge panel's
+ * (`knowledge.fid`; the block may be a list of panels), each result's on map search pages (`organic[].fid`, also
+ * in `oragnic`), and a place page's own (`fid`, `overview.fid`: hotel entity pages). docs/service.md §5.7.
+ */
+export function placeFids(payload: Obj): string[] {
   const k = payload.knowledge;
-  const panels = Array.isArray(k) ? k : [k];
-  return panels.map((p) => asObject(p)?.fid).filter((f): f is string => typeof f === 'string' && f.length > 0);
+  const carriers: unknown[] = [
+    ...(Array.isArray(k) ? k : [k]),
+    ...(Array.isArray(payload.organic) ? payload.organic : []),
+    ...(Array.isArray(payload.oragnic) ? payload.oragnic : []),
+    payload,
+    payload.overview,
+  ];
+  const fids = carriers.map((c) => asObject(c)?.fid).filter((f): f is string => typeof f === 'string' && f !== '');
+  return [...new Set(fids)];
 }
 
 /** Host of a search engine URL, lower case (`www.google.com`). */

@@ -6,6 +6,10 @@
  *
  * A unit's params are its position (`<subject param>`, `start`, `page`), `engine` and `shard_key` (the subject, so
  * a chain stays on one shard); `read` never changes them. Each page yields one row, which carries `fetched_at`.
+ *
+ * An incremental crawl (`CrawlIncremental`) also keeps a checkpoint per page, committed with the page's row: it may
+ * drop subjects at plan (SERP queries fetched recently), and end a chain early at a page whose items were loaded
+ * before (reviews newest first), keeping only the new items on that page's row.
  */
 import type { Batch, Source, SourceContext, WorkUnit } from '../../core/types.js';
 import type { ComponentDeps } from '../../core/component.js';
@@ -31,10 +35,36 @@ export interface CrawlSourceOptions {
   subjects(ctx: SourceContext, fetch: PageFetch): Promise<string[]>;
   /** Dry runs: what the plan leaves to discovery, given the number of subjects. */
   note(subjects: number): string;
+  /** Present when the crawl loads incrementally (pages carry checkpoints). */
+  incremental?: CrawlIncremental;
+}
+
+/** How an incremental crawl uses what earlier runs committed (`ctx.checkpoints`, each page's checkpoint). */
+export interface CrawlIncremental {
+  /** The subjects this run crawls, of all configured; told what earlier runs committed. */
+  plan(subjects: string[], ctx: SourceContext): string[] | Promise<string[]>;
+  /**
+   * A fetched page: the payload its row carries (new items only), whether its chain ends here (it reached what was
+   * loaded before), and the page's checkpoint.
+   */
+  page(payload: Record<string, unknown>, at: PagePosition, fetchedAt: Date): IncrementalPage;
+  /** Called once the crawl is over (the source closes): a line for the run's log, if any. */
+  summary?(): string | undefined;
+}
+
+export interface IncrementalPage {
+  payload: Record<string, unknown>;
+  stop: boolean;
+  checkpoint: unknown;
 }
 
 class CrawlSource implements Source {
   readonly concurrency: number;
+  readonly checkpointFromRows: boolean;
+  /** Only an incremental crawl has it: the engine keeps a cursor for sources that do. */
+  readonly unitCheckpoint?: (unit: WorkUnit) => unknown;
+  /** Each page's checkpoint, as its last read made it. */
+  private readonly checkpoints = new Map<string, unknown>();
   private readonly pager: Pager;
   private fetcher: CrawlFetcher | undefined;
   private chains: ChainStore | undefined;
@@ -47,6 +77,8 @@ class CrawlSource implements Source {
   ) {
     this.pager = opts.pager;
     this.concurrency = opts.crawl.concurrency;
+    this.checkpointFromRows = opts.incremental !== undefined;
+    if (opts.incremental) this.unitCheckpoint = (unit) => this.checkpoints.get(unit.id);
     if (opts.crawl.rate_limit !== undefined) parseRate(opts.crawl.rate_limit);
   }
 
@@ -56,7 +88,8 @@ class CrawlSource implements Source {
   }
 
   async plan(ctx: SourceContext): Promise<WorkUnit[]> {
-    const subjects = await this.opts.subjects(ctx, (url, c) => this.fetch(c).page(url, c));
+    const all = await this.opts.subjects(ctx, (url, c) => this.fetch(c).page(url, c));
+    const subjects = (await this.opts.incremental?.plan(all, ctx)) ?? all;
     const chains = this.chainStore(ctx);
     const units: WorkUnit[] = [];
     for (const subject of subjects) {
@@ -72,12 +105,33 @@ class CrawlSource implements Source {
 
   async *read(unit: WorkUnit, ctx: SourceContext): AsyncIterable<Batch> {
     const at = this.position(unit);
+    this.checkpoints.delete(unit.id); // an attempt that yields nothing commits no earlier attempt's checkpoint
     const res = await this.fetch(ctx).page(this.pager.url(at), ctx);
     const payload = pagePayload(res.payload, unit.id);
+    const wrong = this.pager.wrongPage?.(payload, at);
+    if (wrong !== undefined) {
+      // Its items would land on the requested page's positions, over another page's: end the chain, load nothing.
+      ctx.log.warn(`${this.pager.name} "${at.subject}": ${wrong}; its crawl ends here and the page is not loaded`);
+      this.next.set(unit.id, null);
+      return;
+    }
     const outcome = await this.pager.next(payload, at, this.opts.maxPages, ctx);
-    // Checkpoint the successor before the page's records can commit.
-    this.next.set(unit.id, await this.successor(ctx, at, outcome));
-    yield [this.pager.row(payload, at, res.fetchedAt.toISOString())];
+    const inc = this.opts.incremental?.page(payload, at, res.fetchedAt);
+    if (inc?.stop) {
+      ctx.log.debug(`${this.pager.name} "${at.subject}": reached what was loaded before at page ${at.page}`);
+      this.next.set(unit.id, this.recorded(ctx, at));
+    } else {
+      // Checkpoint the successor before the page's records can commit.
+      this.next.set(unit.id, await this.successor(ctx, at, outcome));
+    }
+    if (inc) this.checkpoints.set(unit.id, inc.checkpoint);
+    yield [this.pager.row(inc?.payload ?? payload, at, res.fetchedAt.toISOString())];
+  }
+
+  close(): Promise<void> {
+    const line = this.opts.incremental?.summary?.();
+    if (line !== undefined) this.deps.log.info(line);
+    return Promise.resolve();
   }
 
   discover(unit: WorkUnit, ctx: SourceContext): WorkUnit[] {

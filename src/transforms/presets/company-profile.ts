@@ -4,17 +4,21 @@
  * - ISO timestamp strings (`timestamp`, `funding.last_round_date`, `updates[].date`) → Date.
  * - Counts (`followers`, `founded`, `employees_in_*`, `funding.rounds`, `updates[].likes_count` and
  *   `comments_count`) → integers, accepting "1,234", "1.2K", "500+".
- * - Lists of objects get every element in the same full shape (known keys first, always present, null when
- *   missing; unknown keys kept after them), so a sink infers one stable LIST(STRUCT) type.
- * - Every field of the spec's record is present (null when absent); fields the spec does not list pass through.
+ * - Objects and lists of objects get every element in the same full shape (known keys first, always present, null
+ *   when missing; unknown keys kept after them), so a sink infers one stable STRUCT / LIST(STRUCT) type.
+ * - Every declared column (`COMPANY_PROFILE_COLUMNS`: the spec's record plus what real records carry) is present,
+ *   null when absent; fields nobody declared (`crunchbase_url`, branded `employees_in_<brand>` counts, …) pass
+ *   through and are inferred.
  *
- * A present value that cannot be converted becomes null and its original is kept as text in a `_raw_<path>`
- * column (e.g. `_raw_followers`, `_raw_funding__rounds`); for list elements `_raw_updates__likes_count` holds a
- * JSON object from element index to original value. Nothing is lost and the row is not dead-lettered.
+ * A present value that cannot be converted becomes null and its original is kept in `_raw_values`, an object from
+ * its path (`followers`, `funding.rounds`, `updates[3].likes_count`, `updates[1]`) to the value as it came. Nothing
+ * is lost and the row is not dead-lettered.
  */
 import type { Row } from '../../core/types.js';
 import { parseIsoTimestamp } from '../../core/values.js';
-import { FAILED, describeValue, isPlainObject, parseCount, toText } from '../coerce.js';
+import { column, struct, type DeclaredColumn, type DeclaredSchema } from '../../schema/declared.js';
+import { BIGINT, JSON_TYPE, TIMESTAMP, VARCHAR, listOf } from '../../schema/logical-type.js';
+import { FAILED, isPlainObject, parseCount, toText } from '../coerce.js';
 
 const TEXT_FIELDS = [
   'id',
@@ -35,18 +39,19 @@ const TEXT_FIELDS = [
   'registry_url',
   'image',
   'logo',
+  'specialties',
+  'additional_information',
 ] as const;
 
 const COUNT_FIELDS = ['followers', 'employees_in_platform', 'founded'] as const;
-const TEXT_LIST_FIELDS = ['locations', 'formatted_locations', 'investors'] as const;
-/** Kept as the service sends them; only made present. */
-const OPAQUE_FIELDS = ['specialties', 'stock_info'] as const;
+const TEXT_LIST_FIELDS = ['locations', 'formatted_locations', 'investors', 'country_codes_array'] as const;
 
 /** Full element shapes of the lists of objects. */
 const SHAPES = {
   employees: ['img', 'link', 'subtitle', 'title'],
   similar: ['Links', 'subtitle', 'title', 'location'],
   get_directions_url: ['directions_url'],
+  affiliated: ['Links', 'subtitle', 'title', 'location'],
   updates: [
     'title',
     'text',
@@ -59,6 +64,20 @@ const SHAPES = {
     'post_url',
     'post_id',
     'date',
+  ],
+} as const;
+
+/** Full shapes of the objects. */
+const OBJECT_SHAPES = {
+  funding: ['last_round_date', 'last_round_type', 'rounds', 'last_round_raised'],
+  stock_info: [
+    'id',
+    'datetime',
+    'stock_exchange',
+    'stock_ticker',
+    'stock_price',
+    'stock_price_change',
+    'stock_provider',
   ],
 } as const;
 
@@ -82,10 +101,16 @@ const asTextList: Converter = (v) => {
   return v;
 };
 
+const OBJECT_CONVERTERS: Record<keyof typeof OBJECT_SHAPES, Record<string, Converter>> = {
+  funding: { last_round_date: asTimestamp, last_round_type: asText, rounds: asCount, last_round_raised: asText },
+  stock_info: Object.fromEntries(OBJECT_SHAPES.stock_info.map((k) => [k, asText])),
+};
+
 /** Per element-field converters of the lists of objects; unlisted fields keep their value. */
 const ELEMENT_CONVERTERS: Record<string, Record<string, Converter>> = {
   employees: { img: asText, link: asText, subtitle: asText, title: asText },
   similar: { Links: asText, subtitle: asText, title: asText, location: asText },
+  affiliated: { Links: asText, subtitle: asText, title: asText, location: asText },
   get_directions_url: { directions_url: asText },
   updates: {
     title: asText,
@@ -95,38 +120,111 @@ const ELEMENT_CONVERTERS: Record<string, Record<string, Converter>> = {
     comments_count: asCount,
     external_link: asText,
     images: asTextList,
+    videos: asTextList,
     post_url: asText,
     post_id: asText,
     date: asTimestamp,
   },
 };
 
+const textColumn = (name: string, description: string): DeclaredColumn => column(name, VARCHAR, description);
+const COMPANY = struct({ Links: VARCHAR, subtitle: VARCHAR, title: VARCHAR, location: VARCHAR });
+
+/**
+ * Every row has these keys (the spec's record and the fields real records carry); fields nobody declared pass
+ * through after them and are inferred.
+ */
+export const COMPANY_PROFILE_COLUMNS: DeclaredSchema = [
+  column('input', struct({ url: VARCHAR }), 'What the collection was asked for: the profile URL.', false),
+  textColumn('id', "The service's id of the company (a slug)."),
+  textColumn('company_id', "The platform's numeric company id, as text."),
+  textColumn('name', 'Company name.'),
+  textColumn('about', 'About text.'),
+  textColumn('description', 'Short description.'),
+  textColumn('slogan', 'Slogan.'),
+  textColumn('headquarters', 'Headquarters location.'),
+  textColumn('industries', 'Industries.'),
+  textColumn('sphere', 'Sphere of business.'),
+  textColumn('type', 'Company type.'),
+  textColumn('organization_type', 'Organization type, e.g. "Privately Held".'),
+  textColumn('company_size', 'Size band, e.g. "201-500 employees".'),
+  textColumn('country_code', 'Country code of the headquarters.'),
+  textColumn('url', 'Profile URL.'),
+  textColumn('website', 'Company website.'),
+  textColumn(
+    'registry_url',
+    'URL of the company in a business registry (the field name carries a brand in real data).',
+  ),
+  textColumn('image', 'Cover image URL.'),
+  textColumn('logo', 'Logo URL.'),
+  textColumn('specialties', 'Specialties, as one text.'),
+  textColumn('additional_information', 'Additional information.'),
+  column('followers', BIGINT, 'Followers on the platform.'),
+  column('employees_in_platform', BIGINT, 'Employees listed on the platform (named after the platform in real data).'),
+  column('founded', BIGINT, 'Year founded.'),
+  column('locations', listOf(VARCHAR), 'Office addresses.'),
+  column('formatted_locations', listOf(VARCHAR), 'Office addresses, formatted.'),
+  column('investors', listOf(VARCHAR), 'Investors.'),
+  column('country_codes_array', listOf(VARCHAR), 'Country codes of the offices.'),
+  column('timestamp', TIMESTAMP, 'When the service collected the record.'),
+  column(
+    'funding',
+    struct({ last_round_date: TIMESTAMP, last_round_type: VARCHAR, rounds: BIGINT, last_round_raised: VARCHAR }),
+    'Funding: date and type of the last round, number of rounds, amount raised as shown.',
+  ),
+  column(
+    'stock_info',
+    struct(Object.fromEntries(OBJECT_SHAPES.stock_info.map((k) => [k, VARCHAR]))),
+    'Stock listing: exchange, ticker, price as shown.',
+  ),
+  column('employees', listOf(struct({ img: VARCHAR, link: VARCHAR, subtitle: VARCHAR, title: VARCHAR })), 'Employees.'),
+  column('similar', listOf(COMPANY), 'Similar companies.'),
+  column('get_directions_url', listOf(struct({ directions_url: VARCHAR })), 'Map links of the offices.'),
+  column('affiliated', listOf(COMPANY), 'Affiliated companies.'),
+  column(
+    'updates',
+    listOf(
+      struct({
+        title: VARCHAR,
+        text: VARCHAR,
+        time: VARCHAR,
+        likes_count: BIGINT,
+        comments_count: BIGINT,
+        external_link: VARCHAR,
+        images: listOf(VARCHAR),
+        videos: listOf(VARCHAR),
+        post_url: VARCHAR,
+        post_id: VARCHAR,
+        date: TIMESTAMP,
+      }),
+    ),
+    'Posts of the company.',
+  ),
+  column('_raw_values', JSON_TYPE, 'Values that did not convert, by path, as they came; null when all did.'),
+];
+
 export function normalizeCompanyProfile(row: Row): Row[] {
   const out: Row = { ...row };
-  const raw = new RawKeeper(out);
+  const raw = new RawKeeper();
   for (const f of TEXT_FIELDS) convertField(out, raw, f, row[f], asText);
   for (const f of COUNT_FIELDS) convertField(out, raw, f, row[f], asCount);
   // The spec's neutral `employees_in_platform` carries a brand in real payloads (`employees_in_<brand>`).
   for (const f in row)
     if (f.startsWith('employees_in_') && f !== 'employees_in_platform') convertField(out, raw, f, row[f], asCount);
   for (const f of TEXT_LIST_FIELDS) convertField(out, raw, f, row[f], asTextList);
-  for (const f of OPAQUE_FIELDS) out[f] = row[f] ?? null;
-  if ('timestamp' in row) convertField(out, raw, 'timestamp', row.timestamp, asTimestamp);
+  convertField(out, raw, 'timestamp', row.timestamp, asTimestamp);
 
   const input = row.input;
   out.input = plain(input) ? { ...input, url: text(input.url) } : { url: null };
-  out.funding = funding(row.funding, raw);
+  for (const field in OBJECT_SHAPES) {
+    const f = field as keyof typeof OBJECT_SHAPES;
+    out[f] = structObject(f, OBJECT_SHAPES[f], OBJECT_CONVERTERS[f], row[f], raw);
+  }
   for (const field in SHAPES) {
     const f = field as keyof typeof SHAPES;
     out[f] = structList(f, SHAPES[f], ELEMENT_CONVERTERS[f] ?? {}, row[f], raw);
   }
-  // The spec types `affiliated` only as "array"; in practice it lists companies shaped like `similar`.
-  const affiliated = row.affiliated;
-  out.affiliated =
-    Array.isArray(affiliated) && affiliated.every(plain)
-      ? structList('affiliated', SHAPES.similar, ELEMENT_CONVERTERS.similar ?? {}, affiliated, raw)
-      : (affiliated ?? null);
-  raw.flush();
+  out._raw_values = raw.values ?? null;
   return [out];
 }
 
@@ -134,20 +232,30 @@ export function normalizeCompanyProfile(row: Row): Row[] {
 function convertField(target: Row, raw: RawKeeper, path: string, value: unknown, conv: Converter, key = path): void {
   const c = conv(value);
   if (c === FAIL) {
-    raw.scalar(path, value);
+    raw.keep(path, value);
     target[key] = null;
   } else target[key] = c;
 }
 
-function funding(v: unknown, raw: RawKeeper): Row | null {
+/** An object in its full shape (converted known keys first, unknown keys kept after them); null when absent. */
+function structObject(
+  field: string,
+  shape: readonly string[],
+  converters: Record<string, Converter>,
+  v: unknown,
+  raw: RawKeeper,
+): Row | null {
   if (!plain(v)) {
-    if (v !== null && v !== undefined) raw.scalar('funding', v);
+    if (v !== null && v !== undefined) raw.keep(field, v);
     return null;
   }
-  const out: Row = { last_round_date: null, last_round_type: null, rounds: null, ...v };
-  convertField(out, raw, 'funding__last_round_date', v.last_round_date, asTimestamp, 'last_round_date');
-  convertField(out, raw, 'funding__last_round_type', v.last_round_type, asText, 'last_round_type');
-  convertField(out, raw, 'funding__rounds', v.rounds, asCount, 'rounds');
+  const out: Row = {};
+  for (const key of shape) out[key] = null;
+  for (const key in v) {
+    const conv = converters[key];
+    if (conv) convertField(out, raw, `${field}.${key}`, v[key], conv, key);
+    else out[key] = v[key];
+  }
   return out;
 }
 
@@ -160,14 +268,14 @@ function structList(
 ): Row[] | null {
   if (v === null || v === undefined) return null;
   if (!Array.isArray(v)) {
-    raw.scalar(field, v);
+    raw.keep(field, v);
     return null;
   }
   const out: Row[] = [];
   for (let index = 0; index < v.length; index++) {
     const e: unknown = v[index];
     if (!plain(e)) {
-      raw.element(field, '', index, e);
+      raw.keep(`${field}[${index}]`, e);
       continue;
     }
     const el: Row = {};
@@ -176,7 +284,7 @@ function structList(
       const value = e[key];
       const conv = converters[key];
       const c = conv ? conv(value) : value;
-      if (c === FAIL) raw.element(field, key, index, value);
+      if (c === FAIL) raw.keep(`${field}[${index}].${key}`, value);
       el[key] = c === FAIL ? null : (c ?? null);
     }
     out.push(el);
@@ -184,24 +292,11 @@ function structList(
   return out;
 }
 
-/** Collects originals of values that did not convert into `_raw_<path>` text columns. */
+/** Collects the originals of values that did not convert, by path, for `_raw_values`. */
 class RawKeeper {
-  private elements: Map<string, Record<string, unknown>> | undefined;
-  constructor(private readonly row: Row) {}
+  values: Record<string, unknown> | undefined;
 
-  scalar(path: string, value: unknown): void {
-    this.row[`_raw_${path}`] = describeValue(value);
-  }
-
-  element(field: string, key: string, index: number, value: unknown): void {
-    const col = key === '' ? `_raw_${field}` : `_raw_${field}__${key}`;
-    this.elements ??= new Map();
-    let m = this.elements.get(col);
-    if (!m) this.elements.set(col, (m = {}));
-    m[String(index)] = value;
-  }
-
-  flush(): void {
-    if (this.elements) for (const [col, m] of this.elements) this.row[col] = JSON.stringify(m);
+  keep(path: string, value: unknown): void {
+    (this.values ??= {})[path] = value;
   }
 }

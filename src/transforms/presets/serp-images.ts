@@ -4,9 +4,42 @@
  * `keep_image_data` is set; `has_image` still says whether the result had one.
  */
 import type { Row, TransformContext } from '../../core/types.js';
+import { column, type DeclaredSchema } from '../../schema/declared.js';
+import { BIGINT, BOOLEAN, DOUBLE, VARCHAR, listOf } from '../../schema/logical-type.js';
 import { asObject, isPlainObject, nonEmpty, toInteger, toNumber, toText, toTextList, urlOrNull } from '../coerce.js';
 import type { PresetOptions } from './preset.js';
-import { serpPageContext } from './serp-page.js';
+import { FETCH_COLUMNS, PAGE_COLUMNS, serpPageContext } from './serp-page.js';
+
+/** Every row has exactly these keys, in this order (plus `SERP_IMAGES_IMAGE_DATA_COLUMNS` with `keep_image_data`). */
+export const SERP_IMAGES_COLUMNS: DeclaredSchema = [
+  ...PAGE_COLUMNS,
+  column('rank', BIGINT, "Position in the page's image list."),
+  column('global_rank', BIGINT, "The service's position across every result block of the page."),
+  column('link', VARCHAR, 'Page the image is on.'),
+  column('title', VARCHAR, 'Image title.'),
+  column('source', VARCHAR, 'Site the image is from.'),
+  column('original_image', VARCHAR, 'URL of the full-size image.'),
+  column('image_url', VARCHAR, 'Thumbnail URL (inline `data:` images are not URLs: null).'),
+  column('image_alt', VARCHAR, 'Alt text of the image.'),
+  column('has_image', BOOLEAN, 'The result had an image (URL or inline data).', false),
+  column('source_logo', VARCHAR, 'Logo URL of the source (inline data only with `keep_image_data`).'),
+  column('has_recipe', BOOLEAN, 'The image has a recipe card; the `recipe_*` columns are null otherwise.', false),
+  column('recipe_rating', DOUBLE, 'Recipe rating.'),
+  column('recipe_reviews_cnt', BIGINT, 'Number of recipe reviews.'),
+  column('recipe_title', VARCHAR, 'Recipe title.'),
+  column('recipe_ingredients', listOf(VARCHAR), 'Recipe ingredients.'),
+  column('recipe_summary', VARCHAR, 'Recipe summary.'),
+  column('recipe_duration', VARCHAR, 'Recipe duration as shown.'),
+  column('recipe_duration_sec', BIGINT, 'Recipe duration in seconds.'),
+  column('recipe_volume', VARCHAR, 'Recipe volume (servings) as shown.'),
+  ...FETCH_COLUMNS,
+];
+
+/** `keep_image_data: true` adds these, after the others. */
+export const SERP_IMAGES_IMAGE_DATA_COLUMNS: DeclaredSchema = [
+  column('image', VARCHAR, 'Inline image (`data:` URI) or image URL.'),
+  column('image_base64', VARCHAR, 'Inline image (`data:` URI).'),
+];
 
 export function normalizeSerpImages(row: Row, ctx: TransformContext, opts: PresetOptions): Row[] {
   if (!Array.isArray(row.images)) return [];

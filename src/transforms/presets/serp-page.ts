@@ -4,6 +4,8 @@
  */
 import type { Row, TransformContext } from '../../core/types.js';
 import { parseIsoTimestamp } from '../../core/values.js';
+import { column, type DeclaredColumn } from '../../schema/declared.js';
+import { BIGINT, TIMESTAMP, VARCHAR } from '../../schema/logical-type.js';
 import { asObject, isPlainObject, toInteger, toText } from '../coerce.js';
 import { rowFetchedAt } from './preset.js';
 
@@ -17,6 +19,19 @@ export interface SerpPageContext {
   /** Fetch time the crawl put on the page row, else the service's own `general.timestamp`. */
   fetched_at: Date | null;
 }
+
+/** The first columns of every SERP preset's rows: where the page sits in its crawl. */
+export const PAGE_COLUMNS: readonly DeclaredColumn[] = [
+  column('query', VARCHAR, "The search query (the unit's, else `general.query`)."),
+  column('page', BIGINT, "Page number, 1-based (the unit's, else from `pagination`)."),
+  column('start', BIGINT, "Offset of the page's first result (`start` parameter); 0 on page 1."),
+];
+
+/** The last columns of every SERP preset's rows: which request fetched the page, and when. */
+export const FETCH_COLUMNS: readonly DeclaredColumn[] = [
+  column('request_id', VARCHAR, "The service's request id (`input.request_id`)."),
+  column('fetched_at', TIMESTAMP, "When the page was fetched (the crawl's `fetched_at`, else `general.timestamp`)."),
+];
 
 /** A row is a SERP page payload when it carries any of the page-level blocks. */
 export function isSerpPage(row: Row): boolean {

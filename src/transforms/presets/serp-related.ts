@@ -7,9 +7,31 @@
  * group (null at the top level) and `depth` how deep it sits (0 = top level).
  */
 import type { Row, TransformContext } from '../../core/types.js';
+import { column, type DeclaredSchema } from '../../schema/declared.js';
+import { BIGINT, BOOLEAN, VARCHAR } from '../../schema/logical-type.js';
 import { isPlainObject, nonEmpty, toBool, toInteger, toText, urlOrNull } from '../coerce.js';
 import type { PresetOptions } from './preset.js';
-import { serpPageContext, type SerpPageContext } from './serp-page.js';
+import { FETCH_COLUMNS, PAGE_COLUMNS, serpPageContext, type SerpPageContext } from './serp-page.js';
+
+/** Every row has exactly these keys, in this order (plus `SERP_RELATED_IMAGE_DATA_COLUMNS` with `keep_image_data`). */
+export const SERP_RELATED_COLUMNS: DeclaredSchema = [
+  ...PAGE_COLUMNS,
+  column('rank', BIGINT, 'Rank of the top-level entry the search belongs to.', false),
+  column('global_rank', BIGINT, "The service's position of that entry across every result block of the page."),
+  column('item_rank', BIGINT, 'Rank inside its group (null at the top level).'),
+  column('depth', BIGINT, 'How deep in groups it sits: 0 = top level.', false),
+  column('text', VARCHAR, 'The related search.'),
+  column('link', VARCHAR, 'Search URL of the related search.'),
+  column('expanded', BOOLEAN, 'The engine showed the entry expanded.'),
+  column('has_image', BOOLEAN, 'The entry had an image (URL or inline data).', false),
+  column('image_url', VARCHAR, 'Image URL (inline `data:` images are not URLs: null).'),
+  ...FETCH_COLUMNS,
+];
+
+/** `keep_image_data: true` adds these, after the others. */
+export const SERP_RELATED_IMAGE_DATA_COLUMNS: DeclaredSchema = [
+  column('image', VARCHAR, 'Inline image (`data:` URI) or image URL.'),
+];
 
 /** Deeper nesting than this is not a related-search shape; stop rather than recurse without bound. */
 const MAX_DEPTH = 8;

@@ -4,15 +4,25 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { NativeLoadRefused, SluiceError } from '../../../src/core/errors.js';
 import type { Manifest } from '../../../sinks/output-files/manifest.js';
-import { unitFileStem } from '../../../sinks/output-files/unit-file-name.js';
 import { jsonlSinkSchema, type JsonlSinkConfig } from '../../../sinks/jsonl/config.js';
 import { JsonlSink } from '../../../sinks/jsonl/sink.js';
-import { batches, failingBatches, query, removeTempDirs, richRows, sinkContext, tempDir, unit } from '../helpers.js';
+import {
+  batches,
+  failingBatches,
+  query,
+  removeTempDirs,
+  richRows,
+  sinkContext,
+  tempDir,
+  unit,
+  type TestContext,
+} from '../helpers.js';
 import type { FileSinkHooks } from '../../../sinks/output-files/output-dir.js';
 
 afterAll(removeTempDirs);
 
 let dir: string;
+let ctx: TestContext;
 
 beforeEach(async () => {
   dir = await tempDir();
@@ -28,12 +38,26 @@ async function openSink(
   hooks: FileSinkHooks = {},
 ): Promise<JsonlSink> {
   const sink = new JsonlSink(config(over), { hooks });
-  await sink.open(sinkContext(dir, { fresh }));
+  ctx = sinkContext(dir, { fresh });
+  await sink.open(ctx);
   return sink;
 }
 
 async function manifest(sub = 'out'): Promise<Manifest> {
   return JSON.parse(await readFile(path.join(dir, sub, '_sluice_manifest.json'), 'utf8')) as Manifest;
+}
+
+/** A target of one byte: every unit is published as a file of its own as soon as it is staged. */
+const EACH_UNIT: Partial<JsonlSinkConfig> = { target_file_mb: 1 / 2 ** 20 };
+
+/** The files the manifest lists for a unit. */
+async function unitFiles(id: string, sub = 'out'): Promise<string[]> {
+  return (await manifest(sub)).units[`run1/${id}`]?.files ?? [];
+}
+
+/** Files left in a temp or staging directory of the output. */
+async function left(name: '.sluice-tmp' | '.sluice-staged', sub = 'out'): Promise<string[]> {
+  return readdir(path.join(dir, sub, name));
 }
 
 /** Data files a glob reader would see. */
@@ -42,11 +66,17 @@ async function visible(sub = 'out'): Promise<string[]> {
 }
 
 describe('jsonl sink', () => {
-  it('writes one file per unit with ISO timestamps and YYYY-MM-DD dates, listed in the manifest', async () => {
+  it('stages a unit until finish() publishes it: ISO timestamps and YYYY-MM-DD dates, listed in the manifest', async () => {
     const sink = await openSink();
     expect(await sink.writeUnit(unit('u1'), batches(richRows()))).toEqual({ committed: true, records: 2 });
-    const name = `${unitFileStem('run1/u1')}.jsonl`;
-    expect(await visible()).toEqual([name]);
+    // Committed (a rerun skips it), not visible: it waits for more units to fill a file of the target size.
+    expect(await visible()).toEqual([]);
+    expect((await manifest()).units['run1/u1']).toMatchObject({ records: 2, files: [], staged: {} });
+    expect(await left('.sluice-staged')).toHaveLength(1);
+    await sink.finish();
+    const files = await visible();
+    expect(files).toEqual([expect.stringMatching(/^part-\d+-[0-9a-f]{6}-0\.jsonl$/)]);
+    const name = files[0]!;
     const lines = (await readFile(path.join(dir, 'out', name), 'utf8')).trimEnd().split('\n');
     const first = JSON.parse(lines[0]!) as Record<string, unknown>;
     expect(first.at).toBe('2024-01-02T03:04:05.678Z');
@@ -54,6 +84,8 @@ describe('jsonl sink', () => {
     expect(first.funding).toEqual({ rounds: 2, last: '2020-05-06T07:08:09.000Z', kind: null });
     const m = await manifest();
     expect(m.units['run1/u1']).toMatchObject({ records: 2, files: [name] });
+    expect(m.units['run1/u1']?.staged).toBeUndefined();
+    expect(await left('.sluice-staged')).toEqual([]);
     const back = await query(
       `SELECT id, people, note FROM read_json('${path.join(dir, 'out', '*.jsonl')}') ORDER BY id`,
     );
@@ -68,15 +100,15 @@ describe('jsonl sink', () => {
       },
       { id: 'b', people: null, note: 'text "quoted" é' },
     ]);
-    await sink.finish();
   });
 
   it('gzips when asked or when the path ends in .gz, and DuckDB reads the files back', async () => {
     const sink = new JsonlSink(config({ path: 'out.gz' }));
     await sink.open(sinkContext(dir));
     await sink.writeUnit(unit('u1'), batches(richRows()));
+    await sink.finish();
     const files = await visible('out.gz');
-    expect(files).toEqual([`${unitFileStem('run1/u1')}.jsonl.gz`]);
+    expect(files).toEqual([expect.stringMatching(/^part-.*\.jsonl\.gz$/)]);
     const text = gunzipSync(await readFile(path.join(dir, 'out.gz', files[0]!))).toString();
     expect(text.split('\n').filter(Boolean)).toHaveLength(2);
     expect(await query(`SELECT count(*) AS n FROM read_json('${path.join(dir, 'out.gz', '*.jsonl.gz')}')`)).toEqual([
@@ -90,78 +122,94 @@ describe('jsonl sink', () => {
     expect(await sink.writeUnit(unit('empty'), batches([]))).toEqual({ committed: true, records: 0 });
     expect(await sink.writeUnit(unit('u1'), batches(richRows()))).toEqual({ committed: true, records: 2 });
     expect(await sink.writeUnit(unit('u1'), batches(richRows()))).toEqual({ committed: false, records: 0 });
+    expect(await left('.sluice-staged')).toHaveLength(1);
+    await sink.finish();
     expect(await visible()).toHaveLength(1);
-    expect((await manifest()).units['run1/empty']).toMatchObject({ records: 0, files: [] });
+    expect((await manifest()).units['run1/empty']).toEqual({ records: 0, files: [], committed_at: expect.any(String) });
     const again = await openSink({}, false);
     expect(await again.committedUnits()).toEqual(new Set(['run1/empty', 'run1/u1']));
   });
 
-  it('commits nothing of a unit whose source fails half-way, and leaves no temp file', async () => {
+  it('commits nothing of a unit whose source fails half-way, and leaves no temp or staged file', async () => {
     const sink = await openSink();
     await expect(sink.writeUnit(unit('u1'), failingBatches(richRows()))).rejects.toThrow(/source broke/);
+    await sink.finish();
     expect(await visible()).toEqual([]);
-    expect(await readdir(path.join(dir, 'out', '.sluice-tmp'))).toEqual([]);
+    expect(await left('.sluice-tmp')).toEqual([]);
+    expect(await left('.sluice-staged')).toEqual([]);
     expect(await sink.committedUnits()).toEqual(new Set());
   });
 
-  it('a failure before the manifest records a unit leaves no file in place and no temp file; the retry commits once', async () => {
-    const crashing = await openSink({}, true, {
+  it('a publish that fails before the manifest records it leaves no file in place; the staged unit is published once later', async () => {
+    const crashing = await openSink(EACH_UNIT, true, {
       beforeManifest: () => {
         throw new Error('crash before the manifest');
       },
     });
-    await crashing.writeUnit(unit('ok'), batches([])); // no file: no marker, no hook
-    await expect(crashing.writeUnit(unit('u1'), batches(richRows()))).rejects.toThrow(/crash before/);
+    await crashing.writeUnit(unit('ok'), batches([])); // nothing staged: no publish, no hook
+    // The unit is committed by staging; the publish it starts fails, and is left to the end of the run.
+    expect(await crashing.writeUnit(unit('u1'), batches(richRows()))).toEqual({ committed: true, records: 2 });
+    expect(ctx.logs.join('\n')).toMatch(
+      /warn: jsonl sink: publishing staged units failed, retried at the end: .*crash/,
+    );
+    await expect(crashing.finish()).rejects.toThrow(/crash before the manifest/);
     expect(await visible()).toEqual([]);
-    expect(await readdir(path.join(dir, 'out', '.sluice-tmp'))).toEqual([]);
-    expect(Object.keys((await manifest()).units)).toEqual(['run1/ok']);
-    // A temp file of another unit that was being written when the process died.
-    await writeFile(path.join(dir, 'out', '.sluice-tmp', 'other.1234.tmp'), 'partial');
+    expect(await left('.sluice-tmp')).toEqual([]);
+    expect((await manifest()).units['run1/u1']).toMatchObject({ records: 2, files: [], staged: {} });
+    // A temp file of a publish that was being written when the process died.
+    await writeFile(path.join(dir, 'out', '.sluice-tmp', 'publish-x.1234.tmp'), 'partial');
 
-    const sink = await openSink({}, false);
-    expect(await readdir(path.join(dir, 'out', '.sluice-tmp'))).toEqual([]);
-    expect(await sink.committedUnits()).toEqual(new Set(['run1/ok']));
-    expect(await sink.writeUnit(unit('u1'), batches(richRows()))).toEqual({ committed: true, records: 2 });
-    expect(await visible()).toHaveLength(1);
-    expect((await manifest()).units['run1/u1']?.records).toBe(2);
+    const sink = await openSink(EACH_UNIT, false);
+    expect(await left('.sluice-tmp')).toEqual([]);
+    expect(await sink.committedUnits()).toEqual(new Set(['run1/ok', 'run1/u1']));
+    expect(await sink.writeUnit(unit('u1'), batches(richRows()))).toEqual({ committed: false, records: 0 });
+    await sink.finish();
+    expect(await visible()).toEqual(await unitFiles('u1'));
+    expect((await readFile(path.join(dir, 'out', (await visible())[0]!), 'utf8')).trim().split('\n')).toHaveLength(2);
+    expect(await left('.sluice-staged')).toEqual([]);
   });
 
-  it('a crash after the manifest records a unit and before its file is in place: the next open moves it in', async () => {
-    const crashing = await openSink({}, true, {
+  it('a crash after the manifest records a publish and before its file is in place: the next open moves it in', async () => {
+    const crashing = await openSink(EACH_UNIT, true, {
       afterManifest: () => {
         throw new Error('crash after the manifest');
       },
     });
-    await expect(crashing.writeUnit(unit('u1'), batches(richRows()))).rejects.toThrow(
-      /recorded but its files are not all in place: crash after the manifest/,
-    );
+    expect(await crashing.writeUnit(unit('u1'), batches(richRows()))).toEqual({ committed: true, records: 2 });
+    expect(ctx.logs.join('\n')).toMatch(/recorded but its files are not all in place: crash after the manifest/);
     // Committed, not yet visible: a reader listing the directory sees no file the manifest does not commit.
     expect(await visible()).toEqual([]);
-    expect((await manifest()).units['run1/u1']?.records).toBe(2);
-    const sink = new JsonlSink(config({}));
-    const ctx = sinkContext(dir, { fresh: false });
-    await sink.open(ctx);
-    expect(await visible()).toEqual([`${unitFileStem('run1/u1')}.jsonl`]);
-    expect(ctx.logs.join('\n')).toMatch(/warn: .*completed a commit a crash interrupted: moved 1 committed file/);
-    expect(await readdir(path.join(dir, 'out', '.sluice-tmp'))).toEqual([]);
+    const [name] = await unitFiles('u1');
+    expect(name).toMatch(/^part-.*\.jsonl$/);
+    const sink = new JsonlSink(config(EACH_UNIT));
+    const reopened = sinkContext(dir, { fresh: false });
+    await sink.open(reopened);
+    expect(await visible()).toEqual([name]);
+    expect(reopened.logs.join('\n')).toMatch(/warn: .*completed a commit a crash interrupted: moved 1 committed file/);
+    expect(await left('.sluice-tmp')).toEqual([]);
+    // The published unit's staging file is no longer the manifest's: removed, not published again.
+    expect(await left('.sluice-staged')).toEqual([]);
     expect(await sink.writeUnit(unit('u1'), batches(richRows()))).toEqual({ committed: false, records: 0 });
-    const text = await readFile(path.join(dir, 'out', `${unitFileStem('run1/u1')}.jsonl`), 'utf8');
-    expect(text.trim().split('\n')).toHaveLength(2);
+    await sink.finish();
+    expect(await visible()).toEqual([name]);
+    expect((await readFile(path.join(dir, 'out', name!), 'utf8')).trim().split('\n')).toHaveLength(2);
   });
 
-  it('finish() moves in the files of a commit that could not be completed earlier in the run', async () => {
+  it('finish() moves in the files of a publish that could not be completed earlier in the run', async () => {
     let fail = true;
-    const sink = await openSink({}, true, {
+    const sink = await openSink(EACH_UNIT, true, {
       afterManifest: () => {
         if (fail) throw new Error('disk full');
       },
     });
-    await expect(sink.writeUnit(unit('u1'), batches(richRows()))).rejects.toThrow(/disk full/);
+    await sink.writeUnit(unit('u1'), batches(richRows()));
+    expect(ctx.logs.join('\n')).toMatch(/disk full/);
     fail = false;
     expect(await visible()).toEqual([]);
     await sink.finish();
-    expect(await visible()).toEqual([`${unitFileStem('run1/u1')}.jsonl`]);
-    expect(await readdir(path.join(dir, 'out', '.sluice-tmp'))).toEqual([]);
+    expect(await visible()).toEqual(await unitFiles('u1'));
+    expect(await left('.sluice-tmp')).toEqual([]);
+    expect(await left('.sluice-staged')).toEqual([]);
   });
 
   it('copies a unit file natively: gzip bytes as they are, or converted, every line checked', async () => {
@@ -170,30 +218,29 @@ describe('jsonl sink', () => {
     await writeFile(gz, gzipSync(text));
     const plain = path.join(dir, 'in.jsonl');
     await writeFile(plain, text);
+    const raw = (p: string, format: 'jsonl' | 'csv' = 'jsonl') => ({ path: p, decode: { format }, temporary: false });
 
-    const zipped = new JsonlSink(config({ path: 'z', compress: true }));
+    const zipped = new JsonlSink(config({ path: 'z', compress: true, ...EACH_UNIT }));
     await zipped.open(sinkContext(dir));
-    expect(await zipped.writeUnitFile(unit('g'), { path: gz, decode: { format: 'jsonl' }, temporary: false })).toEqual({
-      committed: true,
-      records: 2,
-    });
-    expect(await readFile(path.join(dir, 'z', `${unitFileStem('run1/g')}.jsonl.gz`))).toEqual(await readFile(gz));
-    await zipped.writeUnitFile(unit('p'), { path: plain, decode: { format: 'jsonl' }, temporary: false });
-    expect(gunzipSync(await readFile(path.join(dir, 'z', `${unitFileStem('run1/p')}.jsonl.gz`))).toString()).toBe(text);
+    expect(await zipped.writeUnitFile(unit('g'), raw(gz))).toEqual({ committed: true, records: 2 });
+    expect(await readFile(path.join(dir, 'z', (await unitFiles('g', 'z'))[0]!))).toEqual(await readFile(gz));
+    await zipped.writeUnitFile(unit('p'), raw(plain));
+    expect(gunzipSync(await readFile(path.join(dir, 'z', (await unitFiles('p', 'z'))[0]!))).toString()).toBe(text);
 
-    const sink = await openSink();
-    await sink.writeUnitFile(unit('g'), { path: gz, decode: { format: 'jsonl' }, temporary: false });
-    expect(await readFile(path.join(dir, 'out', `${unitFileStem('run1/g')}.jsonl`), 'utf8')).toBe(text);
+    const sink = await openSink(EACH_UNIT);
+    await sink.writeUnitFile(unit('g'), raw(gz));
+    expect(await readFile(path.join(dir, 'out', (await unitFiles('g'))[0]!), 'utf8')).toBe(text);
 
     await writeFile(plain, '{"id":1}\nnot json\n');
-    const bad = sink.writeUnitFile(unit('bad'), { path: plain, decode: { format: 'jsonl' }, temporary: false });
+    const bad = sink.writeUnitFile(unit('bad'), raw(plain));
     await expect(bad).rejects.toThrow(NativeLoadRefused);
     await expect(bad).rejects.toThrow(/not JSON at byte 9/);
-    const csv = sink.writeUnitFile(unit('csv'), { path: plain, decode: { format: 'csv' }, temporary: false });
+    const csv = sink.writeUnitFile(unit('csv'), raw(plain, 'csv'));
     await expect(csv).rejects.toThrow(NativeLoadRefused);
     await expect(csv).rejects.toThrow(/JSONL natively, not csv/);
     expect(await sink.committedUnits()).toEqual(new Set(['run1/g']));
-    expect(await readdir(path.join(dir, 'out', '.sluice-tmp'))).toEqual([]);
+    expect(await left('.sluice-tmp')).toEqual([]);
+    expect(await left('.sluice-staged')).toEqual([]);
   });
 
   it('replace swaps a whole new generation in at finish; a failed run leaves the old one; resume continues', async () => {
@@ -214,7 +261,12 @@ describe('jsonl sink', () => {
     await resumed.writeUnit(unit('b'), batches([{ gen: 'new' }]));
     expect(await visible()).toEqual(oldFiles);
     await resumed.finish();
-    expect(await visible()).toEqual([`${unitFileStem('run1/a')}.jsonl`, `${unitFileStem('run1/b')}.jsonl`].sort());
+    // Both units, the one the failed run staged among them, in one file.
+    const files = await visible();
+    expect(files).toHaveLength(1);
+    expect(await unitFiles('a')).toEqual(files);
+    expect(await unitFiles('b')).toEqual(files);
+    expect(await readFile(path.join(dir, 'out', files[0]!), 'utf8')).toBe('{"gen":"new"}\n{"gen":"new"}\n');
     expect(Object.keys((await manifest()).units).sort()).toEqual(['run1/a', 'run1/b']);
     // Only the live generation is kept.
     const gens = await readdir(path.join(dir, '.out.sluice-generations'));
@@ -230,7 +282,8 @@ describe('jsonl sink', () => {
     const replace = await openSink({ write: 'replace' });
     await replace.writeUnit(unit('new'), batches([{ x: 2 }]));
     await replace.finish();
-    expect(await visible()).toEqual([`${unitFileStem('run1/new')}.jsonl`]);
+    expect(await visible()).toEqual(await unitFiles('new'));
+    expect(await readFile(path.join(dir, 'out', (await visible())[0]!), 'utf8')).toBe('{"x":2}\n');
   });
 
   it('names the path and what to do when it cannot be written, and refuses a foreign manifest', async () => {

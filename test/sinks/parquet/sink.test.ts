@@ -79,12 +79,13 @@ describe('parquet sink', () => {
     expect(await columnTypes(`SELECT * FROM read_parquet('${glob()}')`)).toMatchObject({
       at: 'TIMESTAMP',
       day: 'DATE',
-      funding: 'STRUCT(rounds BIGINT, "last" TIMESTAMP, kind VARCHAR)',
+      // A field null in every row has no column, as in the DuckDB sink (test/sinks/parquet/dataset.test.ts).
+      funding: 'STRUCT(rounds BIGINT, "last" TIMESTAMP)',
       tags: 'VARCHAR[]',
       people: 'STRUCT("name" VARCHAR, age BIGINT)[]',
     });
     const back = await query(`SELECT * FROM read_parquet('${glob()}') ORDER BY id`);
-    expect(back).toEqual(RICH_BACK.map((r) => ({ ...r, funding: r.funding && { ...r.funding, kind: null } })));
+    expect(back).toEqual(RICH_BACK);
     const m = await manifest();
     expect(m.units['run1/u1']).toMatchObject({ records: 2, files });
     expect(m.units['run1/u1']?.staged).toBeUndefined();

@@ -3,13 +3,14 @@ import { expectedOrganicLinks, serpQueryPlan } from '../../../src/emulator/data/
 import { pagePayload, type PagePosition } from '../../../src/sources/crawl/pager.js';
 import {
   SERP_STATE_KEY,
-  knowledgeFids,
+  placeFids,
   nextSerpPage,
   organicCount,
   parseSerpUnitId,
   searchPages,
   serpChainKey,
   serpUnitId,
+  wrongSerpPage,
 } from '../../../src/sources/crawl/search-pages.js';
 import { sourceContext, startHarness, type Harness } from '../crawl-harness.js';
 
@@ -69,14 +70,14 @@ describe('serp unit ids', () => {
   });
 });
 
-describe('knowledgeFids', () => {
+describe('placeFids', () => {
   it('reads knowledge.fid from one panel or several', () => {
-    expect(knowledgeFids({ knowledge: { fid: '0x1:0x2' } })).toEqual(['0x1:0x2']);
-    expect(knowledgeFids({ knowledge: [{ fid: '0x1:0x2' }, { title: 'x' }, { fid: '0x3:0x4' }] })).toEqual([
+    expect(placeFids({ knowledge: { fid: '0x1:0x2' } })).toEqual(['0x1:0x2']);
+    expect(placeFids({ knowledge: [{ fid: '0x1:0x2' }, { title: 'x' }, { fid: '0x3:0x4' }] })).toEqual([
       '0x1:0x2',
       '0x3:0x4',
     ]);
-    expect(knowledgeFids({ organic: [] })).toEqual([]);
+    expect(placeFids({ organic: [] })).toEqual([]);
   });
 });
 
@@ -140,5 +141,72 @@ describe('searchPages (pager strategy)', () => {
       // The search pager keeps nothing of its own in the run's state.
       expect(ctx.state.get(SERP_STATE_KEY)).toBeUndefined();
     });
+  });
+});
+
+describe('placeFids: every place-id carrier of the real shapes', () => {
+  it('reads each result of a map search page (organic[].fid, also in oragnic), de-duplicated in page order', () => {
+    const page = {
+      general: { query: 'hotels in houston', gl: 'US' },
+      organic: [
+        { title: 'A', fid: '0xa:0x1', map_id: '0xa:0x1', rank: 1 },
+        { title: 'no id', rank: 2 },
+      ],
+      oragnic: [
+        { title: 'A again', fid: '0xa:0x1' },
+        { title: 'B', fid: '0xb:0x2' },
+      ],
+    };
+    expect(placeFids(page)).toEqual(['0xa:0x1', '0xb:0x2']);
+  });
+
+  it("reads a place page's own fid (hotel entity pages: top level and overview) beside a knowledge panel", () => {
+    expect(placeFids({ overview: { title: 'H', fid: '0xc:0x3' }, fid: '0xc:0x3', prices: [] })).toEqual(['0xc:0x3']);
+    expect(placeFids({ knowledge: { fid: '0xd:0x4' }, organic: [{ link: 'x', fid: '0xe:0x5' }] })).toEqual([
+      '0xd:0x4',
+      '0xe:0x5',
+    ]);
+  });
+});
+
+describe('wrongSerpPage: is the page the one asked for?', () => {
+  const at: PagePosition = { subject: 'q', start: 10, page: 2 };
+
+  it('pagination.current_page decides when present', () => {
+    expect(wrongSerpPage({ pagination: { current_page: 2 }, organic: [{ rank: 1 }] }, at)).toBeUndefined();
+    expect(wrongSerpPage({ pagination: { current_page: 1 }, organic: [{ rank: 1 }] }, at)).toMatch(
+      /answered page 1 when page 2 \(start 10\) was asked for/,
+    );
+    expect(wrongSerpPage({ pagination: { current_page: '1' } }, at)).toMatch(/answered page 1/);
+  });
+
+  it('without pagination, a first rank that counts across pages must be start + 1', () => {
+    expect(wrongSerpPage({ organic: [{ rank: 11 }, { rank: 12 }] }, at)).toBeUndefined();
+    expect(wrongSerpPage({ organic: [{ rank: 21 }] }, at)).toMatch(/first result has rank 21.*starts at result 11/);
+    expect(wrongSerpPage({ organic: [{ rank: 11 }] }, { subject: 'q', start: 0, page: 1 })).toMatch(/rank 11/);
+  });
+
+  it('a page that cannot tell is taken as asked (ranks restart at 1, no ranks, no results)', () => {
+    expect(wrongSerpPage({ organic: [{ rank: 1 }] }, at)).toBeUndefined();
+    expect(wrongSerpPage({ organic: [{ link: 'x' }] }, at)).toBeUndefined();
+    expect(wrongSerpPage({}, at)).toBeUndefined();
+  });
+});
+
+describe('searchPages, vertical maps', () => {
+  const maps = searchPages({ engine: 'https://www.google.com', params: { hl: 'en' }, vertical: 'maps' });
+
+  it('asks for the map search page of the query, with brd_json=1 and no start', () => {
+    const url = new URL(maps.url({ subject: 'hotels in houston', start: 0, page: 1 }));
+    expect(url.pathname).toBe('/maps/search/hotels%20in%20houston/');
+    expect(Object.fromEntries(url.searchParams)).toEqual({ hl: 'en', brd_json: '1' });
+    expect(maps.chainKey('x')).not.toBe(searchPages({ engine: 'https://www.google.com', params: {} }).chainKey('x'));
+  });
+
+  it('reads one page per query', async () => {
+    const ctx = {} as Parameters<typeof maps.next>[3];
+    const at = { subject: 'x', start: 0, page: 1 };
+    expect(await maps.next({ organic: [{ fid: '0x1:0x2' }] }, at, 5, ctx)).toEqual({ stop: 'last_page' });
+    expect(await maps.next({ organic: [] }, at, 5, ctx)).toEqual({ stop: 'empty_page' });
   });
 });

@@ -49,7 +49,8 @@ describe('normalize reviews', () => {
       photos: ['https://p.test/1.jpg', 'https://p.test/2.jpg'],
       details_other: null,
     });
-    expect(row.created_at).toEqual(new Date('2025-02-22T12:00:00.000Z'));
+    // The review's own date, not "3 weeks ago" resolved against the fetch time.
+    expect(row.created_at).toEqual(new Date('2025-02-22T00:00:00.000Z'));
     expect(row.review_reply_created_at).toEqual(new Date('2025-03-08T12:00:00.000Z'));
     expect(row.date).toBeInstanceOf(DateOnly);
     expect((row.date as DateOnly).iso).toBe('2025-02-22');
@@ -150,5 +151,31 @@ describe('normalize reviews', () => {
     const at = (rows[0]!.created_at as Date).getTime();
     expect(at).toBeGreaterThanOrEqual(before);
     expect(at).toBeLessThanOrEqual(Date.now());
+  });
+
+  it('created_at comes from the review\'s own date: two "2 weeks ago" reviews of different days differ', async () => {
+    const page = fetchedPage([
+      review({ created: '2 weeks ago', date: '2025-02-22' }),
+      review({ created: '2 weeks ago', date: '2025-02-08' }),
+    ]);
+    const { rows } = await run(reviews(), [page], params);
+    expect(rows.map((r) => (r.created_at as Date).toISOString())).toEqual([
+      '2025-02-22T00:00:00.000Z',
+      '2025-02-08T00:00:00.000Z',
+    ]);
+    expect(rows.map((r) => (r.date as DateOnly).iso)).toEqual(['2025-02-22', '2025-02-08']);
+  });
+
+  it("relative text resolves against the page's fetched_at, however much later the page is normalized", async () => {
+    const landed = {
+      reviews: [review({ created: 'a week ago', date: undefined })],
+      fetched_at: '2024-01-10T00:00:00Z',
+    };
+    const { rows } = await run(reviews(), [landed], params);
+    expect(rows[0]!.created_at).toEqual(new Date('2024-01-03T00:00:00.000Z'));
+    // The page keeps its fetch time, so normalizing it again (tonight, or in a year) gives the same instant.
+    expect(rows[0]!.fetched_at).toEqual(new Date('2024-01-10T00:00:00.000Z'));
+    const again = await run(reviews(), [structuredClone(landed)], params);
+    expect(again.rows[0]!.created_at).toEqual(rows[0]!.created_at);
   });
 });

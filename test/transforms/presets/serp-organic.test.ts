@@ -146,4 +146,35 @@ describe('normalize serp_organic', () => {
     const { rows } = await run(organic(), [item], { unitParams: { query: 'q', start: 0 } });
     expect(rows[0]).toMatchObject({ link: 'https://solo.test/', query: 'q', page: 1, rank: 1, position: 1 });
   });
+
+  it('a Maps result page: each place keeps its fid, address, categories, rating and position', async () => {
+    const place = {
+      title: 'Widget Hotel',
+      link: 'https://hotel.example.test/',
+      address: '1 Main St',
+      category: [{ title: '4-star hotel' }, { id: 'hotel', title: 'Hotel' }, 'Lodging'],
+      tags: [{ group_id: 'amenities', group_title: 'Amenities', key_id: 21, value_title: 'Pool' }],
+      rating: 4.5,
+      reviews_cnt: '6,840',
+      latitude: 29.75,
+      longitude: -95.35,
+      claimed: true,
+      fid: '0x8640bf23daf96abd:0xf5e981232fe0153f',
+      rank: 1,
+    };
+    const { rows } = await run(build(normalizeTransform, { type: 'normalize', preset: 'serp_organic' }), [
+      { general: { query: 'hotels in widgetville' }, organic: [place] },
+    ]);
+    expect(rows[0]).toMatchObject({
+      fid: place.fid,
+      address: '1 Main St',
+      category: ['4-star hotel', 'Hotel', 'Lodging'],
+      tags: [{ group: 'Amenities', value: 'Pool' }],
+      rating: 4.5,
+      reviews_cnt: 6840,
+      latitude: 29.75,
+      claimed: true,
+      phone: null,
+    });
+  });
 });

@@ -1,0 +1,296 @@
+/**
+ * S3-compatible object storage for the file sinks (`path: s3://bucket/prefix/`): the URL, the client, and the few
+ * object operations the commit protocol of output-dir.ts needs. Endpoint, region and credentials come from the
+ * sink's `s3` options or the SDK's standard chain (`AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL`, `AWS_REGION`,
+ * `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY`, `AWS_PROFILE` …); credentials are never logged or put in messages.
+ */
+import { createHash } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import {
+  AbortMultipartUploadCommand,
+  CopyObjectCommand,
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  type S3ClientConfig,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import { z } from 'zod';
+import { SluiceError } from '../../src/core/errors.js';
+import { failpoint } from '../../src/core/failpoints.js';
+
+export const s3Option = z
+  .object({
+    endpoint: z
+      .string()
+      .url()
+      .optional()
+      .describe(
+        'Endpoint of an S3-compatible store (MinIO, R2, …). Default: `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL`, else AWS.',
+      ),
+    region: z.string().min(1).optional().describe('Region. Default: `AWS_REGION` or the profile, else `us-east-1`.'),
+    force_path_style: z
+      .boolean()
+      .optional()
+      .describe(
+        'Address buckets as `<endpoint>/<bucket>` (most S3-compatible stores). Default: true with a custom endpoint.',
+      ),
+  })
+  .strict()
+  .optional()
+  .describe(
+    'For `path: s3://…` only: where the store is. Credentials come from the standard AWS environment or profile.',
+  );
+
+export type S3Options = z.infer<typeof s3Option>;
+
+export interface S3Location {
+  bucket: string;
+  /** Key prefix of the output, without a leading `/`, ending in `/` (empty for a whole bucket). */
+  prefix: string;
+}
+
+export function isS3Url(p: string): boolean {
+  return /^s3:\/\//i.test(p);
+}
+
+export function parseS3Url(url: string): S3Location {
+  const m = /^s3:\/\/([^/]+)\/?(.*)$/i.exec(url);
+  const bucket = m?.[1];
+  if (!m || !bucket)
+    throw new SluiceError(`"${url}" is not an S3 URL`, { hint: 'write `path: s3://<bucket>/<prefix>/`' });
+  const rest = m[2]!.replace(/^\/+/, '');
+  return { bucket, prefix: rest === '' || rest.endsWith('/') ? rest : `${rest}/` };
+}
+
+/**
+ * A local directory for an S3 output's temp and staging files, of this process only (two processes writing one
+ * prefix must not delete each other's temp files); directories of processes that are gone are removed.
+ */
+export async function s3WorkDir(url: string, pipelineName: string): Promise<string> {
+  const h = createHash('sha256').update(`${url}\0${pipelineName}`).digest('hex').slice(0, 16);
+  const root = path.join(tmpdir(), 'sluice-s3');
+  await mkdir(root, { recursive: true });
+  for (const name of await readdir(root)) {
+    const pid = name.startsWith(`${h}-`) ? Number(name.slice(h.length + 1)) : NaN;
+    if (Number.isInteger(pid) && pid !== process.pid && !alive(pid))
+      await rm(path.join(root, name), { recursive: true, force: true });
+  }
+  return path.join(root, `${h}-${process.pid}`);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * The run lock of an S3 output: a local file, so it only keeps apart runs on this machine (see README "Object
+ * storage (S3)": S3 has no lock that is safe on every S3-compatible store).
+ */
+export function s3LockPath(url: string): string {
+  const { bucket, prefix } = parseS3Url(url);
+  const h = createHash('sha256').update(`${bucket}/${prefix}`).digest('hex').slice(0, 16);
+  return path.join(tmpdir(), 'sluice-s3', 'locks', `${h}.lock`);
+}
+
+export function s3Client(opts: S3Options = {}): S3Client {
+  // This SDK warns on every run under Node 20 about its future releases; the warning says nothing about this one.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const env = process.env;
+  const endpoint = opts.endpoint ?? env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL;
+  const config: S3ClientConfig = {
+    // Checksums on every request and response are an AWS feature many S3-compatible stores reject or lack.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    forcePathStyle: opts.force_path_style ?? endpoint !== undefined,
+  };
+  if (endpoint !== undefined) config.endpoint = endpoint;
+  const region = opts.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
+  // Without a region anywhere the SDK would also look in the profile; a custom endpoint rarely cares.
+  if (region !== undefined) config.region = region;
+  else if (endpoint !== undefined) config.region = 'us-east-1';
+  return new S3Client(config);
+}
+
+/** One output's objects: keys are relative to the output's prefix. */
+export class S3Store {
+  constructor(
+    readonly client: S3Client,
+    readonly loc: S3Location,
+    private readonly label: string,
+  ) {}
+
+  url(rel = ''): string {
+    return `s3://${this.loc.bucket}/${this.loc.prefix}${rel}`;
+  }
+
+  private key(rel: string): string {
+    return `${this.loc.prefix}${rel}`;
+  }
+
+  private fail(what: string, rel: string, err: unknown): SluiceError {
+    const e = err as { name?: string; message?: string; $metadata?: { httpStatusCode?: number } };
+    const status = e.$metadata?.httpStatusCode;
+    const auth = status === 401 || status === 403 || /credential/i.test(e.message ?? '');
+    return new SluiceError(
+      `${this.label}: ${what} ${this.url(rel)} failed: ${e.name ?? 'error'}${status ? ` (HTTP ${status})` : ''}: ${e.message ?? String(err)}`,
+      {
+        hint: auth
+          ? 'check the credentials (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or AWS_PROFILE) and that they may write to the bucket'
+          : 'check the bucket exists and the endpoint (`s3.endpoint`, AWS_ENDPOINT_URL_S3) and region are right, then run again: committed units are kept',
+        cause: err,
+      },
+    );
+  }
+
+  /** The object's text, or undefined when there is none. */
+  async getText(rel: string): Promise<string | undefined> {
+    try {
+      const r = await this.client.send(new GetObjectCommand({ Bucket: this.loc.bucket, Key: this.key(rel) }));
+      return await r.Body!.transformToString();
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw this.fail('reading', rel, err);
+    }
+  }
+
+  async putText(rel: string, text: string): Promise<void> {
+    try {
+      await this.client.send(
+        new PutObjectCommand({
+          Bucket: this.loc.bucket,
+          Key: this.key(rel),
+          Body: text,
+          ContentType: 'application/json',
+        }),
+      );
+    } catch (err) {
+      throw this.fail('writing', rel, err);
+    }
+  }
+
+  /** Uploads a local file (multipart when large); an upload cut off leaves an incomplete multipart upload. */
+  async uploadFile(file: string, rel: string): Promise<void> {
+    try {
+      const up = new Upload({
+        client: this.client,
+        params: { Bucket: this.loc.bucket, Key: this.key(rel), Body: createReadStream(file) },
+        partSize: 8 * 2 ** 20,
+        queueSize: 4,
+      });
+      up.on('httpUploadProgress', (p) => failpoint('files:mid-upload', p.loaded));
+      await up.done();
+    } catch (err) {
+      throw this.fail('uploading to', rel, err);
+    }
+  }
+
+  async downloadFile(rel: string, file: string): Promise<void> {
+    try {
+      const r = await this.client.send(new GetObjectCommand({ Bucket: this.loc.bucket, Key: this.key(rel) }));
+      await pipeline(r.Body as Readable, createWriteStream(file));
+    } catch (err) {
+      throw this.fail('downloading', rel, err);
+    }
+  }
+
+  /** Server-side copy: the object appears at `to` whole, or not at all. */
+  async copy(from: string, to: string): Promise<void> {
+    try {
+      await this.client.send(
+        new CopyObjectCommand({
+          Bucket: this.loc.bucket,
+          Key: this.key(to),
+          CopySource: encodeURIComponent(`${this.loc.bucket}/${this.key(from)}`).replace(/%2F/g, '/'),
+        }),
+      );
+    } catch (err) {
+      throw this.fail('copying to', to, err);
+    }
+  }
+
+  async exists(rel: string): Promise<boolean> {
+    return (await this.list(rel)).includes(rel);
+  }
+
+  /** Keys (relative) under `rel`. */
+  async list(rel: string): Promise<string[]> {
+    const out: string[] = [];
+    let token: string | undefined;
+    try {
+      do {
+        const r = await this.client.send(
+          new ListObjectsV2Command({ Bucket: this.loc.bucket, Prefix: this.key(rel), ContinuationToken: token }),
+        );
+        for (const o of r.Contents ?? []) if (o.Key) out.push(o.Key.slice(this.loc.prefix.length));
+        token = r.IsTruncated ? r.NextContinuationToken : undefined;
+      } while (token);
+    } catch (err) {
+      throw this.fail('listing', rel, err);
+    }
+    return out;
+  }
+
+  async delete(rels: readonly string[]): Promise<void> {
+    for (let i = 0; i < rels.length; i += 1000) {
+      const chunk = rels.slice(i, i + 1000);
+      try {
+        const r = await this.client.send(
+          new DeleteObjectsCommand({
+            Bucket: this.loc.bucket,
+            Delete: { Objects: chunk.map((k) => ({ Key: this.key(k) })), Quiet: true },
+          }),
+        );
+        const failed = r.Errors?.[0];
+        if (failed)
+          throw Object.assign(new Error(`${failed.Key}: ${failed.Code} ${failed.Message}`), { name: 'DeleteFailed' });
+      } catch (err) {
+        throw this.fail('deleting under', chunk[0]!, err);
+      }
+    }
+  }
+
+  /**
+   * Aborts the incomplete multipart uploads under `rel` (a run killed mid-upload leaves one: invisible to listing,
+   * but its parts are stored and billed). Returns how many, or undefined when the store cannot list them.
+   */
+  async abortUploads(rel: string): Promise<number | undefined> {
+    let n = 0;
+    try {
+      const r = await this.client.send(
+        new ListMultipartUploadsCommand({ Bucket: this.loc.bucket, Prefix: this.key(rel) }),
+      );
+      for (const u of r.Uploads ?? []) {
+        if (!u.Key || !u.UploadId) continue;
+        await this.client.send(
+          new AbortMultipartUploadCommand({ Bucket: this.loc.bucket, Key: u.Key, UploadId: u.UploadId }),
+        );
+        n++;
+      }
+    } catch (err) {
+      const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+      // Some S3-compatible stores (s3rver) do not implement the listing; their incomplete uploads cost nothing.
+      if (status === 501 || status === 405) return undefined;
+      throw this.fail('aborting incomplete uploads under', rel, err);
+    }
+    return n;
+  }
+}
+
+function isNotFound(err: unknown): boolean {
+  const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
+  return e.name === 'NoSuchKey' || e.name === 'NotFound' || e.$metadata?.httpStatusCode === 404;
+}

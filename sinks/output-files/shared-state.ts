@@ -1,0 +1,72 @@
+/**
+ * A small state object next to a file sink's output, for what the shards of one pipeline must agree on: the paid job
+ * `sluice prepare` started. Shards on other machines (pods of an Indexed Job) share no state directory with the
+ * prepare step, but they do share the output they all write to, so the record is left there.
+ *
+ * Local outputs keep it as a dotted file in the output directory, written atomically (readers see the old or the new
+ * record). An object-store output implements `SharedStateStore` over its bucket (one small object, last writer wins:
+ * only `sluice prepare` writes it, under the pipeline's lock) and is returned by `sharedStateAt` for its scheme.
+ */
+import { mkdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { isErrno, writeFileAtomic } from './fs-durable.js';
+
+/** Named like no data file a sink writes (`*.parquet`, `*.jsonl*`), so listing readers skip it. */
+export const SHARED_STATE_NAME = '.sluice-prepared.json';
+
+export interface SharedStateStore {
+  /** Where the record is, for messages: a path or a URL. */
+  readonly location: string;
+  /** The record's text, or undefined when there is none (nothing prepared for this output). */
+  read(): Promise<string | undefined>;
+  write(text: string): Promise<void>;
+}
+
+class LocalSharedState implements SharedStateStore {
+  readonly location: string;
+
+  constructor(private readonly dir: string) {
+    this.location = path.join(dir, SHARED_STATE_NAME);
+  }
+
+  async read(): Promise<string | undefined> {
+    try {
+      return await readFile(this.location, 'utf8');
+    } catch (err) {
+      // ENOTDIR: the sink's path is a file (a database), which has no record beside it.
+      if (isErrno(err, 'ENOENT', 'ENOTDIR')) return undefined;
+      throw err;
+    }
+  }
+
+  async write(text: string): Promise<void> {
+    await mkdir(this.dir, { recursive: true });
+    await writeFileAtomic(this.location, text, this.dir);
+  }
+}
+
+/** `s3://bucket/prefix/`, `gs://…`: an output that is not a local path. */
+export function isUrlPath(p: string): boolean {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(p);
+}
+
+/**
+ * The state object next to the output at `outputPath` (a sink's `path`, relative to `baseDir`); undefined for an
+ * output kind that has no implementation yet (an object store without one: the shards then need the prepare step's
+ * state directory, `prepared.json`, on a shared volume).
+ */
+export function sharedStateAt(outputPath: string, baseDir: string): SharedStateStore | undefined {
+  if (isUrlPath(outputPath)) return undefined;
+  return new LocalSharedState(path.resolve(baseDir, outputPath));
+}
+
+/**
+ * A shard's own part of a shared output: `out/companies/` → `out/companies/shard-1-of-4/`. Each shard commits to
+ * its own manifest there, so shards writing at once never rewrite each other's; a reader of `out/companies/**`
+ * sees every shard's files. Works for URLs too (`s3://lake/x/` → `s3://lake/x/shard-1-of-4/`).
+ */
+export function shardOutputPath(outputPath: string, shard: { index: number; count: number }): string {
+  const name = `shard-${shard.index}-of-${shard.count}`;
+  if (isUrlPath(outputPath)) return `${outputPath.replace(/\/+$/, '')}/${name}/`;
+  return path.join(outputPath, name);
+}

@@ -1,0 +1,56 @@
+/**
+ * `write: merge`: the unit's rows are copied into a temporary staging table (dropped at commit), then upserted
+ * into the table with `INSERT … ON CONFLICT (key) DO UPDATE`; within the unit the last row for a key wins, as in
+ * the duckdb sink. The staging table numbers rows in arrival order for that.
+ */
+import type pg from 'pg';
+import { SluiceError } from '../../src/core/errors.js';
+import type { Batch, Row } from '../../src/core/types.js';
+import type { LogicalType } from '../../src/schema/logical-type.js';
+import { copyRows } from './copy.js';
+import type { RowEncoder } from './encode.js';
+import { quoteIdent } from './types.js';
+
+const STAGE = quoteIdent('_sluice_merge_stage');
+const SEQ = quoteIdent('_sluice_seq');
+
+/** Every row needs the key: says which key column the unit's data lacks, before anything is written. */
+export function checkKeysPresent(
+  keys: readonly string[],
+  incoming: ReadonlyMap<string, LogicalType>,
+  label: string,
+): void {
+  for (const k of keys) {
+    if (!incoming.has(k))
+      throw new SluiceError(`${label}: primary key column "${k}" is not in the data`, {
+        hint: `every row needs the key for \`write: merge\`: fix \`primary_key\` (the data has ${[...incoming.keys()].slice(0, 12).join(', ')}), or add the field with a transform`,
+      });
+  }
+}
+
+/** Upserts the rows into `table` (whose columns are `tableColumns`) inside the caller's transaction. */
+export async function mergeRows(
+  client: pg.PoolClient,
+  table: string,
+  tableColumns: readonly string[],
+  keys: readonly string[],
+  encoder: RowEncoder,
+  columns: readonly string[],
+  batches: Iterable<Batch>,
+  onUnstorable: (row: Row, reason: string) => void,
+): Promise<number> {
+  await client.query(`CREATE TEMP TABLE ${STAGE} (LIKE ${table}) ON COMMIT DROP`);
+  await client.query(`ALTER TABLE ${STAGE} ADD COLUMN ${SEQ} bigint GENERATED ALWAYS AS IDENTITY`);
+  const rows = await copyRows(client, STAGE, encoder, columns, batches, onUnstorable);
+  const all = tableColumns.map(quoteIdent).join(', ');
+  const key = keys.map(quoteIdent).join(', ');
+  const rest = tableColumns.filter((c) => !keys.includes(c));
+  const onConflict =
+    rest.length === 0
+      ? 'DO NOTHING'
+      : `DO UPDATE SET ${rest.map((c) => `${quoteIdent(c)} = EXCLUDED.${quoteIdent(c)}`).join(', ')}`;
+  await client.query(
+    `INSERT INTO ${table} (${all}) SELECT DISTINCT ON (${key}) ${all} FROM ${STAGE} ORDER BY ${key}, ${SEQ} DESC ON CONFLICT (${key}) ${onConflict}`,
+  );
+  return rows;
+}

@@ -1,0 +1,244 @@
+/**
+ * The Parquet and JSONL sinks on S3 (`path: s3://bucket/prefix/`), against a real S3-compatible server on loopback
+ * (test/support/s3-server.ts) and the emulator:
+ *
+ * - a snapshot into Parquet and JSONL on S3 beside the same sinks on local disk, in one run, append and replace,
+ *   partitioned and not: the objects read back through the S3 client hold the local files' rows (count, checksum);
+ * - `sluice run` killed with -9 mid-upload, after the upload before the manifest, and after the manifest: a listing
+ *   reader sees only objects the manifest lists, the rerun gives the clean run's rows, and nothing is left under the
+ *   temp and staging prefixes.
+ */
+import { createHash } from 'node:crypto';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EmulatorHandle } from '../../src/emulator/server.js';
+import { runPipeline } from '../../src/engine/run.js';
+import { loadPipeline } from '../../src/pipeline/load.js';
+import { startS3Server, type S3TestServer } from '../support/s3-server.js';
+import { API_KEY, emulator, query, sluice, variant, workspace, type Obj, type Workspace } from './harness.js';
+
+const BUCKET = 'lake';
+let s3: S3TestServer;
+let emu: EmulatorHandle;
+const downloads: string[] = [];
+
+beforeAll(async () => {
+  [s3, emu] = await Promise.all([startS3Server(), emulator({ seed: 5, size: 4000 })]);
+  await s3.createBucket(BUCKET);
+}, 60_000);
+afterAll(async () => {
+  await emu?.close();
+  await s3?.stop();
+  for (const d of downloads) await rm(d, { recursive: true, force: true });
+});
+
+const quiet = { fresh: false, logFormat: 'text', quiet: true, progress: false } as const;
+let pipelines = 0;
+
+/** The Parquet example with `sinks`, small parts (several units), polling fast. */
+function pipelineText(ws: Workspace, sinks: string[]): string {
+  return variant(ws, 'snapshot_to_parquet.yaml', [
+    ['name: company_profiles_parquet', `name: s3_${++pipelines}`],
+    ['records_limit: 5000', 'records_limit: 3000'],
+    ['batch_size: 1000 }', 'batch_size: 1000 }\n  poll: { interval_ms: 50 }'],
+    [/\nsink:[\s\S]*$/, `\nsinks:\n${sinks.map((s) => `  - ${s}`).join('\n')}\n`],
+  ]);
+}
+
+const s3Opts = (): string => `s3: { endpoint: '${s3.endpoint}', force_path_style: true }`;
+
+async function runInProcess(file: string, fresh = false): Promise<void> {
+  const env = { ...process.env, SLUICE_BASE_URL: emu.url, SLUICE_API_KEY: API_KEY };
+  await runPipeline(await loadPipeline(file, env), { ...quiet, fresh });
+}
+
+/** The objects under `prefix` as a listing reader finds them, downloaded into a directory (keys as paths). */
+async function download(prefix: string, match: (key: string) => boolean): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'sluice-s3-read-'));
+  downloads.push(dir);
+  for (const key of await s3.keys(BUCKET, prefix)) {
+    if (!match(key)) continue;
+    const file = path.join(dir, key.slice(prefix.length));
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, await s3.get(BUCKET, key));
+  }
+  return dir;
+}
+
+interface Digest {
+  rows: number;
+  checksum: string;
+}
+
+function digestOf(rows: Obj[]): Digest {
+  const lines = rows.map((r) => JSON.stringify(r, Object.keys(r).sort()));
+  return {
+    rows: rows.length,
+    checksum: createHash('sha256').update(lines.sort().join('\n')).digest('hex').slice(0, 16),
+  };
+}
+
+async function parquetDigest(dir: string): Promise<Digest> {
+  const rows = await query(
+    `SELECT * FROM read_parquet('${dir}/**/*.parquet', hive_partitioning = true, union_by_name = true)`,
+  ).catch((err: Error) => (/No files found/.test(err.message) ? [] : Promise.reject(err)));
+  return digestOf(
+    rows.map((r) => JSON.parse(JSON.stringify(r, (_, v) => (typeof v === 'bigint' ? Number(v) : v))) as Obj),
+  );
+}
+
+async function jsonlDigest(dir: string): Promise<Digest> {
+  const rows: Obj[] = [];
+  const walk = async (d: string): Promise<void> => {
+    for (const e of await readdir(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) await walk(p);
+      else if (/\.jsonl(\.gz)?$/.test(e.name)) {
+        const buf = await readFile(p);
+        const text = e.name.endsWith('.gz') ? gunzipSync(buf).toString() : buf.toString();
+        for (const line of text.split('\n')) if (line) rows.push(JSON.parse(line) as Obj);
+      }
+    }
+  };
+  await walk(dir);
+  return digestOf(rows);
+}
+
+const isParquet = (k: string): boolean => k.endsWith('.parquet');
+const isJsonl = (k: string): boolean => /\.jsonl(\.gz)?$/.test(k);
+
+/** Data objects a reader following the pointer or manifest finds, downloaded: `replace` reads the live generation. */
+async function followManifest(prefix: string): Promise<{ dir: string; files: string[] }> {
+  const pointer = JSON.parse((await s3.get(BUCKET, `${prefix}_sluice_current.json`)).toString()) as {
+    manifest: string;
+  };
+  const manifest = JSON.parse((await s3.get(BUCKET, `${prefix}${pointer.manifest}`)).toString()) as {
+    units: Record<string, { files: string[] }>;
+  };
+  const gen = `${prefix}${path.posix.dirname(pointer.manifest)}/`;
+  const files = Object.values(manifest.units).flatMap((u) => u.files);
+  const dir = await download(gen, (k) => files.includes(k.slice(gen.length)));
+  return { dir, files };
+}
+
+describe('Parquet and JSONL sinks on S3', () => {
+  it('append: the objects hold the rows of the local sinks of the same run, partitioned and not', async () => {
+    const ws = workspace();
+    const file = ws.write(
+      'append.yaml',
+      pipelineText(ws, [
+        `{ type: parquet, path: 's3://${BUCKET}/append/pq/', ${s3Opts()}, partition_by: [country_code], target_file_mb: 0.05 }`,
+        `{ type: parquet, path: ../out/pq, partition_by: [country_code], target_file_mb: 0.05 }`,
+        `{ type: jsonl, path: 's3://${BUCKET}/append/js/', ${s3Opts()} }`,
+        `{ type: jsonl, path: ../out/js }`,
+        `{ type: parquet, path: 's3://${BUCKET}/append/flat/', ${s3Opts()} }`,
+      ]),
+    );
+    await runInProcess(file);
+    const local = { pq: await parquetDigest(path.join(ws.out, 'pq')), js: await jsonlDigest(path.join(ws.out, 'js')) };
+    expect(local.pq.rows).toBeGreaterThan(100);
+    expect(local.js).toEqual({ rows: local.pq.rows, checksum: expect.any(String) });
+
+    expect(await parquetDigest(await download('append/pq/', isParquet))).toEqual(local.pq);
+    expect(await parquetDigest(await download('append/flat/', isParquet))).toEqual(local.pq);
+    expect(await jsonlDigest(await download('append/js/', isJsonl))).toEqual(local.js);
+    // Hive partitioning as on disk; no temp or staging object left.
+    const keys = await s3.keys(BUCKET, 'append/');
+    expect(keys.filter(isParquet).some((k) => /^append\/pq\/country_code=[A-Z]{2}\/part-.*\.parquet$/.test(k))).toBe(
+      true,
+    );
+    expect(keys.filter((k) => k.includes('.sluice-tmp/') || k.includes('.sluice-staged/'))).toEqual([]);
+    expect(keys).toContain('append/pq/_sluice_manifest.json');
+  });
+
+  it('replace: the pointer switches to the new generation, whose objects hold the local sinks’ rows', async () => {
+    const ws = workspace();
+    const file = ws.write(
+      'replace.yaml',
+      pipelineText(ws, [
+        `{ type: parquet, path: 's3://${BUCKET}/replace/pq/', ${s3Opts()}, write: replace, partition_by: [country_code] }`,
+        `{ type: parquet, path: ../out/pq, write: replace, partition_by: [country_code] }`,
+        `{ type: jsonl, path: 's3://${BUCKET}/replace/js/', ${s3Opts()}, write: replace }`,
+        `{ type: jsonl, path: ../out/js, write: replace }`,
+      ]),
+    );
+    await runInProcess(file);
+    const first = JSON.parse((await s3.get(BUCKET, 'replace/pq/_sluice_current.json')).toString()) as Obj;
+    await runInProcess(file, true);
+    const second = JSON.parse((await s3.get(BUCKET, 'replace/pq/_sluice_current.json')).toString()) as Obj;
+    expect(second.generation).not.toBe(first.generation);
+
+    const pq = await followManifest('replace/pq/');
+    const js = await followManifest('replace/js/');
+    expect(await parquetDigest(pq.dir)).toEqual(await parquetDigest(path.join(ws.out, 'pq')));
+    expect(await jsonlDigest(js.dir)).toEqual(await jsonlDigest(path.join(ws.out, 'js')));
+    // The old generation is gone: a listing reader of the prefix finds only the live generation's data objects.
+    const keys = await s3.keys(BUCKET, 'replace/pq/');
+    expect(
+      keys
+        .filter(isParquet)
+        .map((k) => k.slice('replace/pq/'.length))
+        .sort(),
+    ).toEqual(pq.files.map((f) => `.sluice-generations/${String(second.generation)}/${f}`).sort());
+  });
+});
+
+describe('kill -9 of a run writing to S3', () => {
+  /** A listing reader's view right after the kill: every data object is one the manifest lists. */
+  async function uncommittedVisible(prefix: string): Promise<string[]> {
+    const text = await s3.get(BUCKET, `${prefix}_sluice_manifest.json`).catch(() => undefined);
+    const listed = new Set(
+      text
+        ? Object.values((JSON.parse(text.toString()) as { units: Record<string, { files: string[] }> }).units).flatMap(
+            (u) => u.files.map((f) => `${prefix}${f}`),
+          )
+        : [],
+    );
+    return (await s3.keys(BUCKET, prefix)).filter((k) => (isParquet(k) || isJsonl(k)) && !listed.has(k));
+  }
+
+  let clean: { pq: Digest; js: Digest } | undefined;
+  async function cleanRun(): Promise<{ pq: Digest; js: Digest }> {
+    if (clean) return clean;
+    const ws = workspace();
+    const file = ws.write(
+      'clean.yaml',
+      pipelineText(ws, [`{ type: parquet, path: ../out/pq }`, `{ type: jsonl, path: ../out/js }`]),
+    );
+    await runInProcess(file);
+    clean = { pq: await parquetDigest(path.join(ws.out, 'pq')), js: await jsonlDigest(path.join(ws.out, 'js')) };
+    return clean;
+  }
+
+  for (const failpoint of ['files:mid-upload=1', 'files:before-manifest=2', 'files:after-manifest=2']) {
+    it(`${failpoint}: nothing uncommitted visible, the rerun gives the clean rows, no leftovers`, async () => {
+      const ws = workspace();
+      const tag = failpoint.replace(/[^a-z0-9]+/g, '-');
+      const file = ws.write(
+        `${tag}.yaml`,
+        pipelineText(ws, [
+          `{ type: parquet, path: 's3://${BUCKET}/crash/${tag}/pq/', target_file_mb: 0.05 }`,
+          `{ type: jsonl, path: 's3://${BUCKET}/crash/${tag}/js/' }`,
+        ]),
+      );
+      const killed = await sluice(['run', file, '--no-progress'], {
+        service: emu,
+        env: { ...s3.env, SLUICE_FAILPOINTS: failpoint },
+      });
+      expect(killed.signal, killed.stderr).toBe('SIGKILL');
+      expect(killed.stderr).toContain(`failpoint ${failpoint.split('=')[0]} reached`);
+      for (const sink of ['pq', 'js']) expect(await uncommittedVisible(`crash/${tag}/${sink}/`)).toEqual([]);
+
+      const rerun = await sluice(['run', file, '--no-progress'], { service: emu, env: s3.env });
+      expect(rerun.code, rerun.stderr).toBe(0);
+      const expected = await cleanRun();
+      expect(await parquetDigest(await download(`crash/${tag}/pq/`, isParquet))).toEqual(expected.pq);
+      expect(await jsonlDigest(await download(`crash/${tag}/js/`, isJsonl))).toEqual(expected.js);
+      const keys = await s3.keys(BUCKET, `crash/${tag}/`);
+      expect(keys.filter((k) => k.includes('.sluice-tmp/') || k.includes('.sluice-staged/'))).toEqual([]);
+    });
+  }
+});

@@ -1,0 +1,164 @@
+/**
+ * Shards as a first-class mode: `sluice prepare` starts the filter job once; four `sluice run --shard auto`
+ * processes (Kubernetes-style JOB_COMPLETION_INDEX) started together on one machine share the pipeline's state
+ * directory and write one output directory, and together give the single run's rows. One shard killed with -9 and
+ * run again alone completes the set; `sluice finalize` says so only then.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EmulatorHandle } from '../../src/emulator/server.js';
+import { inShard } from '../../src/engine/run.js';
+import { api, API_KEY, emulator, runInProcess, sluice, workspace } from './harness.js';
+import { runCli } from '../../src/cli/cli.js';
+import { memoryIo } from '../cli/memory-io.js';
+
+const SHARDS = 4;
+
+const PIPELINE = `version: 1
+name: scale_out
+service:
+  base_url: \${SLUICE_BASE_URL}
+  api_key: \${SLUICE_API_KEY}
+source:
+  type: snapshot
+  dataset_id: gd_l1vikfnt1wgvvqz95w
+  filter: { name: followers, operator: '>=', value: 0 }
+  download: { format: jsonl, compress: true, batch_size: 1000 }
+  poll: { interval_ms: 50 }
+sink: { type: jsonl, path: ../out/companies, write: append }
+`;
+
+let emu: EmulatorHandle;
+beforeAll(async () => {
+  emu = await emulator({ seed: 11, size: 6000 });
+});
+afterAll(() => emu?.close());
+
+const env = () => ({ SLUICE_BASE_URL: emu.url, SLUICE_API_KEY: API_KEY });
+
+async function cli(args: string[], extraEnv: Record<string, string> = {}) {
+  const io = memoryIo({ ...env(), ...extraEnv });
+  const code = await runCli(args, io);
+  return { code, stdout: io.stdout.join('\n'), stderr: io.stderr.join('\n') };
+}
+
+/** Every record line of the data files under `dir` (not the hidden temp, staging or state entries), sorted. */
+function records(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string): void => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      if (e.name.startsWith('.')) continue;
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (/\.jsonl(\.gz)?$/.test(e.name)) {
+        const buf = readFileSync(p);
+        const text = (e.name.endsWith('.gz') ? gunzipSync(buf) : buf).toString('utf8');
+        out.push(...text.split('\n').filter((l) => l.trim() !== ''));
+      }
+    }
+  };
+  walk(dir);
+  return out.map((l) => JSON.stringify(JSON.parse(l))).sort();
+}
+
+const paidFilters = async (): Promise<number> =>
+  ((await api(emu, 'GET', '/_emulator/counters')) as { paid: Record<string, number> }).paid.filter ?? 0;
+
+describe('shards of a prepared job', () => {
+  it('prepare once, four shard processes at once into one directory = the single run; a killed shard rerun completes the set', async () => {
+    // The single run, for reference (it pays for its own filter job).
+    const single = workspace();
+    await runInProcess(single.write('scale_out.yaml', PIPELINE), emu);
+    const expected = records(path.join(single.out, 'companies'));
+    expect(expected.length).toBeGreaterThan(3000);
+
+    const ws = workspace();
+    const file = ws.write('scale_out.yaml', PIPELINE);
+    const before = await paidFilters();
+    const prep = await cli(['prepare', file, '--shards', String(SHARDS), '--json', '--quiet']);
+    expect(prep.code, prep.stderr).toBe(0);
+    const prepared = JSON.parse(prep.stdout) as { id: string; units: number; paidJobs: { kind: string }[] };
+    expect(prepared.paidJobs.map((j) => j.kind)).toEqual(['filter']);
+    expect(await paidFilters()).toBe(before + 1);
+    const output = path.join(ws.out, 'companies');
+    expect(existsSync(path.join(output, '.sluice-prepared.json')), 'the record next to the output').toBe(true);
+
+    // The shard with the most parts is the one killed after its first commit.
+    const partsOf = (i: number) =>
+      Array.from({ length: prepared.units }, (_, k) => ({ id: '', params: { shard_key: `part:${k + 1}` } })).filter(
+        (u) => inShard(u, { index: i, count: SHARDS }),
+      ).length;
+    const victim = [...Array(SHARDS).keys()].sort((a, b) => partsOf(b) - partsOf(a))[0]!;
+    expect(partsOf(victim)).toBeGreaterThan(1);
+
+    const runs = [...Array(SHARDS).keys()].map((i) =>
+      sluice(['run', file, '--shard', 'auto', '--shard-count', String(SHARDS), '--no-progress'], {
+        service: emu,
+        env: {
+          JOB_COMPLETION_INDEX: String(i),
+          ...(i === victim && { SLUICE_FAILPOINTS: 'engine:after-commit' }),
+        },
+      }),
+    );
+    const results = await Promise.all(runs);
+    results.forEach((r, i) => {
+      if (i === victim) expect(r.signal, r.stderr).toBe('SIGKILL');
+      else expect(r.code, `shard ${i}: ${r.stderr}`).toBe(0);
+    });
+    for (const r of results) expect(r.stderr).not.toMatch(/ENOENT|locked/);
+
+    const partial = await cli(['finalize', file]);
+    expect(partial.code).toBe(1);
+    expect(partial.stderr).toContain(`shard(s) of ${prepared.id} have not committed: ${victim}/${SHARDS}`);
+    expect(partial.stdout).toMatch(new RegExp(`shard ${victim}/${SHARDS}\\s+crashed`));
+
+    const rerun = await sluice(['run', file, '--shard', `${victim}/${SHARDS}`, '--no-progress'], { service: emu });
+    expect(rerun.code, rerun.stderr).toBe(0);
+    expect(rerun.stderr).toMatch(/resuming scale_out/);
+
+    const done = await cli(['finalize', file]);
+    expect(done.code, done.stderr).toBe(0);
+    expect(done.stdout).toContain(`${SHARDS}/${SHARDS} shard(s) committed — complete`);
+    const runsOut = await cli(['runs', file]);
+    expect(runsOut.stdout).toContain(`${SHARDS}/${SHARDS} shard(s) committed`);
+
+    expect(records(output)).toEqual(expected);
+    // The shards downloaded the prepared snapshot: no filter job of their own.
+    expect(await paidFilters()).toBe(before + 1);
+  });
+
+  it('a shard run again after it completed commits nothing twice', async () => {
+    const ws = workspace();
+    const file = ws.write('scale_out.yaml', PIPELINE);
+    expect((await cli(['prepare', file, '--quiet'])).code).toBe(0);
+    const first = await cli(['run', file, '--shard', '1/2', '--no-progress', '--quiet']);
+    expect(first.code, first.stderr).toBe(0);
+    const rows = records(path.join(ws.out, 'companies'));
+    expect(rows.length).toBeGreaterThan(0);
+    const again = await cli(['run', file, '--shard', '1/2', '--no-progress', '--quiet']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(records(path.join(ws.out, 'companies'))).toEqual(rows);
+    const missing = await cli(['finalize', file, '--shard-count', '2']);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/not committed: 0\/2/);
+    expect(missing.stdout).toMatch(/shard 0\/2\s+not started/);
+  });
+});
+
+describe('--shard auto', () => {
+  it.each([
+    [{}, [], /no shard index in the environment/],
+    [{ JOB_COMPLETION_INDEX: '1' }, [], /the number of shards is not given/],
+    [{ JOB_COMPLETION_INDEX: '4' }, ['--shard-count', '4'], /JOB_COMPLETION_INDEX=4 is out of range for 4 shard\(s\)/],
+    [{ SLUICE_SHARD_INDEX: 'x', SLUICE_SHARD_COUNT: '2' }, [], /SLUICE_SHARD_INDEX is "x", not a whole number/],
+  ] as const)('%j %j: exit 2 with what to set', async (vars, extra, message) => {
+    const ws = workspace();
+    const file = ws.write('scale_out.yaml', PIPELINE);
+    const r = await cli(['run', file, '--shard', 'auto', ...extra, '--no-progress'], vars);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(message);
+    expect(r.stderr).toMatch(/fix: /);
+  });
+});

@@ -1,0 +1,128 @@
+/**
+ * OutputDir on a real S3-compatible server (s3rver on loopback): the commit protocol with objects. A listing reader
+ * sees a data object only once the manifest lists it; a crash before the manifest leaves temp objects only, removed
+ * on the next open; a crash after it is rolled forward on the next open; `replace` switches through the pointer.
+ */
+import { writeFile } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OutputDir, outputLockPath, type OutputDirOptions } from '../../../sinks/output-files/output-dir.js';
+import { parseS3Url } from '../../../sinks/output-files/s3.js';
+import { startS3Server, type S3TestServer } from '../../support/s3-server.js';
+import { removeTempDirs, sinkContext, tempDir } from '../helpers.js';
+
+let s3: S3TestServer;
+const BUCKET = 'outputs';
+let n = 0;
+
+beforeAll(async () => {
+  s3 = await startS3Server();
+  await s3.createBucket(BUCKET);
+});
+afterAll(async () => {
+  await s3?.stop();
+  await removeTempDirs();
+});
+
+async function options(over: Partial<OutputDirOptions> = {}): Promise<OutputDirOptions> {
+  return {
+    root: `s3://${BUCKET}/t${++n}/data/`,
+    s3: { endpoint: s3.endpoint, region: 'us-east-1', force_path_style: true },
+    mode: 'append',
+    fresh: false,
+    pipeline: 'p',
+    format: 'jsonl',
+    label: 'test sink',
+    log: sinkContext(await tempDir()).log,
+    ...over,
+  };
+}
+
+/** Commits unit `id` with one file `<id>.jsonl`. */
+async function commitUnit(out: OutputDir, id: string): Promise<void> {
+  const tmp = out.tempPath(id);
+  await writeFile(tmp, `{"id":"${id}"}\n`);
+  await out.commit({
+    moves: [{ from: tmp, to: `${id}.jsonl` }],
+    apply: (m) => void (m.units[id] = { records: 1, files: [`${id}.jsonl`], committed_at: '' }),
+  });
+}
+
+const prefixOf = (o: OutputDirOptions): string => parseS3Url(o.root).prefix;
+const dataKeys = async (o: OutputDirOptions): Promise<string[]> =>
+  (await s3.keys(BUCKET, prefixOf(o))).filter((k) => k.endsWith('.jsonl'));
+
+describe('OutputDir on S3', () => {
+  it('commits through the manifest object and copies the file to its final key, leaving no temp object', async () => {
+    const o = await options();
+    const out = await OutputDir.open(o);
+    await commitUnit(out, 'a');
+    const p = prefixOf(o);
+    expect(await s3.keys(BUCKET, p)).toEqual([`${p}_sluice_manifest.json`, `${p}a.jsonl`]);
+    expect((await s3.get(BUCKET, `${p}a.jsonl`)).toString()).toBe('{"id":"a"}\n');
+    const again = await OutputDir.open(o);
+    expect(again.committedUnits()).toEqual(new Set(['a']));
+    expect(outputLockPath(o.root, 'append')).not.toContain('s3:');
+  });
+
+  it('a crash before the manifest leaves only temp objects, which the next open removes', async () => {
+    const o = await options({
+      hooks: {
+        beforeManifest: () => {
+          throw new Error('crash');
+        },
+      },
+    });
+    const out = await OutputDir.open(o);
+    await expect(commitUnit(out, 'b')).rejects.toThrow('crash');
+    const p = prefixOf(o);
+    const left = await s3.keys(BUCKET, p);
+    expect(left.length).toBeGreaterThan(0);
+    expect(left.every((k) => k.startsWith(`${p}.sluice-tmp/`))).toBe(true);
+    expect(await dataKeys(o)).toEqual([]);
+    const again = await OutputDir.open({ ...o, hooks: {} });
+    expect(again.committedUnits()).toEqual(new Set());
+    expect(await s3.keys(BUCKET, p)).toEqual([]);
+  });
+
+  it('a crash after the manifest leaves the object unlisted until the next open rolls the commit forward', async () => {
+    const o = await options({
+      hooks: {
+        afterManifest: () => {
+          throw new Error('crash');
+        },
+      },
+    });
+    const out = await OutputDir.open(o);
+    await expect(commitUnit(out, 'c')).rejects.toThrow('crash');
+    expect(await dataKeys(o)).toEqual([]);
+    const again = await OutputDir.open({ ...o, hooks: {} });
+    expect(again.committedUnits()).toEqual(new Set(['c']));
+    const p = prefixOf(o);
+    expect(await s3.keys(BUCKET, p)).toEqual([`${p}_sluice_manifest.json`, `${p}c.jsonl`]);
+  });
+
+  it('replace writes a generation and switches the pointer in finish(); the old generation is deleted', async () => {
+    const o = await options({ mode: 'replace', fresh: true });
+    const p = prefixOf(o);
+    const first = await OutputDir.open(o);
+    await commitUnit(first, 'old');
+    await first.finish();
+    const pointer1 = JSON.parse((await s3.get(BUCKET, `${p}_sluice_current.json`)).toString()) as {
+      generation: string;
+      manifest: string;
+    };
+    const second = await OutputDir.open(o);
+    await commitUnit(second, 'new');
+    // Not switched yet: the pointer still names the first generation.
+    const before = JSON.parse((await s3.get(BUCKET, `${p}_sluice_current.json`)).toString()) as typeof pointer1;
+    expect(before.generation).toBe(pointer1.generation);
+    await second.finish();
+    const after = JSON.parse((await s3.get(BUCKET, `${p}_sluice_current.json`)).toString()) as typeof pointer1;
+    expect(after.generation).not.toBe(pointer1.generation);
+    const manifest = JSON.parse((await s3.get(BUCKET, `${p}${after.manifest}`)).toString()) as {
+      units: Record<string, unknown>;
+    };
+    expect(Object.keys(manifest.units)).toEqual(['new']);
+    expect(await dataKeys(o)).toEqual([`${p}.sluice-generations/${after.generation}/new.jsonl`]);
+  });
+});

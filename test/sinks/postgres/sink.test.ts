@@ -1,0 +1,369 @@
+/**
+ * The postgres sink against a real server (a throwaway cluster, test/support/postgres-server.ts): each write mode,
+ * exactly-once commits with their checkpoints, declared columns, schema evolution, concurrent writers, the libpq
+ * environment, and a password that never shows.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { SluiceError } from '../../../src/core/errors.js';
+import type { Batch, DeadLetter, SinkContext, WorkUnit } from '../../../src/core/types.js';
+import type { DeclaredSchema } from '../../../src/schema/declared.js';
+import { BIGINT, DOUBLE, JSON_TYPE, TIMESTAMP, VARCHAR, listOf } from '../../../src/schema/logical-type.js';
+import { postgresSinkSchema } from '../../../sinks/postgres/config.js';
+import { PostgresSink, type PostgresSinkOptions } from '../../../sinks/postgres/sink.js';
+import { PG_PASSWORD, startPostgres, type PostgresServer } from '../../support/postgres-server.js';
+import { batches, failingBatches, normalize, richRows, sinkContext, type TestContext } from '../helpers.js';
+
+const DB = 'sink_test';
+let server: PostgresServer;
+beforeAll(async () => {
+  server = await startPostgres();
+  await server.createDatabase(DB);
+}, 120_000);
+afterAll(() => server?.stop());
+
+const opened: PostgresSink[] = [];
+afterEach(async () => {
+  for (const s of opened.splice(0)) await s.close();
+});
+
+let tables = 0;
+/** A table name of its own for each test. */
+function freshTable(): string {
+  return `t${++tables}`;
+}
+
+function unit(id: string, checkpoint?: unknown): WorkUnit {
+  return { id: `run1/${id}`, params: {}, ...(checkpoint !== undefined && { checkpoint }) };
+}
+
+async function openSink(
+  config: Record<string, unknown>,
+  ctx: Partial<SinkContext> & { fresh?: boolean } = {},
+  options: PostgresSinkOptions = {},
+): Promise<{ sink: PostgresSink; ctx: TestContext; letters: DeadLetter[] }> {
+  const sink = new PostgresSink(
+    postgresSinkSchema.parse({ type: 'postgres', url: server.socketUrl(DB), ...config }),
+    options,
+  );
+  const letters: DeadLetter[] = [];
+  const base = sinkContext('/nowhere', { fresh: ctx.fresh ?? false });
+  const full: TestContext = { ...base, ...ctx, deadLetter: (d) => letters.push(d) };
+  await sink.open(full);
+  opened.push(sink);
+  return { sink, ctx: full, letters };
+}
+
+async function rows(sql: string): Promise<Record<string, unknown>[]> {
+  return (await server.query(DB, sql)).map((r) => normalize(r) as Record<string, unknown>);
+}
+
+async function columnTypes(table: string): Promise<Record<string, string>> {
+  const r = await server.query<{ column_name: string; t: string }>(
+    DB,
+    `SELECT column_name, format_type(atttypid, atttypmod) AS t FROM information_schema.columns c
+       JOIN pg_attribute a ON a.attrelid = to_regclass(quote_ident(c.table_schema) || '.' || quote_ident(c.table_name))
+        AND a.attname = c.column_name
+      WHERE c.table_schema = 'public' AND c.table_name = $1 ORDER BY ordinal_position`,
+    [table],
+  );
+  return Object.fromEntries(r.map((x) => [x.column_name, x.t]));
+}
+
+describe('postgres sink: append', () => {
+  it('creates the table with Postgres types and stores every kind of value as it was', async () => {
+    const table = freshTable();
+    const { sink } = await openSink({ table });
+    const r = await sink.writeUnit(unit('u1'), batches(richRows()));
+    expect(r).toMatchObject({ committed: true, records: 2 });
+    expect(await columnTypes(table)).toEqual({
+      id: 'text',
+      n: 'bigint',
+      score: 'double precision',
+      ok: 'boolean',
+      at: 'timestamp with time zone',
+      day: 'date',
+      funding: 'jsonb',
+      tags: 'text[]',
+      people: 'jsonb',
+      note: 'text',
+    });
+    const back = await rows(
+      `SELECT id, n::int AS n, score, ok, at, day::text AS day, funding, tags, people, note FROM ${table} ORDER BY id`,
+    );
+    expect(back).toEqual([
+      {
+        id: 'a',
+        n: 1,
+        score: 1.5,
+        ok: true,
+        at: '2024-01-02T03:04:05.678Z',
+        day: '2024-02-29',
+        funding: { rounds: 2, last: '2020-05-06T07:08:09.000Z', kind: null },
+        tags: ['x', 'y'],
+        people: [
+          { name: 'p1', age: 30 },
+          { name: 'p2', age: null },
+        ],
+        note: null,
+      },
+      {
+        id: 'b',
+        n: null,
+        score: null,
+        ok: false,
+        at: null,
+        day: null,
+        funding: null,
+        tags: [],
+        people: null,
+        note: 'text "quoted" é',
+      },
+    ]);
+  });
+
+  it('escapes what COPY text format treats specially, in text and in arrays', async () => {
+    const table = freshTable();
+    const { sink } = await openSink({ table });
+    const nasty = 'tab\there\nnew line\r\\N back\\slash "q" {a,b} \\.';
+    await sink.writeUnit(unit('u1'), batches([{ s: nasty, list: [nasty, null, 'NULL', ''], n: [1, 2, null] }]));
+    const back = await rows(`SELECT s, list, n::int[] AS n FROM ${table}`);
+    expect(back).toEqual([{ s: nasty, list: [nasty, null, 'NULL', ''], n: [1, 2, null] }]);
+  });
+
+  it('commits a unit once: again in the same run or in a rerun it is a no-op', async () => {
+    const table = freshTable();
+    const { sink } = await openSink({ table });
+    expect((await sink.writeUnit(unit('u1'), batches([{ id: 1 }, { id: 2 }]))).committed).toBe(true);
+    expect(await sink.writeUnit(unit('u1'), batches([{ id: 1 }, { id: 2 }]))).toEqual({ committed: false, records: 0 });
+    const { sink: rerun } = await openSink({ table });
+    expect(await rerun.committedUnits()).toEqual(new Set(['run1/u1']));
+    expect(await rerun.writeUnit(unit('u1'), batches([{ id: 1 }]))).toEqual({ committed: false, records: 0 });
+    expect(await rows(`SELECT count(*)::int AS n FROM ${table}`)).toEqual([{ n: 2 }]);
+  });
+
+  it('commits nothing of a unit that fails after its rows went in, or whose source breaks mid-unit', async () => {
+    const table = freshTable();
+    const beforeCheckpoint = (id: string): void => {
+      if (id.endsWith('boom')) throw new Error('crash before the checkpoint');
+    };
+    const { sink } = await openSink({ table }, {}, { hooks: { beforeCheckpoint } });
+    await sink.writeUnit(unit('ok'), batches([{ id: 1 }]));
+    await expect(sink.writeUnit(unit('boom'), batches([{ id: 2 }, { id: 3 }]))).rejects.toThrow(/crash before/);
+    await expect(sink.writeUnit(unit('broken'), failingBatches([{ id: 4 }]))).rejects.toThrow(/source broke/);
+    expect(await rows(`SELECT id::int AS id FROM ${table}`)).toEqual([{ id: 1 }]);
+    expect(await sink.committedUnits()).toEqual(new Set(['run1/ok']));
+  });
+
+  it('keeps each unit’s checkpoint with its commit and hands them back', async () => {
+    const table = freshTable();
+    const { sink } = await openSink({ table });
+    const cp = { cursor: '2024-05-06T07:08:09Z', seen: [1, 2], nested: { a: null } };
+    await sink.writeUnit(unit('u1', cp), batches([{ id: 1 }]));
+    await sink.writeUnit(unit('u2'), batches([{ id: 2 }]));
+    const { sink: rerun } = await openSink({ table });
+    expect(await rerun.committedCheckpoints()).toEqual(new Map([['run1/u1', cp]]));
+  });
+
+  it('sends a row Postgres cannot store (NUL in text) to the dead letters and commits the others', async () => {
+    const table = freshTable();
+    const { sink, letters } = await openSink({ table });
+    const r = await sink.writeUnit(
+      unit('u1'),
+      batches([
+        { id: 1, s: 'ok' },
+        { id: 2, s: 'a\0b' },
+      ]),
+    );
+    expect(r.records).toBe(1);
+    expect(letters).toHaveLength(1);
+    expect(letters[0]).toMatchObject({ unit: 'run1/u1', stage: 'sink:postgres' });
+    expect(letters[0]!.reason).toMatch(/NUL/);
+  });
+});
+
+describe('postgres sink: schema', () => {
+  it('creates every declared column from the first unit, in order, even those no row fills', async () => {
+    const table = freshTable();
+    const declared: DeclaredSchema = [
+      { name: 'id', type: BIGINT, nullable: false, description: 'id' },
+      { name: 'name', type: VARCHAR, nullable: true, description: 'name' },
+      { name: 'updated_at', type: TIMESTAMP, nullable: true, description: 'when' },
+      { name: 'tags', type: listOf(VARCHAR), nullable: true, description: 'tags' },
+    ];
+    const { sink } = await openSink({ table }, { declared });
+    await sink.writeUnit(unit('u1'), batches([{ extra: true, id: 1 }]));
+    expect(await columnTypes(table)).toEqual({
+      id: 'bigint',
+      name: 'text',
+      updated_at: 'timestamp with time zone',
+      tags: 'text[]',
+      extra: 'boolean',
+    });
+  });
+
+  it('a run without rows still creates the declared table at finish', async () => {
+    const table = freshTable();
+    const declared: DeclaredSchema = [{ name: 'id', type: BIGINT, nullable: false, description: 'id' }];
+    const { sink } = await openSink({ table }, { declared });
+    await sink.finish();
+    expect(await columnTypes(table)).toEqual({ id: 'bigint' });
+  });
+
+  it('adds columns and widens types in place, reports them, and reads its columns back as logical types', async () => {
+    const table = freshTable();
+    const { sink } = await openSink({ table });
+    await sink.writeUnit(unit('u1'), batches([{ id: 1, n: 1, day: '2024-01-02', tags: [1, 2] }]));
+    const r = await sink.writeUnit(
+      unit('u2'),
+      batches([
+        { id: 2, n: 2.5, day: '2024-01-03T04:05:06Z', tags: [1.5], extra: 'x', odd: 1 },
+        { id: 4, odd: 'x' },
+      ]),
+    );
+    expect(r.schemaChanges).toEqual([
+      { column: 'n', change: 'widened', from: 'bigint', to: 'double precision' },
+      { column: 'day', change: 'widened', from: 'date', to: 'timestamptz' },
+      { column: 'tags', change: 'widened', from: 'bigint[]', to: 'double precision[]' },
+      { column: 'extra', change: 'added', to: 'text' },
+      { column: 'odd', change: 'added', to: 'text' },
+    ]);
+    const r3 = await sink.writeUnit(unit('u3'), batches([{ id: 3, n: { nested: true } }]));
+    expect(r3.schemaChanges).toEqual([{ column: 'n', change: 'widened', from: 'double precision', to: 'jsonb' }]);
+    expect(await rows(`SELECT id::int AS id, n, day, tags FROM ${table} ORDER BY id`)).toEqual([
+      { id: 1, n: 1, day: '2024-01-02T00:00:00.000Z', tags: [1, 2] },
+      { id: 2, n: 2.5, day: '2024-01-03T04:05:06.000Z', tags: [1.5] },
+      { id: 3, n: { nested: true }, day: null, tags: null },
+      { id: 4, n: null, day: null, tags: null },
+    ]);
+    const cols = await sink.currentColumns();
+    expect(cols && Object.fromEntries(cols)).toEqual({
+      id: BIGINT,
+      n: JSON_TYPE,
+      day: TIMESTAMP,
+      tags: listOf(DOUBLE),
+      extra: VARCHAR,
+      odd: VARCHAR,
+    });
+    expect(sink.typeName(listOf(TIMESTAMP))).toBe('timestamptz[]');
+  });
+
+  it('two sinks (as two shard processes) loading and evolving one table at once lose nothing and never deadlock', async () => {
+    const table = freshTable();
+    const a = (await openSink({ table })).sink;
+    const b = (await openSink({ table })).sink;
+    const work: Promise<unknown>[] = [];
+    for (let i = 0; i < 12; i++) {
+      const sink = i % 2 === 0 ? a : b;
+      const batch: Batch = Array.from({ length: 50 }, (_, k) => ({
+        id: i * 100 + k,
+        [`c${i % 4}`]: i % 3 === 0 ? 1.5 : 1,
+      }));
+      work.push(sink.writeUnit(unit(`u${i}`), batches(batch)));
+    }
+    await Promise.all(work);
+    expect(await rows(`SELECT count(DISTINCT id)::int AS n FROM ${table}`)).toEqual([{ n: 600 }]);
+    expect(Object.keys(await columnTypes(table)).sort()).toEqual(['c0', 'c1', 'c2', 'c3', 'id']);
+  });
+});
+
+describe('postgres sink: merge and replace', () => {
+  it('merge upserts on the key; within a unit the last row for a key wins; null keys match each other', async () => {
+    const table = freshTable();
+    const { sink } = await openSink({ table, write: 'merge', primary_key: ['id'] });
+    await sink.writeUnit(
+      unit('u1'),
+      batches([
+        { id: 1, v: 'a', w: 1 },
+        { id: 2, v: 'b', w: 2 },
+        { id: null, v: 'n1' },
+      ]),
+    );
+    const r = await sink.writeUnit(
+      unit('u2'),
+      batches(
+        [
+          { id: 2, v: 'b1' },
+          { id: 3, v: 'c' },
+        ],
+        [
+          { id: 2, v: 'b2' },
+          { id: null, v: 'n2' },
+        ],
+      ),
+    );
+    expect(r).toMatchObject({ committed: true, records: 4 });
+    expect(await rows(`SELECT id::int AS id, v, w::int AS w FROM ${table} ORDER BY id NULLS FIRST`)).toEqual([
+      { id: null, v: 'n2', w: null },
+      { id: 1, v: 'a', w: 1 },
+      { id: 2, v: 'b2', w: null },
+      { id: 3, v: 'c', w: null },
+    ]);
+  });
+
+  it('merge refuses data without the key column before writing anything', async () => {
+    const table = freshTable();
+    const { sink } = await openSink({ table, write: 'merge', primary_key: ['id'] });
+    const err = await sink.writeUnit(unit('u1'), batches([{ other: 1 }])).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SluiceError);
+    expect((err as Error).message).toMatch(/primary key column "id" is not in the data/);
+  });
+
+  it('replace leaves the old table to readers until finish, then swaps the new one in with its checkpoints', async () => {
+    const table = freshTable();
+    const first = (await openSink({ table, write: 'replace' }, { fresh: true })).sink;
+    await first.writeUnit(unit('a'), batches([{ id: 1 }, { id: 2 }]));
+    await first.finish();
+    const second = (await openSink({ table, write: 'replace' })).sink;
+    await second.writeUnit({ id: 'run2/b', params: {} }, batches([{ id: 3, extra: 'x' }]));
+    expect(await rows(`SELECT id::int AS id FROM ${table} ORDER BY id`)).toEqual([{ id: 1 }, { id: 2 }]);
+    await second.finish();
+    expect(await rows(`SELECT id::int AS id, extra FROM ${table}`)).toEqual([{ id: 3, extra: 'x' }]);
+    expect(
+      await rows(`SELECT table_name, unit_id FROM _sluice_state WHERE table_name LIKE 'public.${table}%' ORDER BY 1`),
+    ).toEqual([{ table_name: `public.${table}`, unit_id: 'run2/b' }]);
+    expect(await rows(`SELECT to_regclass('${table}__sluice_next') IS NULL AS gone`)).toEqual([{ gone: true }]);
+  });
+});
+
+describe('postgres sink: connection', () => {
+  it('takes the libpq environment when there is no url', async () => {
+    const table = freshTable();
+    const saved = { ...process.env };
+    Object.assign(process.env, {
+      PGHOST: server.socketDir,
+      PGPORT: String(server.port),
+      PGUSER: 'sluice',
+      PGDATABASE: DB,
+    });
+    try {
+      const sink = new PostgresSink(postgresSinkSchema.parse({ type: 'postgres', table }));
+      opened.push(sink);
+      expect(sink.describe()).toBe(`postgres ${server.socketDir} (socket):${server.port}/${DB} table public.${table}`);
+      await sink.open(sinkContext('/nowhere'));
+      await sink.writeUnit(unit('u1'), batches([{ id: 1 }]));
+      expect(await rows(`SELECT count(*)::int AS n FROM ${table}`)).toEqual([{ n: 1 }]);
+    } finally {
+      for (const k of ['PGHOST', 'PGPORT', 'PGUSER', 'PGDATABASE']) delete process.env[k];
+      Object.assign(process.env, saved);
+    }
+  });
+
+  it('never shows the password: not in describe(), log lines, errors or their hints', async () => {
+    const table = freshTable();
+    const { sink, ctx } = await openSink({ table, url: server.url(DB) });
+    expect(sink.describe()).toBe(`postgres 127.0.0.1:${server.port}/${DB} table public.${table}`);
+    await sink.writeUnit(unit('u1'), batches([{ id: 1 }]));
+    // A wrong database, and a wrong password that differs from the right one only at its end.
+    const texts: string[] = [sink.describe(), ...ctx.logs];
+    for (const url of [server.url('no_such_db'), server.url(DB).replace(PG_PASSWORD, `${PG_PASSWORD}x`)]) {
+      const bad = new PostgresSink(postgresSinkSchema.parse({ type: 'postgres', url, table }));
+      const err = await bad.open(sinkContext('/nowhere')).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(SluiceError);
+      const e = err as SluiceError;
+      expect(e.message).toMatch(/cannot connect to 127\.0\.0\.1:\d+\/\w+/);
+      expect(e.hint).toBeTruthy();
+      texts.push(bad.describe(), e.message, e.hint ?? '', String(e.stack));
+    }
+    for (const t of texts) expect(t).not.toContain(PG_PASSWORD);
+  });
+});

@@ -1,0 +1,173 @@
+/**
+ * A throwaway PostgreSQL cluster for the tests: `initdb` into a temporary directory, `pg_ctl start` on a free port
+ * of 127.0.0.1 (and a unix socket in the same directory), stopped and deleted by `stop()`. Local connections are
+ * trusted; TCP connections need the superuser's password (scram-sha-256), so a test can pass a password and check
+ * that it never shows.
+ *
+ * The server binaries come from $SLUICE_PG_BINDIR, /usr/lib/postgresql/15/bin, `pg_config --bindir`, or PATH.
+ * PostgreSQL refuses to run as root: when the tests run as root, initdb and the server run as the `postgres` user
+ * (`runuser -u postgres --`), which owns the directory. Without the binaries this throws, naming the package to
+ * install: the Postgres tests fail rather than skip.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+
+export const PG_USER = 'sluice';
+/** The superuser's password for TCP connections; tests check it never appears in any output. */
+export const PG_PASSWORD = 'pg-canary-9c2e71b4f0';
+
+export interface PostgresServer {
+  port: number;
+  /** Directory of the unix socket (`host` for libpq). */
+  socketDir: string;
+  /** `postgres://sluice:<password>@127.0.0.1:<port>/<database>`. */
+  url(database: string): string;
+  /** The unix socket's URL (trusted: no password, and no password hashing on each connect). */
+  socketUrl(database: string): string;
+  /** A new empty database. */
+  createDatabase(name: string): Promise<void>;
+  /** Runs `sql` in `database` over the socket (no password needed); returns the rows. */
+  query<T extends pg.QueryResultRow = Record<string, any>>(
+    database: string,
+    sql: string,
+    params?: unknown[],
+  ): Promise<T[]>;
+  /** Stops the server with `-m fast` (connections are cut) and starts it again on the same port. */
+  restart(): void;
+  stop(): void;
+}
+
+function findBinDir(): string {
+  const candidates = [process.env.SLUICE_PG_BINDIR, '/usr/lib/postgresql/15/bin'];
+  const pgConfig = spawnSync('pg_config', ['--bindir'], { encoding: 'utf8' });
+  if (pgConfig.status === 0) candidates.push(pgConfig.stdout.trim());
+  const which = spawnSync('sh', ['-c', 'command -v initdb'], { encoding: 'utf8' });
+  if (which.status === 0) candidates.push(path.dirname(which.stdout.trim()));
+  for (const dir of candidates)
+    if (dir && ['initdb', 'pg_ctl', 'postgres'].every((b) => existsSync(path.join(dir, b)))) return dir;
+  throw new Error(
+    'PostgreSQL server binaries (initdb, pg_ctl, postgres) not found in $SLUICE_PG_BINDIR, ' +
+      '/usr/lib/postgresql/15/bin, `pg_config --bindir` or PATH. Install PostgreSQL 15 server binaries: ' +
+      '`apt-get install postgresql-15` (Debian/Ubuntu), `brew install postgresql@15` (macOS), ' +
+      'or set SLUICE_PG_BINDIR to the directory holding initdb.',
+  );
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function chownTree(p: string, uid: number, gid: number): void {
+  chownSync(p, uid, gid);
+  if (statSync(p).isDirectory()) for (const name of readdirSync(p)) chownTree(path.join(p, name), uid, gid);
+}
+
+export async function startPostgres(): Promise<PostgresServer> {
+  const bin = findBinDir();
+  const asRoot = process.getuid?.() === 0;
+  const run = (cmd: string, args: string[]): string => {
+    const [file, argv] = asRoot
+      ? ['runuser', ['-u', 'postgres', '--', path.join(bin, cmd), ...args]]
+      : [path.join(bin, cmd), args];
+    try {
+      return execFileSync(file, argv, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    } catch (err) {
+      const e = err as { stderr?: string; stdout?: string; message: string };
+      throw new Error(`${cmd} ${args.join(' ')} failed: ${e.stderr || e.stdout || e.message}`);
+    }
+  };
+  const dir = mkdtempSync(path.join(tmpdir(), 'sluice-pg-'));
+  const data = path.join(dir, 'data');
+  const pwfile = path.join(dir, 'pw');
+  writeFileSync(pwfile, `${PG_PASSWORD}\n`);
+  if (asRoot) {
+    const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
+    const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
+    chownTree(dir, uid, gid);
+  }
+  run('initdb', [
+    '-D',
+    data,
+    '-U',
+    PG_USER,
+    `--pwfile=${pwfile}`,
+    '--auth-local=trust',
+    '--auth-host=scram-sha-256',
+    '-E',
+    'UTF8',
+    '--no-locale',
+    '--no-sync',
+  ]);
+  let port = 0;
+  const start = (): void => {
+    run('pg_ctl', [
+      '-D',
+      data,
+      '-l',
+      path.join(dir, 'server.log'),
+      '-w',
+      '-t',
+      '60',
+      '-o',
+      // No durability needed for a throwaway cluster; the tests kill sluice, not the server.
+      `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c synchronous_commit=off -c max_connections=60`,
+      'start',
+    ]);
+  };
+  for (let attempt = 1; ; attempt++) {
+    port = await freePort();
+    try {
+      start();
+      break;
+    } catch (err) {
+      // Another process took the port between the probe and the start.
+      if (attempt >= 3) throw err;
+    }
+  }
+  let stopped = false;
+  const client = (database: string): pg.Client =>
+    new pg.Client({ host: dir, port, user: PG_USER, database, password: PG_PASSWORD });
+  const server: PostgresServer = {
+    port,
+    socketDir: dir,
+    url: (database) => `postgres://${PG_USER}:${PG_PASSWORD}@127.0.0.1:${port}/${database}`,
+    socketUrl: (database) => `postgres://${PG_USER}@/${database}?host=${encodeURIComponent(dir)}&port=${port}`,
+    async createDatabase(name) {
+      await server.query('postgres', `CREATE DATABASE "${name}"`);
+    },
+    async query(database, sql, params) {
+      const c = client(database);
+      await c.connect();
+      try {
+        return (await c.query(sql, params)).rows;
+      } finally {
+        await c.end();
+      }
+    },
+    restart() {
+      run('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']);
+      start();
+    },
+    stop() {
+      if (stopped) return;
+      stopped = true;
+      try {
+        run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
+  return server;
+}

@@ -1,0 +1,77 @@
+/**
+ * A real S3-compatible server for the tests (s3rver: an S3 REST API over a local directory), on 127.0.0.1 at a
+ * random port, and a client for it configured as sluice's sinks configure theirs.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { CreateBucketCommand, GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { s3Client, S3Store } from '../../sinks/output-files/s3.js';
+
+interface S3rverInstance {
+  run(): Promise<{ address: string; port: number }>;
+  close(): Promise<void>;
+}
+type S3rverCtor = new (opts: { port: number; address: string; silent: boolean; directory: string }) => S3rverInstance;
+
+export interface S3TestServer {
+  endpoint: string;
+  client: S3Client;
+  /** The environment a `sluice` child process needs to reach the server. */
+  env: Record<string, string>;
+  createBucket(name: string): Promise<void>;
+  /** Every key under `prefix` (sorted). */
+  keys(bucket: string, prefix?: string): Promise<string[]>;
+  get(bucket: string, key: string): Promise<Buffer>;
+  stop(): Promise<void>;
+}
+
+export async function startS3Server(): Promise<S3TestServer> {
+  const S3rver = createRequire(import.meta.url)('s3rver') as S3rverCtor;
+  const dir = await mkdtemp(path.join(tmpdir(), 'sluice-s3rver-'));
+  const server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: dir });
+  const { port } = await server.run();
+  const endpoint = `http://127.0.0.1:${port}`;
+  // s3rver accepts any signature made with its default key pair.
+  const env = {
+    AWS_ENDPOINT_URL_S3: endpoint,
+    AWS_ACCESS_KEY_ID: 'S3RVER',
+    AWS_SECRET_ACCESS_KEY: 'S3RVER',
+    AWS_REGION: 'us-east-1',
+  };
+  const client = s3Client({ endpoint, region: 'us-east-1', force_path_style: true });
+  // The clients read credentials from the environment (lazily, at their first request); restored by stop().
+  const saved = {
+    AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID,
+    AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY,
+  };
+  Object.assign(process.env, {
+    AWS_ACCESS_KEY_ID: env.AWS_ACCESS_KEY_ID,
+    AWS_SECRET_ACCESS_KEY: env.AWS_SECRET_ACCESS_KEY,
+  });
+  return {
+    endpoint,
+    client,
+    env,
+    async createBucket(name) {
+      await client.send(new CreateBucketCommand({ Bucket: name }));
+    },
+    async keys(bucket, prefix = '') {
+      const store = new S3Store(client, { bucket, prefix: '' }, 'test');
+      return (await store.list(prefix)).sort();
+    },
+    async get(bucket, key) {
+      const r = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+      return Buffer.from(await r.Body!.transformToByteArray());
+    },
+    async stop() {
+      client.destroy();
+      for (const [k, v] of Object.entries(saved))
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      await server.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
