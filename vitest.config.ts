@@ -5,7 +5,13 @@ import SlowFilesFirst from './test/slow-files-first.js';
  * The test files that spawn the CLI, hold a CLI run mid-way or kill it: their helpers (test/e2e/harness.ts) register
  * hooks when they are first imported, and they run for seconds, so a fresh process per file costs them little.
  */
-const PROCESS_TESTS = ['test/e2e/**/*.test.ts', 'test/reliability/**/*.test.ts'];
+const PROCESS_TESTS = [
+  'test/e2e/**/*.test.ts',
+  'test/reliability/**/*.test.ts',
+  // Loads example pipelines whose API key (`emulator…`) is then a registered secret for the rest of the process
+  // (src/core/redact.ts keeps secrets process-wide on purpose), which would redact this file's expected messages.
+  'test/pipeline/preflight.test.ts',
+];
 
 export default defineConfig({
   test: {

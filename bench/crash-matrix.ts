@@ -68,6 +68,11 @@ const SERP_QUERIES = ['coffee roasters portland', 'ramen berlin', 'bike repair l
  * small, so publishes happen during the run, one unit each.
  */
 const PARQUET_FILE_BYTES = 150_000;
+/**
+ * JSONL publishes once its staged units make a file of this size: two parts (~3 MB each), so publishes happen during
+ * the run, two units each.
+ */
+const JSONL_FILE_MB = 4;
 /** Reruns after the crash at most; a cell passes only when the first one succeeds. */
 const MAX_RERUNS = 3;
 /**
@@ -138,7 +143,7 @@ export const CELLS: CellSpec[] = [
     ],
     true,
   ),
-  // Snapshot → JSONL: the native copy (no transform), one file per unit.
+  // Snapshot → JSONL: the native copy (no transform), units staged and published two to a file.
   ...cells(
     'snapshot',
     'jsonl',
@@ -155,12 +160,12 @@ export const CELLS: CellSpec[] = [
 ];
 
 /**
- * The cells `npm test` runs (test/reliability/crash-matrix/): a proportionate part of CELLS, 19 of its 34. Each
- * failpoint is struck at least once, each sink kind (and the crawl) is killed at least once, and DuckDB, Parquet,
- * JSONL and the crawl each get a kill from outside. Left to the full matrix: the same failpoint struck again in
- * another sink whose commit goes through the same code (`files:*` in both Parquet and JSONL, `download:body` in every
- * snapshot sink, `duckdb:after-data` in append, replace and the crawl besides merge), and the outside kill into
- * DuckDB merge. The full matrix: `npx tsx bench/crash-matrix.ts`, or `SLUICE_CRASH_MATRIX=full npm test` (for CI);
+ * The cells `npm test` runs (test/reliability/crash-matrix/): a proportionate part of CELLS, 17 of its 34. Each
+ * failpoint is struck at least once, each sink kind (and the crawl) is killed at least once, and DuckDB and the crawl
+ * get a kill from outside. Left to the full matrix: the same failpoint struck again in another sink whose commit goes
+ * through the same code (`files:*` in both Parquet and JSONL, `download:body` in every snapshot sink,
+ * `duckdb:after-data` in append, replace and the crawl besides merge), and the outside kills into Parquet, JSONL and
+ * DuckDB merge (the S3 and Postgres e2e files kill their sinks too). The full matrix: `npx tsx bench/crash-matrix.ts`, or `SLUICE_CRASH_MATRIX=full npm test` (for CI);
  * `--quick` runs these.
  */
 const TEST_CELL_KILLS: Record<string, (FailpointSpec | 'external')[]> = {
@@ -172,8 +177,8 @@ const TEST_CELL_KILLS: Record<string, (FailpointSpec | 'external')[]> = {
     'external',
   ],
   'snapshot/duckdb_merge': ['duckdb:after-data=3'],
-  'snapshot/parquet': ['download:body=60000', 'parquet:staged=2', 'files:after-rename=1', 'external'],
-  'snapshot/jsonl': ['files:before-manifest=2', 'files:after-manifest=2', 'external'],
+  'snapshot/parquet': ['download:body=60000', 'parquet:staged=2', 'files:after-rename=1'],
+  'snapshot/jsonl': ['files:before-manifest=2', 'files:after-manifest=2'],
   'snapshot/duckdb_replace': ['duckdb:replace-swap'],
   'snapshot/parquet_replace': ['replace:before-swap'],
   'snapshot/jsonl_replace': ['replace:after-swap', 'engine:before-complete'],
@@ -401,8 +406,8 @@ function pipelineYaml(name: string, p: PipelineKind, s: SinkKind, url: string): 
     duckdb_replace: `{ type: duckdb, ${where}, table: t, write: replace }`,
     parquet: `{ type: parquet, ${where}, ${parquetSizes} }`,
     parquet_replace: `{ type: parquet, ${where}, write: replace, ${parquetSizes} }`,
-    jsonl: `{ type: jsonl, ${where} }`,
-    jsonl_replace: `{ type: jsonl, ${where}, write: replace }`,
+    jsonl: `{ type: jsonl, ${where}, target_file_mb: ${JSONL_FILE_MB} }`,
+    jsonl_replace: `{ type: jsonl, ${where}, write: replace, target_file_mb: ${JSONL_FILE_MB} }`,
   };
   return ['version: 1', `name: ${name}`, ...service, ...source, `sink: ${sink[s]}`, ''].join('\n');
 }

@@ -6,7 +6,8 @@ import path from 'node:path';
  * it is shown as written; a place outside the current directory is shown absolute, as `../..` chains read badly.
  */
 export function displayPath(configured: string, baseDir: string | undefined): string {
-  if (baseDir === undefined) return configured;
+  // An object store URL is shown as written.
+  if (baseDir === undefined || /^s3:\/\//i.test(configured)) return configured;
   const abs = path.resolve(baseDir, configured);
   const rel = path.relative(process.cwd(), abs);
   return rel === '' ? '.' : rel.startsWith('..') || path.isAbsolute(rel) ? abs : rel;

@@ -4,12 +4,13 @@
  * prepare step, but they do share the output they all write to, so the record is left there.
  *
  * Local outputs keep it as a dotted file in the output directory, written atomically (readers see the old or the new
- * record). An object-store output implements `SharedStateStore` over its bucket (one small object, last writer wins:
- * only `sluice prepare` writes it, under the pipeline's lock) and is returned by `sharedStateAt` for its scheme.
+ * record); an `s3://` output as one small object beside its manifest (a PUT is atomic; last writer wins, and only
+ * `sluice prepare` writes it, under the pipeline's lock).
  */
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { isErrno, writeFileAtomic } from './fs-durable.js';
+import type { S3Options } from './s3.js';
 
 /** Named like no data file a sink writes (`*.parquet`, `*.jsonl*`), so listing readers skip it. */
 export const SHARED_STATE_NAME = '.sluice-prepared.json';
@@ -50,12 +51,38 @@ export function isUrlPath(p: string): boolean {
   return /^[a-z][a-z0-9+.-]*:\/\//i.test(p);
 }
 
+/** An object next to an `s3://` output; the SDK is loaded only when the record is read or written. */
+class S3SharedState implements SharedStateStore {
+  readonly location: string;
+
+  constructor(
+    private readonly url: string,
+    private readonly options: S3Options,
+  ) {
+    this.location = `${url.replace(/\/+$/, '')}/${SHARED_STATE_NAME}`;
+  }
+
+  private async store() {
+    const { S3Store, parseS3Url, s3Client } = await import('./s3.js');
+    return new S3Store(s3Client(this.options), parseS3Url(this.url), 'prepared job record');
+  }
+
+  async read(): Promise<string | undefined> {
+    return (await this.store()).getText(SHARED_STATE_NAME);
+  }
+
+  async write(text: string): Promise<void> {
+    await (await this.store()).putText(SHARED_STATE_NAME, text);
+  }
+}
+
 /**
- * The state object next to the output at `outputPath` (a sink's `path`, relative to `baseDir`); undefined for an
- * output kind that has no implementation yet (an object store without one: the shards then need the prepare step's
- * state directory, `prepared.json`, on a shared volume).
+ * The state object next to the output at `outputPath` (a sink's `path`, relative to `baseDir`; `s3` its S3 options);
+ * undefined for a URL scheme without an implementation (the shards then need the prepare step's state directory,
+ * `prepared.json`, on a shared volume).
  */
-export function sharedStateAt(outputPath: string, baseDir: string): SharedStateStore | undefined {
+export function sharedStateAt(outputPath: string, baseDir: string, s3: S3Options = {}): SharedStateStore | undefined {
+  if (/^s3:\/\//i.test(outputPath)) return new S3SharedState(outputPath, s3);
   if (isUrlPath(outputPath)) return undefined;
   return new LocalSharedState(path.resolve(baseDir, outputPath));
 }

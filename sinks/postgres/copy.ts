@@ -1,18 +1,145 @@
 /**
  * Streams rows into `COPY … FROM STDIN` (text format, serialised by encode.ts) in chunks of ~256 KiB, waiting for
- * 'drain' whenever the socket's buffer is full, so a unit never sits in memory twice: once as rows, and at most one
- * chunk as text. A row Postgres cannot store (NUL in text) goes to the dead-letter file instead of failing the unit.
+ * 'drain' whenever the socket's buffer is full, so a unit is encoded while it is read and never sits in memory: at
+ * most one chunk of text per unit in flight. A row Postgres cannot store (NUL in text) goes to the dead-letter file
+ * instead of failing the unit.
+ *
+ * A writer can keep a spool: the bytes it sent, in a file, so the rows already copied survive a rollback when a
+ * later batch of the unit turns out not to fit the table (sink.ts); they are loaded again with `copySpool`. It
+ * lives in the OS temporary directory ($TMPDIR), unlinked from the start: one unit's COPY text per unit in flight,
+ * gone when the unit ends or the process dies (on a tmpfs /tmp, that is memory outside the process). Written with the chunk already in hand, it costs a write
+ * call per 256 KiB; holding the rows instead is what made memory grow with the unit.
  */
+import { closeSync, createReadStream, ftruncateSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { once } from 'node:events';
-import { finished } from 'node:stream/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { finished, pipeline } from 'node:stream/promises';
 import type pg from 'pg';
-import { from as copyFrom } from 'pg-copy-streams';
+import { from as copyFrom, type CopyStreamQuery } from 'pg-copy-streams';
 import { failpoint } from '../../src/core/failpoints.js';
 import type { Batch, Row } from '../../src/core/types.js';
-import { RowEncoder, UnstorableValue } from './encode.js';
+import { CopyBuffer, RowEncoder, UnstorableValue } from './encode.js';
 import { quoteIdent } from './types.js';
 
-const CHUNK_CHARS = 1 << 18;
+const CHUNK_BYTES = 1 << 18;
+
+function copyStatement(table: string, columns: readonly string[]): string {
+  return `COPY ${table} (${columns.map(quoteIdent).join(', ')}) FROM STDIN (FORMAT text)`;
+}
+
+/**
+ * A temporary file holding the COPY text a writer sent; `remove()` closes it. Its name is unlinked as soon as it is
+ * open, so a process killed mid-unit leaves nothing behind: the file lives as long as the descriptor.
+ */
+export class Spool {
+  private fd: number | undefined;
+  private size = 0;
+  /** The file's path while it still has one (where unlinking an open file fails). */
+  private dir: string | undefined;
+
+  constructor() {
+    const dir = mkdtempSync(path.join(tmpdir(), 'sluice-pg-spool-'));
+    this.fd = openSync(path.join(dir, 'unit.copy'), 'w+');
+    try {
+      rmSync(dir, { recursive: true, force: true });
+    } catch {
+      this.dir = dir;
+    }
+  }
+
+  get bytes(): number {
+    return this.size;
+  }
+
+  write(data: Buffer): void {
+    // Synchronous: the data is in the page cache at once, and the chunk is already in memory either way.
+    if (this.fd === undefined) return;
+    writeSync(this.fd, data, 0, data.length, this.size);
+    this.size += data.length;
+  }
+
+  /** Empties the file (a new attempt of the same unit starts over). */
+  reset(): void {
+    if (this.fd !== undefined) ftruncateSync(this.fd, 0);
+    this.size = 0;
+  }
+
+  /** The bytes written, from the start; the spool stays open. */
+  read(): Readable {
+    if (this.fd === undefined || this.size === 0) return Readable.from([]);
+    return createReadStream('', { fd: this.fd, start: 0, end: this.size - 1, autoClose: false });
+  }
+
+  remove(): void {
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
+    if (this.dir !== undefined) rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** One `COPY … FROM STDIN` fed batch by batch; `end()` returns the rows the server stored. */
+export class CopyWriter {
+  private readonly stream: CopyStreamQuery;
+  /** Encoded rows not sent yet. */
+  private readonly out = new CopyBuffer();
+  private sent = 0;
+
+  constructor(
+    client: pg.PoolClient,
+    table: string,
+    columns: readonly string[],
+    private readonly encoder: RowEncoder,
+    private readonly onUnstorable: (row: Row, reason: string) => void,
+    private readonly spool?: Spool,
+  ) {
+    this.stream = client.query(copyFrom(copyStatement(table, columns)));
+  }
+
+  async write(batch: Batch): Promise<void> {
+    const encoder = this.encoder;
+    for (const row of batch) {
+      try {
+        encoder.write(row, this.out);
+      } catch (err) {
+        if (!(err instanceof UnstorableValue)) throw err;
+        this.onUnstorable(row, err.message);
+        continue;
+      }
+      if (this.out.length >= CHUNK_BYTES && !this.flush()) await once(this.stream, 'drain');
+    }
+  }
+
+  /** Sends the chunk; false when the socket's buffer is full. */
+  private flush(): boolean {
+    const data = this.out.take();
+    this.sent += data.length;
+    this.spool?.write(data);
+    const more = this.stream.write(data);
+    failpoint('postgres:mid-copy', this.sent);
+    return more;
+  }
+
+  /** Keeps what was encoded but not sent yet in the spool too: the spool then holds every row written. */
+  spoolPending(): void {
+    if (this.out.length > 0) this.spool?.write(this.out.take());
+  }
+
+  async end(): Promise<number> {
+    if (this.out.length > 0) this.flush();
+    this.stream.end();
+    await finished(this.stream);
+    return this.stream.rowCount;
+  }
+
+  /** Sends CopyFail: the server ends the COPY, and the transaction is rolled back by the caller. */
+  abort(err: unknown): void {
+    // The server answers the CopyFail with an error of its own, which is this one's consequence, not news.
+    this.stream.on('error', () => undefined);
+    this.stream.destroy(err instanceof Error ? err : new Error(String(err)));
+  }
+}
 
 /** Copies `batches` into `table`; returns the rows the server stored. */
 export async function copyRows(
@@ -23,37 +150,25 @@ export async function copyRows(
   batches: Iterable<Batch>,
   onUnstorable: (row: Row, reason: string) => void,
 ): Promise<number> {
-  const stream = client.query(
-    copyFrom(`COPY ${table} (${columns.map(quoteIdent).join(', ')}) FROM STDIN (FORMAT text)`),
-  );
-  let sent = 0;
-  let chunk = '';
+  const writer = new CopyWriter(client, table, columns, encoder, onUnstorable);
   try {
-    for (const batch of batches) {
-      for (const row of batch) {
-        try {
-          chunk += encoder.line(row);
-        } catch (err) {
-          if (!(err instanceof UnstorableValue)) throw err;
-          onUnstorable(row, err.message);
-          continue;
-        }
-        if (chunk.length >= CHUNK_CHARS) {
-          sent += chunk.length;
-          const more = stream.write(chunk);
-          chunk = '';
-          failpoint('postgres:mid-copy', sent);
-          if (!more) await once(stream, 'drain');
-        }
-      }
-    }
-    if (chunk.length > 0) stream.write(chunk);
-    stream.end();
-    await finished(stream);
+    for (const batch of batches) await writer.write(batch);
+    return await writer.end();
   } catch (err) {
-    // Sends CopyFail: the server ends the COPY, and the transaction is rolled back by the caller.
-    stream.destroy(err as Error);
+    writer.abort(err);
     throw err;
   }
+}
+
+/** Copies a spool's text into `table` (whose `columns` have the types the text was encoded for). */
+export async function copySpool(
+  client: pg.PoolClient,
+  table: string,
+  columns: readonly string[],
+  spool: Spool,
+): Promise<number> {
+  if (spool.bytes === 0) return 0;
+  const stream = client.query(copyFrom(copyStatement(table, columns)));
+  await pipeline(spool.read(), stream);
   return stream.rowCount;
 }

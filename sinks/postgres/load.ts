@@ -3,19 +3,26 @@
  * exist or neither does. The transaction holds the table's advisory lock shared (schema changes hold it
  * exclusively, table.ts), re-reads the columns under it and encodes every value for the column's type as it is
  * now; when the table no longer fits the rows it commits nothing and says so, and the sink evolves it first.
+ *
+ * `streamUnit` copies the batches as they arrive (the sink looked ahead only far enough to type the table): the
+ * COPY names every column of the table, so a later batch fits as long as the table holds its values. One that
+ * does not (a new field, a wider type) cannot be made to fit inside the transaction — altering the table would
+ * mean upgrading the shared lock while other writers hold it — so the transaction is rolled back and the sink
+ * loads the unit again from the spool of what was sent plus the rest (`loadUnit` with `prefix`).
  */
 import type pg from 'pg';
 import { failpoint } from '../../src/core/failpoints.js';
 import type { Batch, CommitResult, Row } from '../../src/core/types.js';
-import type { LogicalType } from '../../src/schema/logical-type.js';
+import type { InferredSchema } from '../../src/schema/infer.js';
+import { decidedColumns, type LogicalType } from '../../src/schema/logical-type.js';
 import type { TableNames } from './config.js';
 import { inTransaction } from './connection.js';
-import { copyRows } from './copy.js';
+import { CopyWriter, copyRows, copySpool, type Spool } from './copy.js';
 import { RowEncoder } from './encode.js';
-import { mergeRows } from './merge.js';
+import { createMergeStage, upsertFromStage } from './merge.js';
 import { insertStateRow, isUnitCommitted } from './state.js';
 import { fitsTable, lockKey, lockShared, readColumns, type Columns } from './table.js';
-import { qualified, quoteIdent } from './types.js';
+import { pgType, qualified, quoteIdent } from './types.js';
 
 export interface UnitLoad {
   pipeline: string;
@@ -33,10 +40,123 @@ export interface UnitLoad {
   onUnstorable: (row: Row, reason: string) => void;
   /** Rows with nothing but nulls arrived while there is no table to hold them: they are not stored. */
   onNullRowsDropped: (rows: number) => void;
+  /** Rows copied by an attempt that was rolled back, to be copied first. */
+  prefix?: Prefix;
+}
+
+/** COPY text of a unit's first rows, encoded for the table's columns as they were (`types`, in COPY order). */
+export interface Prefix {
+  spool: Spool;
+  types: Columns;
+}
+
+export interface StreamLoad extends Omit<UnitLoad, 'batches' | 'rows' | 'prefix'> {
+  /** Batches read ahead (the schema observed them). */
+  head: readonly Batch[];
+  /** The rest of the unit; each batch is observed into `schema` before it is copied. */
+  rest: AsyncIterator<Batch>;
+  schema: InferredSchema;
+  spool: Spool;
+}
+
+/** A batch of the unit does not fit the table: the transaction was rolled back; `prefix` holds what was sent. */
+export interface Diverged {
+  diverged: { batch: Batch; prefix: Prefix };
 }
 
 /** Thrown inside the transaction to roll it back: another transaction committed the unit first. */
 class CommittedElsewhere extends Error {}
+
+/**
+ * The source failed while the unit streamed: the transaction is rolled back and `original` is rethrown as it was
+ * (the source's error: whether the unit is tried again is the source's to say, not the sink's).
+ */
+export class SourceFailure extends Error {
+  constructor(readonly original: unknown) {
+    super('the source failed mid-unit');
+  }
+}
+
+async function nextBatch(rest: AsyncIterator<Batch>): Promise<IteratorResult<Batch>> {
+  try {
+    return await rest.next();
+  } catch (err) {
+    throw new SourceFailure(err);
+  }
+}
+
+/** Thrown inside the transaction to roll it back: `batch` needs the table changed. */
+class DivergedError extends Error {
+  constructor(readonly result: Diverged) {
+    super('the unit no longer fits the table');
+  }
+}
+
+/**
+ * Commits the unit while reading it, as `loadUnit` does; `{ diverged }` when a batch does not fit the table (its
+ * rows and the rest of the unit are still to be read by the caller).
+ */
+export async function streamUnit(
+  pool: pg.Pool,
+  load: StreamLoad,
+): Promise<CommitResult | { unfit: Columns | undefined } | Diverged> {
+  const { pipeline, names, unitId } = load;
+  try {
+    return await inTransaction(pool, async (c) => {
+      await lockShared(c, lockKey(names.schema, names.table));
+      if (await isUnitCommitted(c, names.schema, pipeline, names.targetStateKey, unitId))
+        return { committed: false, records: 0 };
+      const table = await readColumns(c, names.schema, names.target);
+      if (!table || !fitsTable(table, load.incoming)) return { unfit: table };
+      const target = qualified(names.schema, names.target);
+      const into = load.primaryKey ? await createMergeStage(c, target) : target;
+      // Every column of the table, not only the ones seen so far: later batches may fill the others.
+      const columns = [...table.keys()];
+      load.spool.reset();
+      const writer = new CopyWriter(c, into, columns, new RowEncoder(columns, table), load.onUnstorable, load.spool);
+      let records: number;
+      try {
+        for (const batch of load.head) await writer.write(batch);
+        for (let next = await nextBatch(load.rest); !next.done; next = await nextBatch(load.rest)) {
+          load.schema.observe(next.value);
+          if (!fitsTable(table, decidedColumns(load.schema.columns))) {
+            writer.spoolPending();
+            throw new DivergedError({ diverged: { batch: next.value, prefix: { spool: load.spool, types: table } } });
+          }
+          await writer.write(next.value);
+        }
+        records = await writer.end();
+      } catch (err) {
+        writer.abort(err);
+        throw err;
+      }
+      if (load.primaryKey) await upsertFromStage(c, target, columns, load.primaryKey);
+      return commitState(c, load, records);
+    });
+  } catch (err) {
+    if (err instanceof CommittedElsewhere) return { committed: false, records: 0 };
+    if (err instanceof DivergedError) return err.result;
+    throw err;
+  }
+}
+
+async function commitState(
+  c: pg.PoolClient,
+  load: Pick<UnitLoad, 'pipeline' | 'names' | 'unitId' | 'checkpoint' | 'beforeCheckpoint'>,
+  records: number,
+): Promise<CommitResult> {
+  await load.beforeCheckpoint?.(load.unitId);
+  failpoint('postgres:after-data');
+  const row = {
+    pipeline: load.pipeline,
+    table: load.names.targetStateKey,
+    unitId: load.unitId,
+    records,
+    checkpoint: load.checkpoint,
+  };
+  if (!(await insertStateRow(c, load.names.schema, row))) throw new CommittedElsewhere();
+  return { committed: true, records };
+}
 
 /**
  * Commits the unit: `committed: false` when it was committed before (by any process); `{ unfit }` with the table's
@@ -52,12 +172,7 @@ export async function loadUnit(pool: pg.Pool, load: UnitLoad): Promise<CommitRes
       const table = await readColumns(c, names.schema, names.target);
       if ((load.incoming.size > 0 && !fitsTable(table, load.incoming)) || (load.primaryKey && !table))
         return { unfit: table };
-      const records = await insertRows(c, load, table);
-      await load.beforeCheckpoint?.(unitId);
-      failpoint('postgres:after-data');
-      const row = { pipeline, table: names.targetStateKey, unitId, records, checkpoint: load.checkpoint };
-      if (!(await insertStateRow(c, names.schema, row))) throw new CommittedElsewhere();
-      return { committed: true, records };
+      return commitState(c, load, await insertRows(c, load, table));
     });
   } catch (err) {
     if (err instanceof CommittedElsewhere) return { committed: false, records: 0 };
@@ -69,10 +184,38 @@ async function insertRows(c: pg.PoolClient, load: UnitLoad, table: Columns | und
   const target = qualified(load.names.schema, load.names.target);
   const columns = [...load.incoming.keys()];
   if (columns.length === 0) return insertNullRows(c, target, table, load.rows, load.onNullRowsDropped);
-  const encoder = new RowEncoder(columns, table!);
-  if (load.primaryKey)
-    return mergeRows(c, target, [...table!.keys()], load.primaryKey, encoder, columns, load.batches, load.onUnstorable);
-  return copyRows(c, target, encoder, columns, load.batches, load.onUnstorable);
+  const into = load.primaryKey ? await createMergeStage(c, target) : target;
+  let records = load.prefix ? await copyPrefix(c, into, load.prefix, table!) : 0;
+  records += await copyRows(c, into, new RowEncoder(columns, table!), columns, load.batches, load.onUnstorable);
+  if (load.primaryKey) await upsertFromStage(c, target, [...table!.keys()], load.primaryKey);
+  return records;
+}
+
+const PREFIX = quoteIdent('_sluice_prefix');
+const PREFIX_SEQ = quoteIdent('_sluice_seq');
+
+/**
+ * The spooled rows, into `into` whose columns are now `table`: copied as text into a temporary table of the types
+ * they were encoded for, then converted as the widening of the table converted its rows (table.ts).
+ */
+async function copyPrefix(c: pg.PoolClient, into: string, prefix: Prefix, table: Columns): Promise<number> {
+  const columns = [...prefix.types.keys()];
+  const defs = [...prefix.types].map(([k, t]) => `${quoteIdent(k)} ${pgType(t)}`);
+  await c.query(
+    `CREATE TEMP TABLE ${PREFIX} (${defs.join(', ')}, ${PREFIX_SEQ} bigint GENERATED ALWAYS AS IDENTITY) ON COMMIT DROP`,
+  );
+  await copySpool(c, PREFIX, columns, prefix.spool);
+  const values = columns.map((k) => {
+    const col = quoteIdent(k);
+    const from = pgType(prefix.types.get(k)!);
+    const to = pgType(table.get(k)!);
+    return from === to ? col : to === 'jsonb' ? `to_jsonb(${col})` : `${col}::${to}`;
+  });
+  const r = await c.query(
+    `INSERT INTO ${into} (${columns.map(quoteIdent).join(', ')}) SELECT ${values.join(', ')} FROM ${PREFIX} ORDER BY ${PREFIX_SEQ}`,
+  );
+  await c.query(`DROP TABLE ${PREFIX}`);
+  return r.rowCount ?? 0;
 }
 
 /** Rows whose every value is null: nothing to type a column by, but still rows of the table when it exists. */

@@ -5,10 +5,7 @@
  */
 import type pg from 'pg';
 import { SluiceError } from '../../src/core/errors.js';
-import type { Batch, Row } from '../../src/core/types.js';
 import type { LogicalType } from '../../src/schema/logical-type.js';
-import { copyRows } from './copy.js';
-import type { RowEncoder } from './encode.js';
 import { quoteIdent } from './types.js';
 
 const STAGE = quoteIdent('_sluice_merge_stage');
@@ -28,20 +25,20 @@ export function checkKeysPresent(
   }
 }
 
-/** Upserts the rows into `table` (whose columns are `tableColumns`) inside the caller's transaction. */
-export async function mergeRows(
+/** Creates the unit's staging table (like `table`, numbering rows in arrival order); returns its name. */
+export async function createMergeStage(client: pg.PoolClient, table: string): Promise<string> {
+  await client.query(`CREATE TEMP TABLE ${STAGE} (LIKE ${table}) ON COMMIT DROP`);
+  await client.query(`ALTER TABLE ${STAGE} ADD COLUMN ${SEQ} bigint GENERATED ALWAYS AS IDENTITY`);
+  return STAGE;
+}
+
+/** Upserts the staged rows into `table` (whose columns are `tableColumns`) inside the caller's transaction. */
+export async function upsertFromStage(
   client: pg.PoolClient,
   table: string,
   tableColumns: readonly string[],
   keys: readonly string[],
-  encoder: RowEncoder,
-  columns: readonly string[],
-  batches: Iterable<Batch>,
-  onUnstorable: (row: Row, reason: string) => void,
-): Promise<number> {
-  await client.query(`CREATE TEMP TABLE ${STAGE} (LIKE ${table}) ON COMMIT DROP`);
-  await client.query(`ALTER TABLE ${STAGE} ADD COLUMN ${SEQ} bigint GENERATED ALWAYS AS IDENTITY`);
-  const rows = await copyRows(client, STAGE, encoder, columns, batches, onUnstorable);
+): Promise<void> {
   const all = tableColumns.map(quoteIdent).join(', ');
   const key = keys.map(quoteIdent).join(', ');
   const rest = tableColumns.filter((c) => !keys.includes(c));
@@ -52,5 +49,4 @@ export async function mergeRows(
   await client.query(
     `INSERT INTO ${table} (${all}) SELECT DISTINCT ON (${key}) ${all} FROM ${STAGE} ORDER BY ${key}, ${SEQ} DESC ON CONFLICT (${key}) ${onConflict}`,
   );
-  return rows;
 }

@@ -3,11 +3,14 @@
  * checkpoint) in `_sluice_state`, so a kill -9, a dropped connection or a server restart at any moment, then a
  * rerun, gives every record exactly once.
  *
- * A unit's batches are gathered (its schema is learnt from every row: the columns of a COPY are fixed when it
- * starts), the table is created or evolved to hold them (table.ts, under the table's advisory lock), and the rows
- * stream through `COPY … FROM STDIN` in text format with backpressure (copy.ts, encode.ts): appended straight
- * into the table, or for `merge` into a temporary table that is upserted with `INSERT … ON CONFLICT` (merge.ts).
- * `replace` fills `<table>__sluice_next` and swaps it in at `finish()` (replace.ts).
+ * A unit streams: the sink reads ahead until the rows type a column, creates or evolves the table to hold them
+ * (table.ts, under the table's advisory lock), and copies every batch as it arrives through `COPY … FROM STDIN`
+ * in text format with backpressure (copy.ts, encode.ts), so memory stays flat whatever the unit's size: appended
+ * straight into the table, or for `merge` into a temporary table that is upserted with `INSERT … ON CONFLICT`
+ * (merge.ts). Each batch is typed before it is sent; one the table cannot hold (a new field, a wider type) rolls
+ * the transaction back, the table is evolved, and the unit is loaded again from a spool file of the bytes already
+ * sent plus the rest of the unit (load.ts). `replace` fills `<table>__sluice_next` and swaps it in at `finish()`
+ * (replace.ts).
  *
  * Types (types.ts): timestamps `timestamptz`, dates `date`, lists of scalars native arrays (`text[]`, `bigint[]`),
  * structs and lists of structs `jsonb` — the reasons are in types.ts. Names are case-sensitive in Postgres (they
@@ -47,7 +50,8 @@ import {
   targetText,
   type Target,
 } from './connection.js';
-import { loadUnit } from './load.js';
+import { Spool } from './copy.js';
+import { SourceFailure, loadUnit, streamUnit, type Prefix } from './load.js';
 import { checkKeysPresent } from './merge.js';
 import { dropNextGeneration, swapInNextGeneration } from './replace.js';
 import { committedCheckpoints, committedUnitIds, ensureStateTable, isUnitCommitted } from './state.js';
@@ -170,12 +174,22 @@ export class PostgresSink implements Sink {
   async writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult> {
     if (await this.isCommitted(unit.id)) return { committed: false, records: 0 };
     const schema = new InferredSchema({ temporalText: true });
-    const gathered: Batch[] = [];
-    for await (const b of batches) {
-      schema.observe(b);
-      gathered.push(b);
+    const rest = batches[Symbol.asyncIterator]();
+    const head: Batch[] = [];
+    try {
+      // Read ahead until the rows type a column: the table must exist and fit them before the COPY starts.
+      for (;;) {
+        const next = await rest.next();
+        if (next.done) return await this.commitUnit(unit, head, schema);
+        schema.observe(next.value);
+        head.push(next.value);
+        if (decidedColumns(schema.columns).size > 0) return await this.streamUnit(unit, head, rest, schema);
+      }
+    } catch (err) {
+      // The source is left where it stopped: let it release what it holds.
+      await rest.return?.().catch(() => undefined);
+      throw err;
     }
-    return this.commitUnit(unit, gathered, schema);
   }
 
   async finish(): Promise<void> {
@@ -202,40 +216,111 @@ export class PostgresSink implements Sink {
     );
   }
 
-  private async commitUnit(unit: WorkUnit, batches: Batch[], schema: InferredSchema): Promise<CommitResult> {
+  /**
+   * The unit's rows copied while they are read (load.ts `streamUnit`). When a batch needs the table changed, the
+   * transaction is rolled back and the unit loaded by `commitUnit`: the rows sent so far from the spool, the rest
+   * (read now, into memory) as rows.
+   */
+  private async streamUnit(
+    unit: WorkUnit,
+    head: Batch[],
+    rest: AsyncIterator<Batch>,
+    schema: InferredSchema,
+  ): Promise<CommitResult> {
+    const incoming = this.checkIncoming(schema);
+    const changes: SchemaChange[] = [];
+    const spool = new Spool();
+    try {
+      const r = await this.guard(`could not load unit ${unit.id}`, async () => {
+        for (let round = 0; round < MAX_FIT_ROUNDS; round++) {
+          if (!fitsTable(this.columns, incoming)) changes.push(...(await this.prepareTable(incoming)));
+          const r = await streamUnit(this.db(), {
+            ...this.loadOptions(unit),
+            incoming,
+            head,
+            rest,
+            schema,
+            spool,
+          });
+          if ('unfit' in r) {
+            this.columns = r.unfit;
+            continue;
+          }
+          return r;
+        }
+        throw this.keptChanging(unit);
+      });
+      if (!('diverged' in r)) return withChanges(r, changes);
+      const remaining: Batch[] = [r.diverged.batch];
+      for (let next = await rest.next(); !next.done; next = await rest.next()) {
+        schema.observe(next.value);
+        remaining.push(next.value);
+      }
+      const more = await this.commitUnit(unit, remaining, schema, r.diverged.prefix);
+      return withChanges(more, [...changes, ...(more.schemaChanges ?? [])]);
+    } finally {
+      spool.remove();
+    }
+  }
+
+  /** The unit's decided columns, checked; its conflicts noted. */
+  private checkIncoming(schema: InferredSchema): Map<string, LogicalType> {
     const incoming = decidedColumns(schema.columns);
     checkNameLengths(incoming.keys(), this.label);
     this.noteConflicts(schema.conflicts);
-    const ctx = this.context();
     if (schema.rows > 0 && this.config.primary_key) checkKeysPresent(this.config.primary_key, incoming, this.label);
+    return incoming;
+  }
+
+  private loadOptions(unit: WorkUnit) {
+    const ctx = this.context();
+    return {
+      pipeline: ctx.pipeline,
+      names: this.names,
+      unitId: unit.id,
+      checkpoint: unit.checkpoint,
+      ...(this.config.primary_key && { primaryKey: this.config.primary_key }),
+      ...(this.hooks.beforeCheckpoint && { beforeCheckpoint: this.hooks.beforeCheckpoint }),
+      onUnstorable: (row: Row, reason: string) => this.unstorable(unit.id, row, reason),
+      onNullRowsDropped: (rows: number) =>
+        ctx.log.warn(`${this.label}: ${rows} record(s) with only null values and no table yet: not stored`),
+    };
+  }
+
+  private keptChanging(unit: WorkUnit): SluiceError {
+    return new SluiceError(`${this.label}: the table kept changing under unit ${unit.id}`, {
+      hint: 'another process keeps altering the table: run again once it is done',
+    });
+  }
+
+  /** The unit's rows from memory (and `prefix`, rows an earlier attempt spooled), after the table fits them all. */
+  private async commitUnit(
+    unit: WorkUnit,
+    batches: Batch[],
+    schema: InferredSchema,
+    prefix?: Prefix,
+  ): Promise<CommitResult> {
+    const incoming = this.checkIncoming(schema);
+    const ctx = this.context();
     const changes: SchemaChange[] = [];
     return this.guard(`could not load unit ${unit.id}`, async () => {
       for (let round = 0; round < MAX_FIT_ROUNDS; round++) {
         const needsTable = incoming.size > 0 || (ctx.declared !== undefined && schema.rows > 0);
         if (needsTable && !fitsTable(this.columns, incoming)) changes.push(...(await this.prepareTable(incoming)));
         const r = await loadUnit(this.db(), {
-          pipeline: ctx.pipeline,
-          names: this.names,
-          unitId: unit.id,
-          checkpoint: unit.checkpoint,
+          ...this.loadOptions(unit),
           batches,
           rows: schema.rows,
           incoming,
-          ...(this.config.primary_key && { primaryKey: this.config.primary_key }),
-          ...(this.hooks.beforeCheckpoint && { beforeCheckpoint: this.hooks.beforeCheckpoint }),
-          onUnstorable: (row, reason) => this.unstorable(unit.id, row, reason),
-          onNullRowsDropped: (rows) =>
-            ctx.log.warn(`${this.label}: ${rows} record(s) with only null values and no table yet: not stored`),
+          ...(prefix && { prefix }),
         });
         if ('unfit' in r) {
           this.columns = r.unfit;
           continue;
         }
-        return changes.length > 0 ? { ...r, schemaChanges: changes } : r;
+        return withChanges(r, changes);
       }
-      throw new SluiceError(`${this.label}: the table kept changing under unit ${unit.id}`, {
-        hint: 'another process keeps altering the table: run again once it is done',
-      });
+      throw this.keptChanging(unit);
     });
   }
 
@@ -307,6 +392,7 @@ export class PostgresSink implements Sink {
     try {
       return await fn();
     } catch (err) {
+      if (err instanceof SourceFailure) throw err.original;
       if (err instanceof SluiceError) throw err;
       throw this.failure(what, err);
     }
@@ -340,6 +426,11 @@ export class PostgresSink implements Sink {
     if (!this.pool) throw new Error('postgres sink used before open()');
     return this.pool;
   }
+}
+
+function withChanges(r: CommitResult, changes: SchemaChange[]): CommitResult {
+  const { schemaChanges: _, ...rest } = r;
+  return changes.length > 0 ? { ...rest, schemaChanges: changes } : rest;
 }
 
 function quoteLiteral(s: string): string {

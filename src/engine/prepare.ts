@@ -20,6 +20,7 @@ import type { ComponentDeps } from '../core/component.js';
 import { EXIT_CODES, SluiceError } from '../core/errors.js';
 import type { Logger, SourceContext, StateStore } from '../core/types.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
+import type { S3Options } from '../../sinks/output-files/s3.js';
 import { sharedStateAt, type SharedStateStore } from '../../sinks/output-files/shared-state.js';
 import { buildComponents, buildSink, sinkConfigs } from './components.js';
 import { errorText } from './error-text.js';
@@ -169,7 +170,9 @@ function sharedStores(p: LoadedPipeline): SharedStateStore[] {
   };
   return sinkConfigs(p.config).flatMap((c) => {
     const store =
-      typeof c.path === 'string' && buildSink(c, deps).lockPath ? sharedStateAt(c.path, p.baseDir) : undefined;
+      typeof c.path === 'string' && buildSink(c, deps).lockPath
+        ? sharedStateAt(c.path, p.baseDir, (c.s3 ?? {}) as S3Options)
+        : undefined;
     return store ? [store] : [];
   });
 }

@@ -177,7 +177,9 @@ class DeepLookupSource implements Source {
       throw new SluiceError(
         'a sharded run (--shard) will not trigger a deep lookup: every shard would pay for its own',
         {
-          hint: 'trigger it once (run the pipeline unsharded), then set source.request_id in the sharded pipeline',
+          hint:
+            'run `sluice prepare <pipeline.yaml>` once before the shards (they then share its request), or trigger ' +
+            'it once and set source.request_id in the sharded pipeline',
         },
       );
     // The service lists no lookup requests, so a lost trigger answer cannot be reconciled here: never pay twice.

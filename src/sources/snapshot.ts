@@ -204,8 +204,8 @@ class SnapshotSource implements Source {
     if (ctx.sharded && !ctx.dryRun)
       throw new SluiceError('a sharded run (--shard) will not start a filter job: every shard would pay for its own', {
         hint:
-          'start the job once (run the pipeline unsharded, or `sluice datasets filter … --yes`), then set ' +
-          'source.snapshot_id to its snapshot in the sharded pipeline: the shards split its parts',
+          'run `sluice prepare <pipeline.yaml>` once before the shards (they then split its snapshot), or start the ' +
+          'job once (`sluice datasets filter … --yes`) and set source.snapshot_id to its snapshot in the sharded pipeline',
       });
     const attemptKey = `${key}:attempt`;
     if (ctx.dryRun) {

@@ -33,7 +33,11 @@ describe('isTransient', () => {
     expect(isTransient(new TransientError('busy'))).toBe(true);
     expect(isTransient(answer(400))).toBe(false);
     expect(isTransient(answer(404))).toBe(false);
-    expect(isTransient(new NotReadyError({ method: 'GET', path: '/x', serviceMessage: 'building' }))).toBe(false);
+    expect(isTransient(new NotReadyError({ method: 'GET', path: '/x', serviceMessage: 'building' }))).toBe(true);
+    // 202 while the caller still waits is worth asking again; the error it finally gives up with is not.
+    expect(isTransient(new NotReadyError({ method: 'GET', path: '/x', final: true, serviceMessage: 'building' }))).toBe(
+      false,
+    );
     expect(isTransient(new SluiceError('bad config'))).toBe(false);
     // A paid call that may have started its job is never repeated automatically, whatever its status.
     for (const status of [0, 500, 502])

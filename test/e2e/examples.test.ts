@@ -1,6 +1,7 @@
 /**
- * Every example pipeline in pipelines/ runs as shipped (`sluice run`, a child process) against an emulator this test
- * started, and its output holds exactly the rows the emulator's data says it should.
+ * Every example pipeline in pipelines/ runs as shipped (`sluice run`, through the CLI's own entry in this process; the
+ * `--show` run as a child process of the shipped bin) against an emulator this test started, and its output holds
+ * exactly the rows the emulator's data says it should.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -15,6 +16,7 @@ import {
   emulator,
   query,
   ROOT,
+  runInProcess,
   runOk,
   snapshots,
   workspace,
@@ -65,7 +67,7 @@ function yamlQueries(file: string, key: string): string[] {
 
 const checks: Record<string, () => Promise<void>> = {
   'company_profiles.yaml': async () => {
-    const r = await runOk(ws.pipeline('company_profiles.yaml'), emu);
+    const r = await runInProcess(ws.pipeline('company_profiles.yaml'), emu);
     const snap = await snapshotOf(r.stderr);
     const countries = readFileSync(ws.pipeline('filters/countries.csv'), 'utf8').trim().split('\n').slice(1);
     const expected = profilesWhere((p) => countries.includes(p.country_code) && Number(p.followers) >= 100);
@@ -89,7 +91,7 @@ const checks: Record<string, () => Promise<void>> = {
   },
 
   'countries.yaml': async () => {
-    await runOk(ws.pipeline('countries.yaml'), emu);
+    await runInProcess(ws.pipeline('countries.yaml'), emu);
     const answer = (await api(emu, 'GET', '/countrieslist')) as {
       zone_types: Record<string, { country_codes: string[] }>;
     };
@@ -101,7 +103,7 @@ const checks: Record<string, () => Promise<void>> = {
   },
 
   'datasets.yaml': async () => {
-    await runOk(ws.pipeline('datasets.yaml'), emu);
+    await runInProcess(ws.pipeline('datasets.yaml'), emu);
     const answer = (await api(emu, 'GET', '/datasets/list')) as Obj[];
     const rows = await query(`SELECT id, name, size FROM w.datasets ORDER BY id`, { duckdb: warehouse });
     // The source trims the stray spaces the service's names carry.
@@ -110,7 +112,7 @@ const checks: Record<string, () => Promise<void>> = {
   },
 
   'deep_lookup.yaml': async () => {
-    const r = await runOk(ws.pipeline('deep_lookup.yaml'), emu);
+    const r = await runInProcess(ws.pipeline('deep_lookup.yaml'), emu);
     const id = /deep lookup request (ai_\w+) triggered/.exec(r.stderr)?.[1];
     expect(id, r.stderr).toBeDefined();
     const request = (await api(emu, 'GET', `/datasets/deep_lookup/v1/request/${id}`)) as Obj;
@@ -127,7 +129,7 @@ const checks: Record<string, () => Promise<void>> = {
   },
 
   'file.yaml': async () => {
-    await runOk(ws.pipeline('file.yaml'), undefined);
+    await runInProcess(ws.pipeline('file.yaml'), undefined);
     const lines = readFileSync(ws.pipeline('data/sample.jsonl'), 'utf8')
       .split('\n')
       .filter((l) => l.trim());
@@ -144,7 +146,7 @@ const checks: Record<string, () => Promise<void>> = {
   },
 
   'reviews.yaml': async () => {
-    await runOk(ws.pipeline('reviews.yaml'), emu);
+    await runInProcess(ws.pipeline('reviews.yaml'), emu);
     const queries = yamlQueries(ws.pipeline('reviews.yaml'), 'from_serp');
     expect(queries.length).toBeGreaterThan(0);
     const fids = [...new Set(queries.map((q) => knowledgeFid(SEED, ENGINE, q)).filter((f) => f !== undefined))];
@@ -155,7 +157,7 @@ const checks: Record<string, () => Promise<void>> = {
   },
 
   'serp.yaml': async () => {
-    await runOk(ws.pipeline('serp.yaml'), emu);
+    await runInProcess(ws.pipeline('serp.yaml'), emu);
     const queries = yamlQueries(ws.pipeline('serp.yaml'), 'queries');
     expect(queries).toHaveLength(3);
     const expected = queries.flatMap((q) =>
@@ -168,7 +170,7 @@ const checks: Record<string, () => Promise<void>> = {
   },
 
   'snapshot_to_parquet.yaml': async () => {
-    const r = await runOk(ws.pipeline('snapshot_to_parquet.yaml'), emu);
+    const r = await runInProcess(ws.pipeline('snapshot_to_parquet.yaml'), emu);
     const snap = await snapshotOf(r.stderr);
     const expected = profilesWhere((p) => Number(p.followers) > 0).slice(0, 5000); // records_limit
     expect(snap.dataset_size).toBe(expected.length);
@@ -184,7 +186,7 @@ const checks: Record<string, () => Promise<void>> = {
   },
 
   'zone_cost.yaml': async () => {
-    await runOk(ws.pipeline('zone_cost.yaml'), emu);
+    await runInProcess(ws.pipeline('zone_cost.yaml'), emu);
     const answer = (await api(emu, 'GET', '/zone/cost?zone=serp_zone')) as Record<string, Record<string, Obj>>;
     const buckets = Object.values(answer).flatMap((zone) => Object.keys(zone));
     const rows = await query(`SELECT * FROM read_json('${ws.out}/zone_cost/*.jsonl')`);

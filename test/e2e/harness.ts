@@ -149,12 +149,13 @@ export async function runOk(file: string, service: { url: string } | undefined, 
  */
 export async function runInProcess(
   file: string,
-  service: { url: string },
+  service: { url: string } | undefined,
+  ...extra: string[]
 ): Promise<{ stdout: string; stderr: string }> {
   // Imported here: the files that never run in-process need not load the whole CLI.
   const [{ runCli }, { memoryIo }] = await Promise.all([import('../../src/cli/cli.js'), import('../cli/memory-io.js')]);
-  const io = memoryIo({ SLUICE_BASE_URL: service.url, SLUICE_API_KEY: API_KEY });
-  const code = await runCli(['run', file, '--no-progress'], io);
+  const io = memoryIo({ ...(service && { SLUICE_BASE_URL: service.url }), SLUICE_API_KEY: API_KEY });
+  const code = await runCli(['run', file, '--no-progress', ...extra], io);
   const out = { stdout: io.stdout.join('\n'), stderr: io.stderr.join('\n') };
   if (code !== 0) throw new Error(`sluice run ${path.basename(file)} (in-process) exited ${code}:\n${out.stderr}`);
   return out;

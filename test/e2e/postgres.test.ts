@@ -203,7 +203,11 @@ describe('postgres sink end to end', () => {
     expect(cleanProfiles, 'the clean run ran first').toBeDefined();
     const paid = emu.stats.paid.filter ?? 0;
     // The three cells at once (each with its own database and state): most of a run is waiting on the service.
-    const failpoints = ['postgres:mid-copy=300000', 'postgres:after-data=2', 'engine:after-commit=1'];
+    // `npm test` kills mid-COPY; CI (SLUICE_CRASH_MATRIX=full) also before a unit's COMMIT and right after one.
+    const failpoints =
+      process.env.SLUICE_CRASH_MATRIX === 'full'
+        ? ['postgres:mid-copy=300000', 'postgres:after-data=2', 'engine:after-commit=1']
+        : ['postgres:mid-copy=300000'];
     await Promise.all(failpoints.map((failpoint, i) => crashCell(failpoint, i === 0)));
     expect((emu.stats.paid.filter ?? 0) - paid, 'one filter job per crashed run and its rerun').toBe(failpoints.length);
   });

@@ -1,7 +1,7 @@
 /**
  * Shards as a first-class mode: `sluice prepare` starts the filter job once; four `sluice run --shard auto`
  * processes (Kubernetes-style JOB_COMPLETION_INDEX) started together on one machine share the pipeline's state
- * directory and write one output directory, and together give the single run's rows. One shard killed with -9 and
+ * directory and write one output directory and one Postgres table, and together give the single run's rows. One shard killed with -9 and
  * run again alone completes the set; `sluice finalize` says so only then.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -13,10 +13,12 @@ import { inShard } from '../../src/engine/run.js';
 import { api, API_KEY, emulator, runInProcess, sluice, workspace } from './harness.js';
 import { runCli } from '../../src/cli/cli.js';
 import { memoryIo } from '../cli/memory-io.js';
+import { startPostgres, type PostgresServer } from '../support/postgres-server.js';
 
 const SHARDS = 4;
 
-const PIPELINE = `version: 1
+/** The pipeline into one directory, and (`pgUrl`: a database) into one Postgres table as well. */
+const pipeline = (pgUrl?: string): string => `version: 1
 name: scale_out
 service:
   base_url: \${SLUICE_BASE_URL}
@@ -25,16 +27,30 @@ source:
   type: snapshot
   dataset_id: gd_l1vikfnt1wgvvqz95w
   filter: { name: followers, operator: '>=', value: 0 }
+  records_limit: 4500
   download: { format: jsonl, compress: true, batch_size: 1000 }
   poll: { interval_ms: 50 }
-sink: { type: jsonl, path: ../out/companies, write: append }
-`;
+sinks:
+  - { type: jsonl, path: ../out/companies, write: append }
+${pgUrl ? `  - { type: postgres, url: '${pgUrl}', table: companies, write: append }\n` : ''}`;
+const PIPELINE = pipeline();
 
 let emu: EmulatorHandle;
+let pg: PostgresServer;
 beforeAll(async () => {
-  emu = await emulator({ seed: 11, size: 6000 });
+  [emu, pg] = await Promise.all([emulator({ seed: 11, size: 6000 }), startPostgres()]);
+  await Promise.all([pg.createDatabase('single'), pg.createDatabase('shards')]);
+}, 120_000);
+afterAll(async () => {
+  await emu?.close();
+  pg?.stop();
 });
-afterAll(() => emu?.close());
+
+/** A Postgres table's rows as sorted JSON. */
+async function tableRows(database: string): Promise<string[]> {
+  const rows = await pg.query<{ r: string }>(database, `SELECT to_jsonb(t)::text AS r FROM companies t`);
+  return rows.map((x) => x.r).sort();
+}
 
 const env = () => ({ SLUICE_BASE_URL: emu.url, SLUICE_API_KEY: API_KEY });
 
@@ -67,20 +83,22 @@ const paidFilters = async (): Promise<number> =>
   ((await api(emu, 'GET', '/_emulator/counters')) as { paid: Record<string, number> }).paid.filter ?? 0;
 
 describe('shards of a prepared job', () => {
-  it('prepare once, four shard processes at once into one directory = the single run; a killed shard rerun completes the set', async () => {
+  it('prepare once, four shard processes at once into one directory and one Postgres table = the single run; a killed shard rerun completes the set', async () => {
     // The single run, for reference (it pays for its own filter job).
     const single = workspace();
-    await runInProcess(single.write('scale_out.yaml', PIPELINE), emu);
+    await runInProcess(single.write('scale_out.yaml', pipeline(pg.url('single'))), emu);
     const expected = records(path.join(single.out, 'companies'));
-    expect(expected.length).toBeGreaterThan(3000);
+    expect(expected.length).toBe(4500);
 
     const ws = workspace();
-    const file = ws.write('scale_out.yaml', PIPELINE);
+    const file = ws.write('scale_out.yaml', pipeline(pg.url('shards')));
     const before = await paidFilters();
     const prep = await cli(['prepare', file, '--shards', String(SHARDS), '--json', '--quiet']);
     expect(prep.code, prep.stderr).toBe(0);
     const prepared = JSON.parse(prep.stdout) as { id: string; units: number; paidJobs: { kind: string }[] };
     expect(prepared.paidJobs.map((j) => j.kind)).toEqual(['filter']);
+    // 5 parts: every one of the 4 shards has work, and one has two (the one killed after its first commit).
+    expect(prepared.units).toBe(5);
     expect(await paidFilters()).toBe(before + 1);
     const output = path.join(ws.out, 'companies');
     expect(existsSync(path.join(output, '.sluice-prepared.json')), 'the record next to the output').toBe(true);
@@ -125,9 +143,12 @@ describe('shards of a prepared job', () => {
     expect(runsOut.stdout).toContain(`${SHARDS}/${SHARDS} shard(s) committed`);
 
     expect(records(output)).toEqual(expected);
+    const table = await tableRows('shards');
+    expect(table.length).toBe(4500);
+    expect(table).toEqual(await tableRows('single'));
     // The shards downloaded the prepared snapshot: no filter job of their own.
     expect(await paidFilters()).toBe(before + 1);
-  });
+  }, 150_000);
 
   it('a shard run again after it completed commits nothing twice', async () => {
     const ws = workspace();
@@ -144,7 +165,25 @@ describe('shards of a prepared job', () => {
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/not committed: 0\/2/);
     expect(missing.stdout).toMatch(/shard 0\/2\s+not started/);
-  });
+  }, 90_000);
+});
+
+describe('sluice prepare', () => {
+  it('killed after the filter job started, run again: reuses that job, never pays twice', async () => {
+    const ws = workspace();
+    const file = ws.write('scale_out.yaml', PIPELINE);
+    const before = await paidFilters();
+    const killed = await sluice(['prepare', file], {
+      service: emu,
+      env: { SLUICE_FAILPOINTS: 'snapshot:job-checkpointed' },
+    });
+    expect(killed.signal, killed.stderr).toBe('SIGKILL');
+    expect(await paidFilters()).toBe(before + 1);
+    const again = await cli(['prepare', file]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(/^prepared scale_out \(\S+\): reused filter snap_\w+; 5 unit\(s\)/);
+    expect(await paidFilters()).toBe(before + 1);
+  }, 90_000);
 });
 
 describe('--shard auto', () => {

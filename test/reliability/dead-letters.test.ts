@@ -86,8 +86,8 @@ function jsonlIds(ws: Workspace): number[] {
   const manifest = JSON.parse(readFileSync(path.join(dir, '_sluice_manifest.json'), 'utf8')) as {
     units: Record<string, { files: string[] }>;
   };
-  return Object.values(manifest.units)
-    .flatMap((u) => u.files)
+  // Units published together share their files.
+  return [...new Set(Object.values(manifest.units).flatMap((u) => u.files))]
     .flatMap((f) =>
       readFileSync(path.join(dir, f), 'utf8')
         .split('\n')

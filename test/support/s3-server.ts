@@ -41,15 +41,10 @@ export async function startS3Server(): Promise<S3TestServer> {
     AWS_REGION: 'us-east-1',
   };
   const client = s3Client({ endpoint, region: 'us-east-1', force_path_style: true });
-  // The clients read credentials from the environment (lazily, at their first request); restored by stop().
-  const saved = {
-    AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID,
-    AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY,
-  };
-  Object.assign(process.env, {
-    AWS_ACCESS_KEY_ID: env.AWS_ACCESS_KEY_ID,
-    AWS_SECRET_ACCESS_KEY: env.AWS_SECRET_ACCESS_KEY,
-  });
+  // Sinks opened in this process find the server as a child would, through the standard environment (the clients
+  // read credentials lazily, at their first request); stop() restores it.
+  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, env);
   return {
     endpoint,
     client,

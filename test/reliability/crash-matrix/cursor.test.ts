@@ -1,7 +1,7 @@
 /**
  * Crash matrix cells for the cursor (incremental loads): an incremental file pipeline into DuckDB and JSONL, its
  * second night killed with SIGKILL between a unit's data commit and what follows it. Right after the kill, each
- * sink's cursor names exactly the files whose rows it holds — never one more (the cursor ahead of the data would
+ * sink's cursor names exactly the files whose rows it holds (committed: published or staged) — never one more (the cursor ahead of the data would
  * skip a file forever) and never one less; one rerun then gives every row exactly once, as a clean run does, and
  * the run after that loads nothing.
  *
@@ -33,7 +33,9 @@ const PIPELINE = [
   'source: { type: file, paths: [in], format: jsonl, concurrency: 1 }',
   'sinks:',
   '  - { type: duckdb, path: out.duckdb, table: t }',
-  '  - { type: jsonl, path: out/jsonl }',
+  // A one-byte target: each unit is published on its own right after it is staged, so the data a reader sees is
+  // the cursor's and a `files:*` failpoint's hit count names a unit.
+  '  - { type: jsonl, path: out/jsonl, target_file_mb: 0.000001 }',
   '',
 ].join('\n');
 
@@ -71,14 +73,19 @@ async function firstNight(): Promise<string> {
 async function sinkRows(dir: string): Promise<Map<string, number[]>[]> {
   const duck = await query('SELECT id::INTEGER AS id, file FROM w.t', { duckdb: path.join(dir, 'out.duckdb') });
   const out = path.join(dir, 'out/jsonl');
-  const jsonl = readdirSync(out)
-    .filter((f) => f.endsWith('.jsonl'))
-    .flatMap((f) =>
-      readFileSync(path.join(out, f), 'utf8')
-        .split('\n')
-        .filter((l) => l !== '')
-        .map((l) => JSON.parse(l) as Obj),
-    );
+  // What the JSONL sink holds: its published files, and the units its manifest committed as staged (committed, not
+  // yet published: a reader sees them once a run publishes them, and the cursor rightly counts them).
+  const manifest = JSON.parse(readFileSync(path.join(out, '_sluice_manifest.json'), 'utf8')) as {
+    units: Record<string, { staged?: { file: string } }>;
+  };
+  const staged = Object.values(manifest.units).flatMap((u) => (u.staged ? [u.staged.file] : []));
+  const published = readdirSync(out).filter((f) => f.endsWith('.jsonl'));
+  const jsonl = [...published, ...staged].flatMap((f) =>
+    readFileSync(path.join(out, f), 'utf8')
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as Obj),
+  );
   return [duck, jsonl].map((rows) => {
     const byFile = new Map<string, number[]>();
     for (const r of rows) byFile.set(r.file as string, [...(byFile.get(r.file as string) ?? []), r.id as number]);

@@ -2,7 +2,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
-import { copyCheckedJsonl } from '../../../sinks/jsonl/copy.js';
+import { concatFiles, copyCheckedJsonl } from '../../../sinks/jsonl/copy.js';
 import { BadJsonlLine } from '../../../sinks/raw-jsonl/line.js';
 import { removeTempDirs, tempDir } from '../helpers.js';
 
@@ -26,6 +26,22 @@ describe('copyCheckedJsonl', () => {
     await writeFile(src, text);
     expect(await copyCheckedJsonl(src, path.join(dir, 'out.jsonl.gz'), 1)).toBe(2);
     expect(gunzipSync(await readFile(path.join(dir, 'out.jsonl.gz'))).toString()).toBe(text);
+  });
+
+  it('ends every copy with a newline, as a gzip member of its own when gzip, so copies can be joined', async () => {
+    const dir = await tempDir();
+    const cut = '{"a":1}\n{"a":2}';
+    await writeFile(path.join(dir, 'in.jsonl.gz'), gzipSync(cut));
+    expect(await copyCheckedJsonl(path.join(dir, 'in.jsonl.gz'), path.join(dir, 'a.jsonl.gz'), 1)).toBe(2);
+    const copied = await readFile(path.join(dir, 'a.jsonl.gz'));
+    expect(copied.subarray(0, gzipSync(cut).length)).toEqual(gzipSync(cut));
+    expect(gunzipSync(copied).toString()).toBe(`${cut}\n`);
+    await writeFile(path.join(dir, 'in.jsonl'), cut);
+    expect(await copyCheckedJsonl(path.join(dir, 'in.jsonl'), path.join(dir, 'b.jsonl'), undefined)).toBe(2);
+    expect(await readFile(path.join(dir, 'b.jsonl'), 'utf8')).toBe(`${cut}\n`);
+
+    await concatFiles([path.join(dir, 'a.jsonl.gz'), path.join(dir, 'a.jsonl.gz')], path.join(dir, 'both.jsonl.gz'));
+    expect(gunzipSync(await readFile(path.join(dir, 'both.jsonl.gz'))).toString()).toBe(`${cut}\n${cut}\n`);
   });
 
   it('throws on a line that is not a JSON object, with its byte offset', async () => {

@@ -3,8 +3,10 @@
  * sees a data object only once the manifest lists it; a crash before the manifest leaves temp objects only, removed
  * on the next open; a crash after it is rolled forward on the next open; `replace` switches through the pointer.
  */
-import { writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SluiceError } from '../../../src/core/errors.js';
 import { OutputDir, outputLockPath, type OutputDirOptions } from '../../../sinks/output-files/output-dir.js';
 import { parseS3Url } from '../../../sinks/output-files/s3.js';
 import { startS3Server, type S3TestServer } from '../../support/s3-server.js';
@@ -124,5 +126,60 @@ describe('OutputDir on S3', () => {
     };
     expect(Object.keys(manifest.units)).toEqual(['new']);
     expect(await dataKeys(o)).toEqual([`${p}.sluice-generations/${after.generation}/new.jsonl`]);
+  });
+});
+
+describe('OutputDir on S3: staging files', () => {
+  it('uploads a staging file before the manifest refers to it, downloads it for a later run, deletes it once published', async () => {
+    const o = await options({ format: 'parquet' });
+    const p = prefixOf(o);
+    const out = await OutputDir.open(o);
+    await mkdir(out.stagedDir, { recursive: true });
+    await writeFile(path.join(out.stagedDir, 'u.staged'), '{"x":1}\n');
+    const staged = { file: '.sluice-staged/u.staged', bytes: 8, schema: [] };
+    await out.commit({
+      moves: [],
+      apply: (m) => void (m.units.u = { records: 1, files: [], committed_at: '', staged }),
+    });
+    expect(await s3.keys(BUCKET, p)).toEqual([`${p}.sluice-staged/u.staged`, `${p}_sluice_manifest.json`]);
+
+    // A run on another machine (no local copy) gets the staged rows back from the store.
+    await rm(out.stagedDir, { recursive: true, force: true });
+    const again = await OutputDir.open(o);
+    expect(await readFile(path.join(again.stagedDir, 'u.staged'), 'utf8')).toBe('{"x":1}\n');
+
+    const tmp = again.tempPath('pub');
+    await writeFile(tmp, 'parquet bytes');
+    await again.commit({
+      moves: [{ from: tmp, to: 'part-1.parquet' }],
+      apply: (m) => {
+        delete m.units.u!.staged;
+        m.units.u!.files = ['part-1.parquet'];
+      },
+    });
+    expect(await s3.keys(BUCKET, p)).toEqual([`${p}_sluice_manifest.json`, `${p}part-1.parquet`]);
+  });
+});
+
+describe('S3 errors', () => {
+  it('refused credentials: the error says to check the credentials, and no message holds the secret', async () => {
+    const secret = 'not-the-S3RVER-secret-9d2f';
+    const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
+    Object.assign(process.env, { AWS_ACCESS_KEY_ID: 'NOT-A-KEY', AWS_SECRET_ACCESS_KEY: secret });
+    try {
+      const err = (await OutputDir.open(await options()).catch((e: unknown) => e)) as SluiceError;
+      expect(err).toBeInstanceOf(SluiceError);
+      expect(err.hint).toContain('credentials');
+      expect(`${err.message} ${err.hint} ${String(err.stack)}`).not.toContain(secret);
+    } finally {
+      Object.assign(process.env, { AWS_ACCESS_KEY_ID: saved.id, AWS_SECRET_ACCESS_KEY: saved.secret });
+    }
+  });
+
+  it('parses s3:// URLs into bucket and prefix, and refuses one without a bucket', () => {
+    expect(parseS3Url('s3://lake/companies')).toEqual({ bucket: 'lake', prefix: 'companies/' });
+    expect(parseS3Url('s3://lake/a/b/')).toEqual({ bucket: 'lake', prefix: 'a/b/' });
+    expect(parseS3Url('s3://lake')).toEqual({ bucket: 'lake', prefix: '' });
+    expect(() => parseS3Url('s3:///x')).toThrow(SluiceError);
   });
 });

@@ -149,7 +149,11 @@ describe('postgres sink: append', () => {
     const { sink } = await openSink({ table }, {}, { hooks: { beforeCheckpoint } });
     await sink.writeUnit(unit('ok'), batches([{ id: 1 }]));
     await expect(sink.writeUnit(unit('boom'), batches([{ id: 2 }, { id: 3 }]))).rejects.toThrow(/crash before/);
-    await expect(sink.writeUnit(unit('broken'), failingBatches([{ id: 4 }]))).rejects.toThrow(/source broke/);
+    const broken = await sink.writeUnit(unit('broken'), failingBatches([{ id: 4 }])).catch((e: unknown) => e);
+    // The source's own error, not a sink failure: whether the unit is tried again is the source's to say.
+    expect(broken).toBeInstanceOf(Error);
+    expect(broken).not.toBeInstanceOf(SluiceError);
+    expect((broken as Error).message).toBe('source broke mid-unit');
     expect(await rows(`SELECT id::int AS id FROM ${table}`)).toEqual([{ id: 1 }]);
     expect(await sink.committedUnits()).toEqual(new Set(['run1/ok']));
   });
@@ -245,6 +249,60 @@ describe('postgres sink: schema', () => {
       odd: VARCHAR,
     });
     expect(sink.typeName(listOf(TIMESTAMP))).toBe('timestamptz[]');
+  });
+
+  it('a unit whose later batches need new or wider columns keeps every row, in order, converted as the table was', async () => {
+    const table = freshTable();
+    const { sink } = await openSink({ table });
+    const r = await sink.writeUnit(
+      unit('u1'),
+      batches(
+        [
+          { id: 1, n: 1, tags: ['a'], s: 'x' },
+          { id: 2, n: 2, tags: null, s: 'tab\there' },
+        ],
+        [{ id: 3, n: 3 }],
+        [{ id: 4, n: 4.5, tags: [{ deep: 1 }], s: { o: 1 }, extra: true }],
+        [{ id: 5, n: 5, extra: false }],
+      ),
+    );
+    expect(r.records).toBe(5);
+    expect(r.schemaChanges).toEqual([
+      { column: 'n', change: 'widened', from: 'bigint', to: 'double precision' },
+      { column: 'tags', change: 'widened', from: 'text[]', to: 'jsonb' },
+      { column: 's', change: 'widened', from: 'text', to: 'jsonb' },
+      { column: 'extra', change: 'added', to: 'boolean' },
+    ]);
+    expect(await rows(`SELECT id::int AS id, n, tags, s, extra FROM ${table} ORDER BY id`)).toEqual([
+      { id: 1, n: 1, tags: ['a'], s: 'x', extra: null },
+      { id: 2, n: 2, tags: null, s: 'tab\there', extra: null },
+      { id: 3, n: 3, tags: null, s: null, extra: null },
+      { id: 4, n: 4.5, tags: [{ deep: 1 }], s: { o: 1 }, extra: true },
+      { id: 5, n: 5, tags: null, s: null, extra: false },
+    ]);
+    expect(await rows(`SELECT records::int AS n FROM _sluice_state WHERE table_name = 'public.${table}'`)).toEqual([
+      { n: 5 },
+    ]);
+  });
+
+  it('merge: a unit that needs the table changed mid-unit still lets its last row for a key win', async () => {
+    const table = freshTable();
+    const { sink } = await openSink({ table, write: 'merge', primary_key: ['id'] });
+    await sink.writeUnit(
+      unit('u1'),
+      batches(
+        [
+          { id: 1, v: 'first' },
+          { id: 2, v: 'two' },
+        ],
+        [{ id: 1, v: 'second', more: 1 }],
+        [{ id: 1, v: 'last' }],
+      ),
+    );
+    expect(await rows(`SELECT id::int AS id, v, more::int AS more FROM ${table} ORDER BY id`)).toEqual([
+      { id: 1, v: 'last', more: null },
+      { id: 2, v: 'two', more: null },
+    ]);
   });
 
   it('two sinks (as two shard processes) loading and evolving one table at once lose nothing and never deadlock', async () => {
