@@ -10,6 +10,7 @@ import { buildComponents, sinkConfigs } from './components.js';
 import { LINEAGE_COLUMNS } from './lineage.js';
 import { createLogger } from './logger.js';
 import { pipelinePaths } from './paths.js';
+import { cursorForPlan } from './plan-cursor.js';
 import { ServiceConnection } from './service.js';
 import { FileStateStore, MemoryStateStore } from './state-store.js';
 import { newRunCounters } from './summary.js';
@@ -53,6 +54,13 @@ export async function planPipeline(
     dryRun: true,
   };
   try {
+    // An incremental source plans from the cursor its sinks committed, as the run would.
+    const cursor = await cursorForPlan(
+      built.source,
+      built.sinks.map((s) => s.sink),
+      { paths, baseDir: p.baseDir, pipeline: p.name, file: p.file, log, note: (t) => notes.push(t) },
+    );
+    if (cursor !== undefined) sctx.checkpoints = cursor;
     // Free checks against the service (key, zone, dataset, snapshot, request) before the plan is made.
     await built.source.preflight?.(sctx);
     const units = await built.source.plan(sctx).catch((err: unknown) => {

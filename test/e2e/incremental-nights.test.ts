@@ -118,6 +118,11 @@ describe('incremental loads over simulated nights', () => {
     expect(io.stdout.join('\n')).toContain(
       'effective filter (incremental on timestamp): {"operator":"and","filters":[{"name":"name","operator":"is_not_null"},{"name":"timestamp","operator":">"',
     );
+    // … from the cursor the sinks committed (the newest timestamp loaded), not from `initial`.
+    const newest = (await table('nightly_snapshot')).map((r) => Date.parse(r.ts as string)).sort((a, b) => b - a)[0]!;
+    const shown = /"name":"timestamp","operator":">","value":"([^"]+)"/.exec(io.stdout.join('\n'))?.[1];
+    expect(shown, io.stdout.join('\n')).toBeDefined();
+    expect(Date.parse(shown!)).toBe(newest);
     expect((await counters()).paid).toEqual(before.paid);
     expect(loaded).toBeGreaterThan(150);
   });

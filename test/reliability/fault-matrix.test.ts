@@ -8,11 +8,11 @@ import { describe, expect, it } from 'vitest';
 import { FAULT_WEIGHTS, formatMatrix, runFaultMatrix, type MatrixResult } from '../../bench/fault-matrix.js';
 
 /**
- * `npm test` runs the seeds whose cells, between them, inject every fault kind (truncated gzip in two of them); CI
+ * `npm test` runs the two seeds whose cells, between them, inject every fault kind (truncated gzip in both); CI
  * (`SLUICE_FAULT_MATRIX=full`) and `npx tsx bench/fault-matrix.ts` run all five. The assertion below that every kind
  * struck keeps the subset honest if the emulator's fault draw ever changes.
  */
-const SEEDS = process.env.SLUICE_FAULT_MATRIX === 'full' ? [1, 2, 3, 4, 5] : [1, 3, 4];
+const SEEDS = process.env.SLUICE_FAULT_MATRIX === 'full' ? [1, 2, 3, 4, 5] : [3, 4];
 
 describe('fault matrix', () => {
   it('every pipeline × sink × seed ends with the clean output and pays once', { timeout: 240_000 }, async () => {
