@@ -77,7 +77,7 @@ describe('the checks the crash matrix relies on', () => {
 });
 
 describe('the cells npm test runs', () => {
-  it('(with the full matrix: strike every failpoint) kill every sink kind and the crawl, and kill from outside at least twice', () => {
+  it('(with the full matrix: strike every failpoint) kill every sink kind and the crawl, and kill from outside', () => {
     // Every failpoint is struck by the full matrix (CI); npm test's cells kill every sink kind and the crawl.
     const struck = new Set(CELLS.flatMap((c) => ('failpoint' in c.kill ? [c.kill.failpoint.split('=')[0]] : [])));
     // The postgres sink's and S3's failpoints need a server: test/e2e/postgres.test.ts and s3.test.ts strike them.
@@ -85,7 +85,7 @@ describe('the cells npm test runs', () => {
     expect(Object.keys(FAILPOINTS).filter((f) => !struck.has(f) && !needServer(f))).toEqual([]);
     const kinds = (cells: typeof CELLS): string[] => [...new Set(cells.map((c) => `${c.pipeline}/${c.sink}`))].sort();
     expect(kinds(TEST_CELLS)).toEqual(kinds(CELLS));
-    expect(TEST_CELLS.filter((c) => 'external' in c.kill).length).toBeGreaterThanOrEqual(2);
+    expect(TEST_CELLS.filter((c) => 'external' in c.kill).length).toBeGreaterThanOrEqual(1);
   });
 
   it('are cells of the full matrix, each in exactly one of the groups the test files run', () => {
