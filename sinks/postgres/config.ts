@@ -3,6 +3,7 @@
  * Option names follow the duckdb sink's (`table`, `schema`, `write`, `primary_key`); `url` replaces `path`.
  */
 import { z } from 'zod';
+import { mergeKeyRule } from '../merge-key-rule.js';
 import { lineageOption } from '../../src/engine/lineage.js';
 import { schemaContractOption } from '../../src/schema/contract.js';
 
@@ -44,20 +45,7 @@ export const postgresSinkSchema = z
     schema_contract: schemaContractOption,
   })
   .strict()
-  .superRefine((c, ctx) => {
-    if (c.write === 'merge' && !c.primary_key)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['primary_key'],
-        message: '`write: merge` needs `primary_key`: the column(s) that identify a row, e.g. `primary_key: [id]`',
-      });
-    if (c.write !== 'merge' && c.primary_key)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['primary_key'],
-        message: '`primary_key` is only used with `write: merge`: remove it, or set `write: merge`',
-      });
-  });
+  .superRefine(mergeKeyRule);
 
 export type PostgresSinkConfig = z.infer<typeof postgresSinkSchema>;
 
