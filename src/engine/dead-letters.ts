@@ -26,22 +26,23 @@ import type { RunOptions, RunSummary } from './api.js';
 import { sinkConfigs } from './components.js';
 import { deadLetterKey, readDeadLetters, type LetterContext, type StoredDeadLetter } from './dead-letter-file.js';
 import { createLogger } from './logger.js';
-import { pipelinePaths } from './paths.js';
+import { pipelinePaths, type ShardId } from './paths.js';
 import { acquireRunLock } from './run-lock.js';
 import type { RunHooks } from './run-hooks.js';
 import { runPipeline } from './run.js';
 import { FileStateStore } from './state-store.js';
 
-function replayDir(p: LoadedPipeline): string {
-  return path.join(pipelinePaths(p).stateDir, 'replay');
+/** A shard's letters are its own: written, listed and replayed under the shard's state directory. */
+function replayDir(p: LoadedPipeline, shard?: ShardId): string {
+  return path.join(pipelinePaths(p, shard).stateDir, 'replay');
 }
 
-function replayedFile(p: LoadedPipeline): string {
-  return path.join(pipelinePaths(p).stateDir, 'dead-letters.replayed.json');
+function replayedFile(p: LoadedPipeline, shard?: ShardId): string {
+  return path.join(pipelinePaths(p, shard).stateDir, 'dead-letters.replayed.json');
 }
 
-function pendingFile(p: LoadedPipeline): string {
-  return path.join(replayDir(p), 'pending.json');
+function pendingFile(p: LoadedPipeline, shard?: ShardId): string {
+  return path.join(replayDir(p, shard), 'pending.json');
 }
 
 async function readJson<T>(file: string): Promise<T | undefined> {
@@ -70,14 +71,14 @@ async function writeJsonAtomic(file: string, value: unknown): Promise<void> {
   await rename(tmp, file);
 }
 
-async function replayedKeys(p: LoadedPipeline): Promise<Set<string>> {
-  return new Set((await readJson<string[]>(replayedFile(p))) ?? []);
+async function replayedKeys(p: LoadedPipeline, shard?: ShardId): Promise<Set<string>> {
+  return new Set((await readJson<string[]>(replayedFile(p, shard))) ?? []);
 }
 
-/** Dead letters not yet replayed successfully. */
-export async function listDeadLetters(p: LoadedPipeline): Promise<StoredDeadLetter[]> {
-  const done = await replayedKeys(p);
-  return (await readDeadLetters(pipelinePaths(p).deadLetterFile)).filter((d) => !done.has(deadLetterKey(d)));
+/** Dead letters not yet replayed successfully (of shard `shard` of a sharded run). */
+export async function listDeadLetters(p: LoadedPipeline, shard?: ShardId): Promise<StoredDeadLetter[]> {
+  const done = await replayedKeys(p, shard);
+  return (await readDeadLetters(pipelinePaths(p, shard).deadLetterFile)).filter((d) => !done.has(deadLetterKey(d)));
 }
 
 interface PendingReplay {
@@ -186,7 +187,7 @@ export async function replayDeadLetters(
 ): Promise<ReplayResult> {
   // The pipeline's own lock, not only the replay's state (which runPipeline locks): a run of the pipeline must not
   // start while its letters are replayed, nor a replay while it runs (the check below reads its state).
-  const paths = pipelinePaths(p);
+  const paths = pipelinePaths(p, opts.shard);
   await mkdir(paths.stateDir, { recursive: true });
   const log = hooks.log ?? createLogger({ format: opts.logFormat, level: opts.quiet ? 'warn' : 'info' });
   const lock = await acquireRunLock(paths.lockFile, {
@@ -209,7 +210,8 @@ async function replayLocked(
 ): Promise<ReplayResult> {
   const sinks = sinkConfigs(p.config);
   const replaces = sinks.some((s) => s.write === 'replace');
-  const main = await FileStateStore.open(pipelinePaths(p).stateFile);
+  const shard = opts.shard;
+  const main = await FileStateStore.open(pipelinePaths(p, shard).stateFile);
   const lastRun = main.get<string>('run:id');
   if (lastRun !== undefined && main.get('run:complete') !== true)
     throw new SluiceError(`the last run of ${p.name} (${lastRun}) has not finished`, {
@@ -218,16 +220,16 @@ async function replayLocked(
         'units it has not committed will read their records again, and a replay now could load them twice',
     });
 
-  let pending = await readJson<PendingReplay>(pendingFile(p));
+  let pending = await readJson<PendingReplay>(pendingFile(p, shard));
   // An unfinished replay into `replace` sinks that a later run has replaced since: its records went with the old
   // output, and its letters are not the current run's.
   if (pending && replaces && pending.letters.some((d) => mainRunOf(d) !== lastRun)) {
-    await rm(pendingFile(p), { force: true });
+    await rm(pendingFile(p, shard), { force: true });
     pending = undefined;
   }
   let superseded = 0;
   if (!pending) {
-    let letters = await listDeadLetters(p);
+    let letters = await listDeadLetters(p, shard);
     if (replaces) {
       const current = letters.filter((d) => mainRunOf(d) === lastRun);
       superseded = letters.length - current.length;
@@ -238,7 +240,7 @@ async function replayLocked(
       id: createHash('sha256').update(letters.map(deadLetterKey).join('\n')).digest('hex').slice(0, 16),
       letters,
     };
-    await writeJsonAtomic(pendingFile(p), pending);
+    await writeJsonAtomic(pendingFile(p, shard), pending);
   }
   checkSteps(p, pending.letters);
 
@@ -246,16 +248,19 @@ async function replayLocked(
     ...p,
     config: {
       ...p.config,
-      state_dir: replayDir(p),
+      state_dir: replayDir(p, shard),
       // New rejections are written beside the originals, so they are listed (and replayable) too.
-      dead_letter: pipelinePaths(p).deadLetterFile,
+      dead_letter: pipelinePaths(p, shard).deadLetterFile,
       // Replace sinks take the records into what the last run wrote, not into a generation of their own.
       ...(p.config.sinks ? { sinks: sinks.map(appendInstead) } : { sink: appendInstead(sinks[0]!) }),
     },
   };
+  // Not as a shard: the letters are already the shard's own, and a shard's plan would drop the replay units whose
+  // ids hash into other shards. The replay has its own state (under the shard's) and holds the shard's lock.
+  const { shard: _ownLetters, ...runOpts } = opts;
   const summary = await runPipeline(
     replayPipeline,
-    { ...opts, fresh: false },
+    { ...runOpts, fresh: false },
     {
       ...hooks,
       // Letters are read as the pipeline's own source reads units: at its concurrency.
@@ -264,10 +269,10 @@ async function replayLocked(
       firstTransform: (u) => (u.params as unknown as ReplayUnitParams).step,
     },
   );
-  const done = await replayedKeys(p);
+  const done = await replayedKeys(p, shard);
   for (const d of pending.letters) done.add(deadLetterKey(d));
-  await writeJsonAtomic(replayedFile(p), [...done]);
-  await rm(pendingFile(p), { force: true });
+  await writeJsonAtomic(replayedFile(p, shard), [...done]);
+  await rm(pendingFile(p, shard), { force: true });
   return { summary, replayed: pending.letters.length, superseded };
 }
 

@@ -1,4 +1,5 @@
 /** Where a pipeline keeps its run state and dead letters, resolved against the pipeline file's directory. */
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { LoadedPipeline } from '../pipeline/load.js';
 
@@ -25,6 +26,22 @@ export interface ShardId {
 /** `shard-2-of-4`: a shard's own directory name (state, temp files, lock; file sinks' share of the output). */
 export function shardDirName(shard: ShardId): string {
   return `shard-${shard.index}-of-${shard.count}`;
+}
+
+/** The shards that have a state directory under the pipeline's (`shard-i-of-n/`), in index order. */
+export async function shardsWithState(rootStateDir: string): Promise<ShardId[]> {
+  let names: string[];
+  try {
+    names = await readdir(rootStateDir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+  return names
+    .map((name) => /^shard-(\d+)-of-(\d+)$/.exec(name))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => ({ index: Number(m[1]), count: Number(m[2]) }))
+    .sort((a, b) => a.count - b.count || a.index - b.index);
 }
 
 /**
