@@ -104,12 +104,30 @@ function mainRunOf(d: StoredDeadLetter): string {
   return typeof origin === 'string' ? origin : d.run;
 }
 
+/** A sink's letter holds a row that passed every transform. */
+function isSinkLetter(d: StoredDeadLetter): boolean {
+  return d.stage.startsWith('sink:');
+}
+
+/**
+ * A `discard_value` letter of a schema contract holds the value taken out, not a row: the row itself was stored
+ * without it, so there is nothing to load again.
+ */
+function holdsValueOnly(d: StoredDeadLetter): boolean {
+  return isSinkLetter(d) && d.reason.startsWith('value discarded by schema_contract');
+}
+
+/** The transform a letter re-enters at: the one that rejected it; a sink's letter after the last transform. */
+function entryStep(d: StoredDeadLetter, transforms: number): number {
+  return d.step ?? (isSinkLetter(d) ? transforms : 0);
+}
+
 /** The letters' raw text as records again; ones that still do not parse become dead letters of the replay. */
-function replaySource(letters: StoredDeadLetter[], concurrency: number | undefined): Source {
+function replaySource(letters: StoredDeadLetter[], concurrency: number | undefined, transforms: number): Source {
   const groups = new Map<string, StoredDeadLetter[]>();
   for (const d of letters) {
     // Crawl unit ids repeat every run: the run keeps tonight's page apart from last night's.
-    const k = JSON.stringify([mainRunOf(d), d.unit, d.step ?? -1]);
+    const k = JSON.stringify([mainRunOf(d), d.unit, entryStep(d, transforms)]);
     groups.set(k, [...(groups.get(k) ?? []), d]);
   }
   // Letters stay out of the unit's params: transforms see the params, and their letters copy them.
@@ -119,7 +137,12 @@ function replaySource(letters: StoredDeadLetter[], concurrency: number | undefin
     lettersOf.set(id, ds);
     // The original unit's params come back too: normalizers read query, page and fetch time from them.
     const d = ds[0]!;
-    const params = { ...(d.unit_params ?? {}), replay_of: d.unit, [ORIGIN_RUN]: mainRunOf(d), step: d.step ?? 0 };
+    const params = {
+      ...(d.unit_params ?? {}),
+      replay_of: d.unit,
+      [ORIGIN_RUN]: mainRunOf(d),
+      step: entryStep(d, transforms),
+    };
     return { id, params };
   });
   return {
@@ -178,6 +201,8 @@ export interface ReplayResult {
   replayed: number;
   /** Letters of earlier runs that `write: replace` sinks have replaced: not replayed. */
   superseded: number;
+  /** `discard_value` letters (a value, not a row): listed, never replayed. */
+  valuesOnly: number;
 }
 
 export async function replayDeadLetters(
@@ -228,14 +253,28 @@ async function replayLocked(
     pending = undefined;
   }
   let superseded = 0;
+  let valuesOnly = 0;
   if (!pending) {
     let letters = await listDeadLetters(p, shard);
+    valuesOnly = letters.filter(holdsValueOnly).length;
+    letters = letters.filter((d) => !holdsValueOnly(d));
     if (replaces) {
       const current = letters.filter((d) => mainRunOf(d) === lastRun);
       superseded = letters.length - current.length;
       letters = current;
     }
-    if (letters.length === 0) return { replayed: 0, superseded };
+    const ofOneSink = [...new Set(letters.filter(isSinkLetter).map((d) => d.stage))];
+    if (ofOneSink.length > 0 && sinks.length > 1)
+      throw new SluiceError(
+        `${p.name}'s dead letters include rows one of its ${sinks.length} sinks refused (${ofOneSink.join(', ')}): ` +
+          'a replay would load them into every sink, and the others hold them already',
+        {
+          hint:
+            'replay them through a copy of the pipeline (same name, next to it) whose `sinks:` keeps only that sink; ' +
+            'the other letters replay with this pipeline once those are done',
+        },
+      );
+    if (letters.length === 0) return { replayed: 0, superseded, valuesOnly };
     pending = {
       id: createHash('sha256').update(letters.map(deadLetterKey).join('\n')).digest('hex').slice(0, 16),
       letters,
@@ -264,7 +303,7 @@ async function replayLocked(
     {
       ...hooks,
       // Letters are read as the pipeline's own source reads units: at its concurrency.
-      source: replaySource(pending.letters, sourceConcurrency(p)),
+      source: replaySource(pending.letters, sourceConcurrency(p), (p.config.transforms ?? []).length),
       runId: `replay-${pending.id}`,
       firstTransform: (u) => (u.params as unknown as ReplayUnitParams).step,
     },
@@ -273,7 +312,7 @@ async function replayLocked(
   for (const d of pending.letters) done.add(deadLetterKey(d));
   await writeJsonAtomic(replayedFile(p, shard), [...done]);
   await rm(pendingFile(p, shard), { force: true });
-  return { summary, replayed: pending.letters.length, superseded };
+  return { summary, replayed: pending.letters.length, superseded, valuesOnly };
 }
 
 function appendInstead(sink: ComponentConfig): ComponentConfig {

@@ -110,3 +110,64 @@ function outputLines(dir: string): string[] {
     .filter((e) => e.isFile() && e.name.endsWith('.jsonl') && !e.parentPath.includes('.sluice'))
     .flatMap((e) => readFileSync(path.join(e.parentPath, e.name), 'utf8').split('\n').filter(Boolean));
 }
+
+describe('replaying rows a sink refused', () => {
+  /** A pipeline whose transforms drop a row that went through them once: a sink's letter must enter after them. */
+  function contractPipeline(dir: string, contract: string, extraSink = ''): string {
+    const file = path.join(dir, 'p.yaml');
+    writeFileSync(
+      file,
+      'version: 1\nname: dl_sink\nsource: { type: file, paths: [in], format: jsonl }\n' +
+        'transforms:\n  - { type: filter, field: x, op: is_not_null }\n  - { type: rename, fields: { x: y } }\n' +
+        `schema_contract: ${contract}\n` +
+        (extraSink
+          ? `sinks:\n  - { type: jsonl, path: out }\n  - ${extraSink}\n`
+          : 'sink: { type: jsonl, path: out, target_file_mb: 1 }\n'),
+    );
+    return file;
+  }
+
+  it('a discard_row letter re-enters after the last transform; a discard_value letter is listed, never replayed', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'sluice-dl-sink-'));
+    mkdirSync(path.join(dir, 'in'));
+    writeFileSync(path.join(dir, 'in', '1.jsonl'), '{"x":1,"id":"a"}\n');
+    expect(await runCli(['run', contractPipeline(dir, 'discard_row'), '--quiet'], memoryIo({}))).toBe(0);
+    // A new column on the next night: discarded whole under discard_row.
+    writeFileSync(path.join(dir, 'in', '2.jsonl'), '{"x":2,"id":"b","extra":"e"}\n');
+    expect(await runCli(['run', contractPipeline(dir, 'discard_row'), '--quiet'], memoryIo({}))).toBe(0);
+    const listed = memoryIo({});
+    expect(await runCli(['dead-letters', contractPipeline(dir, 'discard_row'), '--json'], listed)).toBe(0);
+    expect(listed.stdout.map((l) => (JSON.parse(l) as { raw: string }).raw)).toEqual(['{"y":2,"id":"b","extra":"e"}']);
+
+    // The contract relaxed, the row loads: had it entered at the filter (its `x` is `y` by now) it would be dropped.
+    const io = memoryIo({});
+    expect(await runCli(['dead-letters', contractPipeline(dir, 'evolve'), '--replay', '--quiet'], io)).toBe(0);
+    const rows = outputLines(path.join(dir, 'out')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(rows.sort((a, b) => String(a.id).localeCompare(String(b.id)))).toEqual([
+      { y: 1, id: 'a' },
+      { y: 2, id: 'b', extra: 'e' },
+    ]);
+
+    // discard_value keeps the row (without the value) and letters the value alone: nothing to replay.
+    writeFileSync(path.join(dir, 'in', '3.jsonl'), '{"x":3,"id":"c","extra":"e","more":"m"}\n');
+    expect(await runCli(['run', contractPipeline(dir, 'discard_value'), '--quiet'], memoryIo({}))).toBe(0);
+    const again = memoryIo({});
+    expect(await runCli(['dead-letters', contractPipeline(dir, 'evolve'), '--replay', '--quiet'], again)).toBe(0);
+    expect(again.stderr.join('\n')).toMatch(/1 dead letter hold a value .* not replayed/);
+    expect(again.stdout).toEqual(['no dead letters to replay']);
+  });
+
+  it('refuses to replay one sink’s letters into every sink of the pipeline', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'sluice-dl-sinks-'));
+    mkdirSync(path.join(dir, 'in'));
+    writeFileSync(path.join(dir, 'in', '1.jsonl'), '{"x":1,"id":"a"}\n');
+    const two = (c: string): string => contractPipeline(dir, c, '{ type: jsonl, path: out2 }');
+    expect(await runCli(['run', two('discard_row'), '--quiet'], memoryIo({}))).toBe(0);
+    writeFileSync(path.join(dir, 'in', '2.jsonl'), '{"x":2,"id":"b","extra":"e"}\n');
+    expect(await runCli(['run', two('discard_row'), '--quiet'], memoryIo({}))).toBe(0);
+    const io = memoryIo({});
+    expect(await runCli(['dead-letters', two('evolve'), '--replay'], io)).not.toBe(0);
+    expect(io.stderr.join('\n')).toMatch(/one of its 2 sinks refused .* would load them into every sink/);
+    expect(io.stderr.join('\n')).toMatch(/keeps only that sink/);
+  });
+});

@@ -134,6 +134,11 @@ async function replay(
       `warn: ${result.superseded} dead letter${result.superseded === 1 ? '' : 's'}${of} of earlier runs not replayed: ` +
         'a later run replaced their output (`write: replace`)',
     );
+  if (result.valuesOnly > 0)
+    ctx.io.err(
+      `warn: ${result.valuesOnly} dead letter${result.valuesOnly === 1 ? '' : 's'}${of} hold a value that ` +
+        "schema_contract's discard_value took out of a stored row, not a row: not replayed",
+    );
   // Nothing to replay never becomes an empty run: a `replace` sink would swap in an empty generation.
   if (!result.summary) {
     ctx.io.out(`no dead letters${of} to replay`);
