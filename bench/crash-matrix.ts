@@ -21,13 +21,20 @@
  *
  * Each cell has an emulator of its own in this process (same data seed), so its paid-call counters hold only that
  * cell's work; the children reach it over 127.0.0.1.
+ *
+ * Only the run that is killed needs a process of its own. The reruns, and the earlier run of a `replace` cell whose
+ * output is not a DuckDB file, run the CLI's own entry (runCli) in this process: a child's start and DuckDB load
+ * cost more than many a cell's checks. An earlier run into DuckDB stays a child: the DuckDB sink keeps the file open
+ * in DuckDB's cache of the process that wrote it (sinks/duckdb/database.ts), where the killed run must open it next.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import type { CliIo } from '../src/cli/io.js';
 import { FAILPOINTS_ENV, type FailpointName } from '../src/core/failpoints.js';
+import { redact } from '../src/core/redact.js';
 import type { Logger } from '../src/core/types.js';
 import { COMPANY_PROFILES_ID } from '../src/emulator/data/company-profiles.js';
 import { startEmulator, type EmulatorHandle } from '../src/emulator/server.js';
@@ -56,7 +63,7 @@ const DATA_SEED = 7;
 /** Four parts of 1,000 records, two read at a time: units commit before, during and after the kill. */
 const RECORDS = 4000;
 /**
- * Parquet cells: three parts of 2,500 records. DuckDB splits files only between row groups, and groups rows 2,048 at
+ * Parquet cells (see twoFilesPerPublish): three parts of 2,500 records. DuckDB splits files only between row groups, and groups rows 2,048 at
  * a time at least: a part is two row groups, which files of PARQUET_FILE_BYTES put in two files. Each publish (one
  * part) then moves two files, so a kill can fall between their renames.
  */
@@ -243,15 +250,25 @@ export async function runCrashMatrix(opts: MatrixOptions = {}): Promise<MatrixRe
   const parallel = opts.parallel ?? DEFAULT_PARALLEL;
   const root = mkdtempSync(path.join(tmpdir(), 'sluice-crash-matrix-'));
   try {
-    // Clean outputs, made in this process; `replace` cells make their own with the run they start from.
+    // Clean outputs, made in this process; `replace` cells make their own with the run they start from. They are
+    // made while the cells' crash runs (children) go on, and each cell waits for its own only after its kill.
     const kinds = [...new Map(specs.filter((c) => !isReplace(c.sink)).map((c) => [key(c), c])).values()];
-    const clean = new Map<string, Digest>();
-    await inParallel(kinds, parallel, async (c) => void clean.set(key(c), await cleanDigest(root, c)));
+    const clean = new Map<string, Promise<Digest>>();
+    const made = new Map<string, (d: Promise<Digest>) => void>();
+    for (const c of kinds) clean.set(key(c), new Promise((resolve) => made.set(key(c), resolve)));
+    // A failed clean run fails its cells (runCell records the error); none is left unhandled meanwhile.
+    for (const d of clean.values()) d.catch(() => undefined);
+    const cleans = inParallel(kinds, parallel, async (c) => {
+      const digest = cleanDigest(root, c);
+      made.get(key(c))!(digest);
+      await digest.catch(() => undefined);
+    });
     const results = await inParallel(specs, parallel, async (c, i) => {
       const r = await runCell(path.join(root, `cell-${String(i).padStart(2, '0')}`), c, clean.get(key(c)));
       opts.progress?.(progressLine(r));
       return r;
     });
+    await cleans;
     return { cells: results, seconds: (Date.now() - started) / 1000 };
   } finally {
     if (!opts.keep) rmSync(root, { recursive: true, force: true });
@@ -261,7 +278,7 @@ export async function runCrashMatrix(opts: MatrixOptions = {}): Promise<MatrixRe
 /** The paid operations a run of the pipeline starts, each exactly once. */
 const PAID: Record<PipelineKind, string[]> = { snapshot: ['filter'], serp: [] };
 
-async function runCell(dir: string, spec: CellSpec, cleanKnown: Digest | undefined): Promise<CellResult> {
+async function runCell(dir: string, spec: CellSpec, cleanRun: Promise<Digest> | undefined): Promise<CellResult> {
   const t0 = Date.now();
   mkdirSync(dir, { recursive: true });
   const r: CellResult = {
@@ -276,7 +293,7 @@ async function runCell(dir: string, spec: CellSpec, cleanKnown: Digest | undefin
     rerunSucceeded: false,
     recoveredJob: false,
     digest: undefined,
-    clean: cleanKnown ?? { rows: 0, keys: 0, checksum: '' },
+    clean: { rows: 0, keys: 0, checksum: '' },
     equal: false,
     paid: {},
     paidOnce: false,
@@ -296,7 +313,7 @@ async function runCell(dir: string, spec: CellSpec, cleanKnown: Digest | undefin
   try {
     if (isReplace(spec.sink)) {
       // The earlier, complete run whose output readers must keep seeing until the new one is swapped in.
-      const first = await spawnRun(output.file, {}).done;
+      const first = spec.sink.startsWith('duckdb') ? await spawnRun(output.file, {}).done : await runHere(output.file);
       if (first.code !== 0) throw new Error(`the earlier (clean) run failed: ${lastLines(first.stderr)}`);
       r.clean = await outputDigest(output);
       phase('earlier run');
@@ -309,6 +326,10 @@ async function runCell(dir: string, spec: CellSpec, cleanKnown: Digest | undefin
     if (!crash.died) r.endedAs = crash.endedAs;
     writeFileSync(path.join(dir, 'crash.stderr.txt'), crash.stderr);
     phase('crash');
+    if (cleanRun) {
+      r.clean = await cleanRun;
+      phase('clean run');
+    }
 
     const visible = await visibleAfterKill(output, r.clean);
     r.visibleRows = visible.rows;
@@ -319,7 +340,7 @@ async function runCell(dir: string, spec: CellSpec, cleanKnown: Digest | undefin
 
     while (!r.rerunSucceeded && r.reruns < MAX_RERUNS) {
       r.reruns++;
-      const again = await spawnRun(output.file, {}).done;
+      const again = await runHere(output.file);
       writeFileSync(path.join(dir, `rerun-${r.reruns}.stderr.txt`), again.stderr);
       if (again.stderr.includes('recovered the lost answer of the filter call')) r.recoveredJob = true;
       if (again.code === 0) r.rerunSucceeded = true;
@@ -353,11 +374,21 @@ function emulatorOptions(): Parameters<typeof startEmulator>[0] {
 function writePipeline(dir: string, c: CellSpec, url: string): Output & { file: string } {
   const name = `cm_${c.pipeline}_${c.sink}`;
   const file = path.join(dir, 'pipeline.yaml');
-  writeFileSync(file, pipelineYaml(name, c.pipeline, c.sink, url));
+  writeFileSync(file, pipelineYaml(name, c.pipeline, c.sink, url, twoFilesPerPublish(c)));
   return { dir, pipeline: c.pipeline, sink: c.sink, name, file };
 }
 
-function pipelineYaml(name: string, p: PipelineKind, s: SinkKind, url: string): string {
+/**
+ * Whether the cell needs the Parquet sizes (PARQUET_RECORDS): every `parquet` cell (they share one clean run), and a
+ * `parquet_replace` kill between the renames of a publish. A `parquet_replace` cell killed at the swap swaps a whole
+ * generation however many files each publish made: RECORDS do, at half the data.
+ */
+function twoFilesPerPublish(c: CellSpec): boolean {
+  if (c.sink === 'parquet') return true;
+  return c.sink === 'parquet_replace' && 'failpoint' in c.kill && c.kill.failpoint.startsWith('files:after-rename');
+}
+
+function pipelineYaml(name: string, p: PipelineKind, s: SinkKind, url: string, parquetSized: boolean): string {
   const service = [
     'service:',
     `  base_url: ${url}`,
@@ -371,8 +402,8 @@ function pipelineYaml(name: string, p: PipelineKind, s: SinkKind, url: string): 
           '  type: snapshot',
           `  dataset_id: ${COMPANY_PROFILES_ID}`,
           "  filter: { name: followers, operator: '>', value: 0 }",
-          `  records_limit: ${s.startsWith('parquet') ? PARQUET_RECORDS : RECORDS}`,
-          `  download: { format: jsonl, compress: true, batch_size: ${s.startsWith('parquet') ? PARQUET_BATCH : 1000} }`,
+          `  records_limit: ${parquetSized ? PARQUET_RECORDS : RECORDS}`,
+          `  download: { format: jsonl, compress: true, batch_size: ${parquetSized ? PARQUET_BATCH : 1000} }`,
           '  concurrency: 2',
           '  poll: { interval_ms: 20, timeout_s: 60 }',
           // Merge takes rows from a JS transform; the other sinks load the downloaded files natively.
@@ -429,6 +460,29 @@ function spawnRun(file: string, env: Record<string, string>): { child: ChildProc
     child.once('close', (code, signal) => resolve({ code, signal, stderr }));
   });
   return { child, done };
+}
+
+/**
+ * `sluice run <file> --no-progress` as spawnRun runs it (same arguments, same environment, stdout dropped), but in
+ * this process: the CLI's own entry with its stderr recorded. Never for the run a cell kills.
+ */
+async function runHere(file: string): Promise<Exit> {
+  // Failpoints are armed once, from this process's environment, and kill the process they strike.
+  if (process.env[FAILPOINTS_ENV]) throw new Error(`${FAILPOINTS_ENV} is set: unset it to run the crash matrix`);
+  const { runCli } = await import('../src/cli/cli.js');
+  const env: Record<string, string | undefined> = { ...process.env };
+  for (const k of [FAILPOINTS_ENV, 'SLUICE_BASE_URL', 'SLUICE_API_KEY']) delete env[k];
+  let stderr = '';
+  const io: CliIo = {
+    out: () => undefined,
+    err: (text) => void (stderr += `${redact(text)}\n`),
+    env,
+    columns: 100,
+    untilStopped: () => new Promise<void>(() => undefined),
+    interrupts: () => ({ signal: new AbortController().signal, release: () => undefined }),
+  };
+  const code = await runCli(['run', file, '--no-progress'], io);
+  return { code, signal: null, stderr };
 }
 
 async function crashRun(

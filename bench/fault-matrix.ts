@@ -3,7 +3,13 @@
  * into 10% of its responses (429 with and without Retry-After, 500/502/503, resets before, after and in the middle
  * of answers, truncated gzip, slow bodies). A cell's run may fail; it is then rerun, as cron would, until it succeeds
  * or runs out of reruns. The cell passes when its final output equals a clean run's (rows, distinct keys, and a
- * checksum over the rows DuckDB reads back from the output) and every paid call was made exactly once.
+ * checksum over the rows DuckDB — or for Postgres, the server — reads back from the output) and every paid call was
+ * made exactly once.
+ *
+ * The postgres sink's cells also have faults on the sink's side: the sink reaches one throwaway cluster (a database
+ * per cell) through a loopback TCP proxy (test/support/tcp-proxy.ts) that resets connections drawn by the cell's
+ * fault seed — mid-COPY, after the server committed but before the client heard (the unit "maybe committed"), and
+ * before a query reached the server — reported as the `pg_reset_*` fault kinds.
  *
  *   npx tsx bench/fault-matrix.ts [--seeds 1,2,3,4,5] [--rate 0.1] [--out out/fault-matrix.md] [--keep]
  *
@@ -13,6 +19,7 @@
  * Each cell has an emulator of its own (same data seed, its own fault seed), so its paid-call counters and its
  * snapshot list hold only that cell's work, and the pipeline runs in-process (`runPipeline`) against it.
  */
+import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -24,6 +31,9 @@ import type { EmulatorOptions } from '../src/emulator/context.js';
 import { startEmulator, type FaultConfig } from '../src/emulator/server.js';
 import { runPipeline } from '../src/engine/run.js';
 import { loadPipeline } from '../src/pipeline/load.js';
+import { canonical } from '../test/support/compare-tables.js';
+import { startPostgres, type PostgresServer } from '../test/support/postgres-server.js';
+import { CUT_MOMENTS, startTcpProxy, type CutMoment, type TcpProxy } from '../test/support/tcp-proxy.js';
 import {
   cliArg,
   digestOf,
@@ -38,7 +48,7 @@ import {
 export type { Digest } from './lib/matrix-common.js';
 
 export const PIPELINES = ['snapshot', 'serp', 'reviews', 'deep_lookup'] as const;
-export const SINKS = ['duckdb', 'parquet', 'jsonl'] as const;
+export const SINKS = ['duckdb', 'parquet', 'jsonl', 'postgres'] as const;
 export type PipelineKind = (typeof PIPELINES)[number];
 export type SinkKind = (typeof SINKS)[number];
 
@@ -55,6 +65,15 @@ export const FAULT_WEIGHTS = {
   truncated_gzip: 1,
   slow_body: 1,
 } as const;
+
+/**
+ * The sink-side faults of the postgres cells: the share of each moment's occurrences (test/support/tcp-proxy.ts)
+ * whose connection is reset. A unit sends one CopyData message per ~256 KiB and one COMMIT, and a few queries; the
+ * rates keep a unit's four attempts from all failing while every kind strikes in a cell.
+ */
+export const PG_RESET_RATES: Record<CutMoment, number> = { copy: 0.1, commit: 0.15, query: 0.015 };
+/** The fault kinds the proxy reports, as the matrix names them. */
+export const PG_FAULTS = CUT_MOMENTS.map((m) => `pg_reset_${m}`);
 
 const API_KEY = 'fault-matrix-key';
 /** The data is the same in every cell; only the faults differ by seed. */
@@ -76,6 +95,8 @@ export interface MatrixOptions {
   progress?: (line: string) => void;
   /** Keep the cells' directories (pipelines, outputs, logs) for a look. */
   keep?: boolean;
+  /** Which of seeds × pipelines × sinks to run (default: all); the clean runs follow the cells kept. */
+  cells?: (cell: { seed: number; pipeline: PipelineKind; sink: SinkKind }) => boolean;
 }
 
 /** What DuckDB computes over an output: rows, distinct keys, and md5 over the rows' JSON in a fixed order. */
@@ -117,19 +138,23 @@ export async function runFaultMatrix(opts: MatrixOptions = {}): Promise<MatrixRe
   const sinks = opts.sinks ?? SINKS;
   const rate = opts.rate ?? 0.1;
   const root = mkdtempSync(path.join(tmpdir(), 'sluice-fault-matrix-'));
+  const jobs = seeds
+    .flatMap((seed) => pipelines.flatMap((p) => sinks.map((s) => ({ seed, p, s }))))
+    .filter(({ seed, p, s }) => opts.cells?.({ seed, pipeline: p, sink: s }) ?? true);
+  // One cluster for every postgres cell, each cell a database of its own.
+  const pg = jobs.some((j) => j.s === 'postgres') ? await startPostgres() : undefined;
   try {
     const clean = new Map<string, Digest>();
-    const cleanJobs = pipelines.flatMap((p) => sinks.map((s) => ({ p, s })));
+    const cleanJobs = [...new Map(jobs.map(({ p, s }) => [`${p}/${s}`, { p, s }])).values()];
     await inParallel(cleanJobs, opts.parallel ?? 3, async ({ p, s }) => {
-      const r = await runCell({ root, seed: 0, pipeline: p, sink: s, rate: 0, maxReruns: 0 });
+      const r = await runCell({ root, seed: 0, pipeline: p, sink: s, rate: 0, maxReruns: 0, pg });
       if (!r.digest || r.failures.length > 0)
         throw new Error(`the clean run of ${p} → ${s} failed: ${r.failures.join(' / ') || 'no output'}`);
       clean.set(`${p}/${s}`, r.digest);
     });
 
-    const jobs = seeds.flatMap((seed) => pipelines.flatMap((p) => sinks.map((s) => ({ seed, p, s }))));
     const cells = await inParallel(jobs, opts.parallel ?? 3, async ({ seed, p, s }) => {
-      const r = await runCell({ root, seed, pipeline: p, sink: s, rate, maxReruns: opts.maxReruns ?? 3 });
+      const r = await runCell({ root, seed, pipeline: p, sink: s, rate, maxReruns: opts.maxReruns ?? 3, pg });
       const c = clean.get(`${p}/${s}`)!;
       const equal = r.digest !== undefined && sameDigest(r.digest, c);
       const paidOnce = PAID[p].every((k) => r.paid[k] === 1) && Object.keys(r.paid).every((k) => PAID[p].includes(k));
@@ -142,6 +167,7 @@ export async function runFaultMatrix(opts: MatrixOptions = {}): Promise<MatrixRe
     });
     return { cells, seconds: (Date.now() - started) / 1000, rate };
   } finally {
+    pg?.stop();
     if (!opts.keep) rmSync(root, { recursive: true, force: true });
   }
 }
@@ -175,15 +201,26 @@ async function runCell(c: {
   sink: SinkKind;
   rate: number;
   maxReruns: number;
+  pg: PostgresServer | undefined;
 }): Promise<CellRun> {
   const t0 = Date.now();
-  const dir = path.join(c.root, `${c.rate === 0 ? 'clean' : `seed${c.seed}`}-${c.pipeline}-${c.sink}`);
+  const name = `${c.rate === 0 ? 'clean' : `seed${c.seed}`}-${c.pipeline}-${c.sink}`;
+  const dir = path.join(c.root, name);
   mkdirSync(dir, { recursive: true });
   const emu = await startEmulator(emulatorOptions(c.pipeline, c.rate === 0 ? undefined : faultConfig(c)));
   const logLines: string[] = [];
   const log = memoryLogger(logLines);
   const file = path.join(dir, 'pipeline.yaml');
-  writeFileSync(file, pipelineYaml(c.pipeline, c.sink, emu.url));
+  let database: PgCell | undefined;
+  if (c.sink === 'postgres') {
+    if (!c.pg) throw new Error('a postgres cell needs the cluster');
+    database = await pgCell(
+      c.pg,
+      name.replace(/-/g, '_'),
+      c.rate === 0 ? undefined : faultSeed(c.seed, c.pipeline, c.sink),
+    );
+  }
+  writeFileSync(file, pipelineYaml(c.pipeline, c.sink, emu.url, database?.url));
   let runs = 0;
   let retries = 0;
   let succeeded = false;
@@ -209,8 +246,11 @@ async function runCell(c: {
     }
   } finally {
     await emu.close();
+    await database?.proxy.close();
     writeFileSync(path.join(dir, 'log.txt'), logLines.join('\n') + '\n');
   }
+  const faults: Record<string, number> = { ...emu.stats.faults };
+  for (const m of CUT_MOMENTS) if (database?.proxy.cuts[m]) faults[`pg_reset_${m}`] = database.proxy.cuts[m];
   return {
     seed: c.seed,
     pipeline: c.pipeline,
@@ -218,12 +258,16 @@ async function runCell(c: {
     runs,
     succeeded,
     retries,
-    faults: { ...emu.stats.faults },
+    faults,
     requests: Object.values(emu.stats.routes).reduce((a, b) => a + b, 0),
     paid: { ...emu.stats.paid },
     recovered: logLines.filter((l) => l.includes('recovered the lost answer')).length,
     failures,
-    digest: succeeded ? await digest(c.pipeline, c.sink, dir) : undefined,
+    digest: succeeded
+      ? database
+        ? await postgresDigest(c.pg!, database.name, c.pipeline)
+        : await digest(c.pipeline, c.sink, dir)
+      : undefined,
     seconds: (Date.now() - t0) / 1000,
   };
 }
@@ -277,7 +321,28 @@ function faultConfig(c: { seed: number; pipeline: PipelineKind; sink: SinkKind; 
   return { seed: faultSeed(c.seed, c.pipeline, c.sink), rules } as FaultConfig;
 }
 
-function pipelineYaml(p: PipelineKind, s: SinkKind, url: string): string {
+interface PgCell {
+  /** The cell's database. */
+  name: string;
+  /** The sink's URL: through the proxy. */
+  url: string;
+  proxy: TcpProxy;
+}
+
+/**
+ * The cell's database and the proxy its sink goes through: to the cluster's unix socket (trusted: a reconnect costs
+ * no password exchange), resetting connections drawn from `faultSeed` (none for a clean run).
+ */
+async function pgCell(server: PostgresServer, name: string, faultSeed: number | undefined): Promise<PgCell> {
+  await server.createDatabase(name);
+  const proxy = await startTcpProxy({
+    target: { path: path.join(server.socketDir, `.s.PGSQL.${server.port}`) },
+    ...(faultSeed !== undefined && { random: { seed: faultSeed, rates: PG_RESET_RATES } }),
+  });
+  return { name, url: `postgres://sluice@127.0.0.1:${proxy.port}/${name}`, proxy };
+}
+
+function pipelineYaml(p: PipelineKind, s: SinkKind, url: string, postgresUrl?: string): string {
   const service = [
     'service:',
     `  base_url: ${url}`,
@@ -331,6 +396,7 @@ function pipelineYaml(p: PipelineKind, s: SinkKind, url: string): string {
     duckdb: 'sink: { type: duckdb, path: out/warehouse.duckdb, table: t }',
     parquet: 'sink: { type: parquet, path: out/parquet }',
     jsonl: 'sink: { type: jsonl, path: out/jsonl }',
+    postgres: `sink: { type: postgres, url: '${postgresUrl ?? ''}', table: t }`,
   };
   // `append` everywhere: a record written twice must show up, not be merged away.
   return ['version: 1', `name: fm_${p}`, ...service, ...source[p], sink[s], ''].join('\n');
@@ -363,6 +429,26 @@ async function digest(p: PipelineKind, s: SinkKind, dir: string): Promise<Digest
   });
 }
 
+/**
+ * The same digest as `digest`, computed over the Postgres table: each row as the server renders it in JSON, less the
+ * volatile columns, in a canonical form (keys sorted, instants as ISO text), hashed in a fixed order.
+ */
+async function postgresDigest(server: PostgresServer, database: string, p: PipelineKind): Promise<Digest> {
+  const rows = await server.query<{ k: string | null; j: Record<string, unknown> }>(
+    database,
+    `SELECT (${KEYS[p]})::text AS k, to_jsonb(t) - $1::text[] AS j FROM public.t t`,
+    [VOLATILE],
+  );
+  const lines = rows.map((r) => JSON.stringify(canonical(r.j))).sort();
+  const hash = createHash('sha256');
+  for (const l of lines) hash.update(l).update('\n');
+  return {
+    rows: rows.length,
+    keys: new Set(rows.filter((r) => r.k !== null).map((r) => r.k)).size,
+    checksum: hash.digest('hex').slice(0, 16),
+  };
+}
+
 /** The data files a file sink's manifest lists: exactly the committed data. */
 function committedFiles(dir: string): string[] {
   const manifest = JSON.parse(readFileSync(path.join(dir, '_sluice_manifest.json'), 'utf8')) as {
@@ -382,7 +468,7 @@ function memoryLogger(lines: string[]): Logger {
   return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }
 
-const FAULT_ORDER = Object.keys(FAULT_WEIGHTS);
+const FAULT_ORDER = [...Object.keys(FAULT_WEIGHTS), ...PG_FAULTS];
 
 function faultText(f: Record<string, number>): string {
   const parts = FAULT_ORDER.filter((k) => f[k]).map((k) => `${k}×${f[k]}`);
@@ -408,7 +494,11 @@ export function formatMatrix(r: MatrixResult): string {
   const failed = r.cells.flatMap((c) => c.failures.map((f) => `- seed ${c.seed} ${c.pipeline} → ${c.sink}: ${f}`));
   return [
     `Fault matrix: ${r.cells.length} cells, faults on ${Math.round(r.rate * 100)}% of responses ` +
-      `(${Math.round(PAID_FAULT_RATE * 100)}% of paid calls; a deep lookup trigger gets 429s only), ${r.seconds.toFixed(0)} s.`,
+      `(${Math.round(PAID_FAULT_RATE * 100)}% of paid calls; a deep lookup trigger gets 429s only)` +
+      (r.cells.some((c) => c.sink === 'postgres')
+        ? `; postgres connections reset on ${CUT_MOMENTS.map((m) => `${Math.round(PG_RESET_RATES[m] * 1000) / 10}% of ${m === 'copy' ? 'COPYs' : m === 'commit' ? 'COMMITs' : 'other queries'}`).join(', ')}`
+        : '') +
+      `, ${r.seconds.toFixed(0)} s.`,
     '',
     head,
     ...rows,

@@ -14,9 +14,9 @@
  * the load, while CPU seconds — the sluice process's plus the server's, against the server's alone — do not.
  */
 import { readFileSync, readdirSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
-import type { Logger } from '../../src/core/types.js';
+import { NORMALIZE_COMPANY_PROFILES, partsPipelineCase, recordsArg } from '../lib/pipeline-case.js';
 import { caseMain, isCaseChild, runCase, type CaseFn, type CaseResult } from '../lib/child.js';
 import { formatTable } from '../lib/table.js';
 import { WORK_DIR, prepareWorkload } from '../lib/workload.js';
@@ -31,39 +31,16 @@ interface Args {
 const TARGET_RATIO = 1.5;
 const TABLE = 'company_profiles';
 
-const silent: Logger = {
-  debug: () => undefined,
-  info: () => undefined,
-  warn: () => undefined,
-  error: (m) => process.stderr.write(`${m}\n`),
-};
-
 const CASES: Record<string, CaseFn<Args>> = {
-  'sluice-postgres': async (a) => {
-    const { loadPipeline } = await import('../../src/pipeline/load.js');
-    const { runPipeline } = await import('../../src/engine/run.js');
-    const file = path.join(a.outDir, 'bench.yaml');
-    const config = {
-      version: 1,
+  'sluice-postgres': (a) =>
+    partsPipelineCase({
       name: 'bench_postgres',
-      service: { base_url: 'emulator', api_key: 'bench' },
-      source: { type: 'file', paths: [a.partsDir], format: 'jsonl', concurrency: a.concurrency },
-      transforms: [{ type: 'normalize', preset: 'company_profile' }],
+      partsDir: a.partsDir,
+      outDir: a.outDir,
+      concurrency: a.concurrency,
+      transforms: NORMALIZE_COMPANY_PROFILES,
       sink: { type: 'postgres', url: a.url, table: TABLE },
-    };
-    // JSON is YAML.
-    await writeFile(file, JSON.stringify(config, null, 2));
-    const pipeline = await loadPipeline(file, {});
-    return async () => {
-      const summary = await runPipeline(
-        pipeline,
-        { fresh: true, logFormat: 'text', quiet: true, progress: false },
-        { log: silent },
-      );
-      if (summary.deadLetters > 0) throw new Error(`${summary.deadLetters} dead letters`);
-      return { records: summary.records };
-    };
-  },
+    }),
 };
 
 export interface PostgresBenchOptions {
@@ -100,7 +77,7 @@ export async function runPostgresBench(o: PostgresBenchOptions): Promise<boolean
     const floorServerCpu = floorCpu.seconds();
     if (Number(loaded?.n) !== w.records) throw new Error(`the floor loaded ${loaded?.n} rows, not ${w.records}`);
 
-    printTable(sluice, { seconds: floorSeconds, serverCpu: floorServerCpu }, sluiceServerCpu, w.records);
+    printTable(sluice, { seconds: floorSeconds, serverCpu: floorServerCpu }, sluiceServerCpu, w.records, w.jsonlBytes);
     return true;
   } catch (err) {
     console.log(`postgres: ${(err as Error).message}`);
@@ -161,20 +138,24 @@ function printTable(
   floor: { seconds: number; serverCpu: number | undefined },
   serverCpuS: number | undefined,
   records: number,
+  jsonlBytes: number,
 ): void {
+  // MB/s of the records as uncompressed JSONL, the unit of every MB/s figure of the benchmarks.
+  const mbs = (seconds: number): string => (jsonlBytes / 1e6 / seconds).toFixed(1);
   const ratio = r.seconds / floor.seconds;
   const cpuS = (n: number | undefined): string => (n === undefined ? '' : n.toFixed(2));
   const total = serverCpuS === undefined ? undefined : r.cpuSeconds + serverCpuS;
   const cpuRatio = total === undefined || floor.serverCpu === undefined ? undefined : total / floor.serverCpu;
   console.log(
     formatTable([
-      ['case', 's', 'CPU s', 'server CPU s', 'rec/s', 'peak RSS', '× floor', 'CPU × floor', 'target', ''],
+      ['case', 's', 'CPU s', 'server CPU s', 'rec/s', 'MB/s', 'peak RSS', '× floor', 'CPU × floor', 'target', ''],
       [
         'floor: Postgres COPY FROM file',
         floor.seconds.toFixed(2),
         '',
         cpuS(floor.serverCpu),
         Math.round(records / floor.seconds).toLocaleString('en'),
+        mbs(floor.seconds),
         '',
         '',
         '',
@@ -187,6 +168,7 @@ function printTable(
         r.cpuSeconds.toFixed(2),
         cpuS(serverCpuS),
         Math.round(r.records / r.seconds).toLocaleString('en'),
+        mbs(r.seconds),
         `${r.peakRssMb.toFixed(0)} MB`,
         `${ratio.toFixed(2)}×`,
         cpuRatio === undefined ? '' : `${cpuRatio.toFixed(2)}×`,
@@ -205,7 +187,6 @@ function printTable(
 
 if (isCaseChild(import.meta.url)) await caseMain(CASES);
 else if (process.argv[1] === new URL(import.meta.url).pathname) {
-  const i = process.argv.indexOf('--records');
-  const records = i > 0 ? Number(process.argv[i + 1]) : 200_000;
+  const records = recordsArg();
   if (!(await runPostgresBench({ records, concurrency: 2 }))) process.exitCode = 1;
 }

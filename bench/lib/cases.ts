@@ -10,10 +10,9 @@
  *
  * Each case imports its modules in its (unmeasured) setup: a case's peak RSS holds only what it uses.
  */
-import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Logger } from '../../src/core/types.js';
 import { caseMain, isCaseChild, type CaseFn, type CaseOutcome } from './child.js';
+import { partsPipelineCase } from './pipeline-case.js';
 import { sizeOf } from './workload.js';
 
 export interface CaseArgs {
@@ -31,37 +30,17 @@ export interface CaseArgs {
 
 type Run = () => Promise<CaseOutcome>;
 
-const silent: Logger = {
-  debug: () => undefined,
-  info: () => undefined,
-  warn: () => undefined,
-  error: (m) => process.stderr.write(`${m}\n`),
-};
-
 /** `file` source over the parts → `sink`, as a pipeline file loaded and run like `sluice run`. */
 async function sluicePipeline(a: CaseArgs, sink: Record<string, unknown>, output: string): Promise<Run> {
-  const { loadPipeline } = await import('../../src/pipeline/load.js');
-  const { runPipeline } = await import('../../src/engine/run.js');
-  const file = path.join(a.outDir, 'bench.yaml');
-  const config = {
-    version: 1,
+  const run = await partsPipelineCase({
     name: 'bench',
-    service: { base_url: 'emulator', api_key: 'bench' },
-    source: { type: 'file', paths: [a.partsDir], format: 'jsonl', concurrency: a.concurrency },
+    partsDir: a.partsDir,
+    outDir: a.outDir,
+    concurrency: a.concurrency,
+    transforms: [],
     sink: { ...sink, ...a.sinkOptions },
-  };
-  // JSON is YAML: no need for a YAML writer.
-  await writeFile(file, JSON.stringify(config, null, 2));
-  const pipeline = await loadPipeline(file, {});
-  return async () => {
-    const summary = await runPipeline(
-      pipeline,
-      { fresh: true, logFormat: 'text', quiet: true, progress: false },
-      { log: silent },
-    );
-    if (summary.deadLetters > 0) throw new Error(`${summary.deadLetters} dead letters`);
-    return { records: summary.records, outputBytes: await sizeOf(path.join(a.outDir, output)) };
-  };
+  });
+  return async () => ({ ...(await run()), outputBytes: await sizeOf(path.join(a.outDir, output)) });
 }
 
 /** DuckDB's own load with its default settings, in a database of its own; `records` counts what it wrote. */

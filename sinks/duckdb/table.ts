@@ -6,8 +6,13 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { SluiceError } from '../../src/core/errors.js';
 import type { ConflictLog } from '../../src/schema/conflicts.js';
 import { duckdbType, fromDuckDBType, quoteIdent, quoteString } from '../../src/schema/duckdb-types.js';
-import { caseTwin, joinTypes } from '../../src/schema/join.js';
-import { cloneType, describeType, sameType, type LogicalType } from '../../src/schema/logical-type.js';
+import {
+  columnChangeRefused,
+  fitsColumns,
+  planColumnChanges,
+  type ColumnChange,
+} from '../../src/schema/column-changes.js';
+import { cloneType, sameType, type LogicalType } from '../../src/schema/logical-type.js';
 import type { SchemaChange } from '../../src/core/types.js';
 
 export type Columns = Map<string, LogicalType>;
@@ -64,41 +69,32 @@ export async function evolveTable(
   conflicts: ConflictLog,
 ): Promise<Evolution> {
   const q = qualified(schema, table);
-  const columns: Columns = new Map(current);
+  const plan = planColumnChanges(current, incoming, duckdbType, conflicts);
   const changes: SchemaChange[] = [];
-  for (const [name, t] of incoming) {
-    const cur = columns.get(name);
-    if (cur === undefined) {
-      const twin = caseTwin(columns, name);
-      if (twin !== undefined)
-        throw new SluiceError(`column "${name}" of the data and column "${twin}" of ${q} differ only in case`, {
-          hint: 'DuckDB column names ignore case: rename the field (e.g. with the `rename` transform) to match the table, or to a distinct name',
-        });
-      await ddl(conn, `ALTER TABLE ${q} ADD COLUMN ${quoteIdent(name)} ${duckdbType(t)}`, q, name, undefined, t);
-      columns.set(name, cloneType(t));
-      changes.push({ column: name, change: 'added', to: duckdbType(t) });
+  for (const step of plan.changes) {
+    const col = quoteIdent(step.column);
+    if (step.kind === 'add') {
+      if (step.caseTwin !== undefined)
+        throw new SluiceError(
+          `column "${step.column}" of the data and column "${step.caseTwin}" of ${q} differ only in case`,
+          {
+            hint: 'DuckDB column names ignore case: rename the field (e.g. with the `rename` transform) to match the table, or to a distinct name',
+          },
+        );
+      await ddl(conn, `ALTER TABLE ${q} ADD COLUMN ${col} ${duckdbType(step.type)}`, q, step);
+      changes.push({ column: step.column, change: 'added', to: duckdbType(step.type) });
       continue;
     }
-    const joined = joinTypes(cur, t, [name], conflicts);
-    if (duckdbType(joined) === duckdbType(cur)) {
-      // Same DuckDB type, but an open part may have been decided (a field of a STRUCT still "NULL"): keep the news.
-      if (!sameType(joined, cur)) columns.set(name, cloneType(joined));
-      continue;
-    }
-    const target = duckdbType(joined);
-    const col = quoteIdent(name);
+    const { from, to } = step;
     await ddl(
       conn,
-      `ALTER TABLE ${q} ALTER COLUMN ${col} SET DATA TYPE ${target} USING ${convertExpr(col, cur, joined, 0)}`,
+      `ALTER TABLE ${q} ALTER COLUMN ${col} SET DATA TYPE ${duckdbType(to)} USING ${convertExpr(col, from, to, 0)}`,
       q,
-      name,
-      cur,
-      joined,
+      step,
     );
-    columns.set(name, cloneType(joined));
-    changes.push(...typeChanges(name, cur, joined));
+    changes.push(...typeChanges(step.column, from, to));
   }
-  return { columns, changes };
+  return { columns: plan.columns, changes };
 }
 
 /**
@@ -121,24 +117,11 @@ export function typeChanges(column: string, from: LogicalType, to: LogicalType):
   return [{ column, change: 'widened', from: duckdbType(from), to: duckdbType(to) }];
 }
 
-async function ddl(
-  conn: DuckDBConnection,
-  sql: string,
-  table: string,
-  column: string,
-  from: LogicalType | undefined,
-  to: LogicalType,
-): Promise<void> {
+async function ddl(conn: DuckDBConnection, sql: string, table: string, change: ColumnChange): Promise<void> {
   try {
     await conn.run(sql);
   } catch (err) {
-    const what = from
-      ? `change column "${column}" of ${table} from ${describeType(from)} to ${describeType(to)}`
-      : `add column "${column}" ${describeType(to)} to ${table}`;
-    throw new SluiceError(`cannot ${what}: ${(err as Error).message.split('\n')[0]}`, {
-      hint: `the data no longer fits the table: convert the field in the pipeline (e.g. \`{ type: cast, fields: { ${column}: text } }\`), or write to a new table`,
-      cause: err,
-    });
+    throw columnChangeRefused(change, table, (err as Error).message.split('\n')[0] ?? '', err);
   }
 }
 
@@ -172,10 +155,5 @@ export function convertExpr(expr: string, from: LogicalType, to: LogicalType, de
 
 /** Whether rows of `incoming` fit the table's columns as they are (undefined: no table yet). */
 export function fitsTable(columns: Columns | undefined, incoming: ReadonlyMap<string, LogicalType>): boolean {
-  if (!columns) return false;
-  for (const [k, t] of incoming) {
-    const cur = columns.get(k);
-    if (cur === undefined || duckdbType(joinTypes(cur, t, [k])) !== duckdbType(cur)) return false;
-  }
-  return true;
+  return fitsColumns(columns, incoming, duckdbType);
 }

@@ -25,7 +25,7 @@ export const jsonlSinkSchema = z
       .string()
       .min(1)
       .describe(
-        'Output directory, relative to the pipeline file, or `s3://bucket/prefix/` (see `s3`); created if missing. Files are `part-<id>-<n>.jsonl` (or `.jsonl.gz`) of about `target_file_mb`, listed with the units they hold in `_sluice_manifest.json`.',
+        'Output directory, relative to the pipeline file, or `s3://bucket/prefix/` (see `s3`); created if missing. Files are `part-<id>-<n>.jsonl` (or `.jsonl.gz`) of about `target_file_mb`, listed with the units they hold in `_sluice_manifest.json` (shards: all in this one path, each with its own `_sluice_manifest.shard-<i>-of-<n>.json`).',
       ),
     compress: z
       .boolean()
@@ -44,7 +44,7 @@ export const jsonlSinkSchema = z
       .enum(['append', 'replace'])
       .default('append')
       .describe(
-        '`append`: every run adds its files. `replace`: the run writes a new generation and `path` (then a symlink) switches to it atomically when the run finishes; readers see the old files or all of the new ones.',
+        '`append`: every run adds its files. `replace`: the run writes a new generation and `path` (then a symlink) switches to it atomically when the run finishes; readers see the old files or all of the new ones. Shards (`--shard`) write `append` only.',
       ),
     target_file_mb: z
       .number()

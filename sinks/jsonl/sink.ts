@@ -1,6 +1,7 @@
 /**
  * `jsonl` sink: newline-delimited JSON files (optionally gzip) of about a target size, recorded in the directory's
- * `_sluice_manifest.json` (see `output-files/output-dir.ts` for the commit protocol and `replace` generations).
+ * `_sluice_manifest.json` (see `output-files/output-dir.ts` for the commit protocol, `replace` generations and the
+ * shards' own manifests in one shared directory).
  *
  * How files reach the target size: a unit is often small (a SERP page is a few KB), and one file per unit left
  * thousands of tiny files. So a unit is committed by *staging* it: its lines — in the output's encoding, gzip or
@@ -38,7 +39,7 @@ import { InferredSchema } from '../../src/schema/infer.js';
 import { jsonTypeName, type LogicalType } from '../../src/schema/logical-type.js';
 import { displayPath } from '../display-path.js';
 import { datasetColumns, deserializeColumns, schemaChanges, serializeColumns } from '../output-files/dataset-schema.js';
-import type { Manifest, ManifestUnit } from '../output-files/manifest.js';
+import type { Manifest, ManifestUnit, ShardRef } from '../output-files/manifest.js';
 import { Mutex } from '../output-files/mutex.js';
 import { writeNdjson } from '../output-files/ndjson-writer.js';
 import {
@@ -46,12 +47,11 @@ import {
   OutputDir,
   outputLockPath,
   outputRoot,
-  STAGED_DIR,
+  refuseShardedReplace,
   type FileSinkHooks,
   type Move,
 } from '../output-files/output-dir.js';
 import { isS3Url } from '../output-files/s3.js';
-import { shardOutputPath } from '../output-files/shared-state.js';
 import { unitFileStem } from '../output-files/unit-file-name.js';
 import { asNativeRefusal, refuseUnlessJsonl } from '../raw-jsonl/refusal.js';
 import { DEFAULT_TARGET_FILE_MB, jsonlSinkSchema, type JsonlSinkConfig } from './config.js';
@@ -61,6 +61,8 @@ export interface JsonlSinkOptions {
   /** The pipeline file's directory, which `path` is relative to; describe() shows `path` as written without it. */
   baseDir?: string;
   hooks?: FileSinkHooks;
+  /** The shard this run is: its files go into the one shared `path` beside the other shards' (output-dir.ts). */
+  shard?: ShardRef;
 }
 
 /** A staged unit as a publish takes it: its id and its staged file (relative to the data directory). */
@@ -81,6 +83,7 @@ export class JsonlSink implements Sink {
   private readonly targetBytes: number;
   private readonly baseDir: string | undefined;
   private readonly hooks: FileSinkHooks;
+  private readonly shard: ShardRef | undefined;
 
   constructor(
     private readonly config: JsonlSinkConfig,
@@ -92,6 +95,7 @@ export class JsonlSink implements Sink {
     this.targetBytes = Math.max(1, Math.round((config.target_file_mb ?? DEFAULT_TARGET_FILE_MB) * 2 ** 20));
     this.baseDir = options.baseDir;
     this.hooks = options.hooks ?? {};
+    this.shard = options.shard;
   }
 
   /** JSON has no column types: what a value of the column is written as. */
@@ -117,7 +121,7 @@ export class JsonlSink implements Sink {
 
   /** Two pipelines writing to one directory would each remove the other's temp files as orphans. */
   lockPath(baseDir: string): string {
-    return outputLockPath(outputRoot(baseDir, this.config.path), this.config.write);
+    return outputLockPath(outputRoot(baseDir, this.config.path), this.config.write, this.shard);
   }
 
   async open(ctx: SinkContext): Promise<void> {
@@ -132,6 +136,7 @@ export class JsonlSink implements Sink {
       label: 'jsonl sink',
       log: ctx.log,
       hooks: this.hooks,
+      ...(this.shard && { shard: this.shard }),
     });
     await mkdir(this.out.stagedDir, { recursive: true });
   }
@@ -209,7 +214,7 @@ export class JsonlSink implements Sink {
       const entry: ManifestUnit = { records: rows, files: [], committed_at: new Date().toISOString() };
       // The unit's own columns are not kept: each commit joins them into the manifest's `schema` at once, and
       // thousands of small staged units would otherwise repeat them in every manifest write.
-      if (rows > 0) entry.staged = { file: `${STAGED_DIR}/${name}`, bytes: (await stat(file)).size, schema: [] };
+      if (rows > 0) entry.staged = { file: `${out.stagedRel}/${name}`, bytes: (await stat(file)).size, schema: [] };
       if (unit.checkpoint !== undefined) entry.checkpoint = unit.checkpoint;
       let changes: SchemaChange[] = [];
       committed = await out.commit({
@@ -272,7 +277,7 @@ export class JsonlSink implements Sink {
       const staged = stagedUnits(out.manifest);
       const files = all ? this.pack(staged) : this.fullFiles(staged);
       if (files.length === 0) return;
-      const publishId = `${new Date().toISOString().replace(/[-:.TZ]/g, '')}-${randomBytes(3).toString('hex')}`;
+      const publishId = `${out.fileTag}${new Date().toISOString().replace(/[-:.TZ]/g, '')}-${randomBytes(3).toString('hex')}`;
       const moves: Move[] = [];
       const fileOf = new Map<string, string>();
       let keep = false;
@@ -364,8 +369,8 @@ export const jsonlSink: ComponentDef<'sink', JsonlSinkConfig, Sink> = {
   description: 'Newline-delimited JSON files (optionally gzip) of about a target size, with a manifest.',
   schema: jsonlSinkSchema,
   create(config: JsonlSinkConfig, deps: ComponentDeps): Sink {
-    // A shard writes its own part of a shared output: one writer per manifest (output-files/shared-state.ts).
-    const own = deps.shard ? { ...config, path: shardOutputPath(config.path, deps.shard) } : config;
-    return new JsonlSink(own, { baseDir: deps.baseDir });
+    // Shards write into the one `path`, each with its own manifest (output-files/output-dir.ts).
+    refuseShardedReplace('jsonl sink', config.write, deps.shard);
+    return new JsonlSink(config, { baseDir: deps.baseDir, ...(deps.shard && { shard: deps.shard }) });
   },
 };

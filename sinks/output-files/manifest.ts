@@ -2,6 +2,10 @@
  * `_sluice_manifest.json`: the commit record of a file sink's output directory. A unit is committed when the
  * manifest lists it, and its data files appear in the directory only after that (see output-dir.ts), so a reader
  * may list the directory or read the files listed here.
+ *
+ * The shards of a sharded run (`--shard i/n`) write their files into the same directory, each recording its own
+ * units in its own manifest, `_sluice_manifest.shard-<i>-of-<n>.json`: a reader following manifests reads every
+ * `_sluice_manifest*.json` of the directory (their units are disjoint) and takes the union of their files.
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -10,6 +14,25 @@ import type { SerializedType } from '../../src/schema/logical-type.js';
 import { isErrno, writeFileAtomic } from './fs-durable.js';
 
 export const MANIFEST_NAME = '_sluice_manifest.json';
+
+/** Which shard of how many (`--shard i/n`). */
+export interface ShardRef {
+  index: number;
+  count: number;
+}
+
+/** `shard-1-of-4`: names a shard's manifest, its temp and staging areas and its data files. */
+export function shardTag(shard: ShardRef): string {
+  return `shard-${shard.index}-of-${shard.count}`;
+}
+
+/** A shard tag as a directory entry (`shard-1-of-4`): a shard's own area, which other writers leave alone. */
+export const SHARD_ENTRY = /^shard-\d+-of-\d+$/;
+
+/** The manifest of an unsharded run, or of one shard: `_sluice_manifest.shard-1-of-4.json`. */
+export function manifestName(shard?: ShardRef): string {
+  return shard ? `_sluice_manifest.${shardTag(shard)}.json` : MANIFEST_NAME;
+}
 
 export interface ManifestUnit {
   records: number;
@@ -44,8 +67,13 @@ export function emptyManifest(pipeline: string, format: Manifest['format']): Man
   return { version: 1, pipeline, format, updated_at: new Date().toISOString(), units: {} };
 }
 
-export async function readManifest(dir: string, pipeline: string, format: Manifest['format']): Promise<Manifest> {
-  const file = path.join(dir, MANIFEST_NAME);
+export async function readManifest(
+  dir: string,
+  pipeline: string,
+  format: Manifest['format'],
+  name = MANIFEST_NAME,
+): Promise<Manifest> {
+  const file = path.join(dir, name);
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -78,8 +106,8 @@ export function parseManifest(text: string, file: string, dir: string, format: M
   return m;
 }
 
-export async function writeManifest(dir: string, tmpDir: string, m: Manifest): Promise<void> {
-  await writeFileAtomic(path.join(dir, MANIFEST_NAME), manifestText(m), tmpDir);
+export async function writeManifest(dir: string, tmpDir: string, m: Manifest, name = MANIFEST_NAME): Promise<void> {
+  await writeFileAtomic(path.join(dir, name), manifestText(m), tmpDir);
 }
 
 /** The manifest's text, stamped with the time of this write. */

@@ -23,6 +23,14 @@
  *
  * `path: s3://bucket/prefix/` keeps the same guarantees with objects instead of renames (s3-output.ts); temp and
  * staging files are then written in a local work directory (`dataDir`) and uploaded by `commit`.
+ *
+ * Shards (`--shard i/n`, `shard` here) write into the same directory as one run would — the same layout, partition
+ * directories included — and never touch each other's state: each has its own manifest
+ * (`_sluice_manifest.shard-i-of-n.json`, manifest.ts), its own temp and staging areas (`.sluice-tmp/shard-i-of-n/`,
+ * `.sluice-staged/shard-i-of-n/`), its own run lock (`.sluice-lock.shard-i-of-n`), and data file names that carry
+ * the shard (`part-shard-i-of-n-…`), so the steps above hold for each shard alone while the others commit beside
+ * it. An unsharded run's cleanup leaves the shards' areas alone. `replace` with shards is refused: one generation
+ * swapped by each shard would publish a part of the output.
  */
 import { randomBytes } from 'node:crypto';
 import { lstat, mkdir, readFile, readdir, readlink, rename, rm, symlink, unlink, writeFile } from 'node:fs/promises';
@@ -31,7 +39,16 @@ import { SluiceError } from '../../src/core/errors.js';
 import { failpoint } from '../../src/core/failpoints.js';
 import type { Logger } from '../../src/core/types.js';
 import { ensureWritableDir, fsyncDir, fsyncFile, isErrno, writeFileAtomic } from './fs-durable.js';
-import { readManifest, referencedFiles, writeManifest, type Manifest } from './manifest.js';
+import {
+  manifestName,
+  readManifest,
+  referencedFiles,
+  SHARD_ENTRY,
+  shardTag,
+  writeManifest,
+  type Manifest,
+  type ShardRef,
+} from './manifest.js';
 import { Mutex } from './mutex.js';
 import { isS3Url, s3LockPath, s3WorkDir, type S3Options } from './s3.js';
 import { S3Output, type RemoteCommit } from './s3-output.js';
@@ -46,10 +63,25 @@ export function outputRoot(baseDir: string, configPath: string): string {
   return isS3Url(configPath) ? configPath : path.resolve(baseDir, configPath);
 }
 
-/** Where the run lock of the output at `root` (absolute) lives; see the header. */
-export function outputLockPath(root: string, mode: 'append' | 'replace'): string {
-  if (isS3Url(root)) return s3LockPath(root);
-  return path.join(mode === 'replace' ? generationsRoot(root) : root, LOCK_FILE);
+/** Where the run lock of the output at `root` (absolute) lives, of one shard when `shard`; see the header. */
+export function outputLockPath(root: string, mode: 'append' | 'replace', shard?: ShardRef): string {
+  if (isS3Url(root)) return s3LockPath(root, shard);
+  const name = shard ? `${LOCK_FILE}.${shardTag(shard)}` : LOCK_FILE;
+  return path.join(mode === 'replace' ? generationsRoot(root) : root, name);
+}
+
+/**
+ * Shards publish one generation each, so `replace` would swap in a part of the output once per shard: refused
+ * while the pipeline loads, before anything is written.
+ */
+export function refuseShardedReplace(label: string, mode: 'append' | 'replace', shard: ShardRef | undefined): void {
+  if (shard && mode === 'replace')
+    throw new SluiceError(
+      `${label}: \`write: replace\` does not work with shards (\`sluice prepare\`, \`--shard\`): each shard would swap in only its own part of the output`,
+      {
+        hint: 'use `write: append` into a fresh path per load (e.g. a dated prefix) and point readers at it once `sluice finalize` reports every shard committed, or run unsharded',
+      },
+    );
 }
 
 function generationsRoot(root: string): string {
@@ -70,6 +102,8 @@ export interface OutputDirOptions {
   label: string;
   log: Logger;
   hooks?: FileSinkHooks;
+  /** The shard this run is (`--shard i/n`): its own manifest, temp and staging areas in the shared output. */
+  shard?: ShardRef;
 }
 
 /** Test seams of the file sinks. */
@@ -130,14 +164,33 @@ export class OutputDir {
   }
 
   get tmpDir(): string {
-    return path.join(this.dataDir, TMP_DIR);
+    return path.join(this.dataDir, TMP_DIR, ...this.shardEntry());
   }
 
   get stagedDir(): string {
-    return path.join(this.dataDir, STAGED_DIR);
+    return path.join(this.dataDir, this.stagedRel);
+  }
+
+  /** The staging directory relative to the data directory, `/`-separated: how the manifest names staged files. */
+  get stagedRel(): string {
+    return [STAGED_DIR, ...this.shardEntry()].join('/');
+  }
+
+  /** What data file names start with after `part-`: the shard's tag, so shards' files never collide. */
+  get fileTag(): string {
+    return this.opts.shard ? `${shardTag(this.opts.shard)}-` : '';
+  }
+
+  private shardEntry(): string[] {
+    return this.opts.shard ? [shardTag(this.opts.shard)] : [];
+  }
+
+  private get manifestName(): string {
+    return manifestName(this.opts.shard);
   }
 
   static async open(opts: OutputDirOptions): Promise<OutputDir> {
+    refuseShardedReplace(opts.label, opts.mode, opts.shard);
     if (isS3Url(opts.root)) return OutputDir.openS3(opts);
     let dataDir = opts.root;
     let generation: Generation | undefined;
@@ -147,8 +200,9 @@ export class OutputDir {
     } else {
       await ensureWritableDir(opts.root, opts.label);
     }
-    await ensureWritableDir(path.join(dataDir, TMP_DIR), opts.label);
-    const manifest = await readManifest(dataDir, opts.pipeline, opts.format);
+    const tmpDir = path.join(dataDir, TMP_DIR, ...(opts.shard ? [shardTag(opts.shard)] : []));
+    await ensureWritableDir(tmpDir, opts.label);
+    const manifest = await readManifest(dataDir, opts.pipeline, opts.format, manifestName(opts.shard));
     const out = new OutputDir(opts, dataDir, manifest, generation);
     await out.removeOrphans();
     return out;
@@ -156,10 +210,10 @@ export class OutputDir {
 
   private static async openS3(opts: OutputDirOptions): Promise<OutputDir> {
     const remote = await S3Output.open({ url: opts.root, ...opts });
-    const dataDir = await s3WorkDir(remote.url(), opts.pipeline);
+    const dataDir = await s3WorkDir(remote.url(), opts.pipeline, opts.shard);
     // Local temp files never outlive a run on S3 (a commit uploads them): whatever is there is a crash's.
     await rm(path.join(dataDir, TMP_DIR), { recursive: true, force: true });
-    await ensureWritableDir(path.join(dataDir, TMP_DIR), opts.label);
+    await ensureWritableDir(path.join(dataDir, TMP_DIR, ...(opts.shard ? [shardTag(opts.shard)] : [])), opts.label);
     const manifest = await remote.readManifest(opts.pipeline, opts.format);
     const out = new OutputDir(opts, dataDir, manifest, undefined, remote);
     await remote.settle(manifest, out.stagedDir);
@@ -226,7 +280,7 @@ export class OutputDir {
         throw err;
       }
       try {
-        await writeManifest(this.dataDir, this.tmpDir, next);
+        await writeManifest(this.dataDir, this.tmpDir, next, this.manifestName);
       } catch (err) {
         // Whether the new manifest landed is unknown (it may have been renamed into place before a later step
         // failed): keep the temp files and the marker for the next open to settle, and take no further commits.
@@ -379,6 +433,8 @@ export class OutputDir {
     const referenced = referencedFiles(this.manifest);
     const removed: string[] = [];
     for (const name of await readdir(this.tmpDir)) {
+      // A shard's own area: not this (unsharded) run's to clean.
+      if (!this.opts.shard && SHARD_ENTRY.test(name)) continue;
       const p = path.join(this.tmpDir, name);
       // Markers of sluice before 2026-11-23 list files renamed into place before the manifest recorded them.
       if (name.endsWith(MARKER_EXT))
@@ -398,7 +454,9 @@ export class OutputDir {
     } catch (err) {
       if (!isErrno(err, 'ENOENT')) throw err;
     }
-    for (const name of stagedNames) if (!staged.has(name)) await rm(path.join(this.stagedDir, name), { force: true });
+    for (const name of stagedNames)
+      if (!staged.has(name) && (this.opts.shard || !SHARD_ENTRY.test(name)))
+        await rm(path.join(this.stagedDir, name), { force: true });
     if (completed.length > 0)
       this.opts.log.warn(
         `${this.opts.label}: completed a commit a crash interrupted: moved ${completed.length} committed file(s) into place`,

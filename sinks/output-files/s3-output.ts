@@ -8,7 +8,18 @@
  *      key, and the temp objects and the marker are deleted.
  * So an object a listing reader finds at a data key is always committed. On open, a marker whose files the manifest
  * lists is rolled forward (step 3 again, for the temp objects still there); everything else under `.sluice-tmp/`
- * is deleted, and incomplete multipart uploads under the prefix are aborted.
+ * is deleted.
+ *
+ * Incomplete multipart uploads (a run killed inside one: invisible to listing, but stored and billed): every file
+ * larger than one part is uploaded in parts, and before its first part its key and UploadId are written to a
+ * journal object `<prefix>.sluice-tmp/<commit>/<n>.upload` (s3.ts `uploadFile`). The next open aborts exactly the
+ * uploads the journals left under the temp prefix name — on stores that cannot list uploads too — and, as a best
+ * effort where the store can list them, any other incomplete upload under its own temp and staging prefixes.
+ *
+ * Shards (`--shard i/n`) share the prefix and its layout (output-dir.ts): shard i's manifest is
+ * `<prefix>_sluice_manifest.shard-i-of-n.json`, its temp and staging objects are under `.sluice-tmp/shard-i-of-n/`
+ * and `.sluice-staged/shard-i-of-n/`, and its open cleans (and aborts uploads) under those only, so shards opening
+ * while others upload never remove each other's objects. An unsharded open leaves the shards' areas alone.
  *
  * The Parquet sink's staging files (committed units waiting for a full-size file) are local files in a work
  * directory; on S3 they are also uploaded to `<prefix>.sluice-staged/` before the manifest records them, downloaded
@@ -34,6 +45,7 @@ import {
   referencedFiles,
   type Manifest,
 } from './manifest.js';
+import { manifestName, SHARD_ENTRY, shardTag, type ShardRef } from './manifest.js';
 import { parseS3Url, s3Client, S3Store, type S3Options } from './s3.js';
 
 export const S3_TMP = '.sluice-tmp/';
@@ -63,8 +75,34 @@ export class S3Output {
     readonly dataPrefix: string,
     private readonly label: string,
     private readonly log: Logger,
+    private readonly shard: ShardRef | undefined,
     private readonly generation?: { name: string; live: string | undefined },
   ) {}
+
+  /** This writer's temp prefix (relative to the output's): a shard's own under `.sluice-tmp/`. */
+  private get tmpPrefix(): string {
+    return `${this.dataPrefix}${S3_TMP}${this.shard ? `${shardTag(this.shard)}/` : ''}`;
+  }
+
+  private get stagedPrefix(): string {
+    return `${this.dataPrefix}${S3_STAGED}${this.shard ? `${shardTag(this.shard)}/` : ''}`;
+  }
+
+  private get manifestKey(): string {
+    return `${this.dataPrefix}${manifestName(this.shard)}`;
+  }
+
+  /**
+   * Whether `key` (under this writer's temp or staging prefix) is this writer's: an unsharded writer's prefixes
+   * hold the shards' own areas, which it leaves alone.
+   */
+  private mine(key: string): boolean {
+    if (this.shard) return true;
+    const rest = key.startsWith(this.tmpPrefix)
+      ? key.slice(this.tmpPrefix.length)
+      : key.slice(this.stagedPrefix.length);
+    return !SHARD_ENTRY.test(rest.split('/')[0]!) || !rest.includes('/');
+  }
 
   static async open(opts: {
     url: string;
@@ -73,9 +111,10 @@ export class S3Output {
     fresh: boolean;
     label: string;
     log: Logger;
+    shard?: ShardRef;
   }): Promise<S3Output> {
     const store = new S3Store(s3Client(opts.s3), parseS3Url(opts.url), opts.label);
-    if (opts.mode === 'append') return new S3Output(store, '', opts.label, opts.log);
+    if (opts.mode === 'append') return new S3Output(store, '', opts.label, opts.log, opts.shard);
     const live = (await readPointer(store))?.generation;
     let next = (await store.getText(NEXT))?.trim() || undefined;
     if (next !== undefined && next === live) next = undefined; // crashed after the swap, before NEXT was deleted
@@ -91,7 +130,7 @@ export class S3Output {
       return k !== NEXT && k.includes('/', S3_GENERATIONS.length) && gen !== next && gen !== live;
     });
     await store.delete(stale);
-    return new S3Output(store, `${S3_GENERATIONS}${next}/`, opts.label, opts.log, { name: next, live });
+    return new S3Output(store, `${S3_GENERATIONS}${next}/`, opts.label, opts.log, opts.shard, { name: next, live });
   }
 
   url(rel = ''): string {
@@ -99,28 +138,30 @@ export class S3Output {
   }
 
   async readManifest(pipeline: string, format: Manifest['format']): Promise<Manifest> {
-    const text = await this.store.getText(`${this.dataPrefix}${MANIFEST_NAME}`);
+    const text = await this.store.getText(this.manifestKey);
     if (text === undefined) return emptyManifest(pipeline, format);
-    return parseManifest(text, this.url(MANIFEST_NAME), this.url(), format);
+    return parseManifest(text, this.store.url(this.manifestKey), this.url(), format);
   }
 
   /** The commit point: one PutObject, so readers get the old or the new manifest (see the header on writers). */
   async writeManifest(m: Manifest): Promise<void> {
-    await this.store.putText(`${this.dataPrefix}${MANIFEST_NAME}`, manifestText(m));
+    await this.store.putText(this.manifestKey, manifestText(m));
   }
 
   /** Step 1: uploads `moves` (local file → final relative key) to temp keys and writes their marker. */
   async upload(moves: readonly { from: string; to: string }[], staged: readonly { file: string; rel: string }[]) {
     const id = `${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
     const commit: RemoteCommit = { moves: [] };
-    for (const s of staged) await this.store.uploadFile(s.file, `${this.dataPrefix}${s.rel}`);
+    const journal = (name: string): string => `${this.tmpPrefix}${id}/${name}.upload`;
+    for (const [i, s] of staged.entries())
+      await this.store.uploadFile(s.file, `${this.dataPrefix}${s.rel}`, journal(`staged-${i}`));
     for (const [i, m] of moves.entries()) {
-      const tmp = `${this.dataPrefix}${S3_TMP}${id}/${i}.tmp`;
-      await this.store.uploadFile(m.from, tmp);
+      const tmp = `${this.tmpPrefix}${id}/${i}.tmp`;
+      await this.store.uploadFile(m.from, tmp, journal(String(i)));
       commit.moves.push({ from: tmp, to: `${this.dataPrefix}${m.to}` });
     }
     if (commit.moves.length > 0) {
-      commit.marker = `${this.dataPrefix}${S3_TMP}${id}.pending`;
+      commit.marker = `${this.tmpPrefix}${id}.pending`;
       await this.store.putText(commit.marker, JSON.stringify({ moves: commit.moves }));
     }
     return commit;
@@ -144,7 +185,7 @@ export class S3Output {
    */
   async settle(m: Manifest, stagedDir: string): Promise<string[]> {
     const referenced = new Set([...referencedFiles(m)].map((f) => `${this.dataPrefix}${f}`));
-    const tmp = await this.store.list(`${this.dataPrefix}${S3_TMP}`);
+    const tmp = (await this.store.list(this.tmpPrefix)).filter((k) => this.mine(k));
     const present = new Set(tmp);
     const moved: string[] = [];
     for (const marker of tmp.filter((k) => k.endsWith('.pending'))) {
@@ -158,13 +199,15 @@ export class S3Output {
       await this.complete({ moves, marker }, present);
       moved.push(...moves.filter((mv) => present.has(mv.from)).map((mv) => mv.to));
     }
-    const left = (await this.store.list(`${this.dataPrefix}${S3_TMP}`)).filter((k) => present.has(k));
+    // Uploads a crash cut off, named by their journals, before the journals go with the other temp objects.
+    const journaled = await this.store.abortJournaled(tmp.filter((k) => k.endsWith('.upload')));
+    const left = (await this.store.list(this.tmpPrefix)).filter((k) => present.has(k));
     await this.store.delete(left);
 
     const stagedRefs = new Set(
       Object.values(m.units).flatMap((u) => (u.staged ? [`${this.dataPrefix}${u.staged.file}`] : [])),
     );
-    const stagedObjects = await this.store.list(`${this.dataPrefix}${S3_STAGED}`);
+    const stagedObjects = (await this.store.list(this.stagedPrefix)).filter((k) => this.mine(k));
     const orphans = stagedObjects.filter((k) => !stagedRefs.has(k));
     await this.store.delete(orphans);
     await mkdir(stagedDir, { recursive: true });
@@ -176,10 +219,12 @@ export class S3Output {
     const wanted = new Set([...stagedRefs].map((k) => path.posix.basename(k)));
     for (const name of local) if (!wanted.has(name)) await rm(path.join(stagedDir, name), { force: true });
 
-    const aborted = await this.store.abortUploads('');
-    if (left.length + orphans.length > 0 || (aborted ?? 0) > 0)
+    let aborted = journaled;
+    for (const prefix of [this.tmpPrefix, this.stagedPrefix])
+      aborted += (await this.store.abortUploads(prefix, (k) => this.mine(k))) ?? 0;
+    if (left.length + orphans.length > 0 || aborted > 0)
       this.log.warn(
-        `${this.label}: removed ${left.length + orphans.length} temp object(s) and ${aborted ?? 0} incomplete upload(s) left by a crash under ${this.url()}`,
+        `${this.label}: removed ${left.length + orphans.length} temp object(s) and ${aborted} incomplete upload(s) left by a crash under ${this.url()}`,
       );
     if (moved.length > 0)
       this.log.warn(

@@ -6,26 +6,41 @@
  */
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, readdir, rm } from 'node:fs/promises';
+import { mkdir, open, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
   AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
   CopyObjectCommand,
+  CreateMultipartUploadCommand,
   DeleteObjectsCommand,
   GetObjectCommand,
   ListMultipartUploadsCommand,
   ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
+  UploadPartCommand,
+  type CompletedPart,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
 import { z } from 'zod';
 import { SluiceError } from '../../src/core/errors.js';
 import { failpoint } from '../../src/core/failpoints.js';
+import { shardTag, type ShardRef } from './manifest.js';
+
+/** Part size of a multipart upload; a file up to this size is one PutObject. */
+const PART_BYTES = 8 * 2 ** 20;
+/** Parts in flight at once (each is a buffer of PART_BYTES). */
+const PARTS_IN_FLIGHT = 4;
+
+/** What an upload journal object holds: the multipart upload to abort if the run dies before completing it. */
+export interface UploadJournal {
+  key: string;
+  upload_id: string;
+}
 
 export const s3Option = z
   .object({
@@ -72,11 +87,14 @@ export function parseS3Url(url: string): S3Location {
 }
 
 /**
- * A local directory for an S3 output's temp and staging files, of this process only (two processes writing one
+ * A local directory for an S3 output's temp and staging files, of this process and shard only (two writers of one
  * prefix must not delete each other's temp files); directories of processes that are gone are removed.
  */
-export async function s3WorkDir(url: string, pipelineName: string): Promise<string> {
-  const h = createHash('sha256').update(`${url}\0${pipelineName}`).digest('hex').slice(0, 16);
+export async function s3WorkDir(url: string, pipelineName: string, shard?: ShardRef): Promise<string> {
+  const h = createHash('sha256')
+    .update(`${url}\0${pipelineName}${shard ? `\0${shardTag(shard)}` : ''}`)
+    .digest('hex')
+    .slice(0, 16);
   const root = path.join(tmpdir(), 'sluice-s3');
   await mkdir(root, { recursive: true });
   for (const name of await readdir(root)) {
@@ -100,10 +118,11 @@ function alive(pid: number): boolean {
  * The run lock of an S3 output: a local file, so it only keeps apart runs on this machine (see README "Object
  * storage (S3)": S3 has no lock that is safe on every S3-compatible store).
  */
-export function s3LockPath(url: string): string {
+export function s3LockPath(url: string, shard?: ShardRef): string {
   const { bucket, prefix } = parseS3Url(url);
   const h = createHash('sha256').update(`${bucket}/${prefix}`).digest('hex').slice(0, 16);
-  return path.join(tmpdir(), 'sluice-s3', 'locks', `${h}.lock`);
+  // Shards of one output never touch each other's state (output-dir.ts): each takes a lock of its own.
+  return path.join(tmpdir(), 'sluice-s3', 'locks', `${h}${shard ? `.${shardTag(shard)}` : ''}.lock`);
 }
 
 export function s3Client(opts: S3Options = {}): S3Client {
@@ -182,20 +201,122 @@ export class S3Store {
     }
   }
 
-  /** Uploads a local file (multipart when large); an upload cut off leaves an incomplete multipart upload. */
-  async uploadFile(file: string, rel: string): Promise<void> {
-    try {
-      const up = new Upload({
-        client: this.client,
-        params: { Bucket: this.loc.bucket, Key: this.key(rel), Body: createReadStream(file) },
-        partSize: 8 * 2 ** 20,
-        queueSize: 4,
-      });
-      up.on('httpUploadProgress', (p) => failpoint('files:mid-upload', p.loaded));
-      await up.done();
-    } catch (err) {
-      throw this.fail('uploading to', rel, err);
+  /**
+   * Uploads a local file: one PutObject up to PART_BYTES, else a multipart upload. A multipart upload cut off by a
+   * crash stays in the store (invisible to listing, its parts billed) until aborted, and not every S3-compatible
+   * store can list them: so its key and UploadId are first written to the object `journal` (under the output's
+   * reserved temp prefix), which the next open reads to abort exactly that upload (`abortJournaled`). The journal
+   * is deleted once the upload is complete.
+   */
+  async uploadFile(file: string, rel: string, journal: string): Promise<void> {
+    const { size } = await stat(file);
+    if (size <= PART_BYTES) {
+      failpoint('files:mid-upload', size);
+      try {
+        await this.client.send(
+          new PutObjectCommand({
+            Bucket: this.loc.bucket,
+            Key: this.key(rel),
+            Body: createReadStream(file),
+            ContentLength: size,
+          }),
+        );
+      } catch (err) {
+        throw this.fail('uploading to', rel, err);
+      }
+      return;
     }
+    let uploadId: string | undefined;
+    try {
+      const created = await this.client.send(
+        new CreateMultipartUploadCommand({ Bucket: this.loc.bucket, Key: this.key(rel) }),
+      );
+      uploadId = created.UploadId;
+      if (!uploadId) throw new Error('the store answered without an UploadId');
+      await this.putText(journal, JSON.stringify({ key: rel, upload_id: uploadId } satisfies UploadJournal));
+      const parts = await this.uploadParts(file, size, rel, uploadId);
+      await this.client.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: this.loc.bucket,
+          Key: this.key(rel),
+          UploadId: uploadId,
+          MultipartUpload: { Parts: parts },
+        }),
+      );
+    } catch (err) {
+      // A failure this process sees: the upload is aborted now (a crash leaves it to the journal and the next open).
+      if (uploadId) await this.abortUpload(rel, uploadId).catch(() => undefined);
+      throw err instanceof SluiceError ? err : this.fail('uploading to', rel, err);
+    }
+    await this.delete([journal]);
+  }
+
+  /** The parts of `file`, PARTS_IN_FLIGHT at a time, each read into memory as the SDK needs a sized body. */
+  private async uploadParts(file: string, size: number, rel: string, uploadId: string): Promise<CompletedPart[]> {
+    const count = Math.ceil(size / PART_BYTES);
+    const parts: CompletedPart[] = new Array<CompletedPart>(count);
+    const fh = await open(file, 'r');
+    let next = 0;
+    let loaded = 0;
+    try {
+      const worker = async (): Promise<void> => {
+        while (next < count) {
+          const i = next++;
+          const start = i * PART_BYTES;
+          const buf = Buffer.allocUnsafe(Math.min(PART_BYTES, size - start));
+          const { bytesRead } = await fh.read(buf, 0, buf.length, start);
+          const r = await this.client.send(
+            new UploadPartCommand({
+              Bucket: this.loc.bucket,
+              Key: this.key(rel),
+              UploadId: uploadId,
+              PartNumber: i + 1,
+              Body: buf.subarray(0, bytesRead),
+            }),
+          );
+          parts[i] = { PartNumber: i + 1, ETag: r.ETag };
+          loaded += bytesRead;
+          failpoint('files:mid-upload', loaded);
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(PARTS_IN_FLIGHT, count) }, worker));
+    } finally {
+      await fh.close();
+    }
+    return parts;
+  }
+
+  /** Aborts one multipart upload; one already completed or aborted (NoSuchUpload) is fine. */
+  async abortUpload(rel: string, uploadId: string): Promise<void> {
+    try {
+      await this.client.send(
+        new AbortMultipartUploadCommand({ Bucket: this.loc.bucket, Key: this.key(rel), UploadId: uploadId }),
+      );
+    } catch (err) {
+      const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
+      if (e.name === 'NoSuchUpload' || e.$metadata?.httpStatusCode === 404) return;
+      throw this.fail('aborting the incomplete upload to', rel, err);
+    }
+  }
+
+  /**
+   * Aborts the uploads the journal objects `journals` name (see `uploadFile`); returns how many it found. A journal
+   * that does not parse was cut off before its upload's first part: there is nothing of it to abort.
+   */
+  async abortJournaled(journals: readonly string[]): Promise<number> {
+    let n = 0;
+    for (const j of journals) {
+      let entry: Partial<UploadJournal> = {};
+      try {
+        entry = JSON.parse((await this.getText(j)) ?? '{}') as Partial<UploadJournal>;
+      } catch {
+        continue;
+      }
+      if (typeof entry.key !== 'string' || typeof entry.upload_id !== 'string') continue;
+      await this.abortUpload(entry.key, entry.upload_id);
+      n++;
+    }
+    return n;
   }
 
   async downloadFile(rel: string, file: string): Promise<void> {
@@ -264,17 +385,18 @@ export class S3Store {
   }
 
   /**
-   * Aborts the incomplete multipart uploads under `rel` (a run killed mid-upload leaves one: invisible to listing,
-   * but its parts are stored and billed). Returns how many, or undefined when the store cannot list them.
+   * Aborts the incomplete multipart uploads under `rel` whose key (relative) `mine` accepts, as a second line
+   * behind the journals (`abortJournaled`): uploads of a sluice before the journals, or a journal lost with its
+   * store's listing. Returns how many, or undefined when the store cannot list them.
    */
-  async abortUploads(rel: string): Promise<number | undefined> {
+  async abortUploads(rel: string, mine: (key: string) => boolean = () => true): Promise<number | undefined> {
     let n = 0;
     try {
       const r = await this.client.send(
         new ListMultipartUploadsCommand({ Bucket: this.loc.bucket, Prefix: this.key(rel) }),
       );
       for (const u of r.Uploads ?? []) {
-        if (!u.Key || !u.UploadId) continue;
+        if (!u.Key || !u.UploadId || !mine(u.Key.slice(this.loc.prefix.length))) continue;
         await this.client.send(
           new AbortMultipartUploadCommand({ Bucket: this.loc.bucket, Key: u.Key, UploadId: u.UploadId }),
         );

@@ -15,6 +15,12 @@ import type { S3Options } from './s3.js';
 /** Named like no data file a sink writes (`*.parquet`, `*.jsonl*`), so listing readers skip it. */
 export const SHARED_STATE_NAME = '.sluice-prepared.json';
 
+/**
+ * Written by `sluice finalize` once every shard of a prepared job has committed: the shards' manifests, for readers
+ * that follow manifests and want to know the set is complete (src/engine/prepare.ts `writeShardsRecord`).
+ */
+export const SHARDS_RECORD_NAME = '_sluice_shards.json';
+
 export interface SharedStateStore {
   /** Where the record is, for messages: a path or a URL. */
   readonly location: string;
@@ -26,8 +32,11 @@ export interface SharedStateStore {
 class LocalSharedState implements SharedStateStore {
   readonly location: string;
 
-  constructor(private readonly dir: string) {
-    this.location = path.join(dir, SHARED_STATE_NAME);
+  constructor(
+    private readonly dir: string,
+    name: string,
+  ) {
+    this.location = path.join(dir, name);
   }
 
   async read(): Promise<string | undefined> {
@@ -58,8 +67,9 @@ class S3SharedState implements SharedStateStore {
   constructor(
     private readonly url: string,
     private readonly options: S3Options,
+    private readonly name: string,
   ) {
-    this.location = `${url.replace(/\/+$/, '')}/${SHARED_STATE_NAME}`;
+    this.location = `${url.replace(/\/+$/, '')}/${name}`;
   }
 
   private async store() {
@@ -68,32 +78,26 @@ class S3SharedState implements SharedStateStore {
   }
 
   async read(): Promise<string | undefined> {
-    return (await this.store()).getText(SHARED_STATE_NAME);
+    return (await this.store()).getText(this.name);
   }
 
   async write(text: string): Promise<void> {
-    await (await this.store()).putText(SHARED_STATE_NAME, text);
+    await (await this.store()).putText(this.name, text);
   }
 }
 
 /**
- * The state object next to the output at `outputPath` (a sink's `path`, relative to `baseDir`; `s3` its S3 options);
- * undefined for a URL scheme without an implementation (the shards then need the prepare step's state directory,
- * `prepared.json`, on a shared volume).
+ * The state object `name` (default: the prepared job's record) next to the output at `outputPath` (a sink's `path`,
+ * relative to `baseDir`; `s3` its S3 options); undefined for a URL scheme without an implementation (the shards then
+ * need the prepare step's state directory, `prepared.json`, on a shared volume).
  */
-export function sharedStateAt(outputPath: string, baseDir: string, s3: S3Options = {}): SharedStateStore | undefined {
-  if (/^s3:\/\//i.test(outputPath)) return new S3SharedState(outputPath, s3);
+export function sharedStateAt(
+  outputPath: string,
+  baseDir: string,
+  s3: S3Options = {},
+  name = SHARED_STATE_NAME,
+): SharedStateStore | undefined {
+  if (/^s3:\/\//i.test(outputPath)) return new S3SharedState(outputPath, s3, name);
   if (isUrlPath(outputPath)) return undefined;
-  return new LocalSharedState(path.resolve(baseDir, outputPath));
-}
-
-/**
- * A shard's own part of a shared output: `out/companies/` → `out/companies/shard-1-of-4/`. Each shard commits to
- * its own manifest there, so shards writing at once never rewrite each other's; a reader of `out/companies/**`
- * sees every shard's files. Works for URLs too (`s3://lake/x/` → `s3://lake/x/shard-1-of-4/`).
- */
-export function shardOutputPath(outputPath: string, shard: { index: number; count: number }): string {
-  const name = `shard-${shard.index}-of-${shard.count}`;
-  if (isUrlPath(outputPath)) return `${outputPath.replace(/\/+$/, '')}/${name}/`;
-  return path.join(outputPath, name);
+  return new LocalSharedState(path.resolve(baseDir, outputPath), name);
 }

@@ -18,13 +18,13 @@ export const parquetSinkSchema = z
       .string()
       .min(1)
       .describe(
-        'Output directory, relative to the pipeline file, or `s3://bucket/prefix/` (see `s3`); created if missing. Files are `part-<id>-<n>.parquet` (under `<column>=<value>/` directories with `partition_by`), listed with the units they hold in `_sluice_manifest.json`.',
+        'Output directory, relative to the pipeline file, or `s3://bucket/prefix/` (see `s3`); created if missing. Files are `part-<id>-<n>.parquet` (under `<column>=<value>/` directories with `partition_by`), listed with the units they hold in `_sluice_manifest.json` (shards: all in this one path, each with its own `_sluice_manifest.shard-<i>-of-<n>.json`).',
       ),
     write: z
       .enum(['append', 'replace'])
       .default('append')
       .describe(
-        '`append`: every run adds files. `replace`: the run writes a new generation and `path` (then a symlink) switches to it atomically when the run finishes.',
+        '`append`: every run adds files. `replace`: the run writes a new generation and `path` (then a symlink) switches to it atomically when the run finishes. Shards (`--shard`) write `append` only.',
       ),
     s3: s3Option,
     lineage: lineageOption,

@@ -48,7 +48,7 @@ import {
   serializeColumns,
   textifies,
 } from '../output-files/dataset-schema.js';
-import type { Manifest, ManifestUnit } from '../output-files/manifest.js';
+import type { Manifest, ManifestUnit, ShardRef } from '../output-files/manifest.js';
 import { Mutex } from '../output-files/mutex.js';
 import { writeNdjson } from '../output-files/ndjson-writer.js';
 import {
@@ -56,13 +56,12 @@ import {
   OutputDir,
   outputLockPath,
   outputRoot,
-  STAGED_DIR,
+  refuseShardedReplace,
   type FileSinkHooks,
   type Move,
 } from '../output-files/output-dir.js';
 import { isS3Url } from '../output-files/s3.js';
 import { unitFileStem } from '../output-files/unit-file-name.js';
-import { shardOutputPath } from '../output-files/shared-state.js';
 import { DEFAULT_TARGET_FILE_MB, parquetSinkSchema, type ParquetSinkConfig } from './config.js';
 import { copyToParquet, emptyFiles, listFiles, rewriteIfNeeded } from './write-files.js';
 
@@ -73,6 +72,8 @@ export interface ParquetSinkOptions {
   /** The pipeline file's directory, which `path` is relative to; describe() shows `path` as written without it. */
   baseDir?: string;
   hooks?: FileSinkHooks;
+  /** The shard this run is: its files go into the one shared `path` beside the other shards' (output-dir.ts). */
+  shard?: ShardRef;
 }
 
 export class ParquetSink implements Sink {
@@ -92,6 +93,7 @@ export class ParquetSink implements Sink {
   private jsonPerParquet = INITIAL_JSON_PER_PARQUET;
   private readonly baseDir: string | undefined;
   private readonly hooks: FileSinkHooks;
+  private readonly shard: ShardRef | undefined;
 
   constructor(
     private readonly config: ParquetSinkConfig,
@@ -101,6 +103,7 @@ export class ParquetSink implements Sink {
       config.file_size_bytes ?? Math.round((config.target_file_mb ?? DEFAULT_TARGET_FILE_MB) * 2 ** 20);
     this.baseDir = options.baseDir;
     this.hooks = options.hooks ?? {};
+    this.shard = options.shard;
   }
 
   typeName(t: LogicalType): string {
@@ -122,7 +125,7 @@ export class ParquetSink implements Sink {
 
   /** Two pipelines writing to one directory would each remove the other's temp files as orphans. */
   lockPath(baseDir: string): string {
-    return outputLockPath(outputRoot(baseDir, this.config.path), this.config.write);
+    return outputLockPath(outputRoot(baseDir, this.config.path), this.config.write, this.shard);
   }
 
   async open(ctx: SinkContext): Promise<void> {
@@ -137,6 +140,7 @@ export class ParquetSink implements Sink {
       label: 'parquet sink',
       log: ctx.log,
       hooks: this.hooks,
+      ...(this.shard && { shard: this.shard }),
     });
     await mkdir(this.out.stagedDir, { recursive: true });
     // An in-memory database of its own: it only converts files, and must not lock any database file.
@@ -175,7 +179,8 @@ export class ParquetSink implements Sink {
         this.context().log.warn(`parquet sink: unit ${unit.id}: ${schema.conflicts.format()}`);
       failpoint('parquet:staged');
       const entry: ManifestUnit = { records: rows, files: [], committed_at: new Date().toISOString() };
-      if (rows > 0) entry.staged = { file: `${STAGED_DIR}/${name}`, bytes, schema: serializeColumns(schema.columns) };
+      if (rows > 0)
+        entry.staged = { file: `${out.stagedRel}/${name}`, bytes, schema: serializeColumns(schema.columns) };
       if (unit.checkpoint !== undefined) entry.checkpoint = unit.checkpoint;
       let changes: SchemaChange[] = [];
       committed = await out.commit({
@@ -288,7 +293,7 @@ export class ParquetSink implements Sink {
       }
       const stagedPaths = staged.map(([, u]) => path.join(out.dataDir, u.staged!.file));
       const jsonBytes = staged.reduce((n, [, u]) => n + u.staged!.bytes, 0);
-      const publishId = `${new Date().toISOString().replace(/[-:.TZ]/g, '')}-${randomBytes(3).toString('hex')}`;
+      const publishId = `${out.fileTag}${new Date().toISOString().replace(/[-:.TZ]/g, '')}-${randomBytes(3).toString('hex')}`;
       const tmpOut = out.tempPath(`publish-${publishId}`, 'dir');
       const tmpRewrites = out.tempPath(`rewrite-${publishId}`, 'dir');
       let keep = false;
@@ -406,8 +411,8 @@ export const parquetSink: ComponentDef<'sink', ParquetSinkConfig, Sink> = {
   description: 'Parquet files (zstd, optionally hive-partitioned) of about a target size, with a manifest.',
   schema: parquetSinkSchema,
   create(config: ParquetSinkConfig, deps: ComponentDeps): Sink {
-    // A shard writes its own part of a shared output: one writer per manifest (output-files/shared-state.ts).
-    const own = deps.shard ? { ...config, path: shardOutputPath(config.path, deps.shard) } : config;
-    return new ParquetSink(own, { baseDir: deps.baseDir });
+    // Shards write into the one `path`, each with its own manifest (output-files/output-dir.ts).
+    refuseShardedReplace('parquet sink', config.write, deps.shard);
+    return new ParquetSink(config, { baseDir: deps.baseDir, ...(deps.shard && { shard: deps.shard }) });
   },
 };

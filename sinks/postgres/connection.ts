@@ -129,6 +129,13 @@ export function errorLine(err: unknown): string {
 
 /** Why the server could not be reached or refused us, with the fix. */
 export function connectFailure(label: string, target: Target, err: unknown): PostgresSinkError {
+  // Connected, then lost the link while committing: said as such, not as a failure to connect.
+  if (err instanceof PostgresSinkError)
+    return new PostgresSinkError(`${label}: ${err.message.replace(/^postgres sink: /, '')}`, {
+      hint: err.hint ?? '',
+      cause: err.cause,
+      transient: err.transient,
+    });
   const code = (err as { code?: unknown } | undefined)?.code;
   const hint =
     code === '28P01' || code === '28000'
@@ -144,8 +151,25 @@ export function connectFailure(label: string, target: Target, err: unknown): Pos
 }
 
 /**
+ * The link failed while COMMIT was on its way: the server may have committed (it got the COMMIT, its answer was
+ * lost) or not. Transient all the same: a unit's next attempt reads `_sluice_state` before it loads anything, and
+ * its state row's primary key stops a second commit even when the first is still finishing on the server.
+ */
+function commitInDoubt(err: unknown): PostgresSinkError {
+  return new PostgresSinkError(
+    `postgres sink: the connection failed while COMMIT was on its way (${errorLine(err)}): the transaction may have committed`,
+    {
+      hint: 'nothing to do: the next attempt of the unit finds out from _sluice_state whether it committed and loads it only if it did not (a rerun does the same)',
+      cause: err,
+      transient: true,
+    },
+  );
+}
+
+/**
  * Runs `fn` in a transaction on a pooled connection: committed when it returns, rolled back when it throws. A
- * connection that failed is destroyed rather than handed back to the pool.
+ * connection that failed is destroyed rather than handed back to the pool. A link that fails during COMMIT is
+ * reported as such (`commitInDoubt`), never as "nothing committed".
  */
 export async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
@@ -154,14 +178,21 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => 
   client.on('error', onError);
   try {
     await client.query('BEGIN');
+    let result: T;
     try {
-      const result = await fn(client);
-      await client.query('COMMIT');
-      return result;
+      result = await fn(client);
     } catch (err) {
       await client.query('ROLLBACK').catch((e: Error) => void (broken ??= e));
       throw err;
     }
+    try {
+      await client.query('COMMIT');
+    } catch (err) {
+      if (!isTransientPgError(err)) throw err;
+      broken = err as Error;
+      throw commitInDoubt(err);
+    }
+    return result;
   } catch (err) {
     broken ??= isTransientPgError(err) ? (err as Error) : undefined;
     throw err;

@@ -1,17 +1,19 @@
 /**
- * Streams rows into `COPY … FROM STDIN` (text format, serialised by encode.ts) in chunks of ~256 KiB, waiting for
- * 'drain' whenever the socket's buffer is full, so a unit is encoded while it is read and never sits in memory: at
- * most one chunk of text per unit in flight. A row Postgres cannot store (NUL in text) goes to the dead-letter file
- * instead of failing the unit.
+ * Streams rows into `COPY … FROM STDIN` (text format, serialised by encode.ts) in chunks of ~256 KiB, so a unit is
+ * encoded while it is read and never sits in memory. Up to `QUEUED_BYTES` of chunks may wait for the socket: the
+ * server then always has the next rows at hand while this process decodes and encodes the ones after them, and
+ * the writer waits only when the server falls that far behind (and resumes as soon as one chunk went out, not when
+ * all did). Waiting for the socket to drain after every chunk made the two take turns instead of working at once.
+ * A row Postgres cannot store (NUL in text) goes to the dead-letter file instead of failing the unit.
  *
  * A writer can keep a spool: the bytes it sent, in a file, so the rows already copied survive a rollback when a
  * later batch of the unit turns out not to fit the table (sink.ts); they are loaded again with `copySpool`. It
  * lives in the OS temporary directory ($TMPDIR), unlinked from the start: one unit's COPY text per unit in flight,
- * gone when the unit ends or the process dies (on a tmpfs /tmp, that is memory outside the process). Written with the chunk already in hand, it costs a write
- * call per 256 KiB; holding the rows instead is what made memory grow with the unit.
+ * gone when the unit ends or the process dies (on a tmpfs /tmp, that is memory outside the process). Written with
+ * the chunk already in hand, it costs a write call per chunk; holding the rows instead is what made memory grow
+ * with the unit.
  */
 import { closeSync, createReadStream, ftruncateSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
-import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -23,7 +25,12 @@ import type { Batch, Row } from '../../src/core/types.js';
 import { CopyBuffer, RowEncoder, UnstorableValue } from './encode.js';
 import { quoteIdent } from './types.js';
 
+/** COPY text per CopyData message: large enough that the protocol's and the socket's per-message costs vanish. */
 const CHUNK_BYTES = 1 << 18;
+/** Room in each new chunk's buffer for the row that crosses `CHUNK_BYTES` (a longer row grows it). */
+const CHUNK_CAPACITY = CHUNK_BYTES + (1 << 16);
+/** Chunks written but not yet taken by the socket, at most (besides what the kernel's socket buffer holds). */
+const QUEUED_BYTES = 4 * CHUNK_BYTES;
 
 function copyStatement(table: string, columns: readonly string[]): string {
   return `COPY ${table} (${columns.map(quoteIdent).join(', ')}) FROM STDIN (FORMAT text)`;
@@ -83,8 +90,14 @@ export class Spool {
 export class CopyWriter {
   private readonly stream: CopyStreamQuery;
   /** Encoded rows not sent yet. */
-  private readonly out = new CopyBuffer();
+  private readonly out = new CopyBuffer(CHUNK_CAPACITY);
   private sent = 0;
+  /** Bytes written to the stream whose write has not completed (the socket has not taken them yet). */
+  private queued = 0;
+  /** The COPY failed (the server refused it, the connection broke): every later write throws this. */
+  private failed: Error | undefined;
+  /** Resolves `room()`'s wait. */
+  private wake: (() => void) | undefined;
 
   constructor(
     client: pg.PoolClient,
@@ -95,9 +108,16 @@ export class CopyWriter {
     private readonly spool?: Spool,
   ) {
     this.stream = client.query(copyFrom(copyStatement(table, columns)));
+    // Listening from the start: the server may refuse the COPY while this writer awaits the source, and an
+    // 'error' nobody listens to would end the process.
+    this.stream.on('error', (err) => {
+      this.failed ??= err;
+      this.wakeUp();
+    });
   }
 
   async write(batch: Batch): Promise<void> {
+    if (this.failed) throw this.failed;
     const encoder = this.encoder;
     for (const row of batch) {
       try {
@@ -107,18 +127,36 @@ export class CopyWriter {
         this.onUnstorable(row, err.message);
         continue;
       }
-      if (this.out.length >= CHUNK_BYTES && !this.flush()) await once(this.stream, 'drain');
+      if (this.out.length >= CHUNK_BYTES) {
+        this.flush();
+        if (this.queued > QUEUED_BYTES) await this.room();
+      }
     }
   }
 
-  /** Sends the chunk; false when the socket's buffer is full. */
-  private flush(): boolean {
+  /** Hands the chunk to the stream, which sends it once the socket takes the chunks before it. */
+  private flush(): void {
     const data = this.out.take();
     this.sent += data.length;
     this.spool?.write(data);
-    const more = this.stream.write(data);
+    this.queued += data.length;
+    this.stream.write(data, () => {
+      this.queued -= data.length;
+      if (this.queued <= QUEUED_BYTES) this.wakeUp();
+    });
     failpoint('postgres:mid-copy', this.sent);
-    return more;
+  }
+
+  /** Waits until the socket took enough for the queue to be within `QUEUED_BYTES`; throws when the COPY failed. */
+  private async room(): Promise<void> {
+    while (this.queued > QUEUED_BYTES && !this.failed) await new Promise<void>((resolve) => (this.wake = resolve));
+    if (this.failed) throw this.failed;
+  }
+
+  private wakeUp(): void {
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
   }
 
   /** Keeps what was encoded but not sent yet in the spool too: the spool then holds every row written. */
@@ -127,6 +165,7 @@ export class CopyWriter {
   }
 
   async end(): Promise<number> {
+    if (this.failed) throw this.failed;
     if (this.out.length > 0) this.flush();
     this.stream.end();
     await finished(this.stream);
@@ -135,8 +174,8 @@ export class CopyWriter {
 
   /** Sends CopyFail: the server ends the COPY, and the transaction is rolled back by the caller. */
   abort(err: unknown): void {
-    // The server answers the CopyFail with an error of its own, which is this one's consequence, not news.
-    this.stream.on('error', () => undefined);
+    // The server answers the CopyFail with an error of its own, which is this one's consequence, not news (the
+    // listener set up in the constructor keeps it from ending the process).
     this.stream.destroy(err instanceof Error ? err : new Error(String(err)));
   }
 }

@@ -364,7 +364,8 @@ export class PostgresSink implements Sink {
   private unstorable(unitId: string, row: Row, reason: string): void {
     let raw: string | undefined;
     try {
-      raw = JSON.stringify(row).slice(0, 4096);
+      // Whole: the dead-letter file cuts what is too long and says so (`truncated`), so a replay knows.
+      raw = JSON.stringify(row);
     } catch {
       raw = undefined;
     }

@@ -56,6 +56,10 @@ export async function committedCheckpoints(
   return new Map(r.rows.map((row) => [row.unit_id, row.checkpoint]));
 }
 
+/**
+ * Whether the unit committed, by any process or by an earlier attempt of this one — also one whose link died while
+ * its COMMIT was on the way (connection.ts `commitInDoubt`): every attempt asks this before it loads anything.
+ */
 export async function isUnitCommitted(
   c: Queryable,
   schema: string,

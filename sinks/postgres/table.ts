@@ -8,9 +8,15 @@
 import type pg from 'pg';
 import { SluiceError } from '../../src/core/errors.js';
 import type { SchemaChange } from '../../src/core/types.js';
+import {
+  columnChangeRefused,
+  fitsColumns,
+  planColumnChanges,
+  type ColumnChange,
+} from '../../src/schema/column-changes.js';
 import type { ConflictLog } from '../../src/schema/conflicts.js';
 import { joinTypes } from '../../src/schema/join.js';
-import { cloneType, describeType, sameType, type LogicalType } from '../../src/schema/logical-type.js';
+import { cloneType, type LogicalType } from '../../src/schema/logical-type.js';
 import { errorLine } from './connection.js';
 import { fromPgColumn, pgType, qualified, quoteIdent } from './types.js';
 
@@ -56,12 +62,7 @@ export async function tableExists(c: Queryable, schema: string, table: string): 
 
 /** Whether rows of `incoming` fit the table's columns as they are (undefined: no table yet). */
 export function fitsTable(columns: Columns | undefined, incoming: ReadonlyMap<string, LogicalType>): boolean {
-  if (!columns) return false;
-  for (const [k, t] of incoming) {
-    const cur = columns.get(k);
-    if (cur === undefined || pgType(joinTypes(cur, t, [k])) !== pgType(cur)) return false;
-  }
-  return true;
+  return fitsColumns(columns, incoming, pgType);
 }
 
 export function checkNameLengths(names: Iterable<string>, label: string): void {
@@ -114,49 +115,28 @@ export async function evolveTable(
   conflicts: ConflictLog,
 ): Promise<Evolution> {
   const q = qualified(schema, table);
-  const columns: Columns = new Map(current);
+  const plan = planColumnChanges(current, incoming, pgType, conflicts);
   const changes: SchemaChange[] = [];
-  for (const [name, t] of incoming) {
-    const cur = columns.get(name);
-    const col = quoteIdent(name);
-    if (cur === undefined) {
-      await ddl(c, `ALTER TABLE ${q} ADD COLUMN ${col} ${pgType(t)}`, q, name, undefined, t);
-      columns.set(name, cloneType(t));
-      changes.push({ column: name, change: 'added', to: pgType(t) });
+  for (const step of plan.changes) {
+    const col = quoteIdent(step.column);
+    if (step.kind === 'add') {
+      await ddl(c, `ALTER TABLE ${q} ADD COLUMN ${col} ${pgType(step.type)}`, q, step);
+      changes.push({ column: step.column, change: 'added', to: pgType(step.type) });
       continue;
     }
-    const joined = joinTypes(cur, t, [name], conflicts);
-    if (pgType(joined) === pgType(cur)) {
-      if (!sameType(joined, cur)) columns.set(name, cloneType(joined));
-      continue;
-    }
-    const to = pgType(joined);
+    const to = pgType(step.to);
     const using = to === 'jsonb' ? `to_jsonb(${col})` : `${col}::${to}`;
-    await ddl(c, `ALTER TABLE ${q} ALTER COLUMN ${col} TYPE ${to} USING ${using}`, q, name, cur, joined);
-    columns.set(name, cloneType(joined));
-    changes.push({ column: name, change: 'widened', from: pgType(cur), to });
+    await ddl(c, `ALTER TABLE ${q} ALTER COLUMN ${col} TYPE ${to} USING ${using}`, q, step);
+    changes.push({ column: step.column, change: 'widened', from: pgType(step.from), to });
   }
-  return { columns, changes };
+  return { columns: plan.columns, changes };
 }
 
-async function ddl(
-  c: pg.PoolClient,
-  sql: string,
-  table: string,
-  column: string,
-  from: LogicalType | undefined,
-  to: LogicalType,
-): Promise<void> {
+async function ddl(c: pg.PoolClient, sql: string, table: string, change: ColumnChange): Promise<void> {
   try {
     await c.query(sql);
   } catch (err) {
-    const what = from
-      ? `change column "${column}" of ${table} from ${describeType(from)} to ${describeType(to)}`
-      : `add column "${column}" ${describeType(to)} to ${table}`;
-    throw new SluiceError(`cannot ${what}: ${errorLine(err)}`, {
-      hint: `the data no longer fits the table: convert the field in the pipeline (e.g. \`{ type: cast, fields: { ${column}: text } }\`), or write to a new table`,
-      cause: err,
-    });
+    throw columnChangeRefused(change, table, errorLine(err), err);
   }
 }
 

@@ -15,8 +15,8 @@ export interface ComponentDeps {
   /** Creates the service client for the pipeline's `service` block (lazily starts the embedded emulator). */
   client(): Promise<ServiceClient>;
   /**
-   * The run is shard `index` of `count` (`--shard`): a sink whose output the shards share and that has one writer
-   * at a time (a file sink's directory and manifest) writes its own part of it (output-files/shared-state.ts).
+   * The run is shard `index` of `count` (`--shard`): file sinks write into the one shared path, each shard with its
+   * own manifest, temp area and file names (output-files/output-dir.ts).
    */
   shard?: { index: number; count: number };
 }

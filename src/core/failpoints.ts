@@ -34,7 +34,8 @@ export const FAILPOINTS = {
   'files:after-rename':
     'one file of a recorded commit is renamed into place (counts renames), before its marker is removed',
   'files:mid-upload':
-    'amount = bytes of one object uploaded to S3 so far (a temp or staging object), before its upload completes',
+    'amount = bytes of one object uploaded to S3 so far (a temp or staging object), before its upload completes: ' +
+    'after each part of a multipart upload, or just before the one request of an object of 8 MB or less',
   'parquet:staged': 'a unit’s staging file is written and synced, before the manifest records the unit as staged',
   'replace:before-swap':
     'replace (file sinks): the new symlink is made beside the output, before it is renamed over it',

@@ -95,6 +95,13 @@ export interface SourceContext {
    * with `--reset-cursor` / `--fresh`, and in dry runs that have no sinks open.
    */
   checkpoints?: ReadonlyMap<string, unknown>;
+  /**
+   * The run's clock, ms since the epoch: the service's (as its `Date` header tells it; an emulator's moved clock)
+   * once the engine knows it, else this machine's. A source that stores a time for a later run to compare with its
+   * "now" (a crawl page's fetch time, SERP `refresh_after`) takes both ends from here, so they are one clock.
+   * Absent: `Date.now`.
+   */
+  now?: () => number;
 }
 
 export interface Source {
@@ -242,6 +249,10 @@ export interface Sink {
    * `baseDir` is the pipeline file's directory, which relative paths in the config resolve against.
    */
   lockPath?(baseDir: string): string;
+  /**
+   * Once per run, before any unit. One that throws has released what it took: a transient failure (core/retry.ts)
+   * is followed by another `open()` (stages/open-sinks.ts).
+   */
   open(ctx: SinkContext): Promise<void>;
   /** Ids of units already committed by earlier runs of this pipeline into this sink. */
   committedUnits(): Promise<Set<string>>;

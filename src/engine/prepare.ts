@@ -20,8 +20,10 @@ import type { ComponentDeps } from '../core/component.js';
 import { EXIT_CODES, SluiceError } from '../core/errors.js';
 import type { Logger, SourceContext, StateStore } from '../core/types.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
+import { refuseShardedReplace } from '../../sinks/output-files/output-dir.js';
 import type { S3Options } from '../../sinks/output-files/s3.js';
-import { sharedStateAt, type SharedStateStore } from '../../sinks/output-files/shared-state.js';
+import { manifestName } from '../../sinks/output-files/manifest.js';
+import { sharedStateAt, SHARDS_RECORD_NAME, type SharedStateStore } from '../../sinks/output-files/shared-state.js';
 import { buildComponents, buildSink, sinkConfigs } from './components.js';
 import { errorText } from './error-text.js';
 import { pipelinePaths, shardDirName, type PipelinePaths, type ShardId } from './paths.js';
@@ -78,6 +80,10 @@ export async function preparePipeline(
   hooks: Pick<RunHooks, 'log' | 'onService'> & { log: Logger },
 ): Promise<PrepareResult> {
   const log = hooks.log;
+  // Before the paid job: shards could not run a `replace` file sink (output-files/output-dir.ts).
+  for (const c of sinkConfigs(p.config))
+    if ((c.type === 'jsonl' || c.type === 'parquet') && c.write === 'replace')
+      refuseShardedReplace(`${String(c.type)} sink`, 'replace', { index: 0, count: opts.shards ?? 2 });
   const paths = pipelinePaths(p);
   await mkdir(paths.rootStateDir, { recursive: true });
   // The unsharded runs' lock: a prepare and a run of the pipeline never start a paid job side by side.
@@ -282,6 +288,49 @@ export async function shardCompletion(p: LoadedPipeline, count?: number): Promis
     });
   }
   return { prepared, count: n, shards, missing: shards.filter((s) => !s.committed).map((s) => s.shard) };
+}
+
+/** What `_sluice_shards.json` holds: the manifests of a complete sharded load, for readers that follow manifests. */
+export interface ShardsRecord {
+  version: 1;
+  pipeline: string;
+  /** The prepared job the shards loaded. */
+  prepared: string;
+  shards: number;
+  /** Every shard's manifest, relative to the output's path: a reader takes the union of their units' files. */
+  manifests: string[];
+  completed_at: string;
+}
+
+/**
+ * Once every shard has committed: `_sluice_shards.json` next to each file output (local or `s3://`), naming the
+ * shards' manifests. Written only by `sluice finalize` of a complete set, so its presence for the newest prepared
+ * job tells a reader the output is whole. Returns where it was written.
+ */
+export async function writeShardsRecord(p: LoadedPipeline, c: Completion): Promise<string[]> {
+  if (c.missing.length > 0) return [];
+  const record: ShardsRecord = {
+    version: 1,
+    pipeline: p.name,
+    prepared: c.prepared.id,
+    shards: c.count,
+    manifests: c.shards.map((s) => manifestName(s.shard)),
+    completed_at: new Date().toISOString(),
+  };
+  const written: string[] = [];
+  for (const sc of sinkConfigs(p.config)) {
+    if ((sc.type !== 'jsonl' && sc.type !== 'parquet') || typeof sc.path !== 'string') continue;
+    const store = sharedStateAt(sc.path, p.baseDir, (sc.s3 ?? {}) as S3Options, SHARDS_RECORD_NAME);
+    if (!store) continue;
+    await store.write(`${JSON.stringify(record, null, 1)}\n`).catch((err: unknown) => {
+      throw new SluiceError(`cannot write ${store.location}: ${errorText(err)}`, {
+        hint: 'give the user running sluice write access to the output, then run `sluice finalize` again',
+        cause: err,
+      });
+    });
+    written.push(store.location);
+  }
+  return written;
 }
 
 async function countOfShardsThatRan(root: string, preparedId: string): Promise<number | undefined> {

@@ -16,6 +16,7 @@ import path from 'node:path';
 import type { Logger, SinkContext, Source, SourceContext } from '../core/types.js';
 import type { ComponentDeps } from '../core/component.js';
 import { RetryPolicy } from '../core/retry.js';
+import { openSinks } from './stages/open-sinks.js';
 import { EXIT_CODES, SluiceError } from '../core/errors.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
 import { declaredOutput } from '../pipeline/declared-output.js';
@@ -225,7 +226,7 @@ async function runAttempt(
             exitCode: EXIT_CODES.config,
           });
       outputLocks = await lockOutputs(sinks, p.baseDir, lockOptions);
-      for (const s of sinks) await s.open(sinkCtx);
+      await openSinks(sinks, sinkCtx, { retry, log, counters, signal: abort.signal });
       // A restart for a missing paid job (`restart`) starts a new run, not a new cursor: only the user resets it.
       const reset = opts.resetCursor === true || (opts.fresh && restart === undefined);
       const cursor = await cursorForRun(source, sinks, { reset, runId, log });

@@ -76,8 +76,11 @@ export interface SerpCheckpoint {
   fetched_at: string;
 }
 
-/** `refresh_after`: queries fetched (and committed) more recently than `after` are not crawled this run. */
-export function serpRefresh(after: string, now: () => number = Date.now): CrawlIncremental {
+/**
+ * `refresh_after`: queries fetched (and committed) more recently than `after` are not crawled this run. "Now" is the
+ * run's clock (`ctx.now`), the one the pages' fetch times were taken on.
+ */
+export function serpRefresh(after: string): CrawlIncremental {
   const m = REFRESH.exec(after)!;
   const ms = Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
   return {
@@ -89,9 +92,10 @@ export function serpRefresh(after: string, now: () => number = Date.now): CrawlI
         const seen = last.get(c.query);
         if (seen === undefined || c.fetched_at > seen) last.set(c.query, c.fetched_at);
       }
+      const now = (ctx.now ?? Date.now)();
       const due = queries.filter((q) => {
         const at = last.get(q);
-        return at === undefined || now() - Date.parse(at) >= ms;
+        return at === undefined || now - Date.parse(at) >= ms;
       });
       const skipped = queries.length - due.length;
       if (skipped > 0) {

@@ -1,10 +1,21 @@
 /**
  * Deep lookup end to end: enrichment columns arrive filled in the output, and `max_cost` refuses paid calls before
- * they are made (the emulator's paid counters prove nothing was triggered or enriched).
+ * they are made (the emulator's paid counters prove nothing was triggered or enriched). The CLI runs in this process
+ * (sluiceInProcess): nothing here needs a process of its own.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmulatorHandle } from '../../src/emulator/server.js';
-import { api, emulator, failure, query, runOk, sluice, variant, workspace, type Obj } from './harness.js';
+import {
+  api,
+  emulator,
+  failure,
+  query,
+  runOkInProcess,
+  sluiceInProcess,
+  variant,
+  workspace,
+  type Obj,
+} from './harness.js';
 
 let emu: EmulatorHandle;
 beforeAll(async () => {
@@ -37,7 +48,7 @@ describe('deep lookup with enrich', () => {
       ['result_limit: 40', 'result_limit: 25'],
     ]);
     const before = paid();
-    const r = await runOk(file, emu);
+    const r = await runOkInProcess(file, emu);
     expect(paid()).toEqual({ trigger: before.trigger + 1, enrich: before.enrich + 2 });
 
     const id = /deep lookup request (ai_\w+) triggered/.exec(r.stderr)?.[1];
@@ -61,7 +72,7 @@ describe('max_cost', () => {
   it('refuses to trigger when the worst case exceeds it: exit 1, one-line cause, nothing paid', async () => {
     const { file } = example([['max_cost: $100.00', 'max_cost: $10.00']]);
     const before = paid();
-    const r = await sluice(['run', file, '--no-progress'], { service: emu });
+    const r = await sluiceInProcess(['run', file, '--no-progress'], { service: emu });
     expect(r.code).toBe(1);
     const f = failure(r);
     expect(r.stderr.match(/^error:/gm)).toHaveLength(1);
@@ -76,7 +87,7 @@ describe('max_cost', () => {
   it('bounds the whole run: a budget that covers the trigger but not the enrichment pays for nothing', async () => {
     const { file } = example([['max_cost: $100.00', 'max_cost: $41.00']]);
     const before = paid();
-    const r = await sluice(['run', file, '--no-progress'], { service: emu });
+    const r = await sluiceInProcess(['run', file, '--no-progress'], { service: emu });
     expect(r.code).toBe(1);
     const f = failure(r);
     expect(r.stderr.match(/^error:/gm)).toHaveLength(1);

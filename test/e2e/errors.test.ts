@@ -2,11 +2,15 @@
  * Fatal errors from the real executable: exit status 1 (the service or the network said no; a config error is 2,
  * see test/reliability/bad-input.test.ts), and stderr ends with `error: <cause>` on one line and
  * `  fix: <what to do>`. The key the user passed never shows up in the output.
+ *
+ * The runs with a wrong key are real processes: the key is a secret registered process-wide (src/core/redact.ts), so
+ * in this process a second command would have it redacted even if that command forgot to register it. The others
+ * run the CLI in this process (sluiceInProcess).
  */
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmulatorHandle } from '../../src/emulator/server.js';
-import { emulator, failure, sluice, variant, workspace } from './harness.js';
+import { emulator, failure, sluice, sluiceInProcess, variant, workspace } from './harness.js';
 
 const WRONG_KEY = 'wrong-key-5d1e0b77';
 
@@ -57,7 +61,7 @@ describe('fatal errors', () => {
       variant(ws, 'company_profiles.yaml', [['dataset_id: gd_l1vikfnt1wgvvqz95w', 'dataset_id: gd_nosuchdataset1']]),
     );
     const filters = emu.stats.paid.filter ?? 0;
-    const r = await sluice(['run', file, '--no-progress'], { service: emu });
+    const r = await sluiceInProcess(['run', file, '--no-progress'], { service: emu });
     expect(r.code).toBe(1);
     const f = failure(r);
     expect(f.error).toMatch(/^error: dataset gd_nosuchdataset1 does not exist \(.*404.*\)$/);
@@ -75,7 +79,7 @@ describe('fatal errors', () => {
         [/ {2}records_limit: .*\n/, ''],
       ]),
     );
-    const r = await sluice(['run', file, '--no-progress'], { service: emu });
+    const r = await sluiceInProcess(['run', file, '--no-progress'], { service: emu });
     expect(r.code).toBe(1);
     const f = failure(r);
     expect(f.error).toMatch(/^error: .*snap_nosuchsnapshot1.*404/);
@@ -89,7 +93,7 @@ describe('fatal errors', () => {
       variant(ws, 'countries.yaml', [[/api_key: (.*)\n/, 'api_key: $1\n  retry: { retries: 0, base_delay_ms: 10 }\n']]),
     );
     const url = `http://127.0.0.1:${await closedPort()}`;
-    const r = await sluice(['run', file, '--no-progress'], {
+    const r = await sluiceInProcess(['run', file, '--no-progress'], {
       env: { SLUICE_BASE_URL: url, SLUICE_API_KEY: 'k' },
     });
     expect(r.code).toBe(1);
@@ -103,14 +107,18 @@ describe('fatal errors', () => {
     const slow = await emulator({ seed: 9, size: 2000, timeScale: 1000, jobRecordsPerMinute: 100 });
     try {
       const ws = workspace();
-      const r = await sluice(['run', ws.pipeline('company_profiles.yaml'), '--no-progress'], { service: slow });
+      const r = await sluiceInProcess(['run', ws.pipeline('company_profiles.yaml'), '--no-progress'], {
+        service: slow,
+      });
       expect(r.code).toBe(1);
       const f = failure(r);
       expect(f.error).toMatch(/^error: snapshot snap_\w+ failed: .*5-minute limit \(job_timeout\)$/);
       expect(f.fix).toMatch(/^fix: .*narrow the filter or lower records_limit, then run with --fresh$/);
       expect(slow.stats.paid.filter).toBe(1);
       // Rerunning without --fresh meets the same cancelled job, not a second paid one.
-      const again = await sluice(['run', ws.pipeline('company_profiles.yaml'), '--no-progress'], { service: slow });
+      const again = await sluiceInProcess(['run', ws.pipeline('company_profiles.yaml'), '--no-progress'], {
+        service: slow,
+      });
       expect(again.code).toBe(1);
       expect(failure(again)).toEqual(f);
       expect(slow.stats.paid.filter).toBe(1);

@@ -1,14 +1,15 @@
 /**
  * `max_dead_letters` with the real CLI (issue 11): a run whose records are dead-lettered beyond the budget stops
  * taking units, exits with the failure-budget code (4) naming the count, the budget and the reasons, and keeps what
- * it committed; the same command with a raised budget resumes and completes the run.
+ * it committed; the same command with a raised budget resumes and completes the run. The CLI runs in this process
+ * (sluiceInProcess): nothing here needs a process of its own.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { failure, query, sluice, workspace, type Result } from './harness.js';
+import { failure, query, sluiceInProcess, workspace, type Result } from './harness.js';
 
-const run = (file: string): Promise<Result> => sluice(['run', file, '--no-progress']);
+const run = (file: string): Promise<Result> => sluiceInProcess(['run', file, '--no-progress']);
 
 describe('a failure budget', () => {
   it('exceeded: exit code 4, committed units intact; a raised budget resumes and completes', async () => {
@@ -48,7 +49,7 @@ max_dead_letters: ${budget}
     expect(r2.stdout).toMatch(/dead letters 3 \(.+ ×3\)/);
     expect(await ids()).toEqual([1, 2, 3, 4, 5, 6]);
 
-    const history = await sluice(['runs', file, '--json']);
+    const history = await sluiceInProcess(['runs', file, '--json']);
     expect(history.code, history.stderr).toBe(0);
     const runs = history.stdout
       .trim()

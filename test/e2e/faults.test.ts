@@ -1,13 +1,14 @@
 /**
  * A flaky service: the emulator injects 429s, 5xx, dropped connections, truncated gzip and bodies cut short into
- * downloads and crawl requests. The runs still succeed, and every record lands exactly once.
+ * downloads and crawl requests. The runs still succeed, and every record lands exactly once. The CLI runs in this
+ * process (sluiceInProcess): nothing here needs a process of its own.
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { companyProfile } from '../../src/emulator/data/company-profiles.js';
 import { expectedOrganicLinks, serpQueryPlan } from '../../src/emulator/data/serp.js';
 import type { EmulatorHandle } from '../../src/emulator/server.js';
-import { emulator, query, runOk, variant, workspace } from './harness.js';
+import { emulator, query, runOkInProcess, variant, workspace } from './harness.js';
 
 const SEED = 13;
 const SIZE = 5000;
@@ -50,7 +51,7 @@ describe('a flaky service', () => {
       ]),
     );
     const truncatedBefore = emu.stats.faults.truncated_gzip ?? 0;
-    const r = await runOk(file, emu);
+    const r = await runOkInProcess(file, emu);
     // Bodies cut short after the client had the headers: only re-reading the whole unit recovers those.
     expect(emu.stats.faults.truncated_gzip ?? 0).toBeGreaterThan(truncatedBefore);
     expect(r.stderr).toMatch(/truncated gzip input.*reading it again/);
@@ -73,7 +74,7 @@ describe('a flaky service', () => {
       'flaky_serp.yaml',
       variant(ws, 'serp.yaml', [FAST_RETRIES, [/write: merge\n.*primary_key.*\n/, 'write: append\n']]),
     );
-    const r = await runOk(file, emu);
+    const r = await runOkInProcess(file, emu);
     expect(r.stdout).toMatch(/retries +[1-9]/);
     const queries = ['coffee roasters portland', 'ramen berlin', 'bike repair lyon'];
     const expected = queries.flatMap((q) =>

@@ -6,7 +6,9 @@
  * waits for the holder instead of failing.
  *
  * The first run is held mid-run deterministically rather than slowed down: a recording proxy in front of the
- * emulator keeps its request for one SERP page unanswered until the test lets it through.
+ * emulator keeps its request for one SERP page unanswered until the test lets it through. That first run is a
+ * process of its own (it holds the locks, is killed or interrupted); the runs that meet it run the CLI in this
+ * process (sluiceInProcess), a process other than the holder all the same.
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -18,11 +20,12 @@ import {
   lineSeen,
   query,
   runInProcess,
-  runOk,
+  runOkInProcess,
   serpCrawl,
   sluice,
+  sluiceInProcess,
   workspace,
-  type SluiceRun,
+  type InProcessRun,
   type Workspace,
 } from './harness.js';
 
@@ -77,7 +80,7 @@ describe('runs that meet', () => {
     const first = sluice(['run', file, '--no-progress'], { service: served.proxy });
     await gate.reached;
 
-    const run = (f: string): SluiceRun => sluice(['run', f, '--no-progress'], { service: served.proxy });
+    const run = (f: string): InProcessRun => sluiceInProcess(['run', f, '--no-progress'], { service: served.proxy });
     const [again, jsonl, parquet, duckdb] = await Promise.all([
       run(file),
       run(sharing('jsonl')),
@@ -120,7 +123,7 @@ describe('a lock whose holder was killed with -9', () => {
     gate.drop();
     expect(r1.signal).toBe('SIGKILL');
 
-    const r2 = await runOk(file, served.proxy);
+    const r2 = await runOkInProcess(file, served.proxy);
     expect(r2.stderr).toContain(`run.lock: its holder (pid ${first.child.pid}`);
     expect(r2.stderr).toContain(`${name}_jsonl/.sluice-lock: its holder (pid ${first.child.pid}`);
     expect(r2.stderr).toMatch(/resuming lock_killed/);
@@ -139,9 +142,9 @@ describe('--wait', () => {
     const first = sluice(['run', file, '--no-progress'], { service: served.proxy });
     await gate.reached;
 
-    const second = sluice(['run', file, '--no-progress', '--wait=1m'], { service: served.proxy });
+    const second = sluiceInProcess(['run', file, '--no-progress', '--wait=1m'], { service: served.proxy });
     await lineSeen(second, /waiting for the lock .*run\.lock/);
-    expect(second.child.exitCode).toBeNull();
+    expect(second.ended).toBe(false);
     gate.release();
     const [r1, r2] = await Promise.all([first, second]);
     expect(r1.code, r1.stderr).toBe(0);
@@ -171,7 +174,7 @@ describe('an interrupt', () => {
     expect(existsSync(path.join(ws.pipelines, '.sluice', name, 'run.lock'))).toBe(false);
     expect(existsSync(path.join(ws.pipelines, 'out', `${name}_jsonl`, '.sluice-lock'))).toBe(false);
 
-    const r2 = await runOk(file, served.proxy);
+    const r2 = await runOkInProcess(file, served.proxy);
     expect(r2.stderr).toMatch(/resuming interrupted/);
     expect(r2.stderr).not.toMatch(/taking over the lock/);
     for (const kind of ['jsonl', 'duckdb'] as const)

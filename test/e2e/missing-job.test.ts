@@ -10,7 +10,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { EmulatorHandle } from '../../src/emulator/server.js';
-import { emulator, failure, query, sluice, snapshots, workspace, type Workspace } from './harness.js';
+import { emulator, failure, query, sluice, sluiceInProcess, snapshots, workspace, type Workspace } from './harness.js';
 
 const RECORDS = 2500;
 
@@ -44,12 +44,16 @@ async function started(): Promise<EmulatorHandle> {
   return e;
 }
 
-const run = (file: string, service: { url: string }, env: Record<string, string> = {}) =>
-  sluice(['run', file, '--no-progress'], { service, env });
+/** A rerun: in this process (sluiceInProcess), as it needs no process of its own. */
+const run = (file: string, service: { url: string }) => sluiceInProcess(['run', file, '--no-progress'], { service });
 
 /** A run that dies (SIGKILL) once its filter job's snapshot id is checkpointed; returns its run id and snapshot. */
 async function diedAfterFilterJob(file: string, service: EmulatorHandle): Promise<{ runId: string; snap: string }> {
-  const r = await run(file, service, { SLUICE_FAILPOINTS: 'snapshot:job-checkpointed' });
+  // A child: the failpoint kills the process it is armed in.
+  const r = await sluice(['run', file, '--no-progress'], {
+    service,
+    env: { SLUICE_FAILPOINTS: 'snapshot:job-checkpointed' },
+  });
   expect(r.signal, r.stderr).toBe('SIGKILL');
   expect(service.stats.paid.filter).toBe(1);
   const runId = /starting \S+ \(run (\S+)\)/.exec(r.stderr)?.[1];
@@ -85,7 +89,7 @@ describe('resume.on_missing_job', () => {
     expect(forgetful.stats.paid.filter ?? 0).toBe(0);
 
     // `plan` says the same, and what a run would pay for, without paying.
-    const plan = await sluice(['plan', file], { service: forgetful });
+    const plan = await sluiceInProcess(['plan', file], { service: forgetful });
     expect(plan.code, plan.stderr).toBe(0);
     expect(plan.stdout).toContain(`the service no longer knows snapshot ${snap}`);
     expect(plan.stdout).toContain('POST /datasets/filter');

@@ -1,12 +1,13 @@
 /**
  * `sluice plan` on every example against a live emulator: it prints units, requests and targets, and the emulator's
- * counters prove it started no paid work (no filter job, no trigger, no enrich) and wrote no output.
+ * counters prove it started no paid work (no filter job, no trigger, no enrich) and wrote no output. The CLI runs in
+ * this process (sluiceInProcess): nothing here needs a process of its own.
  */
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmulatorHandle } from '../../src/emulator/server.js';
-import { emulator, ROOT, sluice, workspace, type Workspace } from './harness.js';
+import { emulator, ROOT, sluiceInProcess, workspace, type Workspace } from './harness.js';
 
 let emu: EmulatorHandle;
 let ws: Workspace;
@@ -67,7 +68,7 @@ describe('sluice plan', () => {
   it.each(Object.keys(expectedRequests))(
     '%s: units, requests and targets; nothing paid, nothing written',
     async (name) => {
-      const r = await sluice(['plan', ws.pipeline(name)], { service: emu });
+      const r = await sluiceInProcess(['plan', ws.pipeline(name)], { service: emu });
       expect(r.code, r.stderr).toBe(0);
       const s = sections(r.stdout);
       expect(s.head).toMatch(/^plan: \w+ \(source \w+\)$/);
@@ -89,7 +90,7 @@ describe('sluice plan', () => {
   );
 
   it('lists the units of a crawl as JSON with --json', async () => {
-    const r = await sluice(['plan', ws.pipeline('serp.yaml'), '--json'], { service: emu });
+    const r = await sluiceInProcess(['plan', ws.pipeline('serp.yaml'), '--json'], { service: emu });
     expect(r.code, r.stderr).toBe(0);
     const plan = JSON.parse(r.stdout) as {
       source: string;

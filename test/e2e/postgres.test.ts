@@ -8,12 +8,12 @@
  *   again: nothing partial visible after the kill, and the rerun gives the clean run's table, the filter job paid once;
  * - the server restarted in the middle of a run: the run (or its rerun) ends with the clean run's table.
  */
-import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmulatorHandle } from '../../src/emulator/server.js';
 import { runPipeline } from '../../src/engine/run.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
+import { digest, type Digest } from '../support/compare-tables.js';
 import { PG_PASSWORD, startPostgres, type PostgresServer } from '../support/postgres-server.js';
 import { API_KEY, emulator, lineSeen, query, sluice, variant, workspace, type Obj, type Workspace } from './harness.js';
 
@@ -47,44 +47,6 @@ async function database(): Promise<string> {
   const name = `e2e_${++databases}`;
   await server.createDatabase(name);
   return name;
-}
-
-/** A value as JSON would carry it, whichever database it came from: instants as ISO text, no null fields. */
-function canonical(v: unknown): unknown {
-  if (v instanceof Date) return v.toISOString();
-  if (typeof v === 'bigint') return Number(v);
-  if (typeof v === 'string') {
-    if (/^\d{4}-\d{2}-\d{2}$/.test(v)) return `${v}T00:00:00.000Z`;
-    if (/^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?([+-]\d{2}(:\d{2})?|Z)$/.test(v))
-      return new Date(v.replace(' ', 'T').replace(/([+-]\d{2})$/, '$1:00')).toISOString();
-    return v;
-  }
-  if (Array.isArray(v)) return v.map(canonical);
-  if (v !== null && typeof v === 'object') {
-    const out: Obj = {};
-    for (const k of Object.keys(v).sort()) {
-      const x = canonical((v as Obj)[k]);
-      if (x !== null && x !== undefined) out[k] = x;
-    }
-    return out;
-  }
-  return v;
-}
-
-interface Digest {
-  rows: number;
-  keys: number;
-  checksum: string;
-}
-
-function digest(rows: Obj[], key: string[], leaveOut: string[] = []): Digest {
-  const lines = rows.map((r) => {
-    const o: Obj = { ...r };
-    for (const k of leaveOut) delete o[k];
-    return JSON.stringify(canonical(o));
-  });
-  const checksum = createHash('sha256').update(lines.sort().join('\n')).digest('hex').slice(0, 16);
-  return { rows: rows.length, keys: new Set(rows.map((r) => JSON.stringify(key.map((k) => r[k])))).size, checksum };
 }
 
 async function pgRows(db: string, table: string): Promise<Obj[]> {

@@ -3,11 +3,12 @@
  * value's file:line:column; `plan` (and `run`, before its first paid call) finds a zone typo, a zone of the wrong
  * type, an unknown dataset / snapshot / lookup request and a refused key against the service, and the emulator's
  * counters prove that nothing was paid; an unreachable base_url fails with `cannot reach …`, not after minutes.
+ * The CLI runs in this process (sluiceInProcess): nothing here needs a process of its own.
  */
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { EmulatorHandle } from '../../src/emulator/server.js';
-import { emulator, sluice, variant, workspace, type Workspace } from './harness.js';
+import { emulator, sluiceInProcess, variant, workspace, type Workspace } from './harness.js';
 
 let emu: EmulatorHandle;
 let ws: Workspace;
@@ -41,7 +42,7 @@ describe('sluice validate: what can be checked without the service', () => {
       ['name: serp_organic', 'name: serp_missing_file'],
     ]);
     const file = ws.write('serp-missing-file.yaml', text);
-    const r = await sluice(['validate', file]);
+    const r = await sluiceInProcess(['validate', file]);
     expect(r.code).not.toBe(0);
     expect(r.stdout).toContain(
       `${file}:${positionOf(text, 'queries/tonight.txt')}: source.queries_file: no such file: ${ws.pipelines}/queries/tonight.txt`,
@@ -54,7 +55,7 @@ describe('sluice validate: what can be checked without the service', () => {
   it('a merge key that is not an output column, at file:line:column of the key', async () => {
     const text = variant(ws, 'serp.yaml', [['primary_key: [query, link]', 'primary_key: [query, lnk]']]);
     const file = ws.write('serp-bad-key.yaml', text);
-    const r = await sluice(['validate', file]);
+    const r = await sluiceInProcess(['validate', file]);
     expect(r.code).not.toBe(0);
     expect(r.stdout).toContain(
       `${file}:${positionOf(text, 'lnk]')}: sink.primary_key[1]: "lnk" is not a column of the rows this sink receives (did you mean "link"?)`,
@@ -103,7 +104,7 @@ describe('sluice plan: checked against the service, nothing paid', () => {
 
   it.each(cases)('%s', async (_name, example, replace, message, fix) => {
     const file = ws.write(`plan-${example}`, variant(ws, example, replace));
-    const r = await sluice(['plan', file], { service: emu });
+    const r = await sluiceInProcess(['plan', file], { service: emu });
     expect(r.code, r.stdout).not.toBe(0);
     expect(r.stderr).toMatch(message);
     expect(r.stderr).toMatch(fix);
@@ -111,7 +112,7 @@ describe('sluice plan: checked against the service, nothing paid', () => {
   });
 
   it('a refused key', async () => {
-    const r = await sluice(['plan', ws.pipeline('serp.yaml')], {
+    const r = await sluiceInProcess(['plan', ws.pipeline('serp.yaml')], {
       service: emu,
       env: { SLUICE_API_KEY: 'not-the-key' },
     });
@@ -129,7 +130,7 @@ describe('sluice run: the same preflight before the first paid call', () => {
       ['warehouse.duckdb', 'run-typo.duckdb'],
     ]);
     const file = ws.write('run-typo.yaml', text);
-    const r = await sluice(['run', file], { service: emu });
+    const r = await sluiceInProcess(['run', file], { service: emu });
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/zone "serp_zon" does not exist in this account/);
     expectNothingPaid();
@@ -149,9 +150,14 @@ describe('an unreachable base_url', () => {
 
   it.each(['plan', 'run'])('%s fails with `cannot reach <url>` and a fix line', async (command) => {
     const url = `http://127.0.0.1:${port}`;
-    const text = variant(ws, 'serp.yaml', [['name: serp_organic', `name: serp_unreachable_${command}`]]);
+    const text = variant(ws, 'serp.yaml', [
+      ['name: serp_organic', `name: serp_unreachable_${command}`],
+      // Quick tries quicker: the default backoff would wait seconds between them (the waits themselves:
+      // test/client/first-contact.test.ts); the number of tries is the same.
+      [/api_key: (.*)\n/, 'api_key: $1\n  retry: { base_delay_ms: 10, max_delay_ms: 20 }\n'],
+    ]);
     const file = ws.write(`unreachable-${command}.yaml`, text);
-    const r = await sluice([command, file], { env: { SLUICE_BASE_URL: url, SLUICE_API_KEY: 'k' } });
+    const r = await sluiceInProcess([command, file], { env: { SLUICE_BASE_URL: url, SLUICE_API_KEY: 'k' } });
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(new RegExp(`cannot reach ${url.replace(/\./g, '\\.')}: .*ECONNREFUSED`));
     expect(r.stderr).toMatch(/fix: check service\.base_url \(http:\/\/127\.0\.0\.1:\d+\)/);

@@ -1,7 +1,8 @@
 /**
  * Resuming a snapshot run that did not finish: the rerun of the same command downloads only the parts that did not
  * commit, starts no second filter job, and the outputs end with every record exactly once. A recording proxy in
- * front of the emulator gives per-part download counts and makes the first run fail (or kills it) on cue.
+ * front of the emulator gives per-part download counts and makes the first run fail (or kills it) on cue. The run
+ * killed with -9 is a process of its own; the other commands run the CLI in this process (sluiceInProcess).
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -13,8 +14,9 @@ import {
   failure,
   query,
   recordingProxy,
-  runOk,
+  runOkInProcess,
   sluice,
+  sluiceInProcess,
   snapshots,
   variant,
   workspace,
@@ -22,8 +24,10 @@ import {
   type Seen,
 } from './harness.js';
 
-const PARTS = 6;
-const RECORDS = 5500; // records_limit: six parts of 1000, the last one half full
+// Four parts, two at a time: the first run's failure (part 3) and kill (at part 4) fall with parts committed before
+// them and a part still to read after them, as with more parts, at less data per run.
+const PARTS = 4;
+const RECORDS = 3500; // records_limit: four parts of 1000, the last one half full
 
 let emu: EmulatorHandle;
 let proxy: Proxy;
@@ -135,7 +139,7 @@ describe('resume after a failed run', () => {
       return true;
     };
     const start1 = proxy.seen.length;
-    const first = await sluice(['run', file, '--no-progress'], { service: proxy });
+    const first = await sluiceInProcess(['run', file, '--no-progress'], { service: proxy });
     proxy.intercept = undefined;
     expect(first.code, first.stderr).toBe(1);
     const f = failure(first);
@@ -151,13 +155,13 @@ describe('resume after a failed run', () => {
     expect(emu.stats.paid.filter).toBe(filtersBefore + 1);
 
     // `plan` between the runs shows the parts of the checkpointed snapshot and pays for nothing.
-    const plan = await sluice(['plan', file], { service: proxy });
+    const plan = await sluiceInProcess(['plan', file], { service: proxy });
     expect(plan.code, plan.stderr).toBe(0);
     expect(plan.stdout).toMatch(new RegExp(`^units: ${PARTS}, about ${RECORDS.toLocaleString('en-US')} records$`, 'm'));
     expect(emu.stats.paid.filter).toBe(filtersBefore + 1);
 
     const start2 = proxy.seen.length;
-    const second = await runOk(file, proxy);
+    const second = await runOkInProcess(file, proxy);
     expect(second.stderr).toMatch(/reusing snapshot snap_\w+ of the filter job started earlier/);
     expect(second.stdout).toMatch(new RegExp(`units +${PARTS}/${PARTS} \\(${after1.duckdb.length} already committed`));
 
@@ -198,7 +202,7 @@ describe('resume after kill -9', () => {
     expect(after1.duckdb.length).toBeGreaterThan(0);
 
     const start2 = proxy.seen.length;
-    await runOk(file, proxy);
+    await runOkInProcess(file, proxy);
     const again = downloadsPerPart(proxy.seen.slice(start2));
     // Every part some sink had not committed is downloaded once more; parts every sink committed are not.
     for (const p of all) {
@@ -247,7 +251,7 @@ describe('resume of a crawl after a failed run', () => {
       res.end(JSON.stringify({ error: 'Bad gateway' }));
       return true;
     };
-    const first = await sluice(['run', file, '--no-progress'], { service: proxy });
+    const first = await sluiceInProcess(['run', file, '--no-progress'], { service: proxy });
     proxy.intercept = undefined;
     expect(first.code, first.stderr).toBe(1);
     expect(failure(first).error).toMatch(/^error: POST \/request: 502/);
@@ -256,7 +260,7 @@ describe('resume of a crawl after a failed run', () => {
     expect(after1).not.toContain('coffee roasters portland@10');
 
     const start2 = proxy.seen.length;
-    await runOk(file, proxy);
+    await runOkInProcess(file, proxy);
     const fetched = proxy.seen
       .slice(start2)
       .map(pageOf)

@@ -4,11 +4,22 @@
  * first, with status, cause, exit code and what each committed, as a table and as JSON.
  *
  * The run is held mid-run deterministically: a recording proxy in front of the emulator keeps its request for one
- * SERP page unanswered (or answers it with an error) on cue.
+ * SERP page unanswered (or answers it with an error) on cue. The interrupted attempt is a process of its own (it gets
+ * SIGINT); the later commands run the CLI in this process (sluiceInProcess).
  */
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { emulatorBehindProxy, HELD_PAGE, holdPage, pageOf, query, serpCrawl, sluice, workspace } from './harness.js';
+import {
+  emulatorBehindProxy,
+  HELD_PAGE,
+  holdPage,
+  pageOf,
+  query,
+  serpCrawl,
+  sluice,
+  sluiceInProcess,
+  workspace,
+} from './harness.js';
 
 const served = emulatorBehindProxy({ seed: 17 });
 
@@ -21,11 +32,11 @@ describe('sluice runs', () => {
   it('lists an interrupted, a failed and a resumed successful attempt of one run, newest first', async () => {
     const ws = workspace();
     const file = ws.write('nightly.yaml', PIPELINE);
-    const run = () => sluice(['run', file, '--no-progress'], { service: served.proxy });
+    const run = () => sluiceInProcess(['run', file, '--no-progress'], { service: served.proxy });
 
     // 1. Interrupted: page 2 is held unanswered, then Ctrl-C.
     const gate = holdPage(served.proxy);
-    const first = run();
+    const first = sluice(['run', file, '--no-progress'], { service: served.proxy });
     // A run that never asks for page 2 would leave the test waiting: fail it with what the run said instead.
     await Promise.race([
       gate.reached,
@@ -53,7 +64,7 @@ describe('sluice runs', () => {
     const r3 = await run();
     expect(r3.code, r3.stderr).toBe(0);
 
-    const json = await sluice(['runs', file, '--json'], { service: served.proxy });
+    const json = await sluiceInProcess(['runs', file, '--json'], { service: served.proxy });
     expect(json.code, json.stderr).toBe(0);
     const runs = json.stdout
       .trim()
@@ -85,7 +96,7 @@ describe('sluice runs', () => {
     }
     expect(runs[0]!.records).toBeGreaterThan(0);
 
-    const table = await sluice(['runs', file], { service: served.proxy });
+    const table = await sluiceInProcess(['runs', file], { service: served.proxy });
     expect(table.code, table.stderr).toBe(0);
     const rows = table.stdout.split('\n').filter((l) => /^\d{14}-/.test(l));
     expect(rows.map((l) => /\s(succeeded|failed|interrupted)( \(resumed\))?\s/.exec(l)?.[0].trim())).toEqual([

@@ -7,7 +7,8 @@
  * - `sluice run` killed with -9 mid-upload, after the upload before the manifest, and after the manifest: a listing
  *   reader sees only objects the manifest lists, the rerun gives the clean run's rows, and nothing is left under the
  *   temp and staging prefixes;
- * - a commit killed inside a multipart upload (a 12 MB file): no object appears, and the next open leaves none.
+ * - a commit killed inside a multipart upload (a 12 MB file): no object appears but the upload's journal, and the
+ *   next open aborts exactly that upload (on a server that cannot list uploads) and leaves no object;
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -15,6 +16,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
+import { UploadPartCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmulatorHandle } from '../../src/emulator/server.js';
 import { runPipeline } from '../../src/engine/run.js';
@@ -247,7 +249,7 @@ describe('kill -9 of a run writing to S3', () => {
     });
   }
 
-  it('files:mid-upload inside a multipart upload: no object appears, and the next open leaves nothing behind', async () => {
+  it('files:mid-upload inside a multipart upload: no object appears, and the next open aborts the journaled upload and leaves nothing behind', async () => {
     // A commit of one 12 MB file (two 8 MB parts) in a child process, killed once the first part is sent.
     const dir = await mkdtemp(path.join(tmpdir(), 'sluice-s3-mpu-'));
     downloads.push(dir);
@@ -277,8 +279,12 @@ describe('kill -9 of a run writing to S3', () => {
     });
     expect(child.signal, child.stderr).toBe('SIGKILL');
     expect(child.stderr).toContain('failpoint files:mid-upload reached');
-    expect(await s3.keys(BUCKET, 'mpu/')).toEqual([]);
-    // The next open (here, in this process) finds no commit to complete and leaves no object.
+    // No object at all but the upload's journal under the temp prefix, naming the upload the kill left open.
+    const left = await s3.keys(BUCKET, 'mpu/');
+    expect(left).toEqual([expect.stringMatching(/^mpu\/\.sluice-tmp\/[^/]+\/0\.upload$/)]);
+    const journal = JSON.parse((await s3.get(BUCKET, left[0]!)).toString()) as { key: string; upload_id: string };
+    expect(await s3.uploads(BUCKET)).toContain(journal.upload_id);
+    // The next open (here, in this process; the server cannot list uploads) aborts it and leaves no object.
     const { OutputDir } = await import('../../sinks/output-files/output-dir.js');
     const out = await OutputDir.open({
       root: `s3://${BUCKET}/mpu/`,
@@ -291,5 +297,16 @@ describe('kill -9 of a run writing to S3', () => {
     });
     expect(out.committedUnits()).toEqual(new Set());
     expect(await s3.keys(BUCKET, 'mpu/')).toEqual([]);
+    expect(await s3.uploads(BUCKET)).not.toContain(journal.upload_id);
+    const part = s3.client.send(
+      new UploadPartCommand({
+        Bucket: BUCKET,
+        Key: `mpu/${journal.key}`,
+        UploadId: journal.upload_id,
+        PartNumber: 3,
+        Body: 'x',
+      }),
+    );
+    await expect(part).rejects.toMatchObject({ name: 'NoSuchUpload' });
   });
 });

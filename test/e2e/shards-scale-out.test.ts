@@ -1,24 +1,40 @@
 /**
  * Shards as a first-class mode: `sluice prepare` starts the filter job once; four `sluice run --shard auto`
  * processes (Kubernetes-style JOB_COMPLETION_INDEX) started together on one machine share the pipeline's state
- * directory and write one output directory and one Postgres table, and together give the single run's rows. One shard killed with -9 and
- * run again alone completes the set; `sluice finalize` says so only then.
+ * directory and write one output directory, one `s3://` prefix and one Postgres table, and together give the
+ * single run's rows. On S3 the shards write hive-partitioned Parquet under SLUICE_CRASH_MATRIX=full (CI), JSONL in
+ * the default run (four processes loading DuckDB cost `npm test` ~15 s more; the partitioned flat layout of shards
+ * is checked in process by test/sinks/parquet/sink.test.ts). Both file outputs have the single run's layout — data files directly
+ * under the path, partition directories included — and one manifest per shard. One shard killed with -9 and run
+ * again alone completes the set; `sluice finalize` says so only then.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
+import { createHash } from 'node:crypto';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmulatorHandle } from '../../src/emulator/server.js';
 import { inShard } from '../../src/engine/run.js';
-import { api, API_KEY, emulator, runInProcess, sluice, workspace } from './harness.js';
+import { api, API_KEY, emulator, query, runInProcess, sluice, workspace } from './harness.js';
 import { runCli } from '../../src/cli/cli.js';
 import { memoryIo } from '../cli/memory-io.js';
 import { startPostgres, type PostgresServer } from '../support/postgres-server.js';
+import { startS3Server, type S3TestServer } from '../support/s3-server.js';
 
 const SHARDS = 4;
 
-/** The pipeline into one directory, and (`pgUrl`: a database) into one Postgres table as well. */
-const pipeline = (pgUrl?: string): string => `version: 1
+const BUCKET = 'lake';
+/** What the shards write to S3 (see the header). */
+const S3_PARQUET = process.env.SLUICE_CRASH_MATRIX === 'full';
+const isS3Data = (k: string): boolean => (S3_PARQUET ? k.endsWith('.parquet') : k.endsWith('.jsonl'));
+
+/**
+ * The pipeline into one directory, and (`pgUrl`: a database) into one Postgres table as well; `s3Prefix`: under
+ * that prefix of the test's S3 server too (partitioned Parquet or JSONL: S3_PARQUET).
+ */
+const pipeline = (pgUrl?: string, s3Prefix?: string): string => `version: 1
 name: scale_out
 service:
   base_url: \${SLUICE_BASE_URL}
@@ -32,19 +48,68 @@ source:
   poll: { interval_ms: 50 }
 sinks:
   - { type: jsonl, path: ../out/companies, write: append }
-${pgUrl ? `  - { type: postgres, url: '${pgUrl}', table: companies, write: append }\n` : ''}`;
+${pgUrl ? `  - { type: postgres, url: '${pgUrl}', table: companies, write: append }\n` : ''}${
+  s3Prefix
+    ? `  - { type: ${S3_PARQUET ? 'parquet' : 'jsonl'}, path: 's3://${BUCKET}/${s3Prefix}/',${S3_PARQUET ? ' partition_by: [country_code],' : ''} s3: { endpoint: '${s3.endpoint}', force_path_style: true } }\n`
+    : ''
+}`;
 const PIPELINE = pipeline();
 
 let emu: EmulatorHandle;
 let pg: PostgresServer;
+let s3: S3TestServer;
+const downloads: string[] = [];
 beforeAll(async () => {
-  [emu, pg] = await Promise.all([emulator({ seed: 11, size: 6000 }), startPostgres()]);
-  await Promise.all([pg.createDatabase('single'), pg.createDatabase('shards')]);
+  [emu, pg, s3] = await Promise.all([emulator({ seed: 11, size: 6000 }), startPostgres(), startS3Server()]);
+  await Promise.all([pg.createDatabase('single'), pg.createDatabase('shards'), s3.createBucket(BUCKET)]);
 }, 120_000);
 afterAll(async () => {
   await emu?.close();
   pg?.stop();
+  await s3?.stop();
+  for (const d of downloads) await rm(d, { recursive: true, force: true });
 });
+
+/** The objects under `prefix`, downloaded into a directory (keys as paths): what a listing reader finds. */
+async function download(prefix: string): Promise<{ dir: string; keys: string[] }> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'sluice-shards-s3-'));
+  downloads.push(dir);
+  const keys = (await s3.keys(BUCKET, prefix)).map((k) => k.slice(prefix.length));
+  for (const key of keys) {
+    const file = path.join(dir, key);
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, await s3.get(BUCKET, `${prefix}${key}`));
+  }
+  return { dir, keys };
+}
+
+/** JSON with every object's keys sorted, at every depth: files may order columns and struct fields differently. */
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (v !== null && typeof v === 'object')
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  return JSON.stringify(v);
+}
+
+/**
+ * The rows of every data file under `dir` (Parquet: partition columns from the directory names): their count and a
+ * checksum of their sorted canonical JSON. DuckDB renders Parquet rows as JSON: converting nested rows to JS objects
+ * is slow.
+ */
+async function s3Digest(dir: string): Promise<{ rows: number; checksum: string }> {
+  const json = S3_PARQUET
+    ? (
+        await query(
+          `SELECT to_json(t)::VARCHAR AS j FROM read_parquet('${dir}/**/*.parquet', hive_partitioning = true, union_by_name = true) t`,
+        )
+      ).map((r) => r.j as string)
+    : records(dir);
+  const lines = json.map((j) => canonical(JSON.parse(j))).sort();
+  return { rows: lines.length, checksum: createHash('sha256').update(lines.join('\n')).digest('hex').slice(0, 16) };
+}
 
 /** A Postgres table's rows as sorted JSON. */
 async function tableRows(database: string): Promise<string[]> {
@@ -83,15 +148,16 @@ const paidFilters = async (): Promise<number> =>
   ((await api(emu, 'GET', '/_emulator/counters')) as { paid: Record<string, number> }).paid.filter ?? 0;
 
 describe('shards of a prepared job', () => {
-  it('prepare once, four shard processes at once into one directory and one Postgres table = the single run; a killed shard rerun completes the set', async () => {
+  it('prepare once, four shard processes at once into one directory, one S3 prefix and one Postgres table = the single run; a killed shard rerun completes the set', async () => {
     // The single run, for reference (it pays for its own filter job).
     const single = workspace();
-    await runInProcess(single.write('scale_out.yaml', pipeline(pg.url('single'))), emu);
+    await runInProcess(single.write('scale_out.yaml', pipeline(pg.url('single'), 'single')), emu);
     const expected = records(path.join(single.out, 'companies'));
     expect(expected.length).toBe(4500);
+    const singleS3 = await download('single/');
 
     const ws = workspace();
-    const file = ws.write('scale_out.yaml', pipeline(pg.url('shards')));
+    const file = ws.write('scale_out.yaml', pipeline(pg.url('shards'), 'shards'));
     const before = await paidFilters();
     const prep = await cli(['prepare', file, '--shards', String(SHARDS), '--json', '--quiet']);
     expect(prep.code, prep.stderr).toBe(0);
@@ -131,6 +197,7 @@ describe('shards of a prepared job', () => {
     expect(partial.code).toBe(1);
     expect(partial.stderr).toContain(`shard(s) of ${prepared.id} have not committed: ${victim}/${SHARDS}`);
     expect(partial.stdout).toMatch(new RegExp(`shard ${victim}/${SHARDS}\\s+crashed`));
+    expect(existsSync(path.join(output, '_sluice_shards.json')), 'no record of an incomplete set').toBe(false);
 
     const rerun = await sluice(['run', file, '--shard', `${victim}/${SHARDS}`, '--no-progress'], { service: emu });
     expect(rerun.code, rerun.stderr).toBe(0);
@@ -139,10 +206,50 @@ describe('shards of a prepared job', () => {
     const done = await cli(['finalize', file]);
     expect(done.code, done.stderr).toBe(0);
     expect(done.stdout).toContain(`${SHARDS}/${SHARDS} shard(s) committed — complete`);
+    // The complete set's manifests, next to each file output, for readers that follow manifests.
+    const manifests = [...Array(SHARDS).keys()].map((i) => `_sluice_manifest.shard-${i}-of-${SHARDS}.json`);
+    const record = JSON.parse(readFileSync(path.join(output, '_sluice_shards.json'), 'utf8')) as {
+      prepared: string;
+      manifests: string[];
+    };
+    expect(record).toMatchObject({ prepared: prepared.id, manifests });
+    expect(done.stdout).toContain(`wrote s3://${BUCKET}/shards/_sluice_shards.json`);
     const runsOut = await cli(['runs', file]);
     expect(runsOut.stdout).toContain(`${SHARDS}/${SHARDS} shard(s) committed`);
 
     expect(records(output)).toEqual(expected);
+    // One directory, the single run's layout: data files directly in it, a manifest per shard, no sub-directories.
+    const entries = readdirSync(output).filter((n) => !n.startsWith('.'));
+    expect(entries.filter((n) => n.startsWith('_sluice_')).sort()).toEqual([...manifests, '_sluice_shards.json']);
+    const dataFiles = entries.filter((n) => !n.startsWith('_sluice_'));
+    expect(dataFiles.length).toBeGreaterThanOrEqual(SHARDS);
+    expect(
+      dataFiles.every((n) => /^part-shard-\d-of-4-.*\.jsonl$/.test(n)),
+      dataFiles.join(' '),
+    ).toBe(true);
+
+    // One S3 prefix: the single run's rows and layout (Parquet: its partitions), every shard's manifest beside them.
+    const sharded = await download('shards/');
+    const digest = await s3Digest(sharded.dir);
+    expect(digest.rows).toBe(4500);
+    expect(digest).toEqual(await s3Digest(singleS3.dir));
+    const layout = (keys: string[]) => new Set(keys.filter(isS3Data).map((k) => path.posix.dirname(k)));
+    expect(layout(sharded.keys)).toEqual(layout(singleS3.keys));
+    if (S3_PARQUET) expect([...layout(sharded.keys)].every((d) => /^country_code=[^/]+$/.test(d))).toBe(true);
+    expect(sharded.keys.filter(isS3Data).every((k) => /(^|\/)part-shard-\d-of-4-/.test(k))).toBe(true);
+    expect(sharded.keys.filter((k) => !isS3Data(k)).sort()).toEqual([
+      '.sluice-prepared.json',
+      ...manifests,
+      '_sluice_shards.json',
+    ]);
+    // A reader following the manifests finds exactly the data objects a listing reader finds.
+    const listed = manifests.flatMap((m) =>
+      Object.values(
+        (JSON.parse(readFileSync(path.join(sharded.dir, m), 'utf8')) as { units: Record<string, { files: string[] }> })
+          .units,
+      ).flatMap((u) => u.files),
+    );
+    expect([...new Set(listed)].sort()).toEqual(sharded.keys.filter(isS3Data).sort());
     const table = await tableRows('shards');
     expect(table.length).toBe(4500);
     expect(table).toEqual(await tableRows('single'));
@@ -169,6 +276,21 @@ describe('shards of a prepared job', () => {
 });
 
 describe('sluice prepare', () => {
+  it('a file sink with write: replace is refused before the paid job, and so is a shard of it, saying what to do', async () => {
+    const ws = workspace();
+    const file = ws.write('scale_out.yaml', PIPELINE.replace('write: append', 'write: replace'));
+    const before = await paidFilters();
+    const prep = await cli(['prepare', file, '--shards', '2']);
+    expect(prep.code).not.toBe(0);
+    expect(prep.stderr).toMatch(/jsonl sink: `write: replace` does not work with shards/);
+    expect(prep.stderr).toMatch(/fix: use `write: append` into a fresh path per load/);
+    const run = await cli(['run', file, '--shard', '0/2', '--no-progress']);
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toMatch(/`write: replace` does not work with shards/);
+    expect(await paidFilters()).toBe(before);
+    expect(existsSync(path.join(ws.out, 'companies'))).toBe(false);
+  });
+
   it('killed after the filter job started, run again: reuses that job, never pays twice', async () => {
     const ws = workspace();
     const file = ws.write('scale_out.yaml', PIPELINE);

@@ -1,12 +1,13 @@
 /**
  * Snapshot pipelines end to end: a filter with uploaded CSV and JSON value files, and a snapshot of several parts
- * downloaded concurrently in each download format, fanned out to two sinks.
+ * downloaded concurrently in each download format, fanned out to two sinks. The CLI runs in this process
+ * (sluiceInProcess): nothing here needs a process of its own.
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { companyProfile } from '../../src/emulator/data/company-profiles.js';
 import type { EmulatorHandle } from '../../src/emulator/server.js';
-import { emulator, query, runOk, snapshots, variant, workspace, type Obj } from './harness.js';
+import { emulator, query, runOkInProcess, snapshots, variant, workspace, type Obj } from './harness.js';
 
 const SEED = 7;
 const SIZE = 6000;
@@ -61,7 +62,7 @@ source:
 sink: { type: duckdb, path: out/filtered.duckdb, table: companies }
 `,
     );
-    const r = await runOk(file, emu);
+    const r = await runOkInProcess(file, emu);
     const snap = await snapshotOf(r.stderr);
     const expected = profilesWhere((p) => countries.includes(p.country_code) && industries.includes(p.industries));
     expect(expected.length).toBeGreaterThan(50);
@@ -106,7 +107,7 @@ sinks:
 `,
       );
       const before = emu.stats.routes['GET /datasets/snapshots/:id/download'] ?? 0;
-      const r = await runOk(file, emu);
+      const r = await runOkInProcess(file, emu);
       const snap = await snapshotOf(r.stderr);
       expect(snap.dataset_size).toBe(4500); // records_limit: 5 parts, the last one half full
       expect(emu.stats.routes['GET /datasets/snapshots/:id/download']! - before).toBe(5);
@@ -149,7 +150,7 @@ describe('a filter that matches nothing', () => {
         ['batch_size: 1000 }', 'batch_size: 1000 }\n  poll: { interval_ms: 50 }'],
       ]),
     );
-    const r = await runOk(file, emu);
+    const r = await runOkInProcess(file, emu);
     expect(r.stderr).toMatch(/^warn: snapshot snap_\w+: Provided filter did not match any records$/m);
     expect(r.stdout).toMatch(/^ {2}units +0\/0 /m);
     expect(r.stdout).toMatch(/^ {2}records +0$/m);

@@ -225,7 +225,7 @@ describe('SERP refresh_after', () => {
   const DAY = 86_400_000;
   const now = Date.parse('2025-03-10T00:00:00Z');
   it('skips queries fetched more recently than refresh_after, and checkpoints each page with its fetch time', () => {
-    const inc = serpRefresh('7d', () => now);
+    const inc = serpRefresh('7d');
     const notes: string[] = [];
     const cps = new Map<string, unknown>([
       ['serp:recent:start:0', { query: 'recent', fetched_at: new Date(now - 2 * DAY).toISOString() }],
@@ -237,6 +237,8 @@ describe('SERP refresh_after', () => {
       undefined,
       {
         checkpoints: cps,
+        // The run's clock, far from this machine's: the decision must not read Date.now.
+        now: () => now,
         report: (_k, t) => notes.push(t),
       },
     );

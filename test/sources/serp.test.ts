@@ -145,6 +145,25 @@ describe('serp source', () => {
     });
   });
 
+  it('refresh_after takes the fetch time and "now" from the run clock (ctx.now), not from this machine', async () => {
+    const DAY = 86_400_000;
+    const night = Date.parse('2031-06-01T02:30:00Z'); // years from this machine's clock: a mixed-up clock shows
+    const q = QUERIES[4]!;
+    const refreshing = (): Source => serp(h, { queries: [q], max_pages: 1, refresh_after: '7d' });
+    const first = refreshing();
+    const result = await driveCrawl(first, sourceContext(h, undefined, { now: () => night }), { concurrency: 1 });
+    expect(result.error).toBeUndefined();
+    const [unit] = result.committed;
+    expect(result.rows.get(unit!)![0]!.fetched_at).toBe(new Date(night).toISOString());
+    const checkpoint = first.unitCheckpoint!({ id: unit! } as WorkUnit);
+    expect(checkpoint).toEqual({ query: q, fetched_at: new Date(night).toISOString() });
+
+    const planAt = (at: number): Promise<WorkUnit[]> =>
+      refreshing().plan(sourceContext(h, undefined, { now: () => at, checkpoints: new Map([[unit!, checkpoint]]) }));
+    expect(await planAt(night + DAY)).toEqual([]);
+    expect((await planAt(night + 8 * DAY)).map((u) => u.id)).toEqual([unit]);
+  });
+
   it('tells the engine its concurrency from the config (default 8)', () => {
     expect(serp(h, { concurrency: 3 }).concurrency).toBe(3);
     expect(serp(h, {}).concurrency).toBe(8);

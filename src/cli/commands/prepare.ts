@@ -1,6 +1,7 @@
 /**
  * `sluice prepare <pipeline.yaml>`: start the pipeline's paid job once, for shards to share; `sluice finalize
- * <pipeline.yaml>`: whether every shard of it has committed (non-zero, naming the missing ones, until then).
+ * <pipeline.yaml>`: whether every shard of it has committed (non-zero, naming the missing ones, until then); once
+ * they all have, it writes `_sluice_shards.json` (the shards' manifests) next to each file output.
  */
 import type { Argv, CommandModule } from 'yargs';
 import { EXIT_CODES, SluiceError } from '../../core/errors.js';
@@ -123,8 +124,10 @@ export function finalizeCommand(ctx: CliContext): CommandModule<object, Finalize
       const pipeline = await loadPipeline(args.pipeline, ctx.io.env).catch(() =>
         loadPipeline(args.pipeline, new Proxy(ctx.io.env, { get: (e, name: string) => e[name] ?? 'emulator' })),
       );
-      const { formatCompletion, shardCompletion } = await import('../../engine/prepare.js');
+      const { formatCompletion, shardCompletion, writeShardsRecord } = await import('../../engine/prepare.js');
       const c = await shardCompletion(pipeline, args['shard-count']);
+      // Complete: the file outputs get the list of the shards' manifests (readers that follow manifests).
+      const records = await writeShardsRecord(pipeline, c);
       ctx.io.out(
         args.json
           ? JSON.stringify({
@@ -133,8 +136,9 @@ export function finalizeCommand(ctx: CliContext): CommandModule<object, Finalize
               complete: c.missing.length === 0,
               missing: c.missing.map((s) => s.index),
               status: c.shards.map((s) => ({ shard: s.shard.index, committed: s.committed, ...s.last })),
+              records,
             })
-          : formatCompletion(c),
+          : [formatCompletion(c), ...records.map((r) => `wrote ${r}`)].join('\n'),
       );
       if (c.missing.length > 0)
         throw new SluiceError(

@@ -107,6 +107,8 @@ class CrawlSource implements Source {
     const at = this.position(unit);
     this.checkpoints.delete(unit.id); // an attempt that yields nothing commits no earlier attempt's checkpoint
     const res = await this.fetch(ctx).page(this.pager.url(at), ctx);
+    // On the run's clock: a later run's SERP `refresh_after` compares it with its own `ctx.now`.
+    const fetchedAt = ctx.now ? new Date(ctx.now()) : res.fetchedAt;
     const payload = pagePayload(res.payload, unit.id);
     const wrong = this.pager.wrongPage?.(payload, at);
     if (wrong !== undefined) {
@@ -116,7 +118,7 @@ class CrawlSource implements Source {
       return;
     }
     const outcome = await this.pager.next(payload, at, this.opts.maxPages, ctx);
-    const inc = this.opts.incremental?.page(payload, at, res.fetchedAt);
+    const inc = this.opts.incremental?.page(payload, at, fetchedAt);
     if (inc?.stop) {
       ctx.log.debug(`${this.pager.name} "${at.subject}": reached what was loaded before at page ${at.page}`);
       this.next.set(unit.id, this.recorded(ctx, at));
@@ -125,7 +127,7 @@ class CrawlSource implements Source {
       this.next.set(unit.id, await this.successor(ctx, at, outcome));
     }
     if (inc) this.checkpoints.set(unit.id, inc.checkpoint);
-    yield [this.pager.row(inc?.payload ?? payload, at, res.fetchedAt.toISOString())];
+    yield [this.pager.row(inc?.payload ?? payload, at, fetchedAt.toISOString())];
   }
 
   close(): Promise<void> {

@@ -206,27 +206,63 @@ export const COMPANY_PROFILE_COLUMNS: DeclaredSchema = [
 export function normalizeCompanyProfile(row: Row): Row[] {
   const out: Row = { ...row };
   const raw = new RawKeeper();
-  for (const f of TEXT_FIELDS) convertField(out, raw, f, row[f], asText);
-  for (const f of COUNT_FIELDS) convertField(out, raw, f, row[f], asCount);
+  // A value already of its type is in `out` as it is (the spread copied it): only the others are written.
+  for (const f of TEXT_FIELDS) {
+    const v = row[f];
+    if (typeof v !== 'string') convertField(out, raw, f, v, asText);
+  }
+  for (const f of COUNT_FIELDS) {
+    const v = row[f];
+    if (!isCount(v)) convertField(out, raw, f, v, asCount);
+  }
   // The spec's neutral `employees_in_platform` carries a brand in real payloads (`employees_in_<brand>`).
   for (const f in row)
     if (f.startsWith('employees_in_') && f !== 'employees_in_platform') convertField(out, raw, f, row[f], asCount);
-  for (const f of TEXT_LIST_FIELDS) convertField(out, raw, f, row[f], asTextList);
+  for (const f of TEXT_LIST_FIELDS) {
+    const v = row[f];
+    if (!Array.isArray(v) || asTextList(v) !== v) convertField(out, raw, f, v, asTextList);
+  }
   convertField(out, raw, 'timestamp', row.timestamp, asTimestamp);
 
   const input = row.input;
   out.input = plain(input) ? { ...input, url: text(input.url) } : { url: null };
   for (const field in OBJECT_SHAPES) {
     const f = field as keyof typeof OBJECT_SHAPES;
-    out[f] = structObject(f, OBJECT_SHAPES[f], OBJECT_CONVERTERS[f], row[f], raw);
+    out[f] = structObject(f, OBJECT_TEMPLATES[f], OBJECT_CONVERTERS[f], row[f], raw);
   }
   for (const field in SHAPES) {
     const f = field as keyof typeof SHAPES;
-    out[f] = structList(f, SHAPES[f], ELEMENT_CONVERTERS[f] ?? {}, row[f], raw);
+    out[f] = structList(f, ELEMENT_TEMPLATES[f], ELEMENT_CONVERTERS[f] ?? {}, row[f], raw);
   }
   out._raw_values = raw.values ?? null;
   return [out];
 }
+
+function isCount(v: unknown): boolean {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+}
+
+/**
+ * Each shape as an object of nulls, its keys in the shape's order: an element starts as a copy of it, which V8
+ * makes in one step with the final layout, where setting the keys one by one cost a lookup and a layout change
+ * each. (Not frozen: V8 copies a frozen object the slow way.)
+ */
+function template(shape: readonly string[]): Readonly<Row> {
+  return Object.fromEntries(shape.map((k) => [k, null]));
+}
+
+const OBJECT_TEMPLATES = {
+  funding: template(OBJECT_SHAPES.funding),
+  stock_info: template(OBJECT_SHAPES.stock_info),
+};
+
+const ELEMENT_TEMPLATES = {
+  employees: template(SHAPES.employees),
+  similar: template(SHAPES.similar),
+  get_directions_url: template(SHAPES.get_directions_url),
+  affiliated: template(SHAPES.affiliated),
+  updates: template(SHAPES.updates),
+};
 
 /** Sets `target[key]` to the converted value, or to null with the original kept by `raw` under `path`. */
 function convertField(target: Row, raw: RawKeeper, path: string, value: unknown, conv: Converter, key = path): void {
@@ -240,7 +276,7 @@ function convertField(target: Row, raw: RawKeeper, path: string, value: unknown,
 /** An object in its full shape (converted known keys first, unknown keys kept after them); null when absent. */
 function structObject(
   field: string,
-  shape: readonly string[],
+  shape: Readonly<Row>,
   converters: Record<string, Converter>,
   v: unknown,
   raw: RawKeeper,
@@ -249,8 +285,7 @@ function structObject(
     if (v !== null && v !== undefined) raw.keep(field, v);
     return null;
   }
-  const out: Row = {};
-  for (const key of shape) out[key] = null;
+  const out: Row = { ...shape };
   for (const key in v) {
     const conv = converters[key];
     if (conv) convertField(out, raw, `${field}.${key}`, v[key], conv, key);
@@ -261,7 +296,7 @@ function structObject(
 
 function structList(
   field: string,
-  shape: readonly string[],
+  shape: Readonly<Row>,
   converters: Record<string, Converter>,
   v: unknown,
   raw: RawKeeper,
@@ -278,8 +313,7 @@ function structList(
       raw.keep(`${field}[${index}]`, e);
       continue;
     }
-    const el: Row = {};
-    for (const key of shape) el[key] = null;
+    const el: Row = { ...shape };
     for (const key in e) {
       const value = e[key];
       const conv = converters[key];

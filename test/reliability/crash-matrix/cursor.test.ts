@@ -5,8 +5,10 @@
  * skip a file forever) and never one less; one rerun then gives every row exactly once, as a clean run does, and
  * the run after that loads nothing.
  *
- * Every run is the real CLI (dist/) in a child process: DuckDB keeps a database open for the process that opened
- * it. The first night runs once; each cell starts from a copy of its outcome.
+ * The killed run is the real CLI (dist/) in a child process; the other commands run the CLI in this process
+ * (sluiceInProcess). The DuckDB sink keeps a database open for the process that opened it, so this process only
+ * opens a cell's database once its child is dead. The first night runs once; each cell starts from a copy of its
+ * outcome (a copy: the first night's file stays open here).
  */
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,7 +16,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CursorState } from '../../../src/cli/commands/state.js';
 import type { FailpointName } from '../../../src/core/failpoints.js';
-import { query, sluice, type Obj } from '../../e2e/harness.js';
+import { query, sluice, sluiceInProcess, type Obj } from '../../e2e/harness.js';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -47,8 +49,9 @@ function addFiles(dir: string, names: string[]): void {
   }
 }
 
+/** A command on the cell's pipeline, in this process. */
 async function cli(dir: string, ...args: string[]): Promise<{ code: number | null; out: string[]; err: string }> {
-  const r = await sluice([args[0]!, path.join(dir, 'p.yaml'), ...args.slice(1)]);
+  const r = await sluiceInProcess([args[0]!, path.join(dir, 'p.yaml'), ...args.slice(1)]);
   return { code: r.code, out: r.stdout.split('\n').filter((l) => l !== ''), err: r.stderr };
 }
 

@@ -7,6 +7,7 @@ import {
   outputLockPath,
   type OutputDirOptions,
 } from '../../../sinks/output-files/output-dir.js';
+import { SluiceError } from '../../../src/core/errors.js';
 import { removeTempDirs, sinkContext, tempDir } from '../helpers.js';
 
 afterAll(removeTempDirs);
@@ -158,5 +159,70 @@ describe('OutputDir', () => {
     await second.finish();
     expect(await readFile(lock, 'utf8')).toBe('{"pid":1}\n');
     expect(await readdir(path.join(base, 'out'))).not.toContain('.sluice-lock');
+  });
+});
+
+describe('OutputDir: shards in one directory', () => {
+  const shard = (index: number) => ({ shard: { index, count: 2 }, fresh: false });
+
+  /** Commits unit `id` as file `<name>` through `out`. */
+  async function commitFile(out: OutputDir, id: string, name: string): Promise<void> {
+    const tmp = out.tempPath(id);
+    await writeFile(tmp, `{"id":"${id}"}\n`);
+    await out.commit({
+      moves: [{ from: tmp, to: name }],
+      apply: (m) => void (m.units[id] = { records: 1, files: [name], committed_at: '' }),
+    });
+  }
+
+  it('each shard commits to its own manifest beside the others, data files flat; no open touches another shard’s temp files', async () => {
+    const root = path.join(await tempDir(), 'out');
+    const [a, b] = await Promise.all([
+      OutputDir.open(options(root, shard(0))),
+      OutputDir.open(options(root, shard(1))),
+    ]);
+    expect(a.tmpDir).toBe(path.join(root, '.sluice-tmp', 'shard-0-of-2'));
+    expect(a.stagedRel).toBe('.sluice-staged/shard-0-of-2');
+    expect(b.fileTag).toBe('shard-1-of-2-');
+    await Promise.all([
+      commitFile(a, 'u0', 'country=US/part-shard-0-of-2-x.jsonl'),
+      commitFile(b, 'u1', 'country=US/part-shard-1-of-2-x.jsonl'),
+    ]);
+    // A commit of shard 0 cut off before its manifest, while shard 1 reopens and an unsharded run opens.
+    const crashed = a.tempPath('crashed');
+    await writeFile(crashed, 'partial');
+    await mkdir(path.join(root, '.sluice-staged', 'shard-0-of-2'), { recursive: true });
+    await writeFile(path.join(root, '.sluice-staged', 'shard-0-of-2', 'x.staged'), 'orphan');
+    const b2 = await OutputDir.open(options(root, shard(1)));
+    await OutputDir.open(options(root, { fresh: false }));
+    expect(await readdir(a.tmpDir)).toEqual([path.basename(crashed)]);
+    expect(b2.committedUnits()).toEqual(new Set(['u1']));
+
+    expect((await readdir(root)).sort()).toEqual([
+      '.sluice-staged',
+      '.sluice-tmp',
+      '_sluice_manifest.shard-0-of-2.json',
+      '_sluice_manifest.shard-1-of-2.json',
+      'country=US',
+    ]);
+    expect((await readdir(path.join(root, 'country=US'))).sort()).toEqual([
+      'part-shard-0-of-2-x.jsonl',
+      'part-shard-1-of-2-x.jsonl',
+    ]);
+    // Shard 0's own next open removes its leftovers.
+    const a2 = await OutputDir.open(options(root, shard(0)));
+    expect(a2.committedUnits()).toEqual(new Set(['u0']));
+    expect(await readdir(a.tmpDir)).toEqual([]);
+    expect(await readdir(path.join(root, '.sluice-staged', 'shard-0-of-2'))).toEqual([]);
+    expect(outputLockPath(root, 'append', { index: 0, count: 2 })).toBe(path.join(root, '.sluice-lock.shard-0-of-2'));
+  });
+
+  it('write: replace with a shard is refused before anything is written, saying what to do instead', async () => {
+    const root = path.join(await tempDir(), 'out');
+    const err = await OutputDir.open(options(root, { mode: 'replace', ...shard(0) })).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SluiceError);
+    expect((err as SluiceError).message).toMatch(/`write: replace` does not work with shards/);
+    expect((err as SluiceError).hint).toMatch(/write: append/);
+    await expect(readdir(root)).rejects.toThrow(/ENOENT/);
   });
 });

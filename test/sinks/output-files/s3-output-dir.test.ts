@@ -129,6 +129,51 @@ describe('OutputDir on S3', () => {
   });
 });
 
+describe('OutputDir on S3: shards in one prefix', () => {
+  it('shards commit side by side into one prefix, each to its own manifest; one shard’s open leaves the other’s temp objects', async () => {
+    const base = await options();
+    const p = prefixOf(base);
+    const shard = (index: number, over: Partial<OutputDirOptions> = {}) => ({
+      ...base,
+      shard: { index, count: 2 },
+      ...over,
+    });
+    const a = await OutputDir.open(
+      shard(0, {
+        hooks: {
+          beforeManifest: () => {
+            throw new Error('crash');
+          },
+        },
+      }),
+    );
+    const b = await OutputDir.open(shard(1));
+    await commitUnit(b, 'b1');
+    // Shard 0's commit is cut off before its manifest: its temp objects are under its own temp prefix.
+    await expect(commitUnit(a, 'a1')).rejects.toThrow('crash');
+    const tmpOf0 = (await s3.keys(BUCKET, p)).filter((k) => k.startsWith(`${p}.sluice-tmp/`));
+    expect(tmpOf0.length).toBeGreaterThan(0);
+    expect(tmpOf0.every((k) => k.startsWith(`${p}.sluice-tmp/shard-0-of-2/`))).toBe(true);
+    // Shard 1 opening again, and an unsharded open, leave them: they may be a live shard's.
+    await OutputDir.open(shard(1));
+    await OutputDir.open(base);
+    expect((await s3.keys(BUCKET, p)).filter((k) => k.startsWith(`${p}.sluice-tmp/`))).toEqual(tmpOf0);
+
+    const a2 = await OutputDir.open(shard(0));
+    await commitUnit(a2, 'a2');
+    expect(await s3.keys(BUCKET, p)).toEqual([
+      `${p}_sluice_manifest.shard-0-of-2.json`,
+      `${p}_sluice_manifest.shard-1-of-2.json`,
+      `${p}a2.jsonl`,
+      `${p}b1.jsonl`,
+    ]);
+    expect(a2.committedUnits()).toEqual(new Set(['a2']));
+    expect(outputLockPath(base.root, 'append', { index: 0, count: 2 })).not.toBe(
+      outputLockPath(base.root, 'append', { index: 1, count: 2 }),
+    );
+  });
+});
+
 describe('OutputDir on S3: staging files', () => {
   it('uploads a staging file before the manifest refers to it, downloads it for a later run, deletes it once published', async () => {
     const o = await options({ format: 'parquet' });

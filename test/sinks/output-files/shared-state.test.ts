@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SHARED_STATE_NAME, sharedStateAt, shardOutputPath } from '../../../sinks/output-files/shared-state.js';
+import { SHARED_STATE_NAME, sharedStateAt } from '../../../sinks/output-files/shared-state.js';
 
 describe('shared state next to an output', () => {
   it('a local output keeps one dotted file, replaced whole, and none before the first write', async () => {
@@ -26,13 +26,5 @@ describe('shared state next to an output', () => {
   it('an s3:// output keeps it as an object beside the manifest; other schemes have none', () => {
     expect(sharedStateAt('s3://lake/companies/', '/x')!.location).toBe(`s3://lake/companies/${SHARED_STATE_NAME}`);
     expect(sharedStateAt('gs://lake/companies/', '/x')).toBeUndefined();
-  });
-
-  it("a shard's part of the output is a subdirectory (or sub-prefix) named after the shard", () => {
-    expect(shardOutputPath('../out/companies', { index: 1, count: 4 })).toBe(
-      path.join('../out/companies/shard-1-of-4'),
-    );
-    expect(shardOutputPath('s3://lake/companies', { index: 0, count: 2 })).toBe('s3://lake/companies/shard-0-of-2/');
-    expect(shardOutputPath('s3://lake/companies/', { index: 0, count: 2 })).toBe('s3://lake/companies/shard-0-of-2/');
   });
 });

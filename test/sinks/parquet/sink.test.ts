@@ -262,3 +262,35 @@ describe('parquet sink', () => {
     );
   });
 });
+
+describe('parquet sink: shards', () => {
+  it('two shards at once into one partitioned directory: the single run’s layout and rows, a manifest each', async () => {
+    const shard = async (index: number): Promise<ParquetSink> => {
+      const sink = new ParquetSink(config({ partition_by: ['cc'] }), { shard: { index, count: 2 } });
+      await sink.open(sinkContext(dir, { fresh: false }));
+      return sink;
+    };
+    const [a, b] = await Promise.all([shard(0), shard(1)]);
+    await Promise.all([a.writeUnit(unit('u0'), batches(rows(0, 9))), b.writeUnit(unit('u1'), batches(rows(9, 9)))]);
+    await Promise.all([a.finish(), b.finish()]);
+    const files = await parquetFiles();
+    expect(new Set(files.map((f) => path.dirname(f)))).toEqual(new Set(['cc=DE', 'cc=FR', 'cc=US']));
+    expect(
+      files.every((f) => /^cc=\w+\/part-shard-[01]-of-2-/.test(f)),
+      files.join(' '),
+    ).toBe(true);
+    expect((await allFiles()).filter((f) => f.startsWith('_sluice_'))).toEqual([
+      '_sluice_manifest.shard-0-of-2.json',
+      '_sluice_manifest.shard-1-of-2.json',
+    ]);
+    expect(
+      await query(
+        `SELECT count(DISTINCT id) AS ids, count(*) AS n FROM read_parquet('${glob()}', hive_partitioning = true)`,
+      ),
+    ).toEqual([{ ids: 18, n: 18 }]);
+    expect(await a.committedUnits()).toEqual(new Set(['run1/u0']));
+    // A shard's lock is its own, beside the others' in the directory.
+    expect(a.lockPath(dir)).toBe(path.join(dir, 'out', '.sluice-lock.shard-0-of-2'));
+    await Promise.all([a.close(), b.close()]);
+  });
+});
