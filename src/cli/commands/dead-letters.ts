@@ -5,7 +5,7 @@ import type { ShardId } from '../../engine/paths.js';
 import type { LoadedPipeline } from '../../pipeline/load.js';
 import { parseShard } from '../args.js';
 import type { CliContext } from '../context.js';
-import { cliLogger, printPartial, printSummary, runOptions } from './run.js';
+import { cliLogger, interruptible, printSummary, runOptions } from './run.js';
 
 interface DeadLetterArgs {
   pipeline: string;
@@ -107,10 +107,8 @@ async function replay(
   if (!args.shard && (shard || sharded) && (await listDeadLetters(pipeline, shard)).length === 0) return false;
   const { formatSummary } = await import('../../engine/run.js');
   const of = shard ? ` of shard ${shardText(shard)}` : '';
-  const interrupts = ctx.io.interrupts();
-  let result: Awaited<ReturnType<typeof replayDeadLetters>>;
-  try {
-    result = await replayDeadLetters(
+  const result = await interruptible(ctx, args['log-format'], (signal) =>
+    replayDeadLetters(
       pipeline,
       {
         fresh: false,
@@ -118,17 +116,12 @@ async function replay(
         quiet: args.quiet,
         progress: args.progress,
         command: `sluice dead-letters ${args.pipeline} --replay${shard ? ` --shard ${shardText(shard)}` : ''}`,
-        signal: interrupts.signal,
+        signal,
         ...(shard && { shard }),
       },
       { log: cliLogger(ctx, args) },
-    );
-  } catch (err) {
-    printPartial(ctx, err, args['log-format']);
-    throw err;
-  } finally {
-    interrupts.release();
-  }
+    ),
+  );
   if (result.superseded > 0)
     ctx.io.err(
       `warn: ${result.superseded} dead letter${result.superseded === 1 ? '' : 's'}${of} of earlier runs not replayed: ` +

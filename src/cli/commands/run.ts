@@ -52,6 +52,26 @@ export function printSummary(ctx: CliContext, summary: RunSummary, format: 'text
 }
 
 /** Machine readers of a JSON log get the partial counts of a failed run too; people get the one-line error. */
+/**
+ * A run the user may interrupt (SIGINT/SIGTERM stop it between units): what it committed before a failure or an
+ * interrupt is printed as a partial summary (JSON logs), and the error goes on.
+ */
+export async function interruptible<T>(
+  ctx: CliContext,
+  format: 'text' | 'json',
+  run: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const interrupts = ctx.io.interrupts();
+  try {
+    return await run(interrupts.signal);
+  } catch (err) {
+    printPartial(ctx, err, format);
+    throw err;
+  } finally {
+    interrupts.release();
+  }
+}
+
 export function printPartial(ctx: CliContext, err: unknown, format: 'text' | 'json'): void {
   const partial = (err as { summary?: RunSummary }).summary;
   if (!partial || format !== 'json') return;
@@ -114,10 +134,8 @@ export function runCommand(ctx: CliContext): CommandModule<object, RunArgs> {
       const { loadPipeline } = await import('../../pipeline/load.js');
       const pipeline = await loadPipeline(args.pipeline, ctx.io.env);
       const { formatSummary, runPipeline } = await import('../../engine/run.js');
-      let summary: RunSummary;
-      const interrupts = ctx.io.interrupts();
-      try {
-        summary = await runPipeline(
+      const summary = await interruptible(ctx, args['log-format'], (signal) =>
+        runPipeline(
           pipeline,
           {
             fresh: args.fresh,
@@ -128,16 +146,11 @@ export function runCommand(ctx: CliContext): CommandModule<object, RunArgs> {
             progress: args.progress,
             ...(args.wait !== undefined && { waitForLockMs: args.wait }),
             command: `sluice run ${args.pipeline}${shard ? ` --shard ${shard.index}/${shard.count}` : ''}`,
-            signal: interrupts.signal,
+            signal,
           },
           { log: cliLogger(ctx, args) },
-        );
-      } catch (err) {
-        printPartial(ctx, err, args['log-format']);
-        throw err;
-      } finally {
-        interrupts.release();
-      }
+        ),
+      );
       printSummary(ctx, summary, args['log-format'], formatSummary(summary));
       if (args.show !== undefined) {
         const { showOutputs } = await import('../show.js');
