@@ -27,7 +27,8 @@ SHARDS = int(Variable.get("sluice_shards", default_var="4"))
 
 def sluice(*args: str, env: dict[str, str] | None = None) -> None:
     """Runs the sluice CLI; a non-zero exit fails the task (exit 3 = locked, 2 = config: see the README)."""
-    pipeline = Variable.get("sluice_pipeline", default_var="/opt/sluice/pipelines/company_profiles.yaml")
+    # Shards meet in Postgres or in one Parquet/JSONL path (`write: append`); a DuckDB file takes one writer at a time.
+    pipeline = Variable.get("sluice_pipeline", default_var="/opt/sluice/pipelines/company_profiles_postgres.yaml")
     command = ["npx", "sluice", args[0], pipeline, *args[1:], "--log-format", "json"]
     subprocess.run(command, check=True, env={**os.environ, **(env or {})})
 

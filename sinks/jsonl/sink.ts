@@ -47,7 +47,6 @@ import {
   OutputDir,
   outputLockPath,
   outputRoot,
-  refuseShardedReplace,
   type FileSinkHooks,
   type Move,
 } from '../output-files/output-dir.js';
@@ -370,7 +369,6 @@ export const jsonlSink: ComponentDef<'sink', JsonlSinkConfig, Sink> = {
   schema: jsonlSinkSchema,
   create(config: JsonlSinkConfig, deps: ComponentDeps): Sink {
     // Shards write into the one `path`, each with its own manifest (output-files/output-dir.ts).
-    refuseShardedReplace('jsonl sink', config.write, deps.shard);
     return new JsonlSink(config, { baseDir: deps.baseDir, ...(deps.shard && { shard: deps.shard }) });
   },
 };

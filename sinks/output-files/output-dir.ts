@@ -36,6 +36,7 @@ import { randomBytes } from 'node:crypto';
 import { lstat, mkdir, readFile, readdir, readlink, rename, rm, symlink, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { SluiceError } from '../../src/core/errors.js';
+import { refuseShardedReplace } from '../../src/core/sharded-replace.js';
 import { failpoint } from '../../src/core/failpoints.js';
 import type { Logger } from '../../src/core/types.js';
 import { ensureWritableDir, fsyncDir, fsyncFile, isErrno, writeFileAtomic } from './fs-durable.js';
@@ -68,20 +69,6 @@ export function outputLockPath(root: string, mode: 'append' | 'replace', shard?:
   if (isS3Url(root)) return s3LockPath(root, shard);
   const name = shard ? `${LOCK_FILE}.${shardTag(shard)}` : LOCK_FILE;
   return path.join(mode === 'replace' ? generationsRoot(root) : root, name);
-}
-
-/**
- * Shards publish one generation each, so `replace` would swap in a part of the output once per shard: refused
- * while the pipeline loads, before anything is written.
- */
-export function refuseShardedReplace(label: string, mode: 'append' | 'replace', shard: ShardRef | undefined): void {
-  if (shard && mode === 'replace')
-    throw new SluiceError(
-      `${label}: \`write: replace\` does not work with shards (\`sluice prepare\`, \`--shard\`): each shard would swap in only its own part of the output`,
-      {
-        hint: 'use `write: append` into a fresh path per load (e.g. a dated prefix) and point readers at it once `sluice finalize` reports every shard committed, or run unsharded',
-      },
-    );
 }
 
 function generationsRoot(root: string): string {

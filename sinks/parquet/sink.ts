@@ -56,7 +56,6 @@ import {
   OutputDir,
   outputLockPath,
   outputRoot,
-  refuseShardedReplace,
   type FileSinkHooks,
   type Move,
 } from '../output-files/output-dir.js';
@@ -412,7 +411,6 @@ export const parquetSink: ComponentDef<'sink', ParquetSinkConfig, Sink> = {
   schema: parquetSinkSchema,
   create(config: ParquetSinkConfig, deps: ComponentDeps): Sink {
     // Shards write into the one `path`, each with its own manifest (output-files/output-dir.ts).
-    refuseShardedReplace('parquet sink', config.write, deps.shard);
     return new ParquetSink(config, { baseDir: deps.baseDir, ...(deps.shard && { shard: deps.shard }) });
   },
 };

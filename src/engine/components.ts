@@ -5,7 +5,9 @@
 import type { Sink, Source } from '../core/types.js';
 import type { ComponentDeps } from '../core/component.js';
 import { SluiceError } from '../core/errors.js';
+import { refuseShardedReplace } from '../core/sharded-replace.js';
 import { findDef, registry as defaultRegistry, type Registry } from '../pipeline/registry.js';
+import type { ShardId } from './paths.js';
 import type { BuiltTransform } from './stages/transform-chain.js';
 
 export interface Built {
@@ -21,6 +23,14 @@ export function sinkConfigs(config: { sink?: unknown; sinks?: unknown[] }): Sink
   const list = (config.sinks ?? (config.sink ? [config.sink] : [])) as SinkConfig[];
   if (list.length === 0) throw new SluiceError('the pipeline has no sink', { hint: 'add a `sink:` block' });
   return list;
+}
+
+/** Every sink's `write: replace` refused for a sharded run or a prepare (core/sharded-replace.ts). */
+export function refuseShardedReplaceSinks(
+  config: { sink?: unknown; sinks?: unknown[] },
+  shard: ShardId | undefined,
+): void {
+  for (const c of sinkConfigs(config)) refuseShardedReplace(`${String(c.type)} sink`, c.write, shard);
 }
 
 export function buildSink(config: SinkConfig, deps: ComponentDeps, registry: Registry = defaultRegistry): Sink {

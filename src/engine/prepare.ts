@@ -20,11 +20,10 @@ import type { ComponentDeps } from '../core/component.js';
 import { EXIT_CODES, SluiceError } from '../core/errors.js';
 import type { Logger, SourceContext, StateStore } from '../core/types.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
-import { refuseShardedReplace } from '../../sinks/output-files/output-dir.js';
 import type { S3Options } from '../../sinks/output-files/s3.js';
 import { manifestName } from '../../sinks/output-files/manifest.js';
 import { sharedStateAt, SHARDS_RECORD_NAME, type SharedStateStore } from '../../sinks/output-files/shared-state.js';
-import { buildComponents, buildSink, sinkConfigs } from './components.js';
+import { buildComponents, buildSink, refuseShardedReplaceSinks, sinkConfigs } from './components.js';
 import { errorText } from './error-text.js';
 import { pipelinePaths, shardDirName, type PipelinePaths, type ShardId } from './paths.js';
 import { acquireRunLock, processAlive } from './run-lock.js';
@@ -80,10 +79,8 @@ export async function preparePipeline(
   hooks: Pick<RunHooks, 'log' | 'onService'> & { log: Logger },
 ): Promise<PrepareResult> {
   const log = hooks.log;
-  // Before the paid job: shards could not run a `replace` file sink (output-files/output-dir.ts).
-  for (const c of sinkConfigs(p.config))
-    if ((c.type === 'jsonl' || c.type === 'parquet') && c.write === 'replace')
-      refuseShardedReplace(`${String(c.type)} sink`, 'replace', { index: 0, count: opts.shards ?? 2 });
+  // Before the paid job: no sink can take `replace` from shards (core/sharded-replace.ts).
+  refuseShardedReplaceSinks(p.config, { index: 0, count: opts.shards ?? 2 });
   const paths = pipelinePaths(p);
   await mkdir(paths.rootStateDir, { recursive: true });
   // The unsharded runs' lock: a prepare and a run of the pipeline never start a paid job side by side.

@@ -21,7 +21,7 @@ import { EXIT_CODES, SluiceError } from '../core/errors.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
 import { declaredOutput } from '../pipeline/declared-output.js';
 import type { RunOptions, RunSummary } from './api.js';
-import { buildComponents, sinkConfigs } from './components.js';
+import { buildComponents, refuseShardedReplaceSinks, sinkConfigs } from './components.js';
 import { DeadLetterFile } from './dead-letter-file.js';
 import { FailureBudget, parseDeadLetterLimit } from './failure-budget.js';
 import { withLineage } from './lineage.js';
@@ -82,6 +82,8 @@ async function runAttempt(
   );
   // On a terminal, log lines appear above the progress bars rather than through them.
   const log = progress.wrap(hooks.log ?? createLogger({ format: opts.logFormat, level: opts.quiet ? 'warn' : 'info' }));
+  // Before any state, lock or paid call: no sink can take `replace` from shards (core/sharded-replace.ts).
+  refuseShardedReplaceSinks(p.config, opts.shard);
   // A shard keeps its state, temp files and lock apart from the other shards (paths.ts).
   const paths = pipelinePaths(p, opts.shard);
   // A shard of a prepared job downloads that job and runs under its id (prepare.ts).

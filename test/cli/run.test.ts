@@ -1,4 +1,4 @@
-import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -70,5 +70,23 @@ describe('sluice plan', () => {
     const plan = JSON.parse(io.stdout.join('\n')) as { source: string; units: { id: string }[] };
     expect(plan.source).toBe('serp');
     expect(plan.units).toHaveLength(3);
+  });
+
+  it('refuses a shard of a pipeline whose sink replaces its output, before any state or output exists', async () => {
+    const file = filePipeline();
+    const dir = path.dirname(file);
+    writeFileSync(
+      file,
+      readFileSync(file, 'utf8').replace(
+        'sink: { type: jsonl, path: out }',
+        'sink: { type: duckdb, path: w.duckdb, table: t, write: replace }',
+      ),
+    );
+    const io = memoryIo({});
+    expect(await runCli(['run', file, '--shard', '0/2', '--quiet'], io)).not.toBe(0);
+    expect(io.stderr.join('\n')).toMatch(/duckdb sink: `write: replace` does not work with shards/);
+    expect(io.stderr.join('\n')).toMatch(/write: append/);
+    expect(existsSync(path.join(dir, '.sluice'))).toBe(false);
+    expect(existsSync(path.join(dir, 'w.duckdb'))).toBe(false);
   });
 });

@@ -283,7 +283,7 @@ describe('sluice prepare', () => {
     const prep = await cli(['prepare', file, '--shards', '2']);
     expect(prep.code).not.toBe(0);
     expect(prep.stderr).toMatch(/jsonl sink: `write: replace` does not work with shards/);
-    expect(prep.stderr).toMatch(/fix: use `write: append` into a fresh path per load/);
+    expect(prep.stderr).toMatch(/fix: use `write: append` \(or `merge`\) into a fresh path or table per load/);
     const run = await cli(['run', file, '--shard', '0/2', '--no-progress']);
     expect(run.code).not.toBe(0);
     expect(run.stderr).toMatch(/`write: replace` does not work with shards/);

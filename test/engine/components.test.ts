@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ComponentDef } from '../../src/core/component.js';
-import { buildComponents, sinkConfigs } from '../../src/engine/components.js';
+import { buildComponents, refuseShardedReplaceSinks, sinkConfigs } from '../../src/engine/components.js';
 import type { Registry } from '../../src/pipeline/registry.js';
 import { MemorySink, MemorySource, recordingLogger, tempDir } from './in-memory.js';
 
@@ -42,5 +42,25 @@ describe('buildComponents', () => {
   it('refuses a pipeline without a sink', () => {
     expect(() => sinkConfigs({})).toThrow('the pipeline has no sink');
     expect(sinkConfigs({ sink: { type: 'mem' } })).toEqual([{ type: 'mem' }]);
+  });
+});
+
+describe('write: replace with shards', () => {
+  const shard = { index: 1, count: 4 };
+  const cases: [string, Record<string, unknown>][] = [
+    ['postgres', { type: 'postgres', table: 't', write: 'replace' }],
+    ['duckdb', { type: 'duckdb', path: 'w.duckdb', table: 't', write: 'replace' }],
+    ['parquet', { type: 'parquet', path: 'out', write: 'replace' }],
+  ];
+  it.each(cases)('is refused for a %s sink, saying what to do instead', (type, sink) => {
+    expect(() => refuseShardedReplaceSinks({ sinks: [{ type: 'jsonl', path: 'a' }, sink] }, shard)).toThrow(
+      new RegExp(`^${type} sink: \`write: replace\` does not work with shards`),
+    );
+  });
+
+  it('passes unsharded runs and the other write modes', () => {
+    expect(() => refuseShardedReplaceSinks({ sink: { type: 'postgres', write: 'replace' } }, undefined)).not.toThrow();
+    expect(() => refuseShardedReplaceSinks({ sink: { type: 'postgres', write: 'merge' } }, shard)).not.toThrow();
+    expect(() => refuseShardedReplaceSinks({ sink: { type: 'duckdb', write: 'append' } }, shard)).not.toThrow();
   });
 });
