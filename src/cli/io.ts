@@ -63,6 +63,9 @@ function processInterrupts(): Interrupts {
   return {
     signal: controller.signal,
     release: () => {
+      // Once interrupted, the process is on its way out: a second signal in the moments before it exits must still
+      // end it with its own exit code and message, never by the signal (which would lose the summary's last lines).
+      if (controller.signal.aborted) return;
       process.off('SIGINT', onInt);
       process.off('SIGTERM', onTerm);
     },
