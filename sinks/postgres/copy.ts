@@ -9,11 +9,12 @@
  * A writer can keep a spool: the bytes it sent, in a file, so the rows already copied survive a rollback when a
  * later batch of the unit turns out not to fit the table (sink.ts); they are loaded again with `copySpool`. It
  * lives in the OS temporary directory ($TMPDIR), unlinked from the start: one unit's COPY text per unit in flight,
- * gone when the unit ends or the process dies (on a tmpfs /tmp, that is memory outside the process). Written with
+ * gone when the sink closes or the process dies (on a tmpfs /tmp, that is memory outside the process). Written with
  * the chunk already in hand, it costs a write call per chunk; holding the rows instead is what made memory grow
- * with the unit.
+ * with the unit. Spools are kept for the next unit (`SpoolPool`) and overwritten, never truncated: freeing a
+ * unit's blocks on every unit end (closing the file, or truncating it) cost more than writing them.
  */
-import { closeSync, createReadStream, ftruncateSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, createReadStream, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -67,9 +68,11 @@ export class Spool {
     this.size += data.length;
   }
 
-  /** Empties the file (a new attempt of the same unit starts over). */
+  /**
+   * Empties the spool (a new attempt or a new unit starts over). The file keeps its blocks, which the next writes
+   * overwrite: only the first `bytes` are ever read.
+   */
   reset(): void {
-    if (this.fd !== undefined) ftruncateSync(this.fd, 0);
     this.size = 0;
   }
 
@@ -83,6 +86,26 @@ export class Spool {
     if (this.fd !== undefined) closeSync(this.fd);
     this.fd = undefined;
     if (this.dir !== undefined) rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** Spools of finished units, handed to the next ones; `close()` removes them all. */
+export class SpoolPool {
+  private readonly free: Spool[] = [];
+
+  take(): Spool {
+    const spool = this.free.pop() ?? new Spool();
+    spool.reset();
+    return spool;
+  }
+
+  give(spool: Spool): void {
+    spool.reset();
+    this.free.push(spool);
+  }
+
+  close(): void {
+    for (const spool of this.free.splice(0)) spool.remove();
   }
 }
 

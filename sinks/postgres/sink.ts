@@ -50,7 +50,7 @@ import {
   targetText,
   type Target,
 } from './connection.js';
-import { Spool } from './copy.js';
+import { SpoolPool } from './copy.js';
 import { SourceFailure, loadUnit, streamUnit, type Prefix } from './load.js';
 import { checkKeysPresent } from './merge.js';
 import { dropNextGeneration, swapInNextGeneration } from './replace.js';
@@ -92,6 +92,8 @@ export class PostgresSink implements Sink {
   private readonly target: Target;
   /** The target table's columns as last seen; undefined while it does not exist. */
   private columns: Columns | undefined;
+  /** Spool files of finished units, reused by the next (copy.ts). */
+  private readonly spools = new SpoolPool();
   private readonly tableConflicts = new ConflictLog();
   private reportedConflicts = 0;
   private readonly hooks: PostgresSinkHooks;
@@ -173,7 +175,8 @@ export class PostgresSink implements Sink {
 
   async writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult> {
     if (await this.isCommitted(unit.id)) return { committed: false, records: 0 };
-    const schema = new InferredSchema({ temporalText: true });
+    // Objects are jsonb here whatever their fields: typing the fields would only cost time.
+    const schema = new InferredSchema({ temporalText: true, objectsAsJson: true });
     const rest = batches[Symbol.asyncIterator]();
     const head: Batch[] = [];
     try {
@@ -205,6 +208,7 @@ export class PostgresSink implements Sink {
   }
 
   async close(): Promise<void> {
+    this.spools.close();
     const pool = this.pool;
     this.pool = undefined;
     await pool?.end().catch(() => undefined);
@@ -229,7 +233,7 @@ export class PostgresSink implements Sink {
   ): Promise<CommitResult> {
     const incoming = this.checkIncoming(schema);
     const changes: SchemaChange[] = [];
-    const spool = new Spool();
+    const spool = this.spools.take();
     try {
       const r = await this.guard(`could not load unit ${unit.id}`, async () => {
         for (let round = 0; round < MAX_FIT_ROUNDS; round++) {
@@ -259,7 +263,7 @@ export class PostgresSink implements Sink {
       const more = await this.commitUnit(unit, remaining, schema, r.diverged.prefix);
       return withChanges(more, [...changes, ...(more.schemaChanges ?? [])]);
     } finally {
-      spool.remove();
+      this.spools.give(spool);
     }
   }
 

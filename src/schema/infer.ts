@@ -40,6 +40,12 @@ export interface InferOptions {
    * the JS path alike, so a column's type does not depend on the path or the sink (test/engine/fast-path-parity).
    */
   temporalText?: boolean;
+  /**
+   * Type every object as JSON without looking inside it. For a sink that stores any object as one document column
+   * (Postgres' jsonb), the fields inside type nothing it creates, and walking them was a fifth of the inference.
+   * Lists are still walked to their elements' kinds: a list of scalars is a native array there.
+   */
+  objectsAsJson?: boolean;
 }
 
 export class InferredSchema {
@@ -52,9 +58,11 @@ export class InferredSchema {
   sawBigInt = false;
   private readonly path: string[] = [];
   private readonly temporalText: boolean;
+  private readonly objectsAsJson: boolean;
 
   constructor(opts: InferOptions = {}) {
     this.temporalText = opts.temporalText ?? false;
+    this.objectsAsJson = opts.objectsAsJson ?? false;
   }
 
   observe(batch: Batch): void {
@@ -158,6 +166,7 @@ export class InferredSchema {
   }
 
   private observeObject(t: LogicalType, obj: Record<string, unknown>): LogicalType {
+    if (this.objectsAsJson) return t.kind === 'json' ? t : this.widen(t, JSON_TYPE);
     if (t.kind === 'struct') {
       this.observeFields(t, obj);
       return t;

@@ -79,6 +79,25 @@ describe('InferredSchema', () => {
     expect(s.conflicts.list().map((c) => c.kind)).toEqual(['json', 'json', 'text']);
   });
 
+  it('with objectsAsJson types every object as JSON without looking inside, lists still by their elements', () => {
+    const s = new InferredSchema({ objectsAsJson: true });
+    s.observe([{ funding: { rounds: 3 }, updates: [{ likes: 3 }], tags: ['a'], nums: [1, 2], name: 'x' }]);
+    s.observe([{ funding: { rounds: 'many', Rounds: 1 }, updates: [{ likes: 'many' }], tags: ['b'], nums: [1.5] }]);
+    expect(types(s)).toEqual({
+      funding: 'JSON',
+      updates: 'JSON[]',
+      tags: 'VARCHAR[]',
+      nums: 'DOUBLE[]',
+      name: 'VARCHAR',
+    });
+    // What is inside an object is not typed, so it cannot conflict (nor its names differ only in case).
+    expect(s.conflicts.size).toBe(0);
+    // A column that held text and now holds an object is JSON, and that is a conflict as without the option.
+    s.observe([{ name: { first: 'x' } }]);
+    expect(types(s).name).toBe('JSON');
+    expect(s.conflicts.list().map((c) => c.kind)).toEqual(['json']);
+  });
+
   it('reports names that differ only in case', () => {
     const s = new InferredSchema();
     s.observe([

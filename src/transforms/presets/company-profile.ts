@@ -204,7 +204,11 @@ export const COMPANY_PROFILE_COLUMNS: DeclaredSchema = [
 ];
 
 export function normalizeCompanyProfile(row: Row): Row[] {
-  const out: Row = { ...row };
+  // Every declared column first, in the declared order, then the record's other fields: the row is built with its
+  // final layout in one copy. Copying the record and then adding the columns it lacked cost a layout change per
+  // added key, which was a third of this function.
+  const out: Row = { ...ROW_TEMPLATE };
+  for (const f in row) out[f] = row[f];
   const raw = new RawKeeper();
   // A value already of its type is in `out` as it is (the spread copied it): only the others are written.
   for (const f of TEXT_FIELDS) {
@@ -250,6 +254,9 @@ function isCount(v: unknown): boolean {
 function template(shape: readonly string[]): Readonly<Row> {
   return Object.fromEntries(shape.map((k) => [k, null]));
 }
+
+/** A row of nulls in the declared columns' order (see `template`). */
+const ROW_TEMPLATE = template(COMPANY_PROFILE_COLUMNS.map((c) => c.name));
 
 const OBJECT_TEMPLATES = {
   funding: template(OBJECT_SHAPES.funding),

@@ -8,7 +8,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Row } from '../../../src/core/types.js';
 import { BIGINT, VARCHAR } from '../../../src/schema/logical-type.js';
-import { CopyWriter, Spool, copySpool } from '../../../sinks/postgres/copy.js';
+import { CopyWriter, Spool, SpoolPool, copySpool } from '../../../sinks/postgres/copy.js';
 import { RowEncoder } from '../../../sinks/postgres/encode.js';
 import { startPostgres, type PostgresServer } from '../../support/postgres-server.js';
 
@@ -74,6 +74,40 @@ describe('CopyWriter', () => {
       expect(diff).toEqual({ n: 0 });
     } finally {
       spool.remove();
+    }
+  });
+
+  it('hands a finished unit’s spool to the next unit, which reads back only its own bytes', async () => {
+    await server.query(DB, 'CREATE TABLE first_unit (n bigint, s text)');
+    await server.query(DB, 'CREATE TABLE second_unit (n bigint, s text)');
+    await server.query(DB, 'CREATE TABLE second_again (n bigint, s text)');
+    const spools = new SpoolPool();
+    const copy = async (table: string, spool: Spool, batch: Row[]): Promise<number> =>
+      withClient(async (c) => {
+        const w = new CopyWriter(c, table, COLUMNS, new RowEncoder(COLUMNS, TYPES), () => undefined, spool);
+        await w.write(batch);
+        return w.end();
+      });
+    try {
+      const first = spools.take();
+      expect(await copy('first_unit', first, rows(0, 1000))).toBe(1000);
+      const longer = first.bytes;
+      spools.give(first);
+      // The next unit gets the same file back, shorter this time: what it wrote is all that is read back.
+      const second = spools.take();
+      expect(second).toBe(first);
+      expect(second.bytes).toBe(0);
+      expect(await copy('second_unit', second, rows(5000, 10))).toBe(10);
+      expect(second.bytes).toBeLessThan(longer / 50);
+      expect(await withClient((c) => copySpool(c, 'second_again', COLUMNS, second))).toBe(10);
+      const [r] = await server.query(
+        DB,
+        'SELECT min(n)::int AS lo, max(n)::int AS hi, count(*)::int AS n FROM second_again',
+      );
+      expect(r).toEqual({ lo: 5000, hi: 5009, n: 10 });
+      spools.give(second);
+    } finally {
+      spools.close();
     }
   });
 

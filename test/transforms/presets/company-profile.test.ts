@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { normalizeTransform } from '../../../src/transforms/normalize.js';
+import { COMPANY_PROFILE_COLUMNS } from '../../../src/transforms/presets/company-profile.js';
 import { build, companyProfile, run } from '../fixtures.js';
 
 const profiles = () => build(normalizeTransform, { type: 'normalize', preset: 'company_profile' });
@@ -125,5 +126,18 @@ describe('normalize company_profile', () => {
   it('keeps fields the spec does not list', async () => {
     const { rows } = await run(profiles(), [companyProfile({ alumni: null, extra_block: { a: 1 } })]);
     expect(rows[0]).toMatchObject({ alumni: null, extra_block: { a: 1 } });
+  });
+
+  it('lays every row out the same: the declared columns in their order, then the fields the spec does not list', async () => {
+    const declared = COMPANY_PROFILE_COLUMNS.map((c) => c.name);
+    // Two records whose fields come in different orders, one with a field nobody declared.
+    const { rows } = await run(profiles(), [
+      { timestamp: '2024-12-22T06:43:58.438Z', crunchbase_url: 'https://c.test', name: 'B', id: 'b' },
+      { id: 'a', name: 'A', followers: 5 },
+    ]);
+    expect(Object.keys(rows[0]!)).toEqual([...declared, 'crunchbase_url']);
+    expect(Object.keys(rows[1]!)).toEqual(declared);
+    expect(rows[0]).toMatchObject({ id: 'b', name: 'B', crunchbase_url: 'https://c.test', followers: null });
+    expect(rows[1]).toMatchObject({ id: 'a', name: 'A', followers: 5, timestamp: null });
   });
 });
