@@ -100,13 +100,12 @@ export async function streamUnit(
   pool: pg.Pool,
   load: StreamLoad,
 ): Promise<CommitResult | { unfit: Columns | undefined } | Diverged> {
-  const { pipeline, names, unitId } = load;
+  const { names } = load;
   try {
     return await inTransaction(pool, async (c) => {
-      await lockShared(c, lockKey(names.schema, names.table));
-      if (await isUnitCommitted(c, names.schema, pipeline, names.targetStateKey, unitId))
-        return { committed: false, records: 0 };
-      const table = await readColumns(c, names.schema, names.target);
+      const start = await beginUnit(c, load);
+      if ('committedBefore' in start) return { committed: false, records: 0 };
+      const { table } = start;
       if (!table || !fitsTable(table, load.incoming)) return { unfit: table };
       const target = qualified(names.schema, names.target);
       const into = load.primaryKey ? await createMergeStage(c, target) : target;
@@ -140,6 +139,21 @@ export async function streamUnit(
   }
 }
 
+/**
+ * The start of a unit's transaction, for both ways of loading it: the table's lock taken shared, then whether any
+ * process committed the unit already, then the table's columns as they are under the lock.
+ */
+async function beginUnit(
+  c: pg.PoolClient,
+  load: Pick<UnitLoad, 'pipeline' | 'names' | 'unitId'>,
+): Promise<{ committedBefore: true } | { table: Columns | undefined }> {
+  const { names } = load;
+  await lockShared(c, lockKey(names.schema, names.table));
+  if (await isUnitCommitted(c, names.schema, load.pipeline, names.targetStateKey, load.unitId))
+    return { committedBefore: true };
+  return { table: await readColumns(c, names.schema, names.target) };
+}
+
 async function commitState(
   c: pg.PoolClient,
   load: Pick<UnitLoad, 'pipeline' | 'names' | 'unitId' | 'checkpoint' | 'beforeCheckpoint'>,
@@ -163,13 +177,11 @@ async function commitState(
  * columns when they do not hold the rows (nothing was written).
  */
 export async function loadUnit(pool: pg.Pool, load: UnitLoad): Promise<CommitResult | { unfit: Columns | undefined }> {
-  const { pipeline, names, unitId } = load;
   try {
     return await inTransaction(pool, async (c) => {
-      await lockShared(c, lockKey(names.schema, names.table));
-      if (await isUnitCommitted(c, names.schema, pipeline, names.targetStateKey, unitId))
-        return { committed: false, records: 0 };
-      const table = await readColumns(c, names.schema, names.target);
+      const start = await beginUnit(c, load);
+      if ('committedBefore' in start) return { committed: false, records: 0 };
+      const { table } = start;
       if ((load.incoming.size > 0 && !fitsTable(table, load.incoming)) || (load.primaryKey && !table))
         return { unfit: table };
       return commitState(c, load, await insertRows(c, load, table));

@@ -4,14 +4,12 @@
  * first plan must not create the outputs (a DuckDB file, a declared table) just to find them empty. A run holding
  * the lock (or an output that cannot be read) leaves the plan on the initial cursor, with a note saying so.
  */
-import { mkdir, stat } from 'node:fs/promises';
-import path from 'node:path';
-import type { Logger, Sink, SinkContext, Source } from '../core/types.js';
+import { stat } from 'node:fs/promises';
+import type { Logger, Sink, Source } from '../core/types.js';
 import { errorText } from './error-text.js';
-import { effectiveCheckpoints, isIncremental, sinkCheckpoints } from './cursor.js';
+import { effectiveCheckpoints, isIncremental } from './cursor.js';
 import type { PipelinePaths } from './paths.js';
-import { acquireRunLock, type RunLock } from './run-lock.js';
-import { lockOutputs, releaseLocks } from './stages/lock-outputs.js';
+import { readSinkCheckpoints } from './read-checkpoints.js';
 
 export async function cursorForPlan(
   source: Source,
@@ -31,30 +29,17 @@ export async function cursorForPlan(
     () => false,
   );
   if (!ranBefore) return new Map();
-  const lockOptions = { command: `sluice plan ${opts.file}`, log: opts.log, waitMs: 0 };
-  const locks: RunLock[] = [];
-  const opened: Sink[] = [];
   try {
-    await mkdir(path.dirname(opts.paths.lockFile), { recursive: true });
-    locks.push(await acquireRunLock(opts.paths.lockFile, lockOptions));
-    locks.push(...(await lockOutputs(sinks, opts.baseDir, lockOptions)));
-    const ctx: SinkContext = {
-      log: opts.log,
-      deadLetter: () => undefined,
+    const perSink = await readSinkCheckpoints(sinks, {
+      lockFile: opts.paths.lockFile,
       baseDir: opts.baseDir,
       pipeline: opts.pipeline,
-      fresh: false,
-    };
-    for (const s of sinks) {
-      await s.open(ctx);
-      opened.push(s);
-    }
-    return effectiveCheckpoints(await sinkCheckpoints(sinks));
+      command: `sluice plan ${opts.file}`,
+      log: opts.log,
+    });
+    return effectiveCheckpoints(perSink);
   } catch (err) {
     opts.note(`the cursor could not be read from the sinks (${errorText(err)}): the plan shows the initial cursor`);
     return undefined;
-  } finally {
-    for (const s of opened) await s.close().catch(() => undefined);
-    await releaseLocks(locks, opts.log);
   }
 }

@@ -99,7 +99,7 @@ export async function preparePipeline(
     const resumed = !opts.fresh && last !== undefined && state.get('run:complete') !== true;
     if (!resumed) {
       await state.clear();
-      await state.set('run:id', newRunId(new Date()));
+      await state.set('run:id', newRunId(new Date(), last));
     }
     const id = state.get<string>('run:id')!;
     log.info(`${resumed ? 'resuming the prepare' : 'preparing'} ${p.name} (${id})`);

@@ -3,7 +3,17 @@
  * night loads only the files that are new or changed, the table equals a full load of the same files, and
  * `sluice state` shows what the next run starts from.
  */
-import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -52,6 +62,27 @@ async function run(file: string, ...extra: string[]): Promise<Obj> {
   return JSON.parse(r.out.at(-1)!) as Obj;
 }
 
+/**
+ * For a night that planned files it should not have: each file's fingerprint as a plan takes it now (size, mtime,
+ * SHA-256: src/sources/file.ts) against every fingerprint committed for its path before that night (`sluice state
+ * --json` taken then), in the order the cursor lists them.
+ */
+function fingerprints(dir: string, stateBefore: { out: string[] }): string {
+  const { effective } = JSON.parse(stateBefore.out[0]!) as { effective: { run: string; checkpoint: Obj }[] };
+  const lines = ['fingerprints: planned (the file now) vs committed before this run (cursor order, oldest run first)'];
+  for (const name of readdirSync(path.join(dir, 'in')).sort()) {
+    const rel = path.join('in', name);
+    const st = statSync(path.join(dir, rel));
+    const sha256 = createHash('sha256')
+      .update(readFileSync(path.join(dir, rel)))
+      .digest('hex');
+    lines.push(`${rel}: planned ${JSON.stringify({ size: st.size, mtimeMs: Math.floor(st.mtimeMs), sha256 })}`);
+    for (const c of effective.filter((e) => e.checkpoint.path === rel))
+      lines.push(`  committed by run ${c.run}: ${JSON.stringify(c.checkpoint)}`);
+  }
+  return lines.join('\n');
+}
+
 const table = (db: string): Promise<Obj[]> =>
   query('SELECT id::INTEGER AS id, status FROM w.orders ORDER BY id', { duckdb: db });
 
@@ -98,8 +129,11 @@ describe('incremental file loads over nights', () => {
       expect(night2).toEqual(await fullLoad());
 
       // Night 3: nothing new.
+      const cursorBefore = await cli('state', nightly, '--json');
+      expect(cursorBefore.code, cursorBefore.err.join('\n')).toBe(0);
       s = await run(nightly);
-      expect(s.units).toMatchObject({ total: 0, done: 0 });
+      const planned = (s.units as { total: number }).total;
+      expect(s.units, planned === 0 ? '' : fingerprints(dir, cursorBefore)).toMatchObject({ total: 0, done: 0 });
       expect(s.records).toBe(0);
       expect(await table(nightlyDb)).toEqual(night2);
 

@@ -98,7 +98,7 @@ describe('sluice runs', () => {
 
     const table = await sluiceInProcess(['runs', file], { service: served.proxy });
     expect(table.code, table.stderr).toBe(0);
-    const rows = table.stdout.split('\n').filter((l) => /^\d{14}-/.test(l));
+    const rows = table.stdout.split('\n').filter((l) => /^\d{17}-/.test(l));
     expect(rows.map((l) => /\s(succeeded|failed|interrupted)( \(resumed\))?\s/.exec(l)?.[0].trim())).toEqual([
       'succeeded (resumed)',
       'failed (resumed)',

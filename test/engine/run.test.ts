@@ -82,7 +82,7 @@ describe('runPipeline', () => {
     });
     for (const s of w.sinks.values()) {
       expect(s.rows.size).toBe(3);
-      expect([...s.rows.keys()].every((id) => /^\d{14}-[0-9a-f]{6}\/u\d$/.test(id))).toBe(true);
+      expect([...s.rows.keys()].every((id) => /^\d{17}-[0-9a-f]{6}\/u\d$/.test(id))).toBe(true);
       expect(s.finished && s.closed).toBe(true);
     }
     expect(source.closed).toBe(true);
@@ -110,7 +110,7 @@ describe('runPipeline', () => {
 
     const log = recordingLogger();
     const summary = await runPipeline(w.pipeline(), quiet, { registry: w.registry, log });
-    expect(log.lines[0]).toMatch(/^info: resuming mem \(run \d{14}-[0-9a-f]{6}\)$/);
+    expect(log.lines[0]).toMatch(/^info: resuming mem \(run \d{17}-[0-9a-f]{6}\)$/);
     expect(summary.units).toEqual({ total: 3, done: 3, skipped: 2, failed: 0 });
     expect(source.reads).toEqual(['u1', 'u2', 'u3']);
     expect(w.sinks.get('a')!.rows.size).toBe(3);

@@ -8,8 +8,11 @@
  * PostgreSQL refuses to run as root: when the tests run as root, initdb and the server run as the `postgres` user
  * (`runuser -u postgres --`), which owns the directory. Without the binaries this throws, naming the package to
  * install: the Postgres tests fail rather than skip.
+ *
+ * A test process killed hard never runs its `afterAll`: a detached watchdog (postgres-watchdog.js), one per cluster,
+ * polls the test process's pid and stops and deletes the cluster once it is gone. `stop()` ends the watchdog.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -22,8 +25,12 @@ export const PG_PASSWORD = 'pg-canary-9c2e71b4f0';
 
 export interface PostgresServer {
   port: number;
-  /** Directory of the unix socket (`host` for libpq). */
+  /** Directory of the unix socket (`host` for libpq); the cluster's temporary directory, deleted by `stop()`. */
   socketDir: string;
+  /** The cluster's data directory (inside `socketDir`); its `postmaster.pid` names the server's process. */
+  dataDir: string;
+  /** The process that stops the cluster if this test process dies without calling `stop()`. */
+  watchdogPid: number;
   /** `postgres://sluice:<password>@127.0.0.1:<port>/<database>`. */
   url(database: string): string;
   /** The unix socket's URL (trusted: no password, and no password hashing on each connect). */
@@ -96,6 +103,22 @@ export async function startPostgres(): Promise<PostgresServer> {
     const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
     chownTree(dir, uid, gid);
   }
+  // Started before initdb, so that a test killed while the cluster is still starting leaves nothing behind either.
+  const watchdog = spawn(
+    process.execPath,
+    [
+      path.join(import.meta.dirname, 'postgres-watchdog.js'),
+      String(process.pid),
+      dir,
+      path.join(bin, 'pg_ctl'),
+      data,
+      ...(asRoot ? ['postgres'] : []),
+    ],
+    // Its own process group, so that a signal to the test's group (Ctrl-C, a runner's kill) does not take it along;
+    // unreferenced, so that it never keeps the test process alive.
+    { detached: true, stdio: 'ignore' },
+  );
+  watchdog.unref();
   run('initdb', [
     '-D',
     data,
@@ -141,6 +164,8 @@ export async function startPostgres(): Promise<PostgresServer> {
   const server: PostgresServer = {
     port,
     socketDir: dir,
+    dataDir: data,
+    watchdogPid: watchdog.pid!,
     url: (database) => `postgres://${PG_USER}:${PG_PASSWORD}@127.0.0.1:${port}/${database}`,
     socketUrl: (database) => `postgres://${PG_USER}@/${database}?host=${encodeURIComponent(dir)}&port=${port}`,
     async createDatabase(name) {
@@ -162,6 +187,8 @@ export async function startPostgres(): Promise<PostgresServer> {
     stop() {
       if (stopped) return;
       stopped = true;
+      // Otherwise it would outlive the cluster, waiting for this process to exit.
+      watchdog.kill();
       try {
         run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
       } finally {

@@ -57,15 +57,12 @@ export function stateCommand(ctx: CliContext): CommandModule<object, StateArgs> 
 }
 
 async function readCursorState(pipeline: LoadedPipeline, ctx: CliContext): Promise<CursorState> {
-  const { mkdir } = await import('node:fs/promises');
-  const path = await import('node:path');
   const { SluiceError } = await import('../../core/errors.js');
   const { buildComponents } = await import('../../engine/components.js');
-  const { committedList, isIncremental, sinkCheckpoints } = await import('../../engine/cursor.js');
+  const { committedList, isIncremental } = await import('../../engine/cursor.js');
   const { createLogger } = await import('../../engine/logger.js');
   const { pipelinePaths } = await import('../../engine/paths.js');
-  const { acquireRunLock } = await import('../../engine/run-lock.js');
-  const { lockOutputs, releaseLocks } = await import('../../engine/stages/lock-outputs.js');
+  const { readSinkCheckpoints } = await import('../../engine/read-checkpoints.js');
 
   const log = createLogger({ format: 'text', level: 'warn', write: (line) => ctx.io.err(line) });
   const noService = (): never => {
@@ -76,35 +73,19 @@ async function readCursorState(pipeline: LoadedPipeline, ctx: CliContext): Promi
   const base = { pipeline: pipeline.name, source: built.sourceType, incremental: isIncremental(built.source) };
   if (!base.incremental) return { ...base, effective: [], sinks: [] };
 
-  const paths = pipelinePaths(pipeline);
-  const lockOptions = { command: `sluice state ${pipeline.file}`, log, waitMs: 0 };
-  await mkdir(path.dirname(paths.lockFile), { recursive: true });
-  const locks = [await acquireRunLock(paths.lockFile, lockOptions)];
   const sinks = built.sinks.map((s) => s.sink);
-  const opened: Sink[] = [];
-  try {
-    locks.push(...(await lockOutputs(sinks, pipeline.baseDir, lockOptions)));
-    const sinkCtx = {
-      log,
-      deadLetter: () => undefined,
-      baseDir: pipeline.baseDir,
-      pipeline: pipeline.name,
-      fresh: false,
-    };
-    for (const s of sinks) {
-      await s.open(sinkCtx);
-      opened.push(s);
-    }
-    const perSink = await sinkCheckpoints(sinks);
-    return {
-      ...base,
-      effective: committedList(perSink),
-      sinks: sinks.map((s, i) => ({ sink: describeSink(s), checkpoints: committedList([perSink[i]!], false) })),
-    };
-  } finally {
-    for (const s of opened) await s.close().catch(() => undefined);
-    await releaseLocks(locks, log);
-  }
+  const perSink = await readSinkCheckpoints(sinks, {
+    lockFile: pipelinePaths(pipeline).lockFile,
+    baseDir: pipeline.baseDir,
+    pipeline: pipeline.name,
+    command: `sluice state ${pipeline.file}`,
+    log,
+  });
+  return {
+    ...base,
+    effective: committedList(perSink),
+    sinks: sinks.map((s, i) => ({ sink: describeSink(s), checkpoints: committedList([perSink[i]!], false) })),
+  };
 }
 
 /** A checkpoint on one line, cut to what a terminal shows. */

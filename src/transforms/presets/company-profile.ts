@@ -7,8 +7,8 @@
  * - Objects and lists of objects get every element in the same full shape (known keys first, always present, null
  *   when missing; unknown keys kept after them), so a sink infers one stable STRUCT / LIST(STRUCT) type.
  * - Every declared column (`COMPANY_PROFILE_COLUMNS`: the spec's record plus what real records carry) is present,
- *   null when absent; fields nobody declared (`crunchbase_url`, branded `employees_in_<brand>` counts, …) pass
- *   through and are inferred.
+ *   null when absent, in the declared order whatever the record's order; fields nobody declared (`crunchbase_url`,
+ *   branded `employees_in_<brand>` counts, …) pass through after them and are inferred.
  *
  * A present value that cannot be converted becomes null and its original is kept in `_raw_values`, an object from
  * its path (`followers`, `funding.rounds`, `updates[3].likes_count`, `updates[1]`) to the value as it came. Nothing

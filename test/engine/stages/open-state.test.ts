@@ -2,7 +2,13 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LockedError } from '../../../src/core/errors.js';
-import { openRunState, type OpenedState, type OpenStateOptions } from '../../../src/engine/stages/open-state.js';
+import {
+  newRunId,
+  openRunState,
+  runStartedAt,
+  type OpenedState,
+  type OpenStateOptions,
+} from '../../../src/engine/stages/open-state.js';
 import { recordingLogger, tempDir } from '../in-memory.js';
 
 type Paths = Pick<OpenStateOptions, 'stateFile' | 'tmpDir' | 'lockFile' | 'lock'>;
@@ -29,7 +35,7 @@ describe('openRunState', () => {
     const p = paths();
     const first = await openRunStateAndEnd({ ...p, fresh: false });
     expect(first.resumed).toBe(false);
-    expect(first.runId).toMatch(/^\d{14}-[0-9a-f]{6}$/);
+    expect(first.runId).toMatch(/^\d{17}-[0-9a-f]{6}$/);
     expect(first.state.get('run:id')).toBe(first.runId);
   });
 
@@ -92,5 +98,42 @@ describe('openRunState', () => {
     writeFileSync(path.join(p.tmpDir, 'part.jsonl'), '{}\n');
     await openRunStateAndEnd({ ...p, fresh: false });
     expect(existsSync(p.tmpDir)).toBe(false);
+  });
+});
+
+describe('run ids', () => {
+  // The cursor keeps the newest run's checkpoint of a unit by sorting run ids (engine/cursor.ts): ids that sorted by
+  // their random suffix within a second made a file source compare a file with the older of two loads (seen in
+  // test/e2e/incremental-files.test.ts, whose nights run well within one second).
+  it('sort after the previous run’s id when runs start in one millisecond, or the clock went back', () => {
+    const t = new Date('2026-11-24T05:03:12.345Z');
+    for (let i = 0; i < 20; i++) {
+      const first = newRunId(t);
+      const same = newRunId(t, first);
+      const back = newRunId(new Date(t.getTime() - 60_000), same);
+      expect([first, same, back].sort()).toEqual([first, same, back]);
+      expect(new Set([first, same, back]).size).toBe(3);
+    }
+    expect(runStartedAt(newRunId(t))).toEqual(t);
+  });
+
+  it('sort after an id of an earlier version (to the second), which still tells when its run started', () => {
+    const old = '20261124050312-f0f0f0';
+    expect(runStartedAt(old)).toEqual(new Date('2026-11-24T05:03:12Z'));
+    for (const now of ['2026-11-24T05:03:12.000Z', '2026-11-24T05:03:11.999Z', '2026-11-24T05:03:12.999Z']) {
+      const next = newRunId(new Date(now), old);
+      expect(next > old, `${next} after ${old}`).toBe(true);
+    }
+  });
+
+  it('a new run started right after the last one, in the same second, gets an id that sorts after it', async () => {
+    const p = paths();
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const opened = await openRunStateAndEnd({ ...p, fresh: false });
+      await opened.state.set('run:complete', true);
+      ids.push(opened.runId);
+    }
+    expect([...ids].sort()).toEqual(ids);
   });
 });
