@@ -39,30 +39,25 @@ import { InferredSchema } from '../../src/schema/infer.js';
 import { jsonTypeName, type LogicalType } from '../../src/schema/logical-type.js';
 import { displayPath } from '../display-path.js';
 import { datasetColumns, deserializeColumns, schemaChanges, serializeColumns } from '../output-files/dataset-schema.js';
-import type { Manifest, ManifestUnit, ShardRef } from '../output-files/manifest.js';
+import type { Manifest, ManifestUnit } from '../output-files/manifest.js';
 import { Mutex } from '../output-files/mutex.js';
 import { writeNdjson } from '../output-files/ndjson-writer.js';
 import {
-  CommitIncompleteError,
-  OutputDir,
-  outputLockPath,
-  outputRoot,
-  type FileSinkHooks,
-  type Move,
-} from '../output-files/output-dir.js';
-import { isS3Url } from '../output-files/s3.js';
+  fileSinkLockPath,
+  manifestCheckpoints,
+  newPublishId,
+  openFileSinkOutput,
+  publishedFilesGlob,
+  type FileSinkOptions,
+} from '../output-files/file-sink.js';
+import { CommitIncompleteError, type OutputDir, type Move } from '../output-files/output-dir.js';
 import { unitFileStem } from '../output-files/unit-file-name.js';
 import { asNativeRefusal, refuseUnlessJsonl } from '../raw-jsonl/refusal.js';
 import { DEFAULT_TARGET_FILE_MB, jsonlSinkSchema, type JsonlSinkConfig } from './config.js';
 import { concatFiles, copyCheckedJsonl } from './copy.js';
 
-export interface JsonlSinkOptions {
-  /** The pipeline file's directory, which `path` is relative to; describe() shows `path` as written without it. */
-  baseDir?: string;
-  hooks?: FileSinkHooks;
-  /** The shard this run is: its files go into the one shared `path` beside the other shards' (output-dir.ts). */
-  shard?: ShardRef;
-}
+/** How the registry (or a test) makes the sink. */
+export type JsonlSinkOptions = FileSinkOptions;
 
 /** A staged unit as a publish takes it: its id and its staged file (relative to the data directory). */
 interface StagedUnit {
@@ -81,20 +76,16 @@ export class JsonlSink implements Sink {
   private readonly ext: string;
   private readonly targetBytes: number;
   private readonly baseDir: string | undefined;
-  private readonly hooks: FileSinkHooks;
-  private readonly shard: ShardRef | undefined;
 
   constructor(
     private readonly config: JsonlSinkConfig,
-    options: JsonlSinkOptions = {},
+    private readonly options: JsonlSinkOptions = {},
   ) {
     const compress = config.compress ?? config.path.endsWith('.gz');
     this.gzipLevel = compress ? config.gzip_level : undefined;
     this.ext = compress ? '.jsonl.gz' : '.jsonl';
     this.targetBytes = Math.max(1, Math.round((config.target_file_mb ?? DEFAULT_TARGET_FILE_MB) * 2 ** 20));
     this.baseDir = options.baseDir;
-    this.hooks = options.hooks ?? {};
-    this.shard = options.shard;
   }
 
   /** JSON has no column types: what a value of the column is written as. */
@@ -111,32 +102,19 @@ export class JsonlSink implements Sink {
    * (`stagedName`).
    */
   outputQuery(limit: number): OutputQuery {
-    const root = outputRoot(this.baseDir ?? '.', this.config.path);
-    const files = isS3Url(root) ? `${root.replace(/\/*$/, '/')}**/*.jsonl*` : path.join(root, '**', '*.jsonl*');
+    const files = publishedFilesGlob(this.baseDir ?? '.', this.config.path, '*.jsonl*');
     return {
       sql: `SELECT * FROM read_json_auto(${quoteString(files)}, format = 'newline_delimited', union_by_name = true) LIMIT ${limit}`,
     };
   }
 
-  /** Two pipelines writing to one directory would each remove the other's temp files as orphans. */
   lockPath(baseDir: string): string {
-    return outputLockPath(outputRoot(baseDir, this.config.path), this.config.write, this.shard);
+    return fileSinkLockPath(this.config, baseDir, this.options.shard);
   }
 
   async open(ctx: SinkContext): Promise<void> {
     this.ctx = ctx;
-    this.out = await OutputDir.open({
-      root: outputRoot(ctx.baseDir, this.config.path),
-      s3: this.config.s3,
-      mode: this.config.write,
-      fresh: ctx.fresh,
-      pipeline: ctx.pipeline,
-      format: 'jsonl',
-      label: 'jsonl sink',
-      log: ctx.log,
-      hooks: this.hooks,
-      ...(this.shard && { shard: this.shard }),
-    });
+    this.out = await openFileSinkOutput(this.config, ctx, this.options, 'jsonl');
     await mkdir(this.out.stagedDir, { recursive: true });
   }
 
@@ -155,10 +133,7 @@ export class JsonlSink implements Sink {
   }
 
   async committedCheckpoints(): Promise<Map<string, unknown>> {
-    const out = new Map<string, unknown>();
-    for (const [id, u] of Object.entries(this.dir().manifest.units))
-      if (u.checkpoint !== undefined) out.set(id, u.checkpoint);
-    return out;
+    return manifestCheckpoints(this.dir().manifest);
   }
 
   async writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult> {
@@ -276,7 +251,7 @@ export class JsonlSink implements Sink {
       const staged = stagedUnits(out.manifest);
       const files = all ? this.pack(staged) : this.fullFiles(staged);
       if (files.length === 0) return;
-      const publishId = `${out.fileTag}${new Date().toISOString().replace(/[-:.TZ]/g, '')}-${randomBytes(3).toString('hex')}`;
+      const publishId = newPublishId(out);
       const moves: Move[] = [];
       const fileOf = new Map<string, string>();
       let keep = false;

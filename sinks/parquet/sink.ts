@@ -48,18 +48,18 @@ import {
   serializeColumns,
   textifies,
 } from '../output-files/dataset-schema.js';
-import type { Manifest, ManifestUnit, ShardRef } from '../output-files/manifest.js';
+import {
+  fileSinkLockPath,
+  manifestCheckpoints,
+  newPublishId,
+  openFileSinkOutput,
+  publishedFilesGlob,
+  type FileSinkOptions,
+} from '../output-files/file-sink.js';
+import type { Manifest, ManifestUnit } from '../output-files/manifest.js';
 import { Mutex } from '../output-files/mutex.js';
 import { writeNdjson } from '../output-files/ndjson-writer.js';
-import {
-  CommitIncompleteError,
-  OutputDir,
-  outputLockPath,
-  outputRoot,
-  type FileSinkHooks,
-  type Move,
-} from '../output-files/output-dir.js';
-import { isS3Url } from '../output-files/s3.js';
+import { CommitIncompleteError, type OutputDir, type Move } from '../output-files/output-dir.js';
 import { unitFileStem } from '../output-files/unit-file-name.js';
 import { DEFAULT_TARGET_FILE_MB, parquetSinkSchema, type ParquetSinkConfig } from './config.js';
 import { copyToParquet, emptyFiles, listFiles, rewriteIfNeeded } from './write-files.js';
@@ -67,13 +67,8 @@ import { copyToParquet, emptyFiles, listFiles, rewriteIfNeeded } from './write-f
 /** Staged NDJSON bytes per Parquet byte before any publish has measured it (company profiles, zstd: ~6). */
 const INITIAL_JSON_PER_PARQUET = 6;
 
-export interface ParquetSinkOptions {
-  /** The pipeline file's directory, which `path` is relative to; describe() shows `path` as written without it. */
-  baseDir?: string;
-  hooks?: FileSinkHooks;
-  /** The shard this run is: its files go into the one shared `path` beside the other shards' (output-dir.ts). */
-  shard?: ShardRef;
-}
+/** How the registry (or a test) makes the sink. */
+export type ParquetSinkOptions = FileSinkOptions;
 
 export class ParquetSink implements Sink {
   /** Rows only: Parquet is written by DuckDB from staged NDJSON that sluice wrote itself. */
@@ -91,18 +86,14 @@ export class ParquetSink implements Sink {
   private readonly targetBytes: number;
   private jsonPerParquet = INITIAL_JSON_PER_PARQUET;
   private readonly baseDir: string | undefined;
-  private readonly hooks: FileSinkHooks;
-  private readonly shard: ShardRef | undefined;
 
   constructor(
     private readonly config: ParquetSinkConfig,
-    options: ParquetSinkOptions = {},
+    private readonly options: ParquetSinkOptions = {},
   ) {
     this.targetBytes =
       config.file_size_bytes ?? Math.round((config.target_file_mb ?? DEFAULT_TARGET_FILE_MB) * 2 ** 20);
     this.baseDir = options.baseDir;
-    this.hooks = options.hooks ?? {};
-    this.shard = options.shard;
   }
 
   typeName(t: LogicalType): string {
@@ -115,32 +106,19 @@ export class ParquetSink implements Sink {
 
   /** Every published file, partition columns read back from the directory names. */
   outputQuery(limit: number): OutputQuery {
-    const root = outputRoot(this.baseDir ?? '.', this.config.path);
-    const files = isS3Url(root) ? `${root.replace(/\/*$/, '/')}**/*.parquet` : path.join(root, '**', '*.parquet');
+    const files = publishedFilesGlob(this.baseDir ?? '.', this.config.path, '*.parquet');
     return {
       sql: `SELECT * FROM read_parquet(${quoteString(files)}, hive_partitioning = true, union_by_name = true) LIMIT ${limit}`,
     };
   }
 
-  /** Two pipelines writing to one directory would each remove the other's temp files as orphans. */
   lockPath(baseDir: string): string {
-    return outputLockPath(outputRoot(baseDir, this.config.path), this.config.write, this.shard);
+    return fileSinkLockPath(this.config, baseDir, this.options.shard);
   }
 
   async open(ctx: SinkContext): Promise<void> {
     this.ctx = ctx;
-    this.out = await OutputDir.open({
-      root: outputRoot(ctx.baseDir, this.config.path),
-      s3: this.config.s3,
-      mode: this.config.write,
-      fresh: ctx.fresh,
-      pipeline: ctx.pipeline,
-      format: 'parquet',
-      label: 'parquet sink',
-      log: ctx.log,
-      hooks: this.hooks,
-      ...(this.shard && { shard: this.shard }),
-    });
+    this.out = await openFileSinkOutput(this.config, ctx, this.options, 'parquet');
     await mkdir(this.out.stagedDir, { recursive: true });
     // An in-memory database of its own: it only converts files, and must not lock any database file.
     this.db = await DuckDBInstance.create(':memory:');
@@ -215,10 +193,7 @@ export class ParquetSink implements Sink {
   }
 
   async committedCheckpoints(): Promise<Map<string, unknown>> {
-    const out = new Map<string, unknown>();
-    for (const [id, u] of Object.entries(this.dir().manifest.units))
-      if (u.checkpoint !== undefined) out.set(id, u.checkpoint);
-    return out;
+    return manifestCheckpoints(this.dir().manifest);
   }
 
   /** Publishes whatever is still staged, then (for `replace`) swaps the new generation in. */
@@ -292,7 +267,7 @@ export class ParquetSink implements Sink {
       }
       const stagedPaths = staged.map(([, u]) => path.join(out.dataDir, u.staged!.file));
       const jsonBytes = staged.reduce((n, [, u]) => n + u.staged!.bytes, 0);
-      const publishId = `${out.fileTag}${new Date().toISOString().replace(/[-:.TZ]/g, '')}-${randomBytes(3).toString('hex')}`;
+      const publishId = newPublishId(out);
       const tmpOut = out.tempPath(`publish-${publishId}`, 'dir');
       const tmpRewrites = out.tempPath(`rewrite-${publishId}`, 'dir');
       let keep = false;
