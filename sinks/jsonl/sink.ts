@@ -39,7 +39,7 @@ import { InferredSchema } from '../../src/schema/infer.js';
 import { jsonTypeName, type LogicalType } from '../../src/schema/logical-type.js';
 import { displayPath } from '../display-path.js';
 import { datasetColumns, deserializeColumns, schemaChanges, serializeColumns } from '../output-files/dataset-schema.js';
-import type { Manifest, ManifestUnit } from '../output-files/manifest.js';
+import type { Manifest } from '../output-files/manifest.js';
 import { Mutex } from '../output-files/mutex.js';
 import { writeNdjson } from '../output-files/ndjson-writer.js';
 import {
@@ -48,6 +48,7 @@ import {
   newPublishId,
   openFileSinkOutput,
   publishedFilesGlob,
+  stageUnit,
   type FileSinkOptions,
 } from '../output-files/file-sink.js';
 import { CommitIncompleteError, type OutputDir, type Move } from '../output-files/output-dir.js';
@@ -170,46 +171,29 @@ export class JsonlSink implements Sink {
   }
 
   /**
-   * Commits a unit as staged: `write` puts its lines (each ending in a newline, in the output's encoding) into the
-   * staging file and returns the records; the manifest then records the unit with that file. A unit without records
-   * is recorded (so it is not read again) but stages nothing. Publishes once enough is staged.
+   * Commits a unit as staged (output-files/file-sink.ts): `write` puts its lines (each ending in a newline, in the
+   * output's encoding) into the staging file and returns the records.
    */
-  private async stage(
+  private stage(
     unit: WorkUnit,
     write: (file: string, schema: InferredSchema) => Promise<number>,
   ): Promise<CommitResult> {
     const out = this.dir();
-    const name = stagedName(unit.id);
-    const file = path.join(out.stagedDir, name);
-    const schema = new InferredSchema({ temporalText: true });
-    let committed = false;
-    try {
-      const rows = await write(file, schema);
-      const entry: ManifestUnit = { records: rows, files: [], committed_at: new Date().toISOString() };
+    return stageUnit(out, unit, {
+      name: stagedName(unit.id),
+      write: async (file, schema) => {
+        const rows = await write(file, schema);
+        return { rows, bytes: rows > 0 ? (await stat(file)).size : 0 };
+      },
       // The unit's own columns are not kept: each commit joins them into the manifest's `schema` at once, and
       // thousands of small staged units would otherwise repeat them in every manifest write.
-      if (rows > 0) entry.staged = { file: `${out.stagedRel}/${name}`, bytes: (await stat(file)).size, schema: [] };
-      if (unit.checkpoint !== undefined) entry.checkpoint = unit.checkpoint;
-      let changes: SchemaChange[] = [];
-      committed = await out.commit({
-        moves: [],
-        check: (m) => !Object.hasOwn(m.units, unit.id),
-        apply: (m) => {
-          m.units[unit.id] = entry;
-          if (rows > 0) changes = this.addToSchema(m, schema.columns);
-        },
-      });
-      if (rows === 0) await rm(file, { force: true });
-      if (committed && stagedBytes(out.manifest) >= this.targetBytes) {
-        // The unit is committed either way; a publish that fails now is retried by finish(), which reports it.
-        await this.publish(false).catch((err: unknown) =>
-          this.ctx?.log.warn(`jsonl sink: publishing staged units failed, retried at the end: ${String(err)}`),
-        );
-      }
-      return { committed, records: committed ? rows : 0, ...(changes.length > 0 && { schemaChanges: changes }) };
-    } finally {
-      if (!committed) await rm(file, { force: true });
-    }
+      stagedColumns: () => [],
+      joinColumns: (m, schema) => this.addToSchema(m, schema.columns),
+      stagedEnough: () => stagedBytes(out.manifest) >= this.targetBytes,
+      publish: () => this.publish(false),
+      label: 'jsonl sink',
+      log: this.context().log,
+    });
   }
 
   /**
@@ -312,6 +296,11 @@ export class JsonlSink implements Sink {
   private dir(): OutputDir {
     if (!this.out) throw new Error('jsonl sink used before open()');
     return this.out;
+  }
+
+  private context(): SinkContext {
+    if (!this.ctx) throw new Error('jsonl sink used before open()');
+    return this.ctx;
   }
 }
 

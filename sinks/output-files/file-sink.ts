@@ -1,12 +1,16 @@
 /**
  * What the file sinks (jsonl, parquet) do the same way around their output directory (output-dir.ts): open it for a
- * run, name its lock, list its published files for `sluice show`, read the checkpoints its manifest holds, and name
- * a publish's files. How each sink stages a unit and writes its files stays in the sink.
+ * run, name its lock, list its published files for `sluice show`, read the checkpoints its manifest holds, commit a
+ * unit by staging it, and name a publish's files. How each sink writes its lines and its published files stays in
+ * the sink.
  */
 import { randomBytes } from 'node:crypto';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import type { SinkContext } from '../../src/core/types.js';
-import type { Manifest, ShardRef } from './manifest.js';
+import type { CommitResult, Logger, SchemaChange, SinkContext, WorkUnit } from '../../src/core/types.js';
+import { InferredSchema } from '../../src/schema/infer.js';
+import type { SerializedColumns } from './dataset-schema.js';
+import type { Manifest, ManifestUnit, ShardRef } from './manifest.js';
 import { OutputDir, outputLockPath, outputRoot, type FileSinkHooks } from './output-dir.js';
 import { isS3Url, type S3Options } from './s3.js';
 
@@ -71,4 +75,62 @@ export function manifestCheckpoints(m: Manifest): Map<string, unknown> {
  */
 export function newPublishId(out: OutputDir): string {
   return `${out.fileTag}${new Date().toISOString().replace(/[-:.TZ]/g, '')}-${randomBytes(3).toString('hex')}`;
+}
+
+export interface StageUnitOptions {
+  /** The staged file's name in the staging directory (no glob for data files may list it). */
+  name: string;
+  /** Writes the unit's lines into `file`, observing its rows into `schema`; checks may throw (nothing commits). */
+  write(file: string, schema: InferredSchema): Promise<{ rows: number; bytes: number }>;
+  /** What the staged entry keeps of the unit's columns, for the publish that writes its file. */
+  stagedColumns(schema: InferredSchema): SerializedColumns;
+  /**
+   * Under the commit lock, with the unit recorded in `m` (the manifest as this commit leaves it): joins the unit's
+   * columns into the dataset's; returns the changes that made.
+   */
+  joinColumns(m: Manifest, schema: InferredSchema): SchemaChange[];
+  /** Whether enough is staged, after this commit, to publish files of about the target size. */
+  stagedEnough(): boolean;
+  publish(): Promise<void>;
+  /** For messages: `jsonl sink`. */
+  label: string;
+  log: Logger;
+}
+
+/**
+ * Commits `unit` by staging it: its lines go to a synced file in the staging directory and the manifest records the
+ * unit with that file in one swap (exactly once from that moment), unless a commit of the same unit (another
+ * attempt, another shard's run) got there first. A unit without records is recorded too (it is not read again) and
+ * stages nothing. Once enough is staged the staged units are published; the unit is committed either way, and a
+ * publish that fails now is retried by the sink's `finish()`, which reports it.
+ */
+export async function stageUnit(out: OutputDir, unit: WorkUnit, o: StageUnitOptions): Promise<CommitResult> {
+  const file = path.join(out.stagedDir, o.name);
+  const schema = new InferredSchema({ temporalText: true });
+  let committed = false;
+  try {
+    const { rows, bytes } = await o.write(file, schema);
+    const entry: ManifestUnit = { records: rows, files: [], committed_at: new Date().toISOString() };
+    if (rows > 0) entry.staged = { file: `${out.stagedRel}/${o.name}`, bytes, schema: o.stagedColumns(schema) };
+    if (unit.checkpoint !== undefined) entry.checkpoint = unit.checkpoint;
+    let changes: SchemaChange[] = [];
+    committed = await out.commit({
+      moves: [],
+      check: (m) => !Object.hasOwn(m.units, unit.id),
+      apply: (m) => {
+        m.units[unit.id] = entry;
+        if (rows > 0) changes = o.joinColumns(m, schema);
+      },
+    });
+    if (rows === 0) await rm(file, { force: true });
+    if (committed && o.stagedEnough())
+      await o
+        .publish()
+        .catch((err: unknown) =>
+          o.log.warn(`${o.label}: publishing staged units failed, retried at the end: ${String(err)}`),
+        );
+    return { committed, records: committed ? rows : 0, ...(changes.length > 0 && { schemaChanges: changes }) };
+  } finally {
+    if (!committed) await rm(file, { force: true });
+  }
 }

@@ -33,12 +33,10 @@ import type {
   OutputQuery,
   Sink,
   SinkCapabilities,
-  SchemaChange,
   SinkContext,
   WorkUnit,
 } from '../../src/core/types.js';
 import { duckdbType, quoteString } from '../../src/schema/duckdb-types.js';
-import { InferredSchema } from '../../src/schema/infer.js';
 import type { LogicalType } from '../../src/schema/logical-type.js';
 import { displayPath } from '../display-path.js';
 import {
@@ -54,9 +52,10 @@ import {
   newPublishId,
   openFileSinkOutput,
   publishedFilesGlob,
+  stageUnit,
   type FileSinkOptions,
 } from '../output-files/file-sink.js';
-import type { Manifest, ManifestUnit } from '../output-files/manifest.js';
+import type { Manifest } from '../output-files/manifest.js';
 import { Mutex } from '../output-files/mutex.js';
 import { writeNdjson } from '../output-files/ndjson-writer.js';
 import { CommitIncompleteError, type OutputDir, type Move } from '../output-files/output-dir.js';
@@ -140,51 +139,36 @@ export class ParquetSink implements Sink {
   async writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult> {
     const out = this.dir();
     if (out.isCommitted(unit.id)) return { committed: false, records: 0 };
-    const name = `${unitFileStem(unit.id)}.${randomBytes(4).toString('hex')}.staged`;
-    const file = path.join(out.stagedDir, name);
-    const schema = new InferredSchema({ temporalText: true });
-    let committed = false;
-    try {
-      const { rows, bytes } = await writeNdjson(batches, file, { schema, sync: true });
-      const cases = schema.conflicts.caseConflicts();
-      if (cases.length > 0)
-        throw new SluiceError(
-          `parquet sink: field names that differ only in case: ${cases.map((c) => `${c.path} (${c.seen.join(' / ')})`).join(', ')}`,
-          { hint: 'Parquet readers match names ignoring case: rename one of each pair with the `rename` transform' },
-        );
-      if (schema.conflicts.size > 0)
-        this.context().log.warn(`parquet sink: unit ${unit.id}: ${schema.conflicts.format()}`);
-      failpoint('parquet:staged');
-      const entry: ManifestUnit = { records: rows, files: [], committed_at: new Date().toISOString() };
-      if (rows > 0)
-        entry.staged = { file: `${out.stagedRel}/${name}`, bytes, schema: serializeColumns(schema.columns) };
-      if (unit.checkpoint !== undefined) entry.checkpoint = unit.checkpoint;
-      let changes: SchemaChange[] = [];
-      committed = await out.commit({
-        moves: [],
-        check: (m) => !Object.hasOwn(m.units, unit.id),
-        apply: (m) => {
-          // Under the commit lock: the dataset as committed just before this unit, whichever units ran beside it.
-          const before = this.dataset(out.manifest);
-          m.units[unit.id] = entry;
-          if (rows === 0) return;
-          const after = joinDataset([...(before ? [before] : []), schema.columns], this.context().declared).columns;
-          // `m` is the manifest once this commit is done: the next unit starts from here, not from every part.
-          this.datasets.set(m, after);
-          if (after) changes = schemaChanges(before, after, (t) => this.typeName(t));
-        },
-      });
-      if (rows === 0) await rm(file, { force: true });
-      if (committed && this.stagedEnough()) {
-        // The unit is committed either way; a publish that fails now is retried by finish(), which reports it.
-        await this.publish(false).catch((err: unknown) =>
-          this.context().log.warn(`parquet sink: publishing staged units failed, retried at the end: ${String(err)}`),
-        );
-      }
-      return { committed, records: committed ? rows : 0, ...(changes.length > 0 && { schemaChanges: changes }) };
-    } finally {
-      if (!committed) await rm(file, { force: true });
-    }
+    return stageUnit(out, unit, {
+      name: `${unitFileStem(unit.id)}.${randomBytes(4).toString('hex')}.staged`,
+      write: async (file, schema) => {
+        const written = await writeNdjson(batches, file, { schema, sync: true });
+        const cases = schema.conflicts.caseConflicts();
+        if (cases.length > 0)
+          throw new SluiceError(
+            `parquet sink: field names that differ only in case: ${cases.map((c) => `${c.path} (${c.seen.join(' / ')})`).join(', ')}`,
+            { hint: 'Parquet readers match names ignoring case: rename one of each pair with the `rename` transform' },
+          );
+        if (schema.conflicts.size > 0)
+          this.context().log.warn(`parquet sink: unit ${unit.id}: ${schema.conflicts.format()}`);
+        failpoint('parquet:staged');
+        return written;
+      },
+      // Each staged unit keeps its columns: the publish that writes its file joins them.
+      stagedColumns: (schema) => serializeColumns(schema.columns),
+      joinColumns: (m, schema) => {
+        // Under the commit lock: the dataset as committed just before this unit, whichever units ran beside it.
+        const before = this.dataset(out.manifest);
+        const after = joinDataset([...(before ? [before] : []), schema.columns], this.context().declared).columns;
+        // `m` is the manifest once this commit is done: the next unit starts from here, not from every part.
+        this.datasets.set(m, after);
+        return after ? schemaChanges(before, after, (t) => this.typeName(t)) : [];
+      },
+      stagedEnough: () => this.stagedEnough(),
+      publish: () => this.publish(false),
+      label: 'parquet sink',
+      log: this.context().log,
+    });
   }
 
   /** The dataset's columns: of the published files and the staged units, with the declared ones. */
