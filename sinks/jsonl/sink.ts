@@ -20,7 +20,7 @@
  * `currentColumns()`, the schema contract and the changes a commit reports.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, rm, stat } from 'node:fs/promises';
+import { rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { ComponentDef, ComponentDeps } from '../../src/core/component.js';
 import type {
@@ -116,7 +116,6 @@ export class JsonlSink implements Sink {
   async open(ctx: SinkContext): Promise<void> {
     this.ctx = ctx;
     this.out = await openFileSinkOutput(this.config, ctx, this.options, 'jsonl');
-    await mkdir(this.out.stagedDir, { recursive: true });
   }
 
   async committedUnits(): Promise<Set<string>> {

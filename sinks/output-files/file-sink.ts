@@ -5,7 +5,7 @@
  * the sink.
  */
 import { randomBytes } from 'node:crypto';
-import { rm } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { CommitResult, Logger, SchemaChange, SinkContext, WorkUnit } from '../../src/core/types.js';
 import { InferredSchema } from '../../src/schema/infer.js';
@@ -30,14 +30,14 @@ export interface FileSinkTarget {
   write: 'append' | 'replace';
 }
 
-/** The sink's output directory for this run (its `replace` generation, its shard's manifest). */
-export function openFileSinkOutput(
+/** The sink's output directory for this run (its `replace` generation, its shard's manifest), ready to stage. */
+export async function openFileSinkOutput(
   target: FileSinkTarget,
   ctx: SinkContext,
   options: FileSinkOptions,
   format: Manifest['format'],
 ): Promise<OutputDir> {
-  return OutputDir.open({
+  const out = await OutputDir.open({
     root: outputRoot(ctx.baseDir, target.path),
     ...(target.s3 && { s3: target.s3 }),
     mode: target.write,
@@ -49,6 +49,8 @@ export function openFileSinkOutput(
     hooks: options.hooks ?? {},
     ...(options.shard && { shard: options.shard }),
   });
+  await mkdir(out.stagedDir, { recursive: true });
+  return out;
 }
 
 /** Two pipelines writing to one directory would each remove the other's temp files as orphans. */

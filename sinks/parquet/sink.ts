@@ -118,7 +118,6 @@ export class ParquetSink implements Sink {
   async open(ctx: SinkContext): Promise<void> {
     this.ctx = ctx;
     this.out = await openFileSinkOutput(this.config, ctx, this.options, 'parquet');
-    await mkdir(this.out.stagedDir, { recursive: true });
     // An in-memory database of its own: it only converts files, and must not lock any database file.
     this.db = await DuckDBInstance.create(':memory:');
     this.conn = await this.db.connect();

@@ -1,3 +1,4 @@
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -6,7 +7,10 @@ import {
   newPublishId,
   openFileSinkOutput,
   publishedFilesGlob,
+  stageUnit,
+  type StageUnitOptions,
 } from '../../../sinks/output-files/file-sink.js';
+import type { OutputDir } from '../../../sinks/output-files/output-dir.js';
 import { emptyManifest } from '../../../sinks/output-files/manifest.js';
 import { recordingLogger, tempDir } from '../../engine/in-memory.js';
 
@@ -42,5 +46,83 @@ describe('file sink helpers', () => {
     m.units.a = { records: 1, files: ['f'], committed_at: 't', checkpoint: { at: 1 } };
     m.units.b = { records: 0, files: [], committed_at: 't' };
     expect(manifestCheckpoints(m)).toEqual(new Map([['a', { at: 1 }]]));
+  });
+});
+
+describe('stageUnit', () => {
+  /** Stages `lines` as unit `id`'s file; `publish` counts its calls (or fails). */
+  function options(out: OutputDir, lines: string[], extra: Partial<StageUnitOptions> = {}) {
+    const log = recordingLogger();
+    let published = 0;
+    const o: StageUnitOptions = {
+      name: `${Math.random().toString(16).slice(2)}.staged`,
+      write: async (file, schema) => {
+        writeFileSync(file, lines.join(''));
+        schema.observe(lines.map((l) => JSON.parse(l) as Record<string, unknown>));
+        return { rows: lines.length, bytes: lines.join('').length };
+      },
+      stagedColumns: () => [],
+      joinColumns: (_m, schema) => [{ column: [...schema.columns.keys()].join(','), change: 'added', to: 'n' }],
+      stagedEnough: () => true,
+      publish: async () => {
+        published++;
+      },
+      label: 'test sink',
+      log,
+      ...extra,
+    };
+    return { o, log, published: () => published };
+  }
+
+  it('records the unit with its staged file once; a second commit of the unit stages nothing and reports it', async () => {
+    const out = await openFileSinkOutput({ path: 'out', write: 'append' }, ctx(tempDir()), {}, 'jsonl');
+    const first = options(out, ['{"n":1}\n', '{"n":2}\n']);
+    const r = await stageUnit(out, { id: 'u1', params: {}, checkpoint: { at: 1 } }, first.o);
+    expect(r).toMatchObject({
+      committed: true,
+      records: 2,
+      schemaChanges: [{ column: 'n', change: 'added', to: 'n' }],
+    });
+    expect(out.manifest.units.u1).toMatchObject({ records: 2, checkpoint: { at: 1 } });
+    expect(out.manifest.units.u1!.staged?.file).toBe(`${out.stagedRel}/${first.o.name}`);
+    expect(first.published()).toBe(1);
+
+    const again = options(out, ['{"n":3}\n']);
+    expect(await stageUnit(out, { id: 'u1', params: {} }, again.o)).toEqual({ committed: false, records: 0 });
+    expect(again.published()).toBe(0);
+    expect(readdirSync(out.stagedDir)).toEqual([first.o.name]);
+  });
+
+  it('records a unit without records but keeps no file; a failed write or publish loses nothing committed', async () => {
+    const out = await openFileSinkOutput({ path: 'out', write: 'append' }, ctx(tempDir()), {}, 'jsonl');
+    const empty = options(out, []);
+    expect(await stageUnit(out, { id: 'empty', params: {} }, empty.o)).toEqual({ committed: true, records: 0 });
+    expect(out.manifest.units.empty).toMatchObject({ records: 0, files: [] });
+    expect(out.manifest.units.empty!.staged).toBeUndefined();
+    expect(existsSync(path.join(out.stagedDir, empty.o.name))).toBe(false);
+
+    const refused = options(out, ['{"n":1}\n'], {
+      write: async (file) => {
+        writeFileSync(file, 'half');
+        throw new Error('refused by the sink');
+      },
+    });
+    await expect(stageUnit(out, { id: 'bad', params: {} }, refused.o)).rejects.toThrow('refused by the sink');
+    expect(out.manifest.units.bad).toBeUndefined();
+    expect(existsSync(path.join(out.stagedDir, refused.o.name))).toBe(false);
+
+    const unpublished = options(out, ['{"n":1}\n'], {
+      publish: async () => {
+        throw new Error('disk full');
+      },
+    });
+    expect(await stageUnit(out, { id: 'kept', params: {} }, unpublished.o)).toMatchObject({
+      committed: true,
+      records: 1,
+    });
+    expect(unpublished.log.lines.join('\n')).toMatch(
+      /test sink: publishing staged units failed, retried at the end: Error: disk full/,
+    );
+    expect(out.manifest.units.kept!.staged).toBeDefined();
   });
 });
