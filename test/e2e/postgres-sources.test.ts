@@ -9,24 +9,15 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EmulatorHandle } from '../../src/emulator/server.js';
+import { describe, expect, it } from 'vitest';
 import { runPipeline } from '../../src/engine/run.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
 import { sourceDefs } from '../../src/sources/index.js';
 import { digest, duckTableRows, pgTableRows, type Digest } from '../support/compare-tables.js';
-import { startPostgres, type PostgresServer } from '../support/postgres-server.js';
-import { API_KEY, emulator, variant, workspace, type Workspace } from './harness.js';
+import { API_KEY, variant, workspace, type Workspace } from './harness.js';
+import { postgresAndEmulator } from './postgres-fixture.js';
 
-let server: PostgresServer;
-let emu: EmulatorHandle;
-beforeAll(async () => {
-  [server, emu] = await Promise.all([startPostgres(), emulator({ seed: 3, size: 3000 })]);
-}, 120_000);
-afterAll(async () => {
-  await emu?.close();
-  server?.stop();
-});
+const live = postgresAndEmulator();
 
 type Mode = 'append' | 'merge' | 'replace';
 
@@ -119,14 +110,14 @@ function sinksYaml(db: string, kind: Kind): string {
   for (const mode of ['append', ...kind.twice] as Mode[]) {
     const table = `${kind.source}_${mode}`;
     const extra = mode === 'merge' ? `, primary_key: [${kind.key.join(', ')}]` : '';
-    lines.push(`  - { type: postgres, url: '${server.url(db)}', table: ${table}, write: ${mode}${extra} }`);
+    lines.push(`  - { type: postgres, url: '${live.server.url(db)}', table: ${table}, write: ${mode}${extra} }`);
     lines.push(`  - { type: duckdb, path: ../out/${mode}.duckdb, table: ${table}, write: ${mode}${extra} }`);
   }
   return lines.join('\n') + '\n';
 }
 
 async function run(file: string): Promise<void> {
-  const env = { ...process.env, SLUICE_BASE_URL: emu.url, SLUICE_API_KEY: API_KEY };
+  const env = { ...process.env, SLUICE_BASE_URL: live.emu.url, SLUICE_API_KEY: API_KEY };
   await runPipeline(await loadPipeline(file, env), { fresh: false, logFormat: 'text', quiet: true, progress: false });
 }
 
@@ -142,10 +133,10 @@ interface Tables {
 async function tables(ws: Workspace, db: string, kind: Kind, mode: Mode): Promise<Tables> {
   const table = `${kind.source}_${mode}`;
   const [pgRows, duckRows] = await Promise.all([
-    pgTableRows(server, db, table),
+    pgTableRows(live.server, db, table),
     duckTableRows(path.join(ws.out, `${mode}.duckdb`), table),
   ]);
-  const runs = await server.query<{ run: string }>(
+  const runs = await live.server.query<{ run: string }>(
     db,
     `SELECT DISTINCT split_part(unit_id, '/', 1) AS run FROM _sluice_state WHERE table_name = $1 ORDER BY 1`,
     [`public.${table}`],
@@ -172,7 +163,7 @@ describe('postgres sink: every source kind, beside the duckdb sink', () => {
       async () => {
         const ws = workspace();
         const db = `sources_${kind.source}`;
-        await server.createDatabase(db);
+        await live.server.createDatabase(db);
         const file = ws.write(
           'both.yaml',
           variant(ws, kind.example, [...(kind.changes ?? []), [/\nsink:[\s\S]*$/, `\n${sinksYaml(db, kind)}`]]),

@@ -9,23 +9,15 @@
  * - the server restarted in the middle of a run: the run (or its rerun) ends with the clean run's table.
  */
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EmulatorHandle } from '../../src/emulator/server.js';
+import { describe, expect, it } from 'vitest';
 import { runPipeline } from '../../src/engine/run.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
 import { digest, type Digest } from '../support/compare-tables.js';
-import { PG_PASSWORD, startPostgres, type PostgresServer } from '../support/postgres-server.js';
-import { API_KEY, emulator, lineSeen, query, sluice, variant, workspace, type Obj, type Workspace } from './harness.js';
+import { PG_PASSWORD } from '../support/postgres-server.js';
+import { API_KEY, lineSeen, query, sluice, variant, workspace, type Obj, type Workspace } from './harness.js';
+import { postgresAndEmulator } from './postgres-fixture.js';
 
-let server: PostgresServer;
-let emu: EmulatorHandle;
-beforeAll(async () => {
-  [server, emu] = await Promise.all([startPostgres(), emulator({ seed: 3, size: 3000 })]);
-}, 120_000);
-afterAll(async () => {
-  await emu?.close();
-  server?.stop();
-});
+const live = postgresAndEmulator();
 
 const quiet = { fresh: false, logFormat: 'text', quiet: true, progress: false } as const;
 const EXAMPLE = 'company_profiles_postgres.yaml';
@@ -45,12 +37,12 @@ const QUERIES = [
 let databases = 0;
 async function database(): Promise<string> {
   const name = `e2e_${++databases}`;
-  await server.createDatabase(name);
+  await live.server.createDatabase(name);
   return name;
 }
 
 async function pgRows(db: string, table: string): Promise<Obj[]> {
-  return (await server.query(db, `SELECT to_jsonb(t) AS j FROM public.${table} t`)).map((r) => r.j as Obj);
+  return (await live.server.query(db, `SELECT to_jsonb(t) AS j FROM public.${table} t`)).map((r) => r.j as Obj);
 }
 
 async function duckRows(ws: Workspace, table: string): Promise<Obj[]> {
@@ -62,7 +54,7 @@ function sinks(db: string, table: string, key: string[]): string {
   const pk = `[${key.join(', ')}]`;
   return [
     'sinks:',
-    `  - { type: postgres, url: '${server.url(db)}', table: ${table}, write: merge, primary_key: ${pk} }`,
+    `  - { type: postgres, url: '${live.server.url(db)}', table: ${table}, write: merge, primary_key: ${pk} }`,
     `  - { type: duckdb, path: ../out/w.duckdb, table: ${table}, write: merge, primary_key: ${pk} }`,
     '',
   ].join('\n');
@@ -77,7 +69,7 @@ function serpPipeline(ws: Workspace, queries: string[], sinkText: string): strin
 }
 
 async function runInProcess(file: string): Promise<void> {
-  const env = { ...process.env, SLUICE_BASE_URL: emu.url, SLUICE_API_KEY: API_KEY };
+  const env = { ...process.env, SLUICE_BASE_URL: live.emu.url, SLUICE_API_KEY: API_KEY };
   await runPipeline(await loadPipeline(file, env), quiet);
 }
 
@@ -88,16 +80,16 @@ async function runInProcess(file: string): Promise<void> {
 async function crashCell(failpoint: string, shipped: boolean): Promise<void> {
   const ws = workspace();
   const db = await database();
-  const env = { DATABASE_URL: server.url(db) };
+  const env = { DATABASE_URL: live.server.url(db) };
   const file = shipped ? ws.pipeline(EXAMPLE) : ws.write('crash.yaml', variant(ws, EXAMPLE, [FAST_POLL]));
   const killed = await sluice(['run', file, '--no-progress'], {
-    service: emu,
+    service: live.emu,
     env: { ...env, SLUICE_FAILPOINTS: failpoint },
   });
   expect(killed.signal, `${failpoint}: ${killed.stderr}`).toBe('SIGKILL');
   expect(killed.stderr).toContain(`failpoint ${failpoint.split('=')[0]} reached`);
   // Right after the kill: the table holds exactly the rows its committed units account for.
-  const [seen] = await server.query(
+  const [seen] = await live.server.query(
     db,
     `SELECT (SELECT count(*) FROM company_profiles)::int AS rows,
             (SELECT coalesce(sum(records), 0) FROM _sluice_state)::int AS committed`,
@@ -105,7 +97,7 @@ async function crashCell(failpoint: string, shipped: boolean): Promise<void> {
   expect(seen!.rows, failpoint).toBe(seen!.committed);
   expect(seen!.rows, failpoint).toBeLessThan(cleanProfiles.rows);
 
-  const rerun = await sluice(['run', file, '--no-progress'], { service: emu, env });
+  const rerun = await sluice(['run', file, '--no-progress'], { service: live.emu, env });
   expect(rerun.code, `${failpoint}: ${rerun.stderr}`).toBe(0);
   expect(rerun.stderr, 'the rerun resumes the killed run’s filter job').not.toMatch(/filter job started: snapshot/);
   expect(digest(await pgRows(db, 'company_profiles'), ['company_id']), failpoint).toEqual(cleanProfiles);
@@ -148,14 +140,14 @@ describe('postgres sink end to end', () => {
 
     // Four processes at once, each with its own state (as on four machines), all into one table.
     const shardDb = await database();
-    const sink = `sink: { type: postgres, url: '${server.url(shardDb)}', table: serp, write: merge, primary_key: [query, link] }\n`;
+    const sink = `sink: { type: postgres, url: '${live.server.url(shardDb)}', table: serp, write: merge, primary_key: [query, link] }\n`;
     const runs = [0, 1, 2, 3].map((i) => {
       const shardWs = workspace();
       const file = shardWs.write('serp-shard.yaml', serpPipeline(shardWs, QUERIES, sink));
-      return sluice(['run', file, '--no-progress', '--shard', `${i}/4`], { service: emu });
+      return sluice(['run', file, '--no-progress', '--shard', `${i}/4`], { service: live.emu });
     });
     for (const r of await Promise.all(runs)) expect(r.code, r.stderr).toBe(0);
-    const units = await server.query(shardDb, 'SELECT count(*)::int AS n FROM _sluice_state');
+    const units = await live.server.query(shardDb, 'SELECT count(*)::int AS n FROM _sluice_state');
     expect(units[0]!.n).toBeGreaterThan(4);
     cleanSerp = digest(pgTable, key, PER_RUN);
     expect(digest(await pgRows(shardDb, 'serp'), key, PER_RUN)).toEqual(cleanSerp);
@@ -163,7 +155,7 @@ describe('postgres sink end to end', () => {
 
   it('the example killed with -9 mid-COPY, before a unit’s COMMIT and after one: nothing partial visible; the rerun gives the clean table, paid once', async () => {
     expect(cleanProfiles, 'the clean run ran first').toBeDefined();
-    const paid = emu.stats.paid.filter ?? 0;
+    const paid = live.emu.stats.paid.filter ?? 0;
     // The three cells at once (each with its own database and state): most of a run is waiting on the service.
     // `npm test` kills mid-COPY; CI (SLUICE_CRASH_MATRIX=full) also before a unit's COMMIT and right after one.
     const failpoints =
@@ -171,25 +163,27 @@ describe('postgres sink end to end', () => {
         ? ['postgres:mid-copy=300000', 'postgres:after-data=2', 'engine:after-commit=1']
         : ['postgres:mid-copy=300000'];
     await Promise.all(failpoints.map((failpoint, i) => crashCell(failpoint, i === 0)));
-    expect((emu.stats.paid.filter ?? 0) - paid, 'one filter job per crashed run and its rerun').toBe(failpoints.length);
+    expect((live.emu.stats.paid.filter ?? 0) - paid, 'one filter job per crashed run and its rerun').toBe(
+      failpoints.length,
+    );
   });
 
   it('the server restarted mid-run: the run, or its rerun, ends with the clean table', async () => {
     expect(cleanSerp, 'the clean crawl ran first').toBeDefined();
     const ws = workspace();
     const db = await database();
-    const sink = `sink: { type: postgres, url: '${server.url(db)}', table: serp, write: merge, primary_key: [query, link] }\n`;
+    const sink = `sink: { type: postgres, url: '${live.server.url(db)}', table: serp, write: merge, primary_key: [query, link] }\n`;
     // A crawl: many small units, committing before and after the restart.
     const file = ws.write('restart.yaml', serpPipeline(ws, QUERIES, sink));
-    const run = sluice(['run', file, '--no-progress'], { service: emu });
+    const run = sluice(['run', file, '--no-progress'], { service: live.emu });
     await lineSeen(run, /created table/);
-    server.restart();
+    live.server.restart();
     const first = await run;
     expect([0, 1], first.stderr).toContain(first.code);
     // The restart reached the run: units failed on the cut connections (then were retried, or failed the run).
     expect(first.stderr).toMatch(/postgres sink \(public\.serp\): .*(terminat|connect|shut)/i);
     if (first.code !== 0) {
-      const again = await sluice(['run', file, '--no-progress'], { service: emu });
+      const again = await sluice(['run', file, '--no-progress'], { service: live.emu });
       expect(again.code, again.stderr).toBe(0);
     }
     expect(digest(await pgRows(db, 'serp'), ['query', 'link'], PER_RUN)).toEqual(cleanSerp);

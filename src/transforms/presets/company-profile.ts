@@ -207,8 +207,7 @@ export function normalizeCompanyProfile(row: Row): Row[] {
   // Every declared column first, in the declared order, then the record's other fields: the row is built with its
   // final layout in one copy. Copying the record and then adding the columns it lacked cost a layout change per
   // added key, which was a third of this function.
-  const out: Row = { ...ROW_TEMPLATE };
-  for (const f in row) out[f] = row[f];
+  const out: Row = { ...ROW_TEMPLATE, ...row };
   const raw = new RawKeeper();
   // A value already of its type is in `out` as it is (the spread copied it): only the others are written.
   for (const f of TEXT_FIELDS) {

@@ -140,4 +140,13 @@ describe('normalize company_profile', () => {
     expect(rows[0]).toMatchObject({ id: 'b', name: 'B', crunchbase_url: 'https://c.test', followers: null });
     expect(rows[1]).toMatchObject({ id: 'a', name: 'A', followers: 5, timestamp: null });
   });
+
+  it('keeps a field named __proto__ as a field, as it came', async () => {
+    const record = JSON.parse('{"id":"p","__proto__":{"polluted":true}}') as Record<string, unknown>;
+    const { rows } = await run(profiles(), [record]);
+    const r = rows[0]!;
+    expect(Object.getPrototypeOf(r)).toBe(Object.prototype);
+    expect(Object.getOwnPropertyDescriptor(r, '__proto__')?.value).toEqual({ polluted: true });
+    expect((r as { polluted?: unknown }).polluted).toBeUndefined();
+  });
 });
