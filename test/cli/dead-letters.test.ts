@@ -62,7 +62,9 @@ describe('sluice dead-letters', () => {
 describe('sluice dead-letters of a sharded run', () => {
   it("lists every shard's letters, one shard's with --shard, and replays each shard's once", async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'sluice-dl-shards-'));
-    const files = ['a', 'b', 'c', 'd', 'e', 'f'];
+    // Units fall in shards by a hash of their id, which holds the file's temporary path and mtime: with 20 files
+    // both shards get letters but for a chance of 2 in a million (with 6, one run in 32 put every file in one shard).
+    const files = Array.from({ length: 20 }, (_, i) => String.fromCharCode(97 + i));
     // One good and one broken line per file: each file is a unit, so the letters land in the shards of their files.
     for (const f of files) writeFileSync(path.join(dir, `${f}.jsonl`), `{"id":"${f}1"}\n{"id":"${f}2",}\n`);
     const file = path.join(dir, 'p.yaml');
