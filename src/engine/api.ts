@@ -30,7 +30,13 @@ export interface RunOptions {
 export interface RunSummary {
   pipeline: string;
   units: { total: number; done: number; skipped: number; failed: number };
+  /** Records this run committed (once per unit, whatever the number of sinks; summary.ts `CommittedRecords`). */
   records: number;
+  /**
+   * Records the source yielded to the sinks, tries that failed and were read again included: `recordsRead -
+   * records` were read by tries that failed, or by units not committed (a failure, an interrupt).
+   */
+  recordsRead: number;
   bytes: number;
   retries: number;
   deadLetters: number;
