@@ -4,6 +4,11 @@ import type { SchemaChange } from '../core/types.js';
 export interface RunOptions {
   /** Forget checkpoints and committed units; start over. */
   fresh: boolean;
+  /**
+   * `--allow-duplicates`: with `fresh`, load every unit again even into `append` outputs that hold what earlier runs
+   * committed (without it such a run refuses: stages/fresh-guard.ts).
+   */
+  allowDuplicates?: boolean;
   /** `--reset-cursor`: an incremental source starts from its initial cursor (`fresh` implies it). */
   resetCursor?: boolean;
   /** Run only the units whose stable hash falls in shard `index` of `count` (0-based index). */

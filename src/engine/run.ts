@@ -39,6 +39,7 @@ import { cursorForRun } from './cursor.js';
 import { closeRun, finishRun } from './stages/finish.js';
 import { loadUnit } from './stages/load-unit.js';
 import { lockOutputs, releaseLocks } from './stages/lock-outputs.js';
+import { refuseFreshDuplicates } from './stages/fresh-guard.js';
 import { openRunState } from './stages/open-state.js';
 import { planLine, planUnits } from './stages/plan.js';
 import { runUnit, UNIT_ATTEMPTS } from './stages/run-unit.js';
@@ -230,6 +231,16 @@ async function runAttempt(
           });
       outputLocks = await lockOutputs(sinks, p.baseDir, lockOptions);
       await openSinks(sinks, sinkCtx, { retry, log, counters, signal: abort.signal });
+      // The user's --fresh (not a restart for a missing job, not a replay), before anything is paid or written.
+      if (opts.fresh && restart === undefined && hooks.runId === undefined && opts.allowDuplicates !== true)
+        await refuseFreshDuplicates(
+          sinks.map((s, i) => ({ sink: s, write: sinkConfigList[i]?.write })),
+          runId,
+        ).catch(async (err: unknown) => {
+          // The unfinished run it would have replaced stays resumable.
+          await opened.undoFresh?.();
+          throw err;
+        });
       // A restart for a missing paid job (`restart`) starts a new run, not a new cursor: only the user resets it.
       const reset = opts.resetCursor === true || (opts.fresh && restart === undefined);
       const cursor = await cursorForRun(source, sinks, { reset, runId, log });
