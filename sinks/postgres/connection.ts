@@ -9,6 +9,8 @@
 import pg from 'pg';
 import { SluiceError, type RetryClassified } from '../../src/core/errors.js';
 import { redact, registerSecret } from '../../src/core/redact.js';
+import { RetryPolicy } from '../../src/core/retry.js';
+import { sleep } from '../../src/core/sleep.js';
 
 /** Connections at most: the engine reads 4 units at once by default, and each unit commits in its own transaction. */
 const POOL_SIZE = 4;
@@ -90,7 +92,34 @@ export function createPool(url: string | undefined, onIdleError: (err: Error) =>
   // A connection that breaks while idle (the server restarted) is dropped by the pool; without a listener the
   // process would die of the 'error' event.
   pool.on('error', onIdleError);
+  // A client emits 'error' whenever its link fails, also while it is checked out between two queries and once
+  // more when the socket closes after a FATAL message (57P01 on a server shutdown). The pool listens only while the
+  // client is idle: this listener makes sure no such event ever ends the process. What failed is reported by the
+  // query that fails, or by the pool's listener above.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   return pool;
+}
+
+/**
+ * Waits between reads that failed on the link: the engine's unit policy (engine/stages/run-unit.ts), 4 tries with
+ * 0.5 s, 1 s, 2 s between them, the time a server takes to come back from a fast restart.
+ */
+const READ_RETRY = new RetryPolicy({ attempts: 4, baseMs: 500, maxMs: 30_000 });
+
+/**
+ * A read the engine makes once per run (committed units, checkpoints, columns), tried again while it fails on the
+ * server or the link: right after a restart the pool still holds connections the server closed, and the first
+ * query on each fails. Units have the engine's retries; these reads are outside any unit.
+ */
+export async function readRetrying<T>(read: () => Promise<T>, policy: RetryPolicy = READ_RETRY): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await read();
+    } catch (err) {
+      if (!policy.shouldRetry(attempt, err)) throw err;
+      await sleep(policy.delayMs(attempt, err));
+    }
+  }
 }
 
 /**
@@ -106,7 +135,9 @@ export function isTransientPgError(err: unknown): boolean {
   const code = typeof e?.code === 'string' ? e.code : '';
   if (code.startsWith('08') || TRANSIENT_CODES.has(code) || TRANSIENT_ERRNO.has(code)) return true;
   const msg = typeof e?.message === 'string' ? e.message : '';
-  return /Connection terminated|connection (?:is )?closed|Client has encountered a connection error/i.test(msg);
+  return /Connection terminated|connection (?:is )?closed|Client has encountered a connection error|Client was closed and is not queryable/i.test(
+    msg,
+  );
 }
 
 /** A failure of the sink, typed for core/retry.ts: transient when the server or the link failed. */

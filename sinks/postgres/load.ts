@@ -37,6 +37,8 @@ export interface UnitLoad {
   primaryKey?: readonly string[];
   /** Runs inside the transaction after the rows went in and before the `_sluice_state` row (a test seam). */
   beforeCheckpoint?: (unitId: string) => void | Promise<void>;
+  /** Runs inside the transaction after the `_sluice_state` row, just before COMMIT (a test seam). */
+  beforeCommit?: (unitId: string) => void | Promise<void>;
   onUnstorable: (row: Row, reason: string) => void;
   /** Rows with nothing but nulls arrived while there is no table to hold them: they are not stored. */
   onNullRowsDropped: (rows: number) => void;
@@ -156,7 +158,7 @@ async function beginUnit(
 
 async function commitState(
   c: pg.PoolClient,
-  load: Pick<UnitLoad, 'pipeline' | 'names' | 'unitId' | 'checkpoint' | 'beforeCheckpoint'>,
+  load: Pick<UnitLoad, 'pipeline' | 'names' | 'unitId' | 'checkpoint' | 'beforeCheckpoint' | 'beforeCommit'>,
   records: number,
 ): Promise<CommitResult> {
   await load.beforeCheckpoint?.(load.unitId);
@@ -169,6 +171,7 @@ async function commitState(
     checkpoint: load.checkpoint,
   };
   if (!(await insertStateRow(c, load.names.schema, row))) throw new CommittedElsewhere();
+  await load.beforeCommit?.(load.unitId);
   return { committed: true, records };
 }
 

@@ -46,6 +46,7 @@ import {
   errorLine,
   inTransaction,
   isTransientPgError,
+  readRetrying,
   resolveTarget,
   targetText,
   type Target,
@@ -75,6 +76,8 @@ import { pgType, qualified, quoteIdent } from './types.js';
 export interface PostgresSinkHooks {
   /** Runs inside a unit's transaction after its rows went in and before its `_sluice_state` row. */
   beforeCheckpoint?: (unitId: string) => void | Promise<void>;
+  /** Runs inside a unit's transaction after its `_sluice_state` row, just before COMMIT. */
+  beforeCommit?: (unitId: string) => void | Promise<void>;
 }
 
 export interface PostgresSinkOptions {
@@ -153,21 +156,21 @@ export class PostgresSink implements Sink {
   }
 
   async committedUnits(): Promise<Set<string>> {
-    return this.guard('could not read the committed units', () =>
+    return this.reading('could not read the committed units', () =>
       committedUnitIds(this.db(), this.names.schema, this.context().pipeline, this.names.targetStateKey),
     );
   }
 
   async committedCheckpoints(): Promise<Map<string, unknown>> {
     const keys = [...new Set([this.names.stateKey, this.names.targetStateKey])];
-    return this.guard('could not read the committed checkpoints', () =>
+    return this.reading('could not read the committed checkpoints', () =>
       committedCheckpoints(this.db(), this.names.schema, this.context().pipeline, keys),
     );
   }
 
   /** The target's columns; for `replace` before its first unit, the live table's (what tonight must match). */
   async currentColumns(): Promise<ReadonlyMap<string, LogicalType> | undefined> {
-    return this.guard('could not read the table’s columns', async () => {
+    return this.reading('could not read the table’s columns', async () => {
       const { schema, target, table } = this.names;
       return (await readColumns(this.db(), schema, target)) ?? (await readColumns(this.db(), schema, table));
     });
@@ -285,6 +288,7 @@ export class PostgresSink implements Sink {
       checkpoint: unit.checkpoint,
       ...(this.config.primary_key && { primaryKey: this.config.primary_key }),
       ...(this.hooks.beforeCheckpoint && { beforeCheckpoint: this.hooks.beforeCheckpoint }),
+      ...(this.hooks.beforeCommit && { beforeCommit: this.hooks.beforeCommit }),
       onUnstorable: (row: Row, reason: string) => this.unstorable(unit.id, row, reason),
       onNullRowsDropped: (rows: number) =>
         ctx.log.warn(`${this.label}: ${rows} record(s) with only null values and no table yet: not stored`),
@@ -390,6 +394,11 @@ export class PostgresSink implements Sink {
       const lines = list.map((c) => `  - ${c.path}: seen ${c.seen.join(', ')} → ${c.resolution}`);
       this.context().log.warn(`${this.label}: schema conflicts (${lines.length}):\n${lines.join('\n')}`);
     }
+  }
+
+  /** A read outside any unit (connection.ts `readRetrying`), its failure typed as `guard` types it. */
+  private reading<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    return readRetrying(() => this.guard(what, fn));
   }
 
   /** Runs `fn`; a failure that is not already a SluiceError becomes one, transient when the server or link failed. */

@@ -50,13 +50,22 @@ function cells(r: RunRecord): string[] {
 function details(r: RunRecord): string[] {
   const out: string[] = [];
   if (r.cause !== undefined) out.push(`cause: ${r.cause}${r.exitCode !== undefined ? ` (exit ${r.exitCode})` : ''}`);
+  // RECORDS is what the attempt committed; what it read beyond that was read by tries that failed.
+  if (r.recordsRead !== undefined && r.records !== undefined && r.recordsRead > r.records)
+    out.push(
+      `records: ${r.records.toLocaleString('en-US')} committed, ${r.recordsRead.toLocaleString('en-US')} read ` +
+        `(${(r.recordsRead - r.records).toLocaleString('en-US')} in tries that failed or were not committed)`,
+    );
   if (r.units && (r.units.skipped > 0 || r.units.failed > 0))
     out.push(`units: ${r.units.committed} committed, ${r.units.skipped} already committed, ${r.units.failed} failed`);
   if (r.deadLetterReasons && r.deadLetterReasons.length > 0)
     out.push(`dead letters: ${r.deadLetterReasons.map((d) => `${d.reason} ×${d.count}`).join('; ')}`);
   for (const j of r.paidJobs ?? [])
     out.push(`paid job: ${j.kind} ${j.id}${j.started_at ? ` started ${localTime(j.started_at)}` : ''}`);
-  for (const s of r.sinks ?? []) out.push(`sink: ${s.sink}: ${s.committedUnits} unit(s) committed`);
+  for (const s of r.sinks ?? [])
+    out.push(
+      `sink: ${s.sink}: ${s.committedUnits} unit(s)${s.records !== undefined ? `, ${s.records.toLocaleString('en-US')} records` : ''} committed`,
+    );
   for (const c of r.schemaChanges ?? []) out.push(`schema: ${c.sink}: ${c.changes.map(formatSchemaChange).join(', ')}`);
   return out;
 }

@@ -4,6 +4,11 @@ import type { SchemaChange } from '../core/types.js';
 export interface RunOptions {
   /** Forget checkpoints and committed units; start over. */
   fresh: boolean;
+  /**
+   * `--allow-duplicates`: with `fresh`, load every unit again even into `append` outputs that hold what earlier runs
+   * committed (without it such a run refuses: stages/fresh-guard.ts).
+   */
+  allowDuplicates?: boolean;
   /** `--reset-cursor`: an incremental source starts from its initial cursor (`fresh` implies it). */
   resetCursor?: boolean;
   /** Run only the units whose stable hash falls in shard `index` of `count` (0-based index). */
@@ -30,7 +35,13 @@ export interface RunOptions {
 export interface RunSummary {
   pipeline: string;
   units: { total: number; done: number; skipped: number; failed: number };
+  /** Records this run committed (once per unit, whatever the number of sinks; summary.ts `CommittedRecords`). */
   records: number;
+  /**
+   * Records the source yielded to the sinks, tries that failed and were read again included: `recordsRead -
+   * records` were read by tries that failed, or by units not committed (a failure, an interrupt).
+   */
+  recordsRead: number;
   bytes: number;
   retries: number;
   deadLetters: number;

@@ -14,7 +14,6 @@
  * completed commits nothing twice.
  */
 import { readdir, readFile, writeFile, mkdir, rename } from 'node:fs/promises';
-import { hostname } from 'node:os';
 import path from 'node:path';
 import type { ComponentDeps } from '../core/component.js';
 import { EXIT_CODES, SluiceError } from '../core/errors.js';
@@ -26,7 +25,7 @@ import { sharedStateAt, SHARDS_RECORD_NAME, type SharedStateStore } from '../../
 import { buildComponents, buildSink, refuseShardedReplaceSinks, sinkConfigs } from './components.js';
 import { errorText } from './error-text.js';
 import { pipelinePaths, shardDirName, type PipelinePaths, type ShardId } from './paths.js';
-import { acquireRunLock, processAlive } from './run-lock.js';
+import { acquireRunLock } from './run-lock.js';
 import { paidJobsOf, readRunHistory, runHistoryFile, type PaidJobRecord, type RunStatus } from './run-history.js';
 import { ServiceConnection } from './service.js';
 import { newRunId } from './stages/open-state.js';
@@ -275,9 +274,8 @@ export async function shardCompletion(p: LoadedPipeline, count?: number): Promis
       committed: mine && state?.['run:complete'] === true,
       ...(last && {
         last: {
-          // A `running` attempt whose process is gone was killed: only the next attempt would record it so.
-          status:
-            last.status === 'running' && last.host === hostname() && !processAlive(last.pid) ? 'crashed' : last.status,
+          // A `running` attempt whose process is gone reads as `crashed` (run-history.ts).
+          status: last.status,
           ...(last.cause !== undefined && { cause: last.cause }),
           ...(last.endedAt !== undefined && { endedAt: last.endedAt }),
         },

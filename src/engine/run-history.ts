@@ -3,18 +3,19 @@
  * run does not. An attempt (one invocation of `sluice run`) writes a `running` line when it starts and its outcome
  * when it ends; a reader keeps the last line of each attempt. An attempt killed with -9 (or by a power cut) leaves
  * its `running` line: the next attempt, holding the pipeline's lock and so sure nobody is running, marks it
- * `crashed`.
+ * `crashed`. Before that, a reader judges the process a `running` line names as the run lock judges its holder
+ * (process-identity.ts: pid, start time, boot, pid namespace): one gone from this host reads as `crashed` at once.
  *
  * A run keeps its id across the attempts that resume it (stages/open-state.ts); `attempt` counts them.
  */
 import { open, readFile } from 'node:fs/promises';
-import { hostname } from 'node:os';
 import path from 'node:path';
 import { EXIT_CODES, InterruptedError, SluiceError } from '../core/errors.js';
 import { PAID_JOBS_KEY, type PaidJob } from '../sources/saved-job.js';
 import { errorText } from './error-text.js';
 import type { SinkSchemaChanges } from './api.js';
 import type { ReasonCount } from './failure-budget.js';
+import { identityOf, judgeHolder, selfIdentity } from './process-identity.js';
 
 export type RunStatus = 'running' | 'succeeded' | 'failed' | 'interrupted' | 'crashed';
 
@@ -29,6 +30,8 @@ export interface SinkOutcome {
   sink: string;
   /** Units this attempt committed into the sink. */
   committedUnits: number;
+  /** Their records (absent in lines of earlier versions). */
+  records?: number;
 }
 
 export interface RunRecord {
@@ -47,9 +50,16 @@ export interface RunRecord {
   resumed: boolean;
   pid: number;
   host: string;
+  /** Who the process was beyond its pid (process-identity.ts), so a reader can tell it is gone. */
+  boot?: string;
+  pidns?: string;
+  start?: string;
   command?: string;
   units?: { committed: number; skipped: number; failed: number; total: number };
+  /** Records this attempt committed (summary.ts `CommittedRecords`). */
   records?: number;
+  /** Records read, tries that failed and were read again included (absent in lines of earlier versions). */
+  recordsRead?: number;
   bytes?: number;
   retries?: number;
   deadLetters?: number;
@@ -66,8 +76,13 @@ export function runHistoryFile(stateDir: string): string {
   return path.join(stateDir, 'runs.jsonl');
 }
 
-/** Every attempt's last line, oldest first. Lines cut short by a crash mid-write are skipped. */
-export async function readRunHistory(file: string): Promise<RunRecord[]> {
+const CRASHED_CAUSE = 'the process ended without recording an outcome (killed, or the machine stopped)';
+
+/**
+ * Every attempt's last line, oldest first. Lines cut short by a crash mid-write are skipped. A `running` attempt
+ * whose process is gone from this host is `crashed` (`asWritten`: as the file says, for the writer).
+ */
+export async function readRunHistory(file: string, opts: { asWritten?: boolean } = {}): Promise<RunRecord[]> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -90,7 +105,15 @@ export async function readRunHistory(file: string): Promise<RunRecord[]> {
     const first = byAttempt.get(key);
     byAttempt.set(key, first ? { ...first, ...r } : r);
   }
-  return [...byAttempt.values()];
+  const records = [...byAttempt.values()];
+  return opts.asWritten ? records : records.map(judged);
+}
+
+/** A `running` attempt whose process is certainly gone (same host) as `crashed`; any other record as it is. */
+function judged(r: RunRecord): RunRecord {
+  if (r.status !== 'running') return r;
+  const id = identityOf(r as unknown as Record<string, unknown>);
+  return id && judgeHolder(id) === 'dead' ? { ...r, status: 'crashed', cause: CRASHED_CAUSE } : r;
 }
 
 /** Appends lines durably: each resolves once the line is on disk. */
@@ -104,22 +127,17 @@ export class RunHistory {
   async start(
     rec: Omit<RunRecord, 'attempt' | 'status' | 'pid' | 'host' | 'startedAt'> & { startedAt?: string },
   ): Promise<RunRecord> {
-    const history = await readRunHistory(this.file);
+    const history = await readRunHistory(this.file, { asWritten: true });
     const now = new Date().toISOString();
     const lines: RunRecord[] = [];
     for (const r of history.filter((h) => h.status === 'running'))
-      lines.push({
-        ...r,
-        status: 'crashed',
-        cause: 'the process ended without recording an outcome (killed, or the machine stopped)',
-      });
+      lines.push({ ...r, status: 'crashed', cause: CRASHED_CAUSE });
     const record: RunRecord = {
       ...rec,
       attempt: Math.max(0, ...history.filter((h) => h.run === rec.run).map((h) => h.attempt)) + 1,
       status: 'running',
       startedAt: rec.startedAt ?? now,
-      pid: process.pid,
-      host: hostname(),
+      ...selfIdentity(),
     };
     lines.push(record);
     await this.append(lines);

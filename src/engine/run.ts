@@ -39,11 +39,12 @@ import { cursorForRun } from './cursor.js';
 import { closeRun, finishRun } from './stages/finish.js';
 import { loadUnit } from './stages/load-unit.js';
 import { lockOutputs, releaseLocks } from './stages/lock-outputs.js';
+import { refuseFreshDuplicates } from './stages/fresh-guard.js';
 import { openRunState } from './stages/open-state.js';
 import { planLine, planUnits } from './stages/plan.js';
 import { runUnit, UNIT_ATTEMPTS } from './stages/run-unit.js';
 import { scheduleRun, type UnitCounts } from './stages/schedule.js';
-import { buildSummary, newRunCounters, runFailure, SchemaChangeLog } from './summary.js';
+import { buildSummary, CommittedRecords, newRunCounters, runFailure, SchemaChangeLog } from './summary.js';
 import { EVOLVE, isEvolve, resolveContract, type SchemaContractOption } from '../schema/contract.js';
 import { errorText } from './error-text.js';
 
@@ -188,6 +189,7 @@ async function runAttempt(
       ]),
     );
     const schemaChanges = new SchemaChangeLog();
+    const committedRecords = new CommittedRecords();
     warnIfPoolCapsConcurrency(p, source, log);
     const sctx: SourceContext = {
       signal: abort.signal,
@@ -229,6 +231,16 @@ async function runAttempt(
           });
       outputLocks = await lockOutputs(sinks, p.baseDir, lockOptions);
       await openSinks(sinks, sinkCtx, { retry, log, counters, signal: abort.signal });
+      // The user's --fresh (not a restart for a missing job, not a replay), before anything is paid or written.
+      if (opts.fresh && restart === undefined && hooks.runId === undefined && opts.allowDuplicates !== true)
+        await refuseFreshDuplicates(
+          sinks.map((s, i) => ({ sink: s, write: sinkConfigList[i]?.write })),
+          runId,
+        ).catch(async (err: unknown) => {
+          // The unfinished run it would have replaced stays resumable.
+          await opened.undoFresh?.();
+          throw err;
+        });
       // A restart for a missing paid job (`restart`) starts a new run, not a new cursor: only the user resets it.
       const reset = opts.resetCursor === true || (opts.fresh && restart === undefined);
       const cursor = await cursorForRun(source, sinks, { reset, runId, log });
@@ -267,7 +279,10 @@ async function runAttempt(
                 writing: {
                   contractOf: (s) => contracts.get(s) ?? EVOLVE,
                   deadLetter,
-                  onCommit: (s, r) => schemaChanges.note(s.describe(), r.schemaChanges),
+                  onCommit: (s, r) => {
+                    schemaChanges.note(s.describe(), r.schemaChanges);
+                    committedRecords.note(scoped.id, s, r);
+                  },
                 },
                 onNativeFallback: (unit, refusals) => {
                   counters.nativeFallbacks++;
@@ -306,10 +321,23 @@ async function runAttempt(
         sinks.map((s) => s.describe()),
         budget.topReasons(),
         schemaChanges.list(),
+        committedRecords.total,
       );
       // Written while the lock is held: the next run must not find this attempt `running` and call it crashed.
       await history
-        .end(attemptRecord(attempt, summary, failure, paidJobsOf(state), sinks, committedPerSink))
+        .end(
+          attemptRecord(
+            attempt,
+            summary,
+            failure,
+            paidJobsOf(state),
+            sinks.map((s, i) => ({
+              sink: s.describe(),
+              committedUnits: committedPerSink[i] ?? 0,
+              records: committedRecords.of(s),
+            })),
+          ),
+        )
         .catch((e: unknown) => log.warn(`recording the run in ${history.file}: ${errorText(e)}`));
       // Released after the sinks closed (a DuckDB file is checkpointed on close): the next run finds them settled.
       await releaseLocks([lock, ...outputLocks], log);
@@ -331,8 +359,7 @@ function attemptRecord(
   summary: RunSummary,
   failure: unknown,
   paidJobs: RunRecord['paidJobs'],
-  sinks: readonly { describe(): string }[],
-  committedPerSink: readonly number[],
+  sinks: RunRecord['sinks'],
 ): RunRecord {
   const { done, skipped, failed, total } = summary.units;
   return {
@@ -340,13 +367,14 @@ function attemptRecord(
     ...outcomeOf(failure),
     units: { committed: done - skipped, skipped, failed, total },
     records: summary.records,
+    recordsRead: summary.recordsRead,
     bytes: summary.bytes,
     retries: summary.retries,
     deadLetters: summary.deadLetters,
     deadLetterReasons: summary.deadLetterReasons,
     ...(summary.schemaChanges.length > 0 && { schemaChanges: summary.schemaChanges }),
     paidJobs,
-    sinks: sinks.map((s, i) => ({ sink: s.describe(), committedUnits: committedPerSink[i] ?? 0 })),
+    sinks,
   };
 }
 

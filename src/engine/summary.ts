@@ -16,6 +16,33 @@ export function newRunCounters(): RunCounters {
   return { records: 0, bytes: 0, retries: 0, deadLetters: 0, nativeLoads: 0, nativeFallbacks: 0 };
 }
 
+/**
+ * Records committed by the units of one attempt (a run invocation). A unit's records are counted once however many
+ * sinks committed it and whichever of its tries did: the largest count any sink committed for it (a sink may have
+ * dead-lettered rows it could not store). What the source read beyond that — tries that failed and were read
+ * again, units that failed or were abandoned — is `records read` minus these.
+ */
+export class CommittedRecords {
+  private readonly byUnit = new Map<string, number>();
+  private readonly bySink = new Map<unknown, number>();
+
+  note(unitId: string, sink: unknown, result: { committed: boolean; records: number }): void {
+    if (!result.committed) return;
+    this.byUnit.set(unitId, Math.max(this.byUnit.get(unitId) ?? 0, result.records));
+    this.bySink.set(sink, (this.bySink.get(sink) ?? 0) + result.records);
+  }
+
+  get total(): number {
+    let n = 0;
+    for (const v of this.byUnit.values()) n += v;
+    return n;
+  }
+
+  of(sink: unknown): number {
+    return this.bySink.get(sink) ?? 0;
+  }
+}
+
 export function buildSummary(
   pipeline: string,
   units: RunSummary['units'],
@@ -24,11 +51,13 @@ export function buildSummary(
   outputs: string[],
   deadLetterReasons: RunSummary['deadLetterReasons'] = [],
   schemaChanges: SinkSchemaChanges[] = [],
+  committedRecords: number = counters.records,
 ): RunSummary {
   return {
     pipeline,
     units,
-    records: counters.records,
+    records: committedRecords,
+    recordsRead: counters.records,
     bytes: counters.bytes,
     retries: counters.retries,
     deadLetters: counters.deadLetters,
@@ -74,12 +103,20 @@ export function runFailure(failure: unknown, summary: RunSummary): SluiceError &
   return Object.assign(err, { summary });
 }
 
+/** What was read beyond the committed records, said only when there was some (a retry, a failed unit). */
+function readBeyond(s: RunSummary): string {
+  const extra = s.recordsRead - s.records;
+  return extra > 0
+    ? ` committed (${s.recordsRead.toLocaleString('en-US')} read: ${extra.toLocaleString('en-US')} in tries that failed or were not committed)`
+    : '';
+}
+
 export function formatSummary(s: RunSummary): string {
   const secs = s.durationMs / 1000;
   return [
     `done: ${s.pipeline}`,
     `  units        ${s.units.done}/${s.units.total} (${s.units.skipped} already committed, ${s.units.failed} failed)`,
-    `  records      ${s.records.toLocaleString('en-US')}`,
+    `  records      ${s.records.toLocaleString('en-US')}${readBeyond(s)}`,
     `  bytes        ${formatBytes(s.bytes)}`,
     `  retries      ${s.retries}`,
     // With why, so a night of bad data is visible in the summary, not only in the dead-letter file.

@@ -12,10 +12,24 @@ export function declaredOutput(
   transformConfigs: readonly { type: string }[],
   registry?: Registry,
 ): DeclaredSchema | undefined {
+  return declaredOrigin(transformConfigs, registry)?.declared;
+}
+
+/**
+ * The declared columns and which transform declared them (the last one that changed the declaration, e.g. the
+ * preset, or a `rename` after it), for messages about them.
+ */
+export function declaredOrigin(
+  transformConfigs: readonly { type: string }[],
+  registry?: Registry,
+): { declared: DeclaredSchema; index: number } | undefined {
   let declared: DeclaredSchema | undefined;
-  for (const config of transformConfigs) {
+  let index = -1;
+  transformConfigs.forEach((config, i) => {
     const def = findDef('transform', config.type, registry);
-    declared = def.declares ? def.declares(config, declared) : undefined;
-  }
-  return declared;
+    const next = def.declares ? def.declares(config, declared) : undefined;
+    if (next !== declared) index = i;
+    declared = next;
+  });
+  return declared && { declared, index };
 }

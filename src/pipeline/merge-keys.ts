@@ -1,15 +1,43 @@
 /**
- * Merge keys checked against the columns the rows will have, where the transforms fix them (output-columns.ts):
- * a `primary_key` that names no output column used to surface only when the first unit was written, after its
- * requests were paid for. Where the columns are not known statically, nothing is reported.
+ * Merge keys checked against the columns the rows will have, where the transforms fix them (output-columns.ts), or
+ * else against the columns they declare (declared-output.ts: a `company_profile` preset declares its columns and
+ * lets undeclared fields pass through): a `primary_key` that names no such column used to surface only when the
+ * first unit was written, after its requests were paid for. A key must be in every row, and only a declared column
+ * is (an undeclared field is in the rows whose record happens to carry it). Where the transforms neither fix nor
+ * declare the columns (a source's own rows), nothing is reported.
  */
 import { didYouMean } from '../core/suggest.js';
 import type { YamlPath } from './interpolate.js';
 import { formatPath, type Problem } from './issues.js';
+import { declaredOrigin } from './declared-output.js';
 import { outputColumns } from './output-columns.js';
+import type { Registry } from './registry.js';
 import type { ComponentConfig, PipelineConfig } from './schema.js';
 
-export function mergeKeyProblems(config: PipelineConfig): Problem[] {
+interface KeyColumns {
+  columns: string[];
+  hint: string;
+}
+
+/** The columns every row reaching the sinks has, as the transforms fix or declare them; undefined: not known. */
+function keyColumns(transforms: PipelineConfig['transforms'], registry?: Registry): KeyColumns | undefined {
+  const known = outputColumns(transforms);
+  if (known)
+    return { columns: known.columns, hint: `the columns after ${known.from} are: ${known.columns.join(', ')}` };
+  const declared = declaredOrigin(transforms, registry);
+  if (!declared) return undefined;
+  const t = transforms[declared.index]!;
+  const columns = declared.declared.map((c) => c.name);
+  const from = `transforms[${declared.index}] (${t.type}${t.type === 'normalize' ? ` ${String(t.preset)}` : ''})`;
+  return {
+    columns,
+    hint:
+      `a merge key must be in every row: name columns ${from} declares (${columns.join(', ')}); ` +
+      'a field it does not declare is only in the rows whose record carries it',
+  };
+}
+
+export function mergeKeyProblems(config: PipelineConfig, registry?: Registry): Problem[] {
   const sinks: [YamlPath, ComponentConfig][] = config.sinks
     ? config.sinks.map((s, i) => [['sinks', i], s])
     : config.sink
@@ -17,7 +45,7 @@ export function mergeKeyProblems(config: PipelineConfig): Problem[] {
       : [];
   const withKeys = sinks.filter(([, s]) => Array.isArray(s.primary_key));
   if (withKeys.length === 0) return [];
-  const known = outputColumns(config.transforms);
+  const known = keyColumns(config.transforms, registry);
   if (!known) return [];
   const problems: Problem[] = [];
   for (const [at, sink] of withKeys)
@@ -28,7 +56,7 @@ export function mergeKeyProblems(config: PipelineConfig): Problem[] {
       problems.push({
         path,
         message: `${formatPath(path)}: "${key}" is not a column of the rows this sink receives${guess ? ` (did you mean "${guess}"?)` : ''}`,
-        hint: `the columns after ${known.from} are: ${known.columns.join(', ')}`,
+        hint: known.hint,
       });
     });
   return problems;

@@ -1,6 +1,7 @@
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
 import { memoryIo } from './memory-io.js';
@@ -47,6 +48,44 @@ describe('sluice run', () => {
     expect(io.stdout).toHaveLength(1);
     expect(JSON.parse(io.stdout[0]!)).toMatchObject({ status: 'ok', pipeline: 'run_test', records: 3 });
     for (const line of io.stderr) expect(() => JSON.parse(line) as unknown).not.toThrow();
+  });
+});
+
+/** Every record in the JSONL files under `dir` (gzip or not). */
+function jsonlRecords(dir: string): number {
+  let n = 0;
+  for (const f of readdirSync(dir, { recursive: true }) as string[]) {
+    if (!/\.jsonl(\.gz)?$/.test(f) || f.split(path.sep).some((p) => p.startsWith('.'))) continue;
+    const bytes = readFileSync(path.join(dir, f));
+    n += (f.endsWith('.gz') ? gunzipSync(bytes) : bytes).toString('utf8').split('\n').filter(Boolean).length;
+  }
+  return n;
+}
+
+describe('sluice run --fresh', () => {
+  it('refuses to append a second time into an output holding earlier runs (exit 2), unless told to', async () => {
+    const file = filePipeline();
+    writeFileSync(
+      path.join(path.dirname(file), 'in.jsonl'),
+      Array.from({ length: 50 }, (_, i) => JSON.stringify({ id: i, s: `line ${i}` }) + '\n').join(''),
+    );
+    const out = path.join(path.dirname(file), 'out');
+    expect(await runCli(['run', file, '--quiet', '--no-progress'], memoryIo({}))).toBe(0);
+    expect(jsonlRecords(out)).toBe(50);
+
+    const refused = memoryIo({});
+    expect(await runCli(['run', file, '--fresh', '--quiet', '--no-progress'], refused)).toBe(2);
+    const said = refused.stderr.join('\n');
+    expect(said).toContain(`jsonl ${out} (write: append) holds 1 unit(s) committed by 1 earlier run(s)`);
+    expect(said).toMatch(/fix: .*without --fresh.*`write: replace`.*--allow-duplicates/);
+    expect(jsonlRecords(out), 'nothing loaded twice').toBe(50);
+
+    const confirmed = memoryIo({});
+    expect(
+      await runCli(['run', file, '--fresh', '--allow-duplicates', '--quiet', '--no-progress'], confirmed),
+      confirmed.stderr.join('\n'),
+    ).toBe(0);
+    expect(jsonlRecords(out)).toBe(100);
   });
 });
 

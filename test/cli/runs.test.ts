@@ -31,7 +31,7 @@ describe('sluice runs', () => {
 
     for (const args of [
       ['run', file, '--no-progress'],
-      ['run', file, '--no-progress', '--fresh'],
+      ['run', file, '--no-progress', '--fresh', '--allow-duplicates'],
     ])
       expect(await runCli(args, memoryIo(env))).toBe(0);
 
@@ -64,7 +64,7 @@ describe('sluice runs', () => {
     );
     expect(lines.slice(2)).toEqual([
       expect.stringMatching(/^ {4}dead letters: .+ ×1$/),
-      expect.stringMatching(/^ {4}sink: jsonl .*out: 1 unit\(s\) committed$/),
+      expect.stringMatching(/^ {4}sink: jsonl .*out: 1 unit\(s\), 2 records committed$/),
     ]);
     expect(more).toBe('(1 older runs: --limit 2)');
   });

@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { SluiceError } from '../../src/core/errors.js';
 import { pipelinePaths } from '../../src/engine/paths.js';
 import { readRunHistory, RunHistory, runHistoryFile } from '../../src/engine/run-history.js';
-import { runPipeline } from '../../src/engine/run.js';
+import { formatRuns } from '../../src/cli/runs-table.js';
+import { formatSummary, runPipeline } from '../../src/engine/run.js';
 import { MemorySource, recordingLogger, tempDir } from './in-memory.js';
 import { memoryPipeline, quiet } from './memory-pipeline.js';
 
@@ -48,6 +49,24 @@ describe('RunHistory', () => {
     expect(runs[0]!.cause).toMatch(/ended without recording an outcome/);
   });
 
+  it('reads an attempt left running by a process gone from this host as crashed at once', async () => {
+    const file = path.join(tempDir(), 'runs.jsonl');
+    const h = new RunHistory(file);
+    const mine = await h.start({ run: 'r1', pipeline: 'p', resumed: false });
+    // The same attempt as a container's previous process wrote it: same host and pid, another start time.
+    const gone = { ...mine, run: 'r0', start: String(Number(mine.start) - 1) };
+    // Another host's attempt: nothing here can tell, so it stays running.
+    const remote = { ...mine, run: 'r2', host: 'node-7' };
+    appendFileSync(file, [gone, remote].map((r) => JSON.stringify(r) + '\n').join(''));
+    const runs = await readRunHistory(file);
+    expect(runs.map((r) => [r.run, r.status])).toEqual([
+      ['r1', 'running'],
+      ['r0', 'crashed'],
+      ['r2', 'running'],
+    ]);
+    expect(mine.start, 'the attempt records its start time beside its pid').toBeDefined();
+  });
+
   it('reads a missing file as no runs', async () => {
     expect(await readRunHistory(path.join(tempDir(), 'none.jsonl'))).toEqual([]);
   });
@@ -80,6 +99,42 @@ describe('runPipeline records each attempt', () => {
     expect(run!.cause).toBeUndefined();
     expect(Date.parse(run!.endedAt!)).toBeGreaterThanOrEqual(Date.parse(run!.startedAt));
     expect(summary.records).toBe(run!.records);
+  });
+
+  it('records what was committed, and apart from it what tries that failed had read', async () => {
+    let failed = false;
+    const w = memoryPipeline(new MemorySource(units, { concurrency: 1 }), {
+      a: {
+        // u2's first try reads its rows, then its commit fails on a transient error: the unit is read again.
+        beforeCommit: (id) => {
+          if (id.endsWith('/u2') && !failed) {
+            failed = true;
+            throw Object.assign(new Error('connection reset while committing'), { transient: true });
+          }
+        },
+      },
+      b: {},
+    });
+    const p = w.pipeline({ service: { base_url: 'emulator', api_key: 'memory-key', retry: { base_delay_ms: 1 } } });
+    const summary = await runPipeline(p, quiet, { registry: w.registry, log: recordingLogger() });
+    const [run] = await readRunHistory(runHistoryFile(pipelinePaths(p).stateDir));
+    // One row of each unit passes the transform: 3 committed, once each, in both sinks; u2's was read twice.
+    expect([...w.sinks.get('a')!.rows.values()].flat()).toHaveLength(3);
+    expect(summary).toMatchObject({ records: 3, recordsRead: 4, retries: 1 });
+    expect(run).toMatchObject({
+      records: 3,
+      recordsRead: 4,
+      sinks: [
+        { sink: 'memory a', committedUnits: 3, records: 3 },
+        { sink: 'memory b', committedUnits: 3, records: 3 },
+      ],
+    });
+    expect(formatSummary(summary)).toContain(
+      'records      3 committed (4 read: 1 in tries that failed or were not committed)',
+    );
+    expect(formatRuns([run!])).toContain(
+      '    records: 3 committed, 4 read (1 in tries that failed or were not committed)',
+    );
   });
 
   it('a failure, then the resumed attempt that completes the same run', async () => {

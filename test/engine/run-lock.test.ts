@@ -1,9 +1,11 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Logger } from '../../src/core/types.js';
+import { selfIdentity, type ProcessIdentity } from '../../src/engine/process-identity.js';
 import { LockedError, acquireRunLock, processAlive } from '../../src/engine/run-lock.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'sluice-lock-'));
@@ -28,6 +30,19 @@ function sleeper(): { pid: number; kill: () => Promise<void> } {
   };
 }
 
+/** A lock file as this version writes it, for `id`. */
+const recordFile = (file: string, id: Partial<ProcessIdentity>): void =>
+  writeFileSync(
+    file,
+    JSON.stringify({
+      ...id,
+      since: '2026-11-23T03:00:00.000Z',
+      command: 'sluice run p.yaml',
+      token: 'f00df00df00df00d',
+    }),
+  );
+
+/** A lock file as versions before the holder's start time and boot id wrote it. */
 const holderFile = (file: string, pid: number, host = hostname()): void =>
   writeFileSync(file, JSON.stringify({ pid, host, since: '2026-11-23T03:00:00.000Z', command: 'sluice run p.yaml' }));
 
@@ -100,6 +115,84 @@ describe('the run lock', () => {
     holderFile(file, 12345, 'host-that-took-over');
     await lock.release();
     expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ host: 'host-that-took-over' });
+  });
+
+  it('is taken over at once from a dead holder that had our pid and host (a retried pod) but another start', async () => {
+    const file = path.join(dir, 'g.lock');
+    const me = selfIdentity();
+    expect(me.start, 'this test needs /proc').toBeDefined();
+    // The container's previous process: same hostname, same pid namespace, same pid (this process's), but it
+    // started at another moment.
+    recordFile(file, { ...me, start: String(Number(me.start) - 1) });
+    const log = recordingLog();
+    const lock = await acquireRunLock(file, { command: 'retried', log });
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ command: 'retried', start: me.start });
+    expect(log.lines.some((l) => l.includes(`its holder (pid ${process.pid}`) && l.includes('no longer running'))).toBe(
+      true,
+    );
+    await lock.release();
+  });
+
+  it('is taken over from a holder of an earlier version that recorded only our pid', async () => {
+    const file = path.join(dir, 'h.lock');
+    holderFile(file, process.pid);
+    const lock = await acquireRunLock(file, { command: 'upgraded', log: recordingLog() });
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ command: 'upgraded' });
+    await lock.release();
+  });
+
+  it('is taken over from our hostname in another boot or container once its lease lapsed, not before', async () => {
+    const file = path.join(dir, 'i.lock');
+    const me = selfIdentity();
+    // A retried pod on another node: same hostname and pid, another kernel. Nothing renews this lease.
+    recordFile(file, { ...me, boot: 'another-boot' });
+    const log = recordingLog();
+    const lock = await acquireRunLock(file, { command: 'retried', log, leaseMs: 150, pollMs: 10 });
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ command: 'retried', boot: me.boot });
+    expect(log.lines.some((l) => l.includes('watching its lease'))).toBe(true);
+    expect(log.lines.some((l) => l.includes('has not renewed its lease'))).toBe(true);
+    await lock.release();
+  });
+
+  it('is never taken over from a live holder in another container of our hostname: it renews its lease', async () => {
+    const file = path.join(dir, 'j.lock');
+    const other = { ...selfIdentity(), pidns: 'pid:[1]' };
+    const holder = await acquireRunLock(file, { command: 'live', log: recordingLog(), self: other, renewMs: 10 });
+    const err = await acquireRunLock(file, { command: 'x', log: recordingLog(), leaseMs: 1000, pollMs: 20 }).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(LockedError);
+    expect((err as Error).message).toContain('another container or boot');
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ command: 'live' });
+    await holder.release();
+  });
+
+  it("never takes over another host's lock, however long it went without renewal", async () => {
+    const file = path.join(dir, 'k.lock');
+    recordFile(file, { ...selfIdentity(), host: 'node-7', boot: 'another-boot' });
+    const err = await acquireRunLock(file, {
+      command: 'x',
+      log: recordingLog(),
+      leaseMs: 1,
+      waitMs: 100,
+      pollMs: 5,
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(LockedError);
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ host: 'node-7' });
+  });
+
+  it('takes over past a claimant that died in the middle of its takeover', async () => {
+    const file = path.join(dir, 'l.lock');
+    const dead = sleeper();
+    const deadClaimant = sleeper();
+    await Promise.all([dead.kill(), deadClaimant.kill()]);
+    recordFile(file, { ...selfIdentity(), pid: dead.pid, start: undefined });
+    const key = createHash('sha256').update(readFileSync(file, 'utf8')).digest('hex').slice(0, 16);
+    recordFile(`${file}.takeover-${key}-0`, { ...selfIdentity(), pid: deadClaimant.pid, start: undefined });
+    const lock = await acquireRunLock(file, { command: 'third', log: recordingLog() });
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ command: 'third' });
+    expect(readdirSync(dir).filter((f) => f.startsWith('l.lock.'))).toEqual([]);
+    await lock.release();
   });
 
   it('reports a directory it cannot write as such, not as a lock', async () => {

@@ -163,13 +163,24 @@ describe('merge keys', () => {
     ]);
   });
 
+  it('a key the company_profile preset does not declare (its rows may carry more, but not in every row)', async () => {
+    const source = 'source: { type: file, paths: [d.jsonl], format: jsonl }\n';
+    const preset = 'transforms: [{ type: normalize, preset: company_profile }]\n';
+    const bad = pipelineIn(source + preset + duckdb('company_uid'), { 'd.jsonl': '' });
+    const r = await problems(bad);
+    expect(r.at).toEqual([
+      '11:17: sink.primary_key[0]: "company_uid" is not a column of the rows this sink receives (did you mean "company_id"?)',
+    ]);
+    expect(r.hints[0]).toMatch(
+      /^a merge key must be in every row: name columns transforms\[0\] \(normalize company_profile\) declares \(input, id, company_id, name, /,
+    );
+    const ok = pipelineIn(source + preset + duckdb('company_id'), { 'd.jsonl': '' });
+    expect((await validatePipeline(ok, {})).problems).toEqual([]);
+  });
+
   it('says nothing where the columns depend on the data', async () => {
     const source = 'source: { type: file, paths: [d.jsonl], format: jsonl }\n';
-    for (const transforms of [
-      '',
-      'transforms: [{ type: normalize, preset: company_profile }]\n',
-      'transforms: [{ type: select, fields: [a] }, { type: flatten }]\n',
-    ]) {
+    for (const transforms of ['', 'transforms: [{ type: select, fields: [a] }, { type: flatten }]\n']) {
       const file = pipelineIn(source + transforms + duckdb('anything'), { 'd.jsonl': '' });
       expect((await validatePipeline(file, {})).problems, transforms).toEqual([]);
     }

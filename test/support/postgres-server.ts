@@ -45,6 +45,9 @@ export interface PostgresServer {
   ): Promise<T[]>;
   /** Stops the server with `-m fast` (connections are cut) and starts it again on the same port. */
   restart(): void;
+  /** The two halves of `restart()`, for a test that keeps the server down while something happens. */
+  stopServer(): void;
+  startServer(): void;
   stop(): void;
 }
 
@@ -181,7 +184,13 @@ export async function startPostgres(): Promise<PostgresServer> {
       }
     },
     restart() {
+      server.stopServer();
+      server.startServer();
+    },
+    stopServer() {
       run('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']);
+    },
+    startServer() {
       start();
     },
     stop() {

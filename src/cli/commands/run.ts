@@ -10,6 +10,7 @@ import { EXIT_CODES, SluiceError } from '../../core/errors.js';
 export interface RunArgs {
   pipeline: string;
   fresh: boolean;
+  'allow-duplicates': boolean;
   'reset-cursor': boolean;
   /** `--shard i/n`, or `auto`: from the orchestrator's environment (resolveShard). */
   shard?: { index: number; count: number } | 'auto';
@@ -92,6 +93,12 @@ export function runCommand(ctx: CliContext): CommandModule<object, RunArgs> {
             default: false,
             describe: 'Start over: forget checkpoints and committed units (a paid job already started is not reused)',
           })
+          .option('allow-duplicates', {
+            type: 'boolean',
+            default: false,
+            describe:
+              'With --fresh: load every unit again even into `write: append` outputs that hold what earlier runs committed (their records then appear twice)',
+          })
           .option('reset-cursor', {
             type: 'boolean',
             default: false,
@@ -139,6 +146,7 @@ export function runCommand(ctx: CliContext): CommandModule<object, RunArgs> {
           pipeline,
           {
             fresh: args.fresh,
+            ...(args['allow-duplicates'] && { allowDuplicates: true }),
             resetCursor: args['reset-cursor'],
             ...(shard !== undefined && { shard }),
             logFormat: args['log-format'],

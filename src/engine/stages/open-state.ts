@@ -38,6 +38,8 @@ export interface OpenedState {
   stale?: { runId: string; startedAt: string };
   /** Held until the run ends: the caller releases it. */
   lock: RunLock;
+  /** With `fresh`: puts back the state as it was before (a refused --fresh leaves the last run resumable). */
+  undoFresh?: () => Promise<void>;
 }
 
 export async function openRunState(opts: OpenStateOptions): Promise<OpenedState> {
@@ -80,10 +82,23 @@ async function openLocked(opts: OpenStateOptions): Promise<Omit<OpenedState, 'lo
   // Their units are read again, or were committed before the kill. The lock says no other run is using them.
   await rm(opts.tmpDir, { recursive: true, force: true });
   if (resumed) return { state, runId: last, resumed };
+  const before = opts.fresh ? state.keys().map((k) => [k, state.get(k)] as const) : undefined;
+  const undoFresh =
+    before &&
+    (async (): Promise<void> => {
+      await state.clear();
+      for (const [k, v] of before) await state.set(k, v);
+    });
   await state.clear();
   const runId = opts.runId ?? newRunId(new Date(), last);
   await state.set('run:id', runId);
-  return { state, runId, resumed, ...(stale && { stale: { runId: last!, startedAt: startedAt.toISOString() } }) };
+  return {
+    state,
+    runId,
+    resumed,
+    ...(stale && { stale: { runId: last!, startedAt: startedAt.toISOString() } }),
+    ...(undoFresh && { undoFresh }),
+  };
 }
 
 /**

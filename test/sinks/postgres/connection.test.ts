@@ -10,7 +10,7 @@ import { RetryPolicy, isTransient } from '../../../src/core/retry.js';
 import { UNIT_ATTEMPTS } from '../../../src/engine/stages/run-unit.js';
 import type { Batch, Row, WorkUnit } from '../../../src/core/types.js';
 import { postgresSinkSchema } from '../../../sinks/postgres/config.js';
-import { PostgresSinkError, isTransientPgError } from '../../../sinks/postgres/connection.js';
+import { PostgresSinkError, createPool, isTransientPgError } from '../../../sinks/postgres/connection.js';
 import { PostgresSink } from '../../../sinks/postgres/sink.js';
 import { startPostgres, type PostgresServer } from '../../support/postgres-server.js';
 import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy.js';
@@ -181,5 +181,23 @@ describe('postgres sink: a connection reset', () => {
     expect(isTransientPgError(Object.assign(new Error('terminating connection'), { code: '57P01' }))).toBe(true);
     expect(isTransientPgError(Object.assign(new Error('syntax error'), { code: '42601' }))).toBe(false);
     expect(isTransientPgError(Object.assign(new Error('duplicate key'), { code: '23505' }))).toBe(false);
+  });
+});
+
+describe('postgres sink: the pool', () => {
+  it("never lets a client's 'error' event end the process, also while the client is checked out", async () => {
+    const pool = createPool(server.socketUrl(DB), () => undefined);
+    try {
+      const client = await pool.connect();
+      // What pg does when the link fails between two queries (a FATAL 57P01 as the server shuts down): an 'error'
+      // event, which throws where nobody listens.
+      const fatal = Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
+      expect(() => client.emit('error', fatal)).not.toThrow();
+      expect(isTransientPgError(fatal)).toBe(true);
+      expect(isTransientPgError(new Error('Client was closed and is not queryable'))).toBe(true);
+      client.release(true);
+    } finally {
+      await pool.end();
+    }
   });
 });
