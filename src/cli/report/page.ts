@@ -60,12 +60,18 @@ svg .axis { stroke: #9aa4b1; }
 svg .tick, svg .xlabel { font-size: 10.5px; fill: #6b7684; }
 svg .mark { font-size: 11px; font-weight: 700; }
 svg .gap line { stroke: #9aa4b1; stroke-width: 1.5; stroke-dasharray: 2 1; }
-svg .line { stroke-width: 2; }
+svg .line { stroke-linejoin: round; }
+svg .cut { font-size: 10.5px; font-weight: 600; fill: #1d2430; }
+svg .cut-mark { stroke: #fff; stroke-width: 3; fill: none; }
 svg .empty { fill: #8a94a3; font-size: 13px; }
 table { border-collapse: collapse; width: 100%; font-size: 12.5px; }
 th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { color: var(--muted); font-weight: 600; }
-td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
+td { white-space: nowrap; }
+tr.detail td { white-space: normal; overflow-wrap: anywhere; padding-top: 0; font-size: 12px; }
+tr:has(+ tr.detail) td { border-bottom: none; }
+td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.reasons { color: var(--muted); }
 .status-pill { display: inline-block; padding: 0 7px; border-radius: 9px; color: #fff; font-size: 11.5px; }
 .cause { color: #8f1d1d; }
 code, .mono { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, monospace; font-size: 12px; word-break: break-all; }
@@ -132,6 +138,11 @@ function runsTable(points: readonly RunPoint[]): string {
         u && typeof u === 'object' && num(u.total) !== undefined
           ? `${(num(u.committed) ?? 0) + (num(u.skipped) ?? 0)}/${num(u.total)}`
           : '–';
+      // Why records went to the dead letters, as the run counted them (most frequent first).
+      const reasons = (Array.isArray(p.raw.deadLetterReasons) ? p.raw.deadLetterReasons : [])
+        .filter((r): r is Record<string, unknown> => r !== null && typeof r === 'object')
+        .map((r) => `${String(r.reason)} ×${num(r.count) ?? '?'}`)
+        .join('; ');
       return (
         `<tr data-run="${esc(p.run)}" data-attempt="${p.attempt}"><td class="mono">${esc(p.run)}${p.attempt > 1 ? ` #${p.attempt}` : ''}</td>` +
         `<td>${esc(p.startedAt ? p.startedAt.toISOString().slice(0, 19).replace('T', ' ') : '?')}</td>` +
@@ -142,14 +153,23 @@ function runsTable(points: readonly RunPoint[]): string {
         cell(num(p.raw.deadLetters)) +
         cell(num(p.raw.retries)) +
         cell(paidCalls(p)) +
-        `<td class="cause">${esc(p.cause ?? '')}${p.exitCode !== undefined && p.status !== 'succeeded' ? ` (exit ${p.exitCode})` : ''}</td></tr>`
+        '</tr>' +
+        // What went wrong, and why records were set aside: a row of its own, as wide as the table.
+        (p.cause !== undefined || reasons
+          ? `<tr class="detail"><td colspan="9">` +
+            (p.cause !== undefined
+              ? `<div class="cause">${esc(p.cause)}${p.exitCode !== undefined && p.status !== 'succeeded' ? ` (exit ${p.exitCode})` : ''}</div>`
+              : '') +
+            (reasons ? `<div class="reasons">dead letters: ${esc(reasons)}</div>` : '') +
+            '</td></tr>'
+          : '')
       );
     })
     .join('');
   return (
     `<section class="card"><h2>Attempts, newest first</h2><table><thead><tr><th>run</th><th>started (UTC)</th><th>status</th>` +
     `<th class="n">took</th><th class="n">units</th><th class="n">records</th><th class="n">dead letters</th><th class="n">retries</th>` +
-    `<th class="n">paid jobs</th><th>cause</th></tr></thead><tbody>${rows}</tbody></table></section>`
+    `<th class="n">paid jobs</th></tr></thead><tbody>${rows}</tbody></table></section>`
   );
 }
 
@@ -170,7 +190,7 @@ export function renderReport(input: ReportInput): string {
       const legend = c.series
         .map(
           (s, k) =>
-            `<span><i class="sw" style="background:${SERIES_COLORS[k % SERIES_COLORS.length]}"></i>${esc(s.label)}</span>`,
+            `<span><i class="sw" style="background:${SERIES_COLORS[k % SERIES_COLORS.length]}"></i>${esc(s.label)}${s.values.every((v) => v === undefined) ? ' (not recorded)' : ''}</span>`,
         )
         .join('');
       return `<section class="card"><h2>${esc(c.title)}</h2><p class="about">${esc(c.about)}</p>${c.series.length > 1 || c.kind === 'lines' ? `<p class="legend">${legend}</p>` : ''}${c.series.length === 0 ? '<p class="about">nothing recorded</p>' : renderChart(c, points)}</section>`;

@@ -86,14 +86,26 @@ function dataAttrs(p: RunPoint, s: Series, value: number | undefined): string {
   return `data-series="${esc(s.id)}" data-run="${esc(p.run)}" data-attempt="${p.attempt}" data-value="${value ?? ''}"`;
 }
 
+/**
+ * The top of the y axis: the largest value, unless one value dwarfs all others (a first full load, then nightly
+ * increments 1000× smaller): then the axis fits the others, so their night-to-night changes stay visible.
+ */
+export function axisMax(chart: Chart): number {
+  const values = chart.series
+    .flatMap((s) => s.values.filter((v): v is number => v !== undefined))
+    .sort((a, b) => b - a);
+  const [first = 0, second = 0] = values;
+  return values.length >= 4 && second > 0 && first > 4 * second ? second * 1.1 : first;
+}
+
 export function renderChart(chart: Chart, points: readonly RunPoint[]): string {
   const n = Math.max(1, points.length);
   const slot = PLOT_W / n;
   const unit = chart.series[0]?.unit ?? 'count';
-  const max = Math.max(0, ...chart.series.flatMap((s) => s.values.filter((v): v is number => v !== undefined)));
-  const ticks = niceScale(max, unit);
+  const ticks = niceScale(axisMax(chart), unit);
   const top = ticks[ticks.length - 1]!;
-  const y = (v: number): number => M.top + PLOT_H - (top > 0 ? (v / top) * PLOT_H : 0);
+  // A value above the axis (a first full load among nightly increments) is drawn cut, with its value written.
+  const y = (v: number): number => M.top + PLOT_H - (top > 0 ? (Math.min(v, top) / top) * PLOT_H : 0);
   const cx = (i: number): number => M.left + slot * (i + 0.5);
   const base = M.top + PLOT_H;
   const parts: string[] = [];
@@ -118,6 +130,11 @@ export function renderChart(chart: Chart, points: readonly RunPoint[]): string {
     return `<g class="gap" ${dataAttrs(p, s, undefined)}><title>${esc(tooltip(p, s, undefined))}</title><line x1="${(gx - 3).toFixed(1)}" x2="${(gx + 3).toFixed(1)}" y1="${base - 3}" y2="${base - 3}"/></g>`;
   };
 
+  /** The marks of a value above the axis: a break across its bar (or above its point) and its value over it. */
+  const cut = (x: number, width: number, v: number): string =>
+    `<path class="cut-mark" d="M${(x - width / 2 - 1).toFixed(1)},${M.top + 14} l${(width + 2).toFixed(1)},-6"/>` +
+    `<text class="cut" x="${x.toFixed(1)}" y="${M.top - 4}" text-anchor="middle">${esc(unit === 'ms' ? shortDuration(v) : shortCount(v))}</text>`;
+
   chart.series.forEach((s, k) => {
     const color = SERIES_COLORS[k % SERIES_COLORS.length]!;
     if (chart.kind === 'bars') {
@@ -131,14 +148,21 @@ export function renderChart(chart: Chart, points: readonly RunPoint[]): string {
         parts.push(
           `<rect class="bar" ${dataAttrs(p, s, v)} x="${x.toFixed(1)}" y="${(base - h).toFixed(1)}" width="${Math.max(1, bw - 1).toFixed(1)}" height="${h.toFixed(1)}" fill="${color}"><title>${esc(tooltip(p, s, v))}</title></rect>`,
         );
+        if (v > top) parts.push(cut(x + (bw - 1) / 2, Math.max(1, bw - 1), v));
       });
       return;
     }
-    // Lines: broken where a value is missing, so a gap is not drawn as a trend.
+    // Lines: broken where a value is missing, so a gap is not drawn as a trend. Earlier series are drawn wider and
+    // beneath later ones: two sinks that committed the same show as one line inside another.
+    const under = chart.series.length - 1 - k;
+    const width = 2 + under * 3;
+    const radius = (3.2 + under * 1.8).toFixed(1);
     let run: string[] = [];
     const flush = (): void => {
       if (run.length > 1)
-        parts.push(`<polyline class="line" fill="none" stroke="${color}" points="${run.join(' ')}"/>`);
+        parts.push(
+          `<polyline class="line" fill="none" stroke="${color}" stroke-width="${width}" points="${run.join(' ')}"/>`,
+        );
       run = [];
     };
     points.forEach((p, i) => {
@@ -154,8 +178,9 @@ export function renderChart(chart: Chart, points: readonly RunPoint[]): string {
       const v = s.values[i];
       if (v === undefined) return;
       parts.push(
-        `<circle class="point" ${dataAttrs(p, s, v)} cx="${cx(i).toFixed(1)}" cy="${y(v).toFixed(1)}" r="3.2" fill="${color}"><title>${esc(tooltip(p, s, v))}</title></circle>`,
+        `<circle class="point" ${dataAttrs(p, s, v)} cx="${cx(i).toFixed(1)}" cy="${y(v).toFixed(1)}" r="${radius}" fill="${color}"><title>${esc(tooltip(p, s, v))}</title></circle>`,
       );
+      if (v > top) parts.push(cut(cx(i), 8, v));
     });
   });
 
