@@ -10,6 +10,8 @@ import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
+import { toPoint } from '../../src/cli/report/series.js';
+import { renderChart } from '../../src/cli/report/svg.js';
 import { readRunHistory, type RunRecord } from '../../src/engine/run-history.js';
 import { memoryIo } from './memory-io.js';
 
@@ -221,5 +223,42 @@ describe('sluice report over a hostile or unusual runs.jsonl', () => {
     const html = await report(file, path.join(dir, 'r.html'));
     expect(html).toContain('no runs recorded yet');
     expect(seriesValues(html, 'records')).toEqual([]);
+  });
+});
+
+describe('the charts', () => {
+  it('fit the axis to the nights when a first full load dwarfs them, drawing that value cut with its number', () => {
+    const values = [22_024, 30, 31, 27, undefined, 29];
+    const points = values.map((_, i) =>
+      toPoint({ run: `r${i}`, attempt: 1, status: 'succeeded', startedAt: `2026-11-0${i + 1}T02:30:00Z` }),
+    );
+    const svg = renderChart(
+      {
+        id: 'records',
+        title: 'Records',
+        about: '',
+        kind: 'bars',
+        series: [{ id: 'records', label: 'records', unit: 'count', values }],
+      },
+      points,
+    );
+    // The axis ends near the nights' values, not at 22k; the cut bar keeps its true value and says it.
+    const ticks = [...svg.matchAll(/class="tick"[^>]*>([^<]+)</g)].map((m) => m[1]);
+    expect(ticks.at(-1)).toBe('40');
+    expect(seriesValues(svg, 'records')).toEqual(values);
+    expect(svg).toMatch(/<text class="cut"[^>]*>22k<\/text>/);
+    // Without an outlier, the axis covers the largest value.
+    const even = renderChart(
+      {
+        id: 'r',
+        title: 'R',
+        about: '',
+        kind: 'bars',
+        series: [{ id: 'r', label: 'r', unit: 'count', values: [30, 60, 45, 10] }],
+      },
+      points.slice(0, 4),
+    );
+    expect([...even.matchAll(/class="tick"[^>]*>([^<]+)</g)].map((m) => m[1]).at(-1)).toBe('60');
+    expect(even).not.toContain('class="cut"');
   });
 });
