@@ -39,8 +39,10 @@ RUN tar -xzf /tmp/sluice.tgz --strip-components=1 --no-same-owner \
  && npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
  && npm cache clean --force \
  && chmod 755 bin/sluice.js \
- && ln -s /opt/sluice/bin/sluice.js /usr/local/bin/sluice
-# The image's `node` user, by number: Kubernetes' runAsNonRoot can check a number, not a name.
+ && ln -s /opt/sluice/bin/sluice.js /usr/local/bin/sluice \
+ && mkdir /work && chown 1000:1000 /work
+# The image's `node` user, by number: Kubernetes' runAsNonRoot can check a number, not a name. /work is its own, for
+# pipelines run without a volume mounted there.
 USER 1000:1000
 WORKDIR /work
 ENTRYPOINT ["sluice"]
