@@ -23,6 +23,7 @@ type CommandLoader = (ctx: CliContext) => Promise<CommandModule<any, any>>;
 
 /** Every command's module, in the order `sluice --help` lists them. */
 const COMMAND_MODULES: Record<string, CommandLoader> = {
+  init: async (ctx) => (await import('./commands/init.js')).initCommand(ctx),
   run: async (ctx) => (await import('./commands/run.js')).runCommand(ctx),
   prepare: async (ctx) => (await import('./commands/prepare.js')).prepareCommand(ctx),
   finalize: async (ctx) => (await import('./commands/prepare.js')).finalizeCommand(ctx),
@@ -35,6 +36,7 @@ const COMMAND_MODULES: Record<string, CommandLoader> = {
   'dead-letters': async (ctx) => (await import('./commands/dead-letters.js')).deadLettersCommand(ctx),
   runs: async (ctx) => (await import('./commands/runs.js')).runsCommand(ctx),
   state: async (ctx) => (await import('./commands/state.js')).stateCommand(ctx),
+  report: async (ctx) => (await import('./commands/report.js')).reportCommand(ctx),
 };
 
 const COMMANDS = Object.keys(COMMAND_MODULES);
@@ -118,6 +120,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     .help()
     .alias('h', 'help')
     .wrap(io.columns)
+    .example('$0 init reviews --sink postgres', 'Write a pipeline to start from')
     .example('$0 run pipelines/company_profiles.yaml', 'Run a pipeline (resumes a failed run)')
     .example('$0 validate pipelines/*.yaml', 'Check pipeline files')
     .example('$0 emulator --port 8080', 'Serve the emulated service')

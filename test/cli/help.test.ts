@@ -12,6 +12,7 @@ const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as
 
 const commands = [
   [],
+  ['init'],
   ['run'],
   ['prepare'],
   ['finalize'],
@@ -33,6 +34,7 @@ const commands = [
   ['datasets', 'parts'],
   ['datasets', 'download'],
   ['datasets', 'filter'],
+  ['report'],
 ];
 
 describe('--help', () => {

@@ -1,9 +1,11 @@
 /**
  * The scale-out recipes in deploy/ are checked, not only shown: the Kubernetes manifests parse and have the shape of
- * prepare → Indexed Job → finalize, their commands are ones this CLI accepts, and the Airflow DAG compiles.
+ * prepare → Indexed Job → finalize, their commands are ones this CLI accepts, and the Airflow DAG compiles. The image
+ * they run is the repository's Dockerfile: its tag, Node version and user agree with package.json, .ci/run and the
+ * recipes, and what it copies is in the packed package (the steps themselves: test/deploy/package.test.ts).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -54,7 +56,7 @@ describe('deploy/kubernetes/indexed-job.yaml', () => {
     expect(job.spec.parallelism).toBe(4);
     expect(job.spec.template.spec.restartPolicy).toBe('Never');
     const c = container(job);
-    expect(c.command.slice(0, 4)).toEqual(['npx', 'sluice', 'run', '/etc/sluice/pipeline.yaml']);
+    expect(c.command.slice(0, 3)).toEqual(['sluice', 'run', '/etc/sluice/pipeline.yaml']);
     expect(c.command.join(' ')).toContain('--shard auto');
     const env = envOf(c);
     expect(env.SLUICE_SHARD_COUNT?.value).toBe(String(job.spec.completions));
@@ -76,10 +78,10 @@ describe('deploy/kubernetes/indexed-job.yaml', () => {
 
   it('prepare announces the shard count the shards use; finalize checks that many', () => {
     const prepare = container(byName('sluice-prepare')).command as string[];
-    expect(prepare.slice(2, 4)).toEqual(['prepare', '/etc/sluice/pipeline.yaml']);
+    expect(prepare.slice(1, 3)).toEqual(['prepare', '/etc/sluice/pipeline.yaml']);
     expect(prepare[prepare.indexOf('--shards') + 1]).toBe('4');
     const finalize = container(byName('sluice-finalize')).command as string[];
-    expect(finalize.slice(2, 4)).toEqual(['finalize', '/etc/sluice/pipeline.yaml']);
+    expect(finalize.slice(1, 3)).toEqual(['finalize', '/etc/sluice/pipeline.yaml']);
     expect(finalize[finalize.indexOf('--shard-count') + 1]).toBe('4');
   });
 
@@ -91,7 +93,7 @@ describe('deploy/kubernetes/indexed-job.yaml', () => {
         ),
       );
       expect(
-        await cliError((container(m).command as string[]).slice(2), { JOB_COMPLETION_INDEX: '0', ...env }),
+        await cliError((container(m).command as string[]).slice(1), { JOB_COMPLETION_INDEX: '0', ...env }),
       ).toMatch(/pipeline\.yaml:1:1: cannot read the pipeline file/);
     }
   });
@@ -121,15 +123,102 @@ describe('deploy/airflow/sluice_dag.py', () => {
     expect(r.status).toBe(0);
   });
 
-  it('maps the shard task over the indexes prepare returns, then finalizes', () => {
+  it('runs prepare, then one pod per shard index, then finalize, each `sluice <command> <pipeline>`', () => {
     const text = readFileSync(dag, 'utf8');
-    expect(text).toMatch(/finalize\(shard\.expand\(index=prepare\(\)\)\)/);
-    expect(text).toMatch(/sluice\("prepare", "--shards", str\(SHARDS\)\)/);
     expect(text).toMatch(
-      /sluice\("run", "--shard", "auto", env=\{"SLUICE_SHARD_INDEX": str\(index\), "SLUICE_SHARD_COUNT": str\(SHARDS\)\}\)/,
+      /cmds=\["sluice"\],\s+arguments=\[args\[0\], PIPELINE, \*args\[1:\], "--log-format", "json"\]/,
     );
-    expect(text).toMatch(/sluice\("finalize", "--shard-count", str\(SHARDS\)\)/);
-    // A key literal in the DAG (`"SLUICE_API_KEY": "…"`): the workers' environment holds it.
+    expect(text).toMatch(/sluice\("prepare", "prepare", "--shards", str\(SHARDS\)\)/);
+    expect(text).toMatch(/sluice\("shard", "run", "--shard", "auto"\)/);
+    expect(text).toMatch(
+      /\.expand\(env_vars=\[\{\*\*SERVICE, "SLUICE_SHARD_INDEX": str\(i\), "SLUICE_SHARD_COUNT": str\(SHARDS\)\} for i in range\(SHARDS\)\]\)/,
+    );
+    expect(text).toMatch(
+      /sluice\("finalize", "finalize", "--shard-count", str\(SHARDS\)\), env_vars=SERVICE, trigger_rule="all_done"/,
+    );
+    expect(text).toMatch(/prepare >> shard >> finalize/);
+    // The key comes from a Secret: no literal in the DAG (`"SLUICE_API_KEY": "…"`).
+    expect(text).toMatch(
+      /Secret\(deploy_type="env", deploy_target="SLUICE_API_KEY", secret="sluice-api", key="api-key"\)/,
+    );
     expect(text).not.toMatch(/SLUICE_API_KEY["']?\s*[:=]\s*["']/);
+  });
+});
+
+describe('the image (Dockerfile) the recipes run', () => {
+  const read = (f: string): string => readFileSync(path.join(ROOT, f), 'utf8');
+  const dockerfile = read('Dockerfile');
+  const pkg = JSON.parse(read('package.json')) as {
+    name: string;
+    version: string;
+    bin: Record<string, string>;
+    engines: { node: string };
+  };
+  const tag = `${pkg.name}:${pkg.version}`;
+  /** The Dockerfile's instructions, continuation lines joined, comments dropped. */
+  const instructions = dockerfile
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .filter((l) => l.trim() && !l.trimStart().startsWith('#'));
+  const stages = instructions.filter((l) => l.startsWith('FROM '));
+
+  it('is the tag the recipes run, built as the Dockerfile says: <name>:<version> of package.json', () => {
+    expect(dockerfile).toContain(`docker build -t ${tag} .`);
+    for (const m of manifests()) expect(container(m).image, m.metadata.name).toBe(tag);
+    const dag = read('deploy/airflow/sluice_dag.py');
+    expect(dag).toContain(`IMAGE = "${tag}"`);
+    for (const recipe of [read('deploy/kubernetes/indexed-job.yaml'), dag])
+      expect(recipe).toContain(`docker build -t ${tag} .`);
+  });
+
+  it('runs a current LTS Node, the one CI runs the tests on besides the machine’s, within `engines`', () => {
+    const major = Number(/^ARG NODE_VERSION=(\d+)$/m.exec(dockerfile)?.[1]);
+    expect([22, 24]).toContain(major);
+    expect(stages).toEqual([
+      'FROM node:${NODE_VERSION}-bookworm-slim AS build',
+      'FROM node:${NODE_VERSION}-bookworm-slim',
+    ]);
+    expect(Number(/^NODE_LTS=(\d+)$/m.exec(read('.ci/run'))?.[1])).toBe(major);
+    expect(major).toBeGreaterThanOrEqual(Number(/^>=(\d+)\./.exec(pkg.engines.node)?.[1]));
+  });
+
+  it('runs as an unprivileged user, the one the recipes ask for, with the CLI as its entrypoint', () => {
+    const runtime = instructions.slice(instructions.indexOf(stages[1]!));
+    const user = runtime.filter((l) => l.startsWith('USER ')).pop();
+    expect(user).toBe('USER 1000:1000');
+    expect(runtime.indexOf(user!)).toBeLessThan(runtime.findIndex((l) => l.startsWith('ENTRYPOINT')));
+    expect(runtime).toContain('ENTRYPOINT ["sluice"]');
+    expect(runtime.join('\n')).toContain(`ln -s /opt/sluice/${pkg.bin.sluice} /usr/local/bin/sluice`);
+    for (const m of manifests())
+      expect(m.spec.template.spec.securityContext).toMatchObject({
+        runAsNonRoot: true,
+        runAsUser: 1000,
+        fsGroup: 1000,
+      });
+    expect(read('deploy/airflow/sluice_dag.py')).toContain('run_as_non_root=True, run_as_user=1000');
+  });
+
+  it('copies what exists, and its runtime stage only the packed package: the CLI and no source or test', () => {
+    const copies = instructions.filter((l) => l.startsWith('COPY ') && !l.includes('--from='));
+    for (const c of copies) {
+      const sources = c.split(/\s+/).slice(1, -1);
+      for (const s of sources) expect(existsSync(path.join(ROOT, s)), c).toBe(true);
+    }
+    // What `npm pack` puts in the tarball (dist/ as the suite's setup built it; no scripts run).
+    const r = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    const files = (JSON.parse(r.stdout) as [{ files: { path: string }[] }])[0].files.map((f) => f.path);
+    for (const f of [pkg.bin.sluice!, 'package.json', 'dist/src/cli/main.js', 'config/pipeline.schema.json'])
+      expect(files).toContain(f);
+    expect(files.filter((f) => f.startsWith('pipelines/') && f.endsWith('.yaml')).length).toBeGreaterThan(3);
+    expect(files.filter((f) => /^(src|sinks|test|bench)\//.test(f) || /\.ts$/.test(f))).toEqual([]);
+  });
+
+  it('needs no install script of a production dependency (it installs them with --ignore-scripts)', () => {
+    const lock = JSON.parse(read('package-lock.json')) as {
+      packages: Record<string, { dev?: boolean; hasInstallScript?: boolean }>;
+    };
+    const scripted = Object.entries(lock.packages).filter(([name, p]) => name && !p.dev && p.hasInstallScript);
+    expect(scripted.map(([name]) => name)).toEqual([]);
   });
 });

@@ -1,0 +1,80 @@
+/**
+ * `sluice report <pipeline.yaml> [--out report.html]`: the run history as one self-contained HTML page — charts of
+ * records, durations, paid jobs, dead letters, retries and schema changes per attempt, failures marked — with the
+ * current cursor and the outputs' sizes. Opens offline in any browser; needs no service.
+ */
+import type { Argv, CommandModule } from 'yargs';
+import { parseShard, positiveInt } from '../args.js';
+import type { CliContext } from '../context.js';
+
+interface ReportArgs {
+  pipeline: string;
+  out: string;
+  limit: number;
+  shard?: { index: number; count: number };
+  outputs: boolean;
+}
+
+export function reportCommand(ctx: CliContext): CommandModule<object, ReportArgs> {
+  return {
+    command: 'report <pipeline>',
+    describe: 'Write an HTML page charting the pipeline’s runs: records, duration, paid jobs, dead letters, failures',
+    builder: (y) =>
+      y
+        .positional('pipeline', { type: 'string', demandOption: true, describe: 'Pipeline YAML file' })
+        .option('out', { type: 'string', default: 'report.html', describe: 'The HTML file to write' })
+        .option('limit', {
+          type: 'number',
+          default: 90,
+          coerce: positiveInt('limit'),
+          describe: 'Attempts charted at most (the newest)',
+        })
+        .option('shard', { type: 'string', coerce: parseShard, describe: 'The runs of shard i/n' })
+        .option('outputs', {
+          type: 'boolean',
+          default: true,
+          describe: 'Read the cursor and the outputs’ sizes (--no-outputs: the history only)',
+        })
+        .example('$0 report pipelines/company_profiles.yaml', 'report.html: how the nights went')
+        .example('$0 report pipelines/serp.yaml --out /var/www/serp.html --limit 30', 'The last 30 attempts')
+        .strict() as unknown as Argv<ReportArgs>,
+    handler: async (args) => {
+      const { readFile, rename, writeFile } = await import('node:fs/promises');
+      const { loadPipeline } = await import('../../pipeline/load.js');
+      // As `sluice runs`: the history needs no service, so an unset key or address must not stop the report.
+      const pipeline = await loadPipeline(args.pipeline, ctx.io.env).catch(() =>
+        loadPipeline(args.pipeline, new Proxy(ctx.io.env, { get: (e, name: string) => e[name] ?? 'emulator' })),
+      );
+      const { pipelinePaths } = await import('../../engine/paths.js');
+      const { runHistoryFile } = await import('../../engine/run-history.js');
+      const { attemptsOf, toPoint } = await import('../report/series.js');
+      const { renderReport } = await import('../report/page.js');
+      const historyFile = runHistoryFile(pipelinePaths(pipeline, args.shard).stateDir);
+      const text = await readFile(historyFile, 'utf8').catch((err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOENT') return '';
+        throw err;
+      });
+      const history = attemptsOf(text);
+      const points = history.slice(-args.limit).map(toPoint);
+      let extras = {};
+      if (args.outputs) {
+        const { readCursor, readOutputs } = await import('../report/gather.js');
+        extras = { cursor: await readCursor(pipeline), outputs: await readOutputs(pipeline) };
+      }
+      const html = renderReport({
+        pipeline: pipeline.name,
+        file: pipeline.file,
+        generatedAt: new Date(),
+        points,
+        total: history.length,
+        outputs: [],
+        ...extras,
+      });
+      // Written whole, then renamed: a browser or a web server never reads half a page.
+      const tmp = `${args.out}.tmp-${process.pid}`;
+      await writeFile(tmp, html);
+      await rename(tmp, args.out);
+      ctx.io.out(`wrote ${args.out}: ${points.length} attempt(s) of ${pipeline.name}`);
+    },
+  };
+}

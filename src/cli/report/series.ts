@@ -1,0 +1,277 @@
+/**
+ * The run history as the report's series: one point per attempt, a value or a gap. runs.jsonl is read as untrusted
+ * text: other versions of sluice write more fields, fewer, or the same ones with other types, and a line may be cut
+ * short. Whatever a field holds, a point is a finite number or a gap (undefined), and nothing here throws.
+ */
+
+export type Status = 'succeeded' | 'failed' | 'interrupted' | 'crashed' | 'running' | 'unknown';
+
+/** One attempt, as far as the report needs it. */
+export interface RunPoint {
+  run: string;
+  attempt: number;
+  status: Status;
+  startedAt?: Date;
+  cause?: string;
+  exitCode?: number;
+  resumed: boolean;
+  /** The whole line as read, for series that look further. */
+  raw: Record<string, unknown>;
+}
+
+export interface Series {
+  /** Stable id: `data-series` in the page, and what the test reads. */
+  id: string;
+  label: string;
+  unit: 'count' | 'ms';
+  values: (number | undefined)[];
+}
+
+export interface Chart {
+  id: string;
+  title: string;
+  /** What the chart shows and where the numbers come from. */
+  about: string;
+  kind: 'bars' | 'lines';
+  series: Series[];
+}
+
+type Obj = Record<string, unknown>;
+
+const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** A count or duration: finite numbers only (a string, NaN or null is a gap). */
+export function num(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
+}
+
+const STATUSES: readonly Status[] = ['succeeded', 'failed', 'interrupted', 'crashed', 'running'];
+
+/**
+ * The attempts of a runs.jsonl text, oldest first: each attempt's lines merged, later fields winning, as the engine's
+ * reader (engine/run-history.ts) merges them. Read here again because the report must take any line — `null`, a
+ * list, a line cut short, an event of a kind this version does not know — and skip what is not an attempt.
+ */
+export function attemptsOf(text: string): Obj[] {
+  const byAttempt = new Map<string, Obj>();
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    let r: unknown;
+    try {
+      r = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    if (!isObj(r) || typeof r.run !== 'string' || num(r.attempt) === undefined) continue;
+    const key = `${r.run}#${String(r.attempt)}`;
+    byAttempt.set(key, { ...byAttempt.get(key), ...r });
+  }
+  return [...byAttempt.values()];
+}
+
+export function toPoint(raw: Obj): RunPoint {
+  const started = typeof raw.startedAt === 'string' ? new Date(raw.startedAt) : undefined;
+  return {
+    run: String(raw.run),
+    attempt: num(raw.attempt) ?? 1,
+    status: STATUSES.includes(raw.status as Status) ? (raw.status as Status) : 'unknown',
+    startedAt: started && !Number.isNaN(started.getTime()) ? started : undefined,
+    cause: typeof raw.cause === 'string' ? raw.cause : undefined,
+    exitCode: num(raw.exitCode),
+    resumed: raw.resumed === true,
+    raw,
+  };
+}
+
+/** The attempt's duration; a gap while it runs or when either end is missing or unreadable. */
+export function durationMs(p: RunPoint): number | undefined {
+  const end = typeof p.raw.endedAt === 'string' ? Date.parse(p.raw.endedAt) : NaN;
+  if (!p.startedAt || Number.isNaN(end)) return undefined;
+  return Math.max(0, end - p.startedAt.getTime());
+}
+
+function list(v: unknown): unknown[] {
+  return Array.isArray(v) ? v : [];
+}
+
+/** Sum of a field over a list, or a gap when no element has it. */
+function sumOf(items: unknown[], keys: readonly string[]): number | undefined {
+  let total: number | undefined;
+  for (const item of items) {
+    if (!isObj(item)) continue;
+    const v = keys.map((k) => num(item[k])).find((x) => x !== undefined);
+    if (v !== undefined) total = (total ?? 0) + v;
+  }
+  return total;
+}
+
+/** Names a run line may give the records it was charged for (paid jobs' records), newest spelling first. */
+const CHARGED_RUN_KEYS = ['recordsCharged', 'records_charged', 'chargedRecords'] as const;
+const CHARGED_JOB_KEYS = ['recordsCharged', 'records_charged', 'records', 'dataset_size'] as const;
+
+export function recordsCharged(p: RunPoint): number | undefined {
+  for (const k of CHARGED_RUN_KEYS) {
+    const v = num(p.raw[k]);
+    if (v !== undefined) return v;
+  }
+  return sumOf(list(p.raw.paidJobs), CHARGED_JOB_KEYS);
+}
+
+/** Paid calls: the paid jobs the run started (a gap for lines written before runs recorded them). */
+export function paidCalls(p: RunPoint): number | undefined {
+  return Array.isArray(p.raw.paidJobs) ? p.raw.paidJobs.length : undefined;
+}
+
+export function schemaChangeCount(p: RunPoint): number | undefined {
+  if (!Array.isArray(p.raw.schemaChanges)) return undefined;
+  return p.raw.schemaChanges.reduce<number>((n, c) => n + (isObj(c) ? list(c.changes).length : 0), 0);
+}
+
+/** Each sink's name as runs name it (`sink.describe()`), in order of first appearance. */
+export function sinkNames(points: readonly RunPoint[]): string[] {
+  const names: string[] = [];
+  for (const p of points)
+    for (const s of list(p.raw.sinks))
+      if (isObj(s) && typeof s.sink === 'string' && !names.includes(s.sink)) names.push(s.sink);
+  return names;
+}
+
+/**
+ * What a run committed into one sink: its records when the line says (newer versions), else its units. Which one
+ * is decided for the whole history, so one chart never mixes the two.
+ */
+function perSink(points: readonly RunPoint[], name: string, key: 'records' | 'committedUnits') {
+  return points.map((p) => {
+    const entry = list(p.raw.sinks).find((s) => isObj(s) && s.sink === name) as Obj | undefined;
+    return entry ? num(entry[key]) : undefined;
+  });
+}
+
+/** Fields the report charts or shows on purpose; any other numeric field gets a chart of its own. */
+const KNOWN = new Set([
+  'run',
+  'attempt',
+  'pipeline',
+  'status',
+  'cause',
+  'exitCode',
+  'startedAt',
+  'endedAt',
+  'resumed',
+  'pid',
+  'host',
+  'command',
+  'units',
+  'records',
+  'bytes',
+  'retries',
+  'deadLetters',
+  'deadLetterReasons',
+  'paidJobs',
+  'sinks',
+  'schemaChanges',
+  ...CHARGED_RUN_KEYS,
+]);
+
+/**
+ * Numeric fields the report does not know (added by a newer sluice: committed vs retried records, check results…),
+ * one level into objects (`checks.failed`), as series of their own: new facts show up without a change here.
+ */
+function otherSeries(points: readonly RunPoint[]): Series[] {
+  const found = new Map<string, Series>();
+  const add = (id: string, i: number, v: number): void => {
+    let s = found.get(id);
+    if (!s) found.set(id, (s = { id: `field:${id}`, label: id, unit: 'count', values: points.map(() => undefined) }));
+    s.values[i] = v;
+  };
+  points.forEach((p, i) => {
+    for (const [k, v] of Object.entries(p.raw)) {
+      if (KNOWN.has(k)) continue;
+      if (num(v) !== undefined) add(k, i, v as number);
+      else if (isObj(v))
+        for (const [k2, v2] of Object.entries(v)) if (num(v2) !== undefined) add(`${k}.${k2}`, i, v2 as number);
+    }
+  });
+  return [...found.values()].slice(0, 12);
+}
+
+export function charts(points: readonly RunPoint[]): Chart[] {
+  const field = (key: string) => points.map((p) => num(p.raw[key]));
+  const units = (key: 'committed' | 'failed') =>
+    points.map((p) => (isObj(p.raw.units) ? num(p.raw.units[key]) : undefined));
+  const sinks = sinkNames(points);
+  const sinkRecords = sinks.some((n) => perSink(points, n, 'records').some((v) => v !== undefined));
+  const out: Chart[] = [
+    {
+      id: 'records',
+      title: 'Records loaded',
+      about: 'Records the attempt read through the pipeline (runs.jsonl `records`).',
+      kind: 'bars',
+      series: [{ id: 'records', label: 'records', unit: 'count', values: field('records') }],
+    },
+    {
+      id: 'sinks',
+      title: sinkRecords ? 'Records per sink' : 'Units committed per sink',
+      about: sinkRecords
+        ? 'Records each sink committed (runs.jsonl `sinks[].records`).'
+        : 'Work units each sink committed in the attempt (runs.jsonl `sinks[].committedUnits`).',
+      kind: 'lines',
+      series: sinks.map((name, i) => ({
+        id: `sink:${i}`,
+        label: name,
+        unit: 'count',
+        values: perSink(points, name, sinkRecords ? 'records' : 'committedUnits'),
+      })),
+    },
+    {
+      id: 'duration',
+      title: 'Duration',
+      about: 'From start to end of each attempt (runs.jsonl `startedAt` → `endedAt`).',
+      kind: 'bars',
+      series: [{ id: 'duration', label: 'duration', unit: 'ms', values: points.map(durationMs) }],
+    },
+    {
+      id: 'paid',
+      title: 'Paid calls and records charged',
+      about: 'Paid jobs the attempt started (`paidJobs`), and the records they were charged for where recorded.',
+      kind: 'bars',
+      series: [
+        { id: 'paid-calls', label: 'paid jobs', unit: 'count', values: points.map(paidCalls) },
+        { id: 'records-charged', label: 'records charged', unit: 'count', values: points.map(recordsCharged) },
+      ],
+    },
+    {
+      id: 'problems',
+      title: 'Dead letters and retries',
+      about: 'Records set aside as dead letters (`deadLetters`) and requests retried (`retries`).',
+      kind: 'bars',
+      series: [
+        { id: 'dead-letters', label: 'dead letters', unit: 'count', values: field('deadLetters') },
+        { id: 'retries', label: 'retries', unit: 'count', values: field('retries') },
+      ],
+    },
+    {
+      id: 'changes',
+      title: 'Units failed and schema changes',
+      about: 'Work units that failed (`units.failed`), and columns added or widened in any sink (`schemaChanges`).',
+      kind: 'bars',
+      series: [
+        { id: 'units-failed', label: 'units failed', unit: 'count', values: units('failed') },
+        { id: 'schema-changes', label: 'schema changes', unit: 'count', values: points.map(schemaChangeCount) },
+      ],
+    },
+  ];
+  const more = otherSeries(points);
+  for (let i = 0; i < more.length; i += 2)
+    out.push({
+      id: `more-${i / 2}`,
+      title: more
+        .slice(i, i + 2)
+        .map((s) => s.label)
+        .join(' and '),
+      about: 'A figure this report does not know by name, as runs.jsonl records it.',
+      kind: 'bars',
+      series: more.slice(i, i + 2),
+    });
+  return out;
+}
