@@ -27,6 +27,7 @@ import type {
   Batch,
   CommitResult,
   OutputQuery,
+  QueryableOutput,
   Row,
   SchemaChange,
   Sink,
@@ -54,6 +55,7 @@ import { SpoolPool } from './copy.js';
 import { SourceFailure, loadUnit, streamUnit, type Prefix } from './load.js';
 import { checkKeysPresent } from './merge.js';
 import { dropNextGeneration, swapInNextGeneration } from './replace.js';
+import { ensureRunsTable, recordRun } from './runs-table.js';
 import { committedCheckpoints, committedUnitIds, ensureStateTable, isUnitCommitted } from './state.js';
 import {
   checkNameLengths,
@@ -97,6 +99,8 @@ export class PostgresSink implements Sink {
   private readonly tableConflicts = new ConflictLog();
   private reportedConflicts = 0;
   private readonly hooks: PostgresSinkHooks;
+  /** This attempt's load, for its row in `_sluice_runs`. */
+  private readonly load = { openedAt: new Date(), units: 0, records: 0, finished: false };
 
   constructor(
     private readonly config: PostgresSinkConfig,
@@ -128,6 +132,7 @@ export class PostgresSink implements Sink {
 
   async open(ctx: SinkContext): Promise<void> {
     this.ctx = ctx;
+    this.load.openedAt = new Date();
     const pool = (this.pool = createPool(connectionUrl(this.config), (err) =>
       ctx.log.warn(`${this.label}: an idle connection failed: ${errorLine(err)}`),
     ));
@@ -137,6 +142,7 @@ export class PostgresSink implements Sink {
         await lockExclusive(c, schemaLockKey(this.names.schema));
         await c.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(this.names.schema)}`);
         await ensureStateTable(c, this.names.schema);
+        await ensureRunsTable(c, this.names.schema);
       });
     } catch (err) {
       await this.close();
@@ -174,6 +180,15 @@ export class PostgresSink implements Sink {
   }
 
   async writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult> {
+    const r = await this.loadRows(unit, batches);
+    if (r.committed) {
+      this.load.units++;
+      this.load.records += r.records;
+    }
+    return r;
+  }
+
+  private async loadRows(unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult> {
     if (await this.isCommitted(unit.id)) return { committed: false, records: 0 };
     // Objects are jsonb here whatever their fields: typing the fields would only cost time.
     const schema = new InferredSchema({ temporalText: true, objectsAsJson: true });
@@ -205,13 +220,45 @@ export class PostgresSink implements Sink {
         this.columns = undefined;
       }
     });
+    this.load.finished = true;
+  }
+
+  /** Checks after the load: queries on the sink's pool. */
+  async queryable(): Promise<QueryableOutput> {
+    const pool = this.db();
+    return {
+      dialect: 'postgres',
+      relation: qualified(this.names.schema, this.names.table),
+      query: async (sql) => (await pool.query<Row>(sql)).rows,
+      close: async () => undefined,
+    };
   }
 
   async close(): Promise<void> {
+    await this.recordLoad();
     this.spools.close();
     const pool = this.pool;
     this.pool = undefined;
     await pool?.end().catch(() => undefined);
+  }
+
+  /** This attempt's row in `_sluice_runs`, if it touched the table; a failure to write it only warns. */
+  private async recordLoad(): Promise<void> {
+    const ctx = this.ctx;
+    if (!this.pool || ctx?.runId === undefined || (this.load.units === 0 && !this.load.finished)) return;
+    try {
+      await recordRun(this.pool, this.names.schema, {
+        pipeline: ctx.pipeline,
+        table: this.names.stateKey,
+        runId: ctx.runId,
+        complete: this.load.finished,
+        units: this.load.units,
+        records: this.load.records,
+        startedAt: this.load.openedAt,
+      });
+    } catch (err) {
+      ctx.log.warn(`${this.label}: could not record the run in _sluice_runs: ${errorLine(err)}`);
+    }
   }
 
   private async isCommitted(unitId: string): Promise<boolean> {
