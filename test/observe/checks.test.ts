@@ -144,8 +144,8 @@ describe('checks after the load', () => {
     expect(note.body).toMatchObject({ status: 'failed', exit_code: 6 });
 
     // The data stays, and both databases record the run under the same id.
-    const [{ n }] = await pg.query('checks', 'SELECT count(*)::int AS n FROM public.strict');
-    expect(n).toBe(3);
+    const [count] = await pg.query('checks', 'SELECT count(*)::int AS n FROM public.strict');
+    expect(count!.n).toBe(3);
     const pgRuns = await pg.query(
       'checks',
       `SELECT pipeline, run_id, status, units::int, records::int FROM public._sluice_runs ORDER BY started_at`,
