@@ -5,6 +5,8 @@
  * the status is the last attempt's: `complete` once the run finished every unit, `incomplete` while it has not.
  */
 import type pg from 'pg';
+import type { SinkContext } from '../../src/core/types.js';
+import { errorLine } from './connection.js';
 import { qualified } from './types.js';
 
 export const RUNS_TABLE = '_sluice_runs';
@@ -64,4 +66,37 @@ export async function recordRun(c: Queryable, schema: string, row: SinkRunRow): 
       row.startedAt,
     ],
   );
+}
+
+/** What one attempt did to the table, counted by the sink as it commits. */
+export interface AttemptLoad {
+  openedAt: Date;
+  units: number;
+  records: number;
+  /** `finish()` ran: the run completed every unit. */
+  finished: boolean;
+}
+
+/** This attempt's row, if it touched the table; a failure to write it only warns (the data is committed). */
+export async function recordLoad(
+  pool: pg.Pool,
+  names: { schema: string; stateKey: string },
+  ctx: SinkContext,
+  load: AttemptLoad,
+  label: string,
+): Promise<void> {
+  if (ctx.runId === undefined || (load.units === 0 && !load.finished)) return;
+  try {
+    await recordRun(pool, names.schema, {
+      pipeline: ctx.pipeline,
+      table: names.stateKey,
+      runId: ctx.runId,
+      complete: load.finished,
+      units: load.units,
+      records: load.records,
+      startedAt: load.openedAt,
+    });
+  } catch (err) {
+    ctx.log.warn(`${label}: could not record the run in _sluice_runs: ${errorLine(err)}`);
+  }
 }

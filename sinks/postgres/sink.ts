@@ -55,7 +55,7 @@ import { SpoolPool } from './copy.js';
 import { SourceFailure, loadUnit, streamUnit, type Prefix } from './load.js';
 import { checkKeysPresent } from './merge.js';
 import { dropNextGeneration, swapInNextGeneration } from './replace.js';
-import { ensureRunsTable, recordRun } from './runs-table.js';
+import { ensureRunsTable, recordLoad, type AttemptLoad } from './runs-table.js';
 import { committedCheckpoints, committedUnitIds, ensureStateTable, isUnitCommitted } from './state.js';
 import {
   checkNameLengths,
@@ -100,7 +100,7 @@ export class PostgresSink implements Sink {
   private reportedConflicts = 0;
   private readonly hooks: PostgresSinkHooks;
   /** This attempt's load, for its row in `_sluice_runs`. */
-  private readonly load = { openedAt: new Date(), units: 0, records: 0, finished: false };
+  private readonly load: AttemptLoad = { openedAt: new Date(), units: 0, records: 0, finished: false };
 
   constructor(
     private readonly config: PostgresSinkConfig,
@@ -235,30 +235,11 @@ export class PostgresSink implements Sink {
   }
 
   async close(): Promise<void> {
-    await this.recordLoad();
+    if (this.pool && this.ctx) await recordLoad(this.pool, this.names, this.ctx, this.load, this.label);
     this.spools.close();
     const pool = this.pool;
     this.pool = undefined;
     await pool?.end().catch(() => undefined);
-  }
-
-  /** This attempt's row in `_sluice_runs`, if it touched the table; a failure to write it only warns. */
-  private async recordLoad(): Promise<void> {
-    const ctx = this.ctx;
-    if (!this.pool || ctx?.runId === undefined || (this.load.units === 0 && !this.load.finished)) return;
-    try {
-      await recordRun(this.pool, this.names.schema, {
-        pipeline: ctx.pipeline,
-        table: this.names.stateKey,
-        runId: ctx.runId,
-        complete: this.load.finished,
-        units: this.load.units,
-        records: this.load.records,
-        startedAt: this.load.openedAt,
-      });
-    } catch (err) {
-      ctx.log.warn(`${this.label}: could not record the run in _sluice_runs: ${errorLine(err)}`);
-    }
   }
 
   private async isCommitted(unitId: string): Promise<boolean> {
