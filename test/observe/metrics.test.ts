@@ -49,7 +49,7 @@ describe('metrics', () => {
       file,
       `version: 1
 name: metered
-source: { type: file, paths: [in], format: jsonl }
+source: { type: file, paths: [in], format: jsonl, concurrency: 1 }
 sink: { type: duckdb, path: out.duckdb, table: t }
 metrics:
   pushgateway: \${PUSHGATEWAY_URL}
@@ -73,6 +73,7 @@ metrics:
     expect(sample(scraped, 'sluice_units_total', { ...run, outcome: 'failed' })).toBe(0);
     expect(sample(scraped, 'sluice_dead_letters_total', run)).toBe(0);
     expect(sample(scraped, 'sluice_run_exit_code', run)).toBe(0);
+    // b.jsonl (read second: one file at a time, in order) adds `extra`.
     expect(sample(scraped, 'sluice_schema_changes_total', { ...run, sink })).toBe(1);
     const [history] = await readRunHistory(path.join(dir, '.sluice/metered/runs.jsonl'));
     expect(sample(scraped, 'sluice_run_info', { ...run, run: history!.run })).toBe(1);
