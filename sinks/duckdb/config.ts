@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { mergeKeyRule } from '../merge-key-rule.js';
 import { lineageOption } from '../../src/engine/lineage.js';
+import { checksOption } from '../../src/observe/checks/config.js';
 import { schemaContractOption } from '../../src/schema/contract.js';
 
 /**
@@ -57,6 +58,7 @@ export const duckdbSinkSchema = z
       ),
     lineage: lineageOption,
     schema_contract: schemaContractOption,
+    checks: checksOption,
   })
   .strict()
   .superRefine(mergeKeyRule);

@@ -25,6 +25,8 @@ import type {
   Batch,
   CommitResult,
   OutputQuery,
+  QueryableOutput,
+  Row,
   RawFile,
   SchemaChange,
   Sink,
@@ -205,6 +207,18 @@ export class DuckDBSink implements Sink {
       this.columns = undefined;
     });
     this.load.finished = true;
+  }
+
+  /** Checks after the load: a connection of their own on the sink's database, timestamps read in UTC. */
+  async queryable(): Promise<QueryableOutput> {
+    const conn = await this.database().connect();
+    await conn.run(`SET SESSION TimeZone = 'UTC'`);
+    return {
+      dialect: 'duckdb',
+      relation: qualified(this.names.schema, this.names.table),
+      query: async (sql) => (await conn.runAndReadAll(sql)).getRowObjectsJson() as Row[],
+      close: async () => conn.closeSync(),
+    };
   }
 
   async close(): Promise<void> {

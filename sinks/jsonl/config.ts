@@ -1,6 +1,7 @@
 /** The jsonl sink's configuration schema, validated once by the registry before the sink is built. */
 import { z } from 'zod';
 import { lineageOption } from '../../src/engine/lineage.js';
+import { checksOption } from '../../src/observe/checks/config.js';
 import { schemaContractOption } from '../../src/schema/contract.js';
 import { s3Option } from '../output-files/s3.js';
 
@@ -56,6 +57,7 @@ export const jsonlSinkSchema = z
     s3: s3Option,
     lineage: lineageOption,
     schema_contract: schemaContractOption,
+    checks: checksOption,
   })
   .strict();
 

@@ -27,6 +27,7 @@ import type {
   Batch,
   CommitResult,
   OutputQuery,
+  QueryableOutput,
   RawFile,
   Sink,
   SinkCapabilities,
@@ -52,6 +53,7 @@ import {
   type FileSinkOptions,
 } from '../output-files/file-sink.js';
 import { CommitIncompleteError, type OutputDir, type Move } from '../output-files/output-dir.js';
+import { publishedFilesQueryable } from '../output-files/queryable.js';
 import { unitFileStem } from '../output-files/unit-file-name.js';
 import { asNativeRefusal, refuseUnlessJsonl } from '../raw-jsonl/refusal.js';
 import { DEFAULT_TARGET_FILE_MB, jsonlSinkSchema, type JsonlSinkConfig } from './config.js';
@@ -107,6 +109,16 @@ export class JsonlSink implements Sink {
     return {
       sql: `SELECT * FROM read_json_auto(${quoteString(files)}, format = 'newline_delimited', union_by_name = true) LIMIT ${limit}`,
     };
+  }
+
+  /** Checks after the load read the published files. */
+  queryable(): Promise<QueryableOutput> {
+    const files = publishedFilesGlob(this.baseDir ?? '.', this.config.path, '*.jsonl*');
+    return publishedFilesQueryable(
+      files,
+      (glob) => `read_json_auto(${glob}, format = 'newline_delimited', union_by_name = true)`,
+      'jsonl sink',
+    );
   }
 
   lockPath(baseDir: string): string {

@@ -31,6 +31,7 @@ import type {
   Batch,
   CommitResult,
   OutputQuery,
+  QueryableOutput,
   Sink,
   SinkCapabilities,
   SinkContext,
@@ -59,6 +60,7 @@ import type { Manifest } from '../output-files/manifest.js';
 import { Mutex } from '../output-files/mutex.js';
 import { writeNdjson } from '../output-files/ndjson-writer.js';
 import { CommitIncompleteError, type OutputDir, type Move } from '../output-files/output-dir.js';
+import { publishedFilesQueryable } from '../output-files/queryable.js';
 import { unitFileStem } from '../output-files/unit-file-name.js';
 import { DEFAULT_TARGET_FILE_MB, parquetSinkSchema, type ParquetSinkConfig } from './config.js';
 import { copyToParquet, emptyFiles, listFiles, rewriteIfNeeded } from './write-files.js';
@@ -109,6 +111,16 @@ export class ParquetSink implements Sink {
     return {
       sql: `SELECT * FROM read_parquet(${quoteString(files)}, hive_partitioning = true, union_by_name = true) LIMIT ${limit}`,
     };
+  }
+
+  /** Checks after the load read the published files. */
+  queryable(): Promise<QueryableOutput> {
+    const files = publishedFilesGlob(this.baseDir ?? '.', this.config.path, '*.parquet');
+    return publishedFilesQueryable(
+      files,
+      (glob) => `read_parquet(${glob}, hive_partitioning = true, union_by_name = true)`,
+      'parquet sink',
+    );
   }
 
   lockPath(baseDir: string): string {

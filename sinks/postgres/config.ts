@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { mergeKeyRule } from '../merge-key-rule.js';
 import { lineageOption } from '../../src/engine/lineage.js';
+import { checksOption } from '../../src/observe/checks/config.js';
 import { schemaContractOption } from '../../src/schema/contract.js';
 
 /** Suffix of the table a `replace` run fills before it is swapped in (as in the duckdb sink). */
@@ -43,6 +44,7 @@ export const postgresSinkSchema = z
       .describe('Column(s) identifying a row, for `write: merge` (required there, not allowed otherwise).'),
     lineage: lineageOption,
     schema_contract: schemaContractOption,
+    checks: checksOption,
   })
   .strict()
   .superRefine(mergeKeyRule);

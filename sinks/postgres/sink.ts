@@ -27,6 +27,7 @@ import type {
   Batch,
   CommitResult,
   OutputQuery,
+  QueryableOutput,
   Row,
   SchemaChange,
   Sink,
@@ -55,6 +56,7 @@ import { SpoolPool } from './copy.js';
 import { SourceFailure, loadUnit, streamUnit, type Prefix } from './load.js';
 import { checkKeysPresent } from './merge.js';
 import { dropNextGeneration, swapInNextGeneration } from './replace.js';
+import { ensureRunsTable, recordLoad, type AttemptLoad } from './runs-table.js';
 import { committedCheckpoints, committedUnitIds, ensureStateTable, isUnitCommitted } from './state.js';
 import {
   checkNameLengths,
@@ -100,6 +102,8 @@ export class PostgresSink implements Sink {
   private readonly tableConflicts = new ConflictLog();
   private reportedConflicts = 0;
   private readonly hooks: PostgresSinkHooks;
+  /** This attempt's load, for its row in `_sluice_runs`. */
+  private readonly load: AttemptLoad = { openedAt: new Date(), units: 0, records: 0, finished: false };
 
   constructor(
     private readonly config: PostgresSinkConfig,
@@ -131,6 +135,7 @@ export class PostgresSink implements Sink {
 
   async open(ctx: SinkContext): Promise<void> {
     this.ctx = ctx;
+    this.load.openedAt = new Date();
     const pool = (this.pool = createPool(connectionUrl(this.config), (err) =>
       ctx.log.warn(`${this.label}: an idle connection failed: ${errorLine(err)}`),
     ));
@@ -140,6 +145,7 @@ export class PostgresSink implements Sink {
         await lockExclusive(c, schemaLockKey(this.names.schema));
         await c.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(this.names.schema)}`);
         await ensureStateTable(c, this.names.schema);
+        await ensureRunsTable(c, this.names.schema);
       });
     } catch (err) {
       await this.close();
@@ -177,6 +183,15 @@ export class PostgresSink implements Sink {
   }
 
   async writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult> {
+    const r = await this.loadRows(unit, batches);
+    if (r.committed) {
+      this.load.units++;
+      this.load.records += r.records;
+    }
+    return r;
+  }
+
+  private async loadRows(unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult> {
     if (await this.isCommitted(unit.id)) return { committed: false, records: 0 };
     // Objects are jsonb here whatever their fields: typing the fields would only cost time.
     const schema = new InferredSchema({ temporalText: true, objectsAsJson: true });
@@ -208,9 +223,22 @@ export class PostgresSink implements Sink {
         this.columns = undefined;
       }
     });
+    this.load.finished = true;
+  }
+
+  /** Checks after the load: queries on the sink's pool. */
+  async queryable(): Promise<QueryableOutput> {
+    const pool = this.db();
+    return {
+      dialect: 'postgres',
+      relation: qualified(this.names.schema, this.names.table),
+      query: async (sql) => (await pool.query<Row>(sql)).rows,
+      close: async () => undefined,
+    };
   }
 
   async close(): Promise<void> {
+    if (this.pool && this.ctx) await recordLoad(this.pool, this.names, this.ctx, this.load, this.label);
     this.spools.close();
     const pool = this.pool;
     this.pool = undefined;

@@ -30,11 +30,15 @@ export function reportError(io: CliIo, err: unknown, opts: { debug: boolean; for
   const exitCode = expected ? err.exitCode : EXIT_CODES.failure;
   const stack = opts.debug && err instanceof Error ? err.stack : undefined;
   if (opts.format === 'json') {
+    // A run's failure carries its summary: the line says which run, like every other line of the run.
+    const run = (err as { summary?: { run?: string; pipeline?: string; shard?: string } } | undefined)?.summary;
     io.err(
       JSON.stringify({
         time: new Date().toISOString(),
         level: 'error',
         msg: message,
+        ...(run?.run !== undefined && { run: run.run, pipeline: run.pipeline }),
+        ...(run?.shard !== undefined && { shard: run.shard }),
         ...(hint !== undefined && { fix: hint }),
         error: err instanceof Error ? err.name : typeof err,
         exit_code: exitCode,

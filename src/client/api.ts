@@ -15,6 +15,15 @@ export interface ClientOptions {
   /** ms; defaults: connect 10s, headers 180s (a search page may wait server-side up to 150 s), body idle 120s. */
   timeouts?: { connect?: number; headers?: number; body?: number };
   retry?: RetryOptions;
+  /**
+   * Told as each call starts (tracing, paid-call counts); the function it returns, if any, is told how the call
+   * ended. Unset: nothing is measured.
+   */
+  onCall?: (call: {
+    method: string;
+    path: string;
+    paid: boolean;
+  }) => ((outcome: { status?: number; error?: unknown }) => void) | undefined;
   /** Called on each retry (for counters and logs); the message is already redacted. */
   onRetry?: (info: { attempt: number; delayMs: number; reason: string; method: string; path: string }) => void;
 }

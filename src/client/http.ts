@@ -138,6 +138,22 @@ export class HttpCore {
    * any other error it throws while reading the body counts as a network failure after the request was sent.
    */
   async call<T>(call: CallOptions, consume: (res: RawResponse) => Promise<T>): Promise<T> {
+    const ended = this.opts.onCall?.({ method: call.method, path: call.path, paid: call.paid === true });
+    if (!ended) return this.attempts(call, consume);
+    try {
+      return await this.attempts(call, consume, (status) => ended({ status }));
+    } catch (error) {
+      ended({ error, ...(error instanceof ServiceError && error.status > 0 && { status: error.status }) });
+      throw error;
+    }
+  }
+
+  /** `answered`: told the status of the response that `consume` succeeded on. */
+  private async attempts<T>(
+    call: CallOptions,
+    consume: (res: RawResponse) => Promise<T>,
+    answered?: (status: number) => void,
+  ): Promise<T> {
     const path = this.pathOf(call);
     const startedAt = Date.now();
     for (let attempt = 1; ; attempt++) {
@@ -157,7 +173,9 @@ export class HttpCore {
         if (!ok) err = await errorFrom(call, res, this.opts.apiKeyVariable);
         else {
           try {
-            return await consume({ status: res.statusCode, headers: res.headers, body: res.body });
+            const result = await consume({ status: res.statusCode, headers: res.headers, body: res.body });
+            answered?.(res.statusCode);
+            return result;
           } catch (e) {
             if (call.signal?.aborted) throw call.signal.reason;
             err = e instanceof ServiceError ? e : networkFailure(call, transportFailure(e, 'body'));

@@ -23,6 +23,11 @@ export const EXIT_CODES = {
    * decides (evolve the table, or transform the data). Nothing of the refused unit was committed there.
    */
   schemaContract: 5,
+  /**
+   * A check marked `error` (a sink's `checks:`) failed after the load. The run's data is committed; the data (or the
+   * check) needs a look before anyone relies on it.
+   */
+  checks: 6,
   /** Interrupted by SIGINT (Ctrl-C): 128 + 2, as shells report it. Committed units are kept. */
   sigint: 130,
   /** Interrupted by SIGTERM (a scheduler stopping the job): 128 + 15. Committed units are kept. */
@@ -153,6 +158,14 @@ export class FailureBudgetExceeded extends SluiceError {
   constructor(message: string, opts: { hint?: string; cause?: unknown } = {}) {
     super(message, { ...opts, exitCode: EXIT_CODES.failureBudget });
     this.name = 'FailureBudgetExceeded';
+  }
+}
+
+/** A sink's `checks:` found what an `error` check forbids: the data is committed, the run says it is wrong. */
+export class ChecksFailed extends SluiceError {
+  constructor(message: string, opts: { hint?: string } = {}) {
+    super(message, { ...opts, exitCode: EXIT_CODES.checks });
+    this.name = 'ChecksFailed';
   }
 }
 

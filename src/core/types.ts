@@ -234,6 +234,20 @@ export interface OutputQuery {
 }
 
 /**
+ * What a sink committed, readable by SQL in the sink's own dialect: checks after the load (src/observe/checks) run
+ * through it, never through a sink's type name.
+ */
+export interface QueryableOutput {
+  readonly dialect: 'duckdb' | 'postgres';
+  /** The committed rows as a FROM-clause item: a quoted table, or `read_parquet(…)` over the committed files. */
+  readonly relation: string;
+  /** The rows a query returns, as JSON-compatible objects. */
+  query(sql: string): Promise<Row[]>;
+  /** Releases what `queryable()` opened for it (not the sink). */
+  close(): Promise<void>;
+}
+
+/**
  * A sink owns its atomic commit: a unit's records and the unit's checkpoint become visible together or not at all.
  * The engine serialises nothing: a sink must accept `writeUnit` calls for different units concurrently.
  */
@@ -279,5 +293,7 @@ export interface Sink {
   writeUnitFile?(unit: WorkUnit, file: RawFile): Promise<CommitResult>;
   /** Called once after every unit succeeded (e.g. `replace` swaps the new generation in here). */
   finish(): Promise<void>;
+  /** Optional: what the sink committed, for checks after the load; called after `finish()`, before `close()`. */
+  queryable?(): Promise<QueryableOutput>;
   close(): Promise<void>;
 }

@@ -1,5 +1,6 @@
 /** What the CLI asks of the engine. */
 import type { SchemaChange } from '../core/types.js';
+import type { CheckResult } from '../observe/events.js';
 
 export interface RunOptions {
   /** Forget checkpoints and committed units; start over. */
@@ -33,6 +34,10 @@ export interface RunOptions {
 }
 
 export interface RunSummary {
+  /** The run's id: the same in the logs, `runs.jsonl`, the sinks' `_sluice_runs`, notifications, metrics, traces. */
+  run?: string;
+  /** `i/n` for a sharded run. */
+  shard?: string;
   pipeline: string;
   units: { total: number; done: number; skipped: number; failed: number };
   /** Records this run committed (once per unit, whatever the number of sinks; summary.ts `CommittedRecords`). */
@@ -59,6 +64,8 @@ export interface RunSummary {
    * names; only sinks that changed something.
    */
   schemaChanges: SinkSchemaChanges[];
+  /** Results of the sinks' `checks:` after the load (absent: no sink has checks). */
+  checks?: CheckResult[];
 }
 
 export interface SinkSchemaChanges {

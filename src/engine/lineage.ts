@@ -45,6 +45,7 @@ export function withLineage(sink: Sink, runId: string): Sink {
   if (sink.lockPath) wrapped.lockPath = (baseDir) => sink.lockPath!(baseDir);
   if (sink.committedCheckpoints) wrapped.committedCheckpoints = () => sink.committedCheckpoints!();
   if (sink.currentColumns) wrapped.currentColumns = () => sink.currentColumns!();
+  if (sink.queryable) wrapped.queryable = () => sink.queryable!();
   return wrapped;
 }
 

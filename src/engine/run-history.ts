@@ -14,6 +14,7 @@ import { EXIT_CODES, InterruptedError, SluiceError } from '../core/errors.js';
 import { PAID_JOBS_KEY, type PaidJob } from '../sources/saved-job.js';
 import { errorText } from './error-text.js';
 import type { SinkSchemaChanges } from './api.js';
+import type { CheckResult } from '../observe/events.js';
 import type { ReasonCount } from './failure-budget.js';
 import { identityOf, judgeHolder, selfIdentity } from './process-identity.js';
 
@@ -70,6 +71,8 @@ export interface RunRecord {
   sinks?: SinkOutcome[];
   /** Columns the attempt added to or widened in each sink's table / dataset (only sinks that changed something). */
   schemaChanges?: SinkSchemaChanges[];
+  /** Results of the sinks' `checks:` after the load. */
+  checks?: CheckResult[];
 }
 
 export function runHistoryFile(stateDir: string): string {

@@ -25,7 +25,7 @@ import { buildComponents, refuseShardedReplaceSinks, sinkConfigs } from './compo
 import { DeadLetterFile } from './dead-letter-file.js';
 import { FailureBudget, parseDeadLetterLimit } from './failure-budget.js';
 import { withLineage } from './lineage.js';
-import { createLogger } from './logger.js';
+import { createLogger, withContext } from './logger.js';
 import { pipelinePaths } from './paths.js';
 import { findPrepared, seedPrepared } from './prepare.js';
 import { Progress } from './progress.js';
@@ -43,10 +43,11 @@ import { refuseFreshDuplicates } from './stages/fresh-guard.js';
 import { openRunState } from './stages/open-state.js';
 import { planLine, planUnits } from './stages/plan.js';
 import { runUnit, UNIT_ATTEMPTS } from './stages/run-unit.js';
-import { scheduleRun, type UnitCounts } from './stages/schedule.js';
+import type { UnitCounts } from './stages/schedule.js';
 import { buildSummary, CommittedRecords, newRunCounters, runFailure, SchemaChangeLog } from './summary.js';
 import { EVOLVE, isEvolve, resolveContract, type SchemaContractOption } from '../schema/contract.js';
 import { errorText } from './error-text.js';
+import { RunWatch } from './run-watch.js';
 
 export { pipelinePaths, type PipelinePaths } from './paths.js';
 export { planPipeline } from './plan-pipeline.js';
@@ -81,8 +82,12 @@ async function runAttempt(
       write: (s) => process.stderr.write(s),
     },
   );
+  // The run's identity on every JSON log line (logger.ts withContext); `run` is set once the state is open.
+  const shard = opts.shard && `${opts.shard.index}/${opts.shard.count}`;
+  const identity = { run: undefined as string | undefined, pipeline: p.name, ...(shard && { shard }) };
+  const baseLog = hooks.log ?? createLogger({ format: opts.logFormat, level: opts.quiet ? 'warn' : 'info' });
   // On a terminal, log lines appear above the progress bars rather than through them.
-  const log = progress.wrap(hooks.log ?? createLogger({ format: opts.logFormat, level: opts.quiet ? 'warn' : 'info' }));
+  const log = progress.wrap(withContext(baseLog, identity));
   // Before any state, lock or paid call: no sink can take `replace` from shards (core/sharded-replace.ts).
   refuseShardedReplaceSinks(p.config, opts.shard);
   // A shard keeps its state, temp files and lock apart from the other shards (paths.ts).
@@ -124,6 +129,7 @@ async function runAttempt(
     throw interrupt?.aborted ? interrupted(interrupt, { total: 0, done: 0, skipped: 0, failed: 0 }) : err;
   }
   const { state, runId, resumed, lock } = opened;
+  identity.run = runId;
   // Until the run's own try/finally below owns the lock, anything that throws must release it: the next run would
   // otherwise find a lock whose holder is alive (this process, in tests) or 'take over' one from a run that just failed.
   let lockHandedOver = false;
@@ -164,9 +170,12 @@ async function runAttempt(
       }
       return budgetSpent;
     };
+    // Notifications, metrics, traces and checks (src/observe/), through one object the run tells what happens.
+    const watch = await RunWatch.start(p.config, { baseDir: p.baseDir, log });
     const service = new ServiceConnection(p.config.service, p.baseDir, log, counters, {
       // One embedded emulator account for the prepare step and every shard.
       emulatorStateFile: path.join(paths.rootStateDir, 'emulator.json'),
+      ...watch.serviceCalls(),
     });
     hooks.onService?.(service);
     const deps: ComponentDeps = {
@@ -218,6 +227,14 @@ async function runAttempt(
 
     let units: UnitCounts = { total: 0, done: 0, skipped: 0, failed: 0 };
     let committedPerSink = sinks.map(() => 0);
+    watch.started({
+      identity: { ...identity, run: runId },
+      resumed,
+      startedAt,
+      sinks,
+      counters,
+      progress: progress.state,
+    });
     let failure: unknown;
     let summary: RunSummary | undefined;
     try {
@@ -248,7 +265,7 @@ async function runAttempt(
       if (opts.progress && !opts.quiet) progress.start();
       const planned = await planUnits(source, sctx, opts.shard);
       progress.state.plan = planLine(planned, opts.shard);
-      const scheduled = await scheduleRun({
+      const scheduled = await watch.schedule({
         runId,
         source,
         sctx,
@@ -282,6 +299,7 @@ async function runAttempt(
                   onCommit: (s, r) => {
                     schemaChanges.note(s.describe(), r.schemaChanges);
                     committedRecords.note(scoped.id, s, r);
+                    watch.committed(u, s, r);
                   },
                 },
                 onNativeFallback: (unit, refusals) => {
@@ -304,6 +322,8 @@ async function runAttempt(
       // Every unit was read: a percentage budget is judged on the final counts, however few records.
       if (budget.exceeded(counters.records, true)) throw budget.error(counters.records);
       await finishRun(sinks, state);
+      // The data stays committed whatever the checks find.
+      await watch.check(sinkConfigList as object[], { log, ...(sctx.now && { now: sctx.now }) });
     } catch (err) {
       // Whatever an aborted read threw, the cause is the interrupt.
       failure = interrupt?.aborted ? interrupted(interrupt, units) : err;
@@ -313,16 +333,21 @@ async function runAttempt(
       abort.abort();
       const closeFailure = await closeRun({ source, sinks, deadLetters: dlq, service, log });
       failure ??= closeFailure;
-      summary = buildSummary(
-        p.name,
-        units,
-        counters,
-        startedAt,
-        sinks.map((s) => s.describe()),
-        budget.topReasons(),
-        schemaChanges.list(),
-        committedRecords.total,
-      );
+      summary = {
+        ...identity,
+        run: runId,
+        ...buildSummary(
+          p.name,
+          units,
+          counters,
+          startedAt,
+          sinks.map((s) => s.describe()),
+          budget.topReasons(),
+          schemaChanges.list(),
+          committedRecords.total,
+        ),
+        ...(watch.checks.length > 0 && { checks: watch.checks }),
+      };
       // Written while the lock is held: the next run must not find this attempt `running` and call it crashed.
       await history
         .end(
@@ -341,6 +366,7 @@ async function runAttempt(
         .catch((e: unknown) => log.warn(`recording the run in ${history.file}: ${errorText(e)}`));
       // Released after the sinks closed (a DuckDB file is checkpointed on close): the next run finds them settled.
       await releaseLocks([lock, ...outputLocks], log);
+      await watch.ended(failure, summary);
     }
 
     if (failure !== undefined) throw runFailure(failure, summary);
@@ -373,6 +399,7 @@ function attemptRecord(
     deadLetters: summary.deadLetters,
     deadLetterReasons: summary.deadLetterReasons,
     ...(summary.schemaChanges.length > 0 && { schemaChanges: summary.schemaChanges }),
+    ...(summary.checks && { checks: summary.checks }),
     paidJobs,
     sinks,
   };

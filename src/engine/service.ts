@@ -6,6 +6,7 @@
  * other command start without it.
  */
 import path from 'node:path';
+import type { ClientOptions } from '../client/api.js';
 import { createClient, type ServiceClient } from '../client/index.js';
 import { ConfigError, SluiceError } from '../core/errors.js';
 import { registerSecret } from '../core/redact.js';
@@ -41,6 +42,8 @@ export interface ServiceConnectionOptions {
    * real service; without it the embedded emulator starts empty every time.
    */
   emulatorStateFile?: string;
+  /** Told of every call to the service (ClientOptions.onCall): traces and paid-call counts. */
+  onCall?: ClientOptions['onCall'];
 }
 
 export class ServiceConnection {
@@ -108,6 +111,7 @@ export class ServiceConnection {
         ...(r.base_delay_ms !== undefined && { baseDelayMs: r.base_delay_ms }),
         ...(r.max_delay_ms !== undefined && { maxDelayMs: r.max_delay_ms }),
       },
+      ...(this.options.onCall && { onCall: this.options.onCall }),
       onRetry: (info) => {
         this.counter.retries++;
         this.log.warn(`retrying ${info.method} ${info.path} in ${Math.round(info.delayMs)} ms: ${info.reason}`, {

@@ -5,6 +5,8 @@ import type { RunSummary, SinkSchemaChanges } from './api.js';
 import { errorText } from './error-text.js';
 import { formatReasons } from './failure-budget.js';
 import { formatBytes, formatDuration } from './progress.js';
+import type { CheckResult } from '../observe/events.js';
+import { formatCheck } from '../observe/checks/run-checks.js';
 
 /** The sources' counters plus what only the engine counts. */
 export interface RunCounters extends Counters {
@@ -125,8 +127,20 @@ export function formatSummary(s: RunSummary): string {
     ...(s.nativeFallbacks > 0 ? [`  JS fallbacks ${s.nativeFallbacks} (a sink refused a file natively)`] : []),
     // Said in the summary, not only in the log: a table's columns changing is what downstream queries feel.
     ...(s.schemaChanges ?? []).map((c) => `  schema       ${c.sink}: ${c.changes.map(formatSchemaChange).join(', ')}`),
+    ...checkLines(s.checks ?? []),
     `  duration     ${formatDuration(s.durationMs)}`,
     `  throughput   ${Math.round(s.records / Math.max(secs, 0.001)).toLocaleString('en-US')} records/s, ${formatBytes(s.bytes / Math.max(secs, 0.001))}/s`,
     ...s.outputs.map((o) => `  output       ${o}`),
+    ...(s.run !== undefined ? [`  run          ${s.run}${s.shard !== undefined ? ` (shard ${s.shard})` : ''}`] : []),
   ].join('\n');
+}
+
+/** `checks 5 passed, 1 failed`, then a line per check that did not pass. */
+function checkLines(checks: readonly CheckResult[]): string[] {
+  if (checks.length === 0) return [];
+  const passed = checks.filter((c) => c.passed).length;
+  return [
+    `  checks       ${passed} passed, ${checks.length - passed} failed`,
+    ...checks.filter((c) => !c.passed).map((c) => `    ${c.name} on ${c.sink}: ${formatCheck(c)}`),
+  ];
 }

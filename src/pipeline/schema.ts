@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import type { ComponentDef } from '../core/component.js';
+import { metricsSchema, notifySchema } from '../observe/config.js';
 import { schemaContractOption } from '../schema/contract.js';
 import { resumePolicySchema } from '../sources/resume-policy.js';
 import type { Registry } from './registry.js';
@@ -144,6 +145,8 @@ export function pipelineSchema(reg: Registry) {
         .describe(
           'Failure budget: the run stops (exit code 4) once more records than this were dead-lettered — a count (`100`) or a percentage of the records (`"1%"`, judged after 1000 records and at the end). Committed units stay committed; the next run resumes. Default: no limit.',
         ),
+      notify: notifySchema.optional(),
+      metrics: metricsSchema.optional(),
     })
     .strict();
 }

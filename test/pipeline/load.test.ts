@@ -29,7 +29,7 @@ const HEAD = 'version: 1\nname: t\nservice: { base_url: emulator, api_key: emula
 
 describe('broken pipelines are reported at file:line:column', () => {
   const cases: [string, string[]][] = [
-    ['unknown-key-top.yaml', ['8:1: retries: unknown key "retries"']],
+    ['unknown-key-top.yaml', ['8:1: retries: unknown key "retries" (did you mean "metrics"?)']],
     ['unknown-key-source.yaml', ['10:3: source.max_page: unknown key "max_page" (did you mean "max_pages"?)']],
     ['unknown-key-sink.yaml', ['11:3: sink.tabel: unknown key "tabel" (did you mean "table"?)']],
     ['unknown-key-transform.yaml', ['9:42: transforms[1].exlude: unknown key "exlude" (did you mean "exclude"?)']],

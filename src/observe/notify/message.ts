@@ -1,0 +1,127 @@
+/**
+ * What a notification says, in sluice's own JSON body or as a Slack-compatible `{"text": …}`. Both carry the run
+ * id, so a message leads to the run's log lines, metrics, trace, `runs.jsonl` line and `_sluice_runs` row.
+ */
+import { hostname } from 'node:os';
+import { redact } from '../../core/redact.js';
+import type { NotifyEvent } from '../config.js';
+import type { CheckResult, RunEnded, RunIdentity, RunTotals, SinkSchemaChange } from '../events.js';
+
+export interface Notice extends RunIdentity {
+  event: NotifyEvent;
+  /** One line: what happened. */
+  title: string;
+  status: 'succeeded' | 'failed' | 'interrupted' | 'running';
+  exitCode?: number;
+  cause?: string;
+  fix?: string;
+  durationMs?: number;
+  totals: RunTotals;
+  schemaChanges?: SinkSchemaChange[];
+  checks?: CheckResult[];
+}
+
+/** The events a finished run sends (a webhook gets those it subscribed to). */
+export function endNotices(e: RunEnded): Notice[] {
+  const base = {
+    run: e.run,
+    pipeline: e.pipeline,
+    ...(e.shard !== undefined && { shard: e.shard }),
+    status: e.outcome,
+    exitCode: e.exitCode,
+    durationMs: e.durationMs,
+    totals: e.totals,
+    ...(e.cause !== undefined && { cause: e.cause }),
+    ...(e.fix !== undefined && { fix: e.fix }),
+  };
+  const who = `${e.pipeline}${e.shard ? ` (shard ${e.shard})` : ''}`;
+  const notices: Notice[] = [];
+  const failedChecks = e.checks.filter((c) => !c.passed);
+  if (e.outcome !== 'succeeded') {
+    // One message per failure, of the kind that tells its owner most: a spent budget and failed checks are failures.
+    const event: NotifyEvent = e.exitCode === 4 ? 'failure_budget' : e.exitCode === 6 ? 'checks' : 'failure';
+    const verb = e.outcome === 'interrupted' ? 'was interrupted' : 'failed';
+    notices.push({
+      ...base,
+      event,
+      title: `sluice ${who} ${verb} (exit ${e.exitCode}): ${e.cause ?? 'unknown cause'}`,
+      ...(event === 'checks' && { checks: e.checks }),
+    });
+  } else {
+    if (failedChecks.length > 0)
+      notices.push({
+        ...base,
+        event: 'checks',
+        title: `sluice ${who}: ${failedChecks.length} check(s) warned`,
+        checks: e.checks,
+      });
+    notices.push({
+      ...base,
+      event: 'success',
+      title: `sluice ${who} succeeded: ${e.totals.records} records in ${Math.round(e.durationMs / 1000)} s`,
+    });
+  }
+  if (e.schemaChanges.length > 0 || e.exitCode === 5)
+    notices.push({
+      ...base,
+      event: 'schema_change',
+      title:
+        e.exitCode === 5
+          ? `sluice ${who}: a schema contract refused the data: ${e.cause ?? ''}`
+          : `sluice ${who}: columns changed in ${e.schemaChanges.map((s) => s.sink).join(', ')}`,
+      schemaChanges: e.schemaChanges,
+    });
+  return notices;
+}
+
+export function stallNotice(id: RunIdentity, totals: RunTotals, stalledMs: number, after: string): Notice {
+  return {
+    ...id,
+    event: 'stall',
+    status: 'running',
+    title: `sluice ${id.pipeline}${id.shard ? ` (shard ${id.shard})` : ''} stalled: no unit committed for ${after} (${totals.units.committed} committed so far)`,
+    durationMs: stalledMs,
+    totals,
+  };
+}
+
+/** sluice's own body: every field a receiver may route or display on. */
+export function jsonBody(n: Notice): Record<string, unknown> {
+  return {
+    event: n.event,
+    title: redact(n.title),
+    status: n.status,
+    pipeline: n.pipeline,
+    run: n.run,
+    ...(n.shard !== undefined && { shard: n.shard }),
+    ...(n.exitCode !== undefined && { exit_code: n.exitCode }),
+    ...(n.cause !== undefined && { cause: redact(n.cause) }),
+    ...(n.fix !== undefined && { fix: redact(n.fix) }),
+    ...(n.durationMs !== undefined && { duration_ms: n.durationMs }),
+    units: n.totals.units,
+    records: n.totals.records,
+    records_per_sink: n.totals.recordsPerSink,
+    bytes: n.totals.bytes,
+    retries: n.totals.retries,
+    dead_letters: n.totals.deadLetters,
+    paid_calls: n.totals.paidCalls,
+    ...(n.schemaChanges && { schema_changes: n.schemaChanges }),
+    ...(n.checks && { checks: n.checks }),
+    host: hostname(),
+    time: new Date().toISOString(),
+  };
+}
+
+/** Slack's incoming-webhook body (Mattermost, Rocket.Chat and Teams' Slack-compatible hooks take it too). */
+export function slackBody(n: Notice): { text: string } {
+  const icon = n.event === 'success' ? ':white_check_mark:' : n.event === 'stall' ? ':hourglass:' : ':x:';
+  const lines = [`${icon} ${n.title}`];
+  if (n.fix !== undefined && n.status !== 'succeeded') lines.push(`fix: ${n.fix}`);
+  for (const s of n.schemaChanges ?? [])
+    lines.push(
+      `${s.sink}: ${s.changes.map((c) => (c.change === 'added' ? `+${c.column} ${c.to}` : `${c.column} ${c.from ?? '?'}→${c.to}`)).join(', ')}`,
+    );
+  for (const c of (n.checks ?? []).filter((r) => !r.passed)) lines.push(`check ${c.name} on ${c.sink}: ${c.message}`);
+  lines.push(`run \`${n.run}\``);
+  return { text: redact(lines.join('\n')) };
+}

@@ -1,0 +1,73 @@
+/**
+ * A real Prometheus Pushgateway for the tests (Debian's `prometheus-pushgateway`), on a free port of 127.0.0.1,
+ * without persistence, stopped by `stop()`. Started once it logs that it listens. Without the binary this throws,
+ * naming the package to install: the metrics tests fail rather than skip.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+
+export interface Pushgateway {
+  url: string;
+  /** The text of `GET /metrics`: everything pushed, in Prometheus's exposition format. */
+  scrape(): Promise<string>;
+  /** PUTs `text` as the metrics of `job` (the Pushgateway parses it with Prometheus's parser); the HTTP status. */
+  put(job: string, text: string): Promise<{ status: number; body: string }>;
+  stop(): void;
+}
+
+function findBinary(): string {
+  for (const candidate of [process.env.SLUICE_PUSHGATEWAY, '/usr/bin/prometheus-pushgateway'])
+    if (candidate && existsSync(candidate)) return candidate;
+  const which = spawnSync('sh', ['-c', 'command -v prometheus-pushgateway || command -v pushgateway'], {
+    encoding: 'utf8',
+  });
+  if (which.status === 0 && which.stdout.trim()) return which.stdout.trim().split('\n')[0]!;
+  throw new Error(
+    'the Prometheus Pushgateway binary was not found (/usr/bin/prometheus-pushgateway, $SLUICE_PUSHGATEWAY or PATH): ' +
+      'install it with `apt-get install prometheus-pushgateway` (Debian/Ubuntu), or set SLUICE_PUSHGATEWAY to its path',
+  );
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export async function startPushgateway(): Promise<Pushgateway> {
+  const bin = findBinary();
+  const port = await freePort();
+  const child: ChildProcess = spawn(bin, [`--web.listen-address=127.0.0.1:${port}`], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    let log = '';
+    const onData = (chunk: Buffer): void => {
+      log += chunk.toString();
+      if (log.includes('msg="Listening on"')) {
+        child.stderr!.off('data', onData);
+        child.stderr!.resume();
+        resolve();
+      }
+    };
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`the Pushgateway exited (${code}) before listening:\n${log}`)));
+    child.once('error', reject);
+  });
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    url,
+    scrape: async () => (await fetch(`${url}/metrics`)).text(),
+    put: async (job, text) => {
+      const res = await fetch(`${url}/metrics/job/${job}`, { method: 'PUT', body: text });
+      return { status: res.status, body: await res.text() };
+    },
+    stop: () => void child.kill('SIGTERM'),
+  };
+}
