@@ -163,12 +163,13 @@ describe('the 5-minute limit', () => {
     expect(listed.find((s) => s.id === id)?.status).toBe('canceled');
   });
 
-  it('under timeoutStatus: failed, the same job ends failed with error_code job_timeout', async () => {
+  it('under timeoutStatus: failed, such a job ends failed with error_code job_timeout', async () => {
+    // 100 records per emulated minute: 1,000 records cannot be scanned inside the limit.
     const failed = await startEmulator({
       seed: 5,
-      size: 10_000,
+      size: 1000,
       timeScale: 600,
-      jobRecordsPerMinute: 1000,
+      jobRecordsPerMinute: 100,
       datasets: { timeoutStatus: 'failed' },
     });
     try {
