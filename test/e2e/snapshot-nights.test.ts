@@ -12,7 +12,8 @@
  * After every successful night the table equals a full load of the data as it stands; the emulator's counters say
  * what each night paid for; `plan` then shows the filter from the committed cursor. The figures are printed.
  *
- * `npm test` plays five nights before the failed one; SLUICE_SNAPSHOT_NIGHTS=full (CI, `.ci/run`) plays thirty.
+ * `npm test` plays three nights (a load, a quiet night, a load) before the failing one; SLUICE_SNAPSHOT_NIGHTS=full
+ * (CI, `.ci/run`) plays thirty.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,7 +28,7 @@ import { memoryIo } from '../cli/memory-io.js';
 import { query } from './harness.js';
 
 const FULL = process.env.SLUICE_SNAPSHOT_NIGHTS === 'full';
-const REGULAR_NIGHTS = FULL ? 30 : 5;
+const REGULAR_NIGHTS = FULL ? 30 : 3;
 const KEY = 'emulator-key';
 const DAY = 86_400_000;
 /** Half past an hour: new records appear on whole hours, so none appears while a night's run goes on. */
