@@ -52,7 +52,11 @@ export interface Download {
   body: Readable;
 }
 
-export type SnapshotStatus = 'scheduled' | 'building' | 'ready' | 'failed';
+/**
+ * The per-snapshot vocabulary (`scheduled`, `building`, `ready`, `failed`), plus `canceled` (a job cut off by the
+ * 5-minute limit, spelt as in the list endpoint's wider vocabulary); any other string is a state not finished yet.
+ */
+export type SnapshotStatus = 'scheduled' | 'building' | 'ready' | 'failed' | 'canceled' | (string & {});
 
 export interface SnapshotMeta {
   id: string;
@@ -64,6 +68,10 @@ export interface SnapshotMeta {
   cost?: number;
   error?: string;
   error_code?: string;
+  /** Other fields a failure's reason is read from (the vendor's CLI reads all of them). */
+  error_message?: string;
+  failure_reason?: string;
+  message?: string;
   warning?: string;
   warning_code?: string;
 }
@@ -95,10 +103,15 @@ export interface DownloadParams {
   part?: number;
 }
 
-/** How long a download may wait out 202 "Snapshot is building" answers (docs/service.md §1.2). */
+/**
+ * How long a download (or a parts count) may wait out "not ready" answers — 202 "Snapshot is building", 400 "Snapshot
+ * not ready", 400 "Snapshot is not ready" (docs/service.md §1.2–1.3).
+ */
 export interface DownloadWait {
-  /** Milliseconds the 202s may be waited out in all (the source's poll timeout); 0 or absent: not at all. */
+  /** Milliseconds the answers may be waited out in all (the source's poll timeout); 0 or absent: not at all. */
   notReadyWaitMs?: number;
+  /** First wait when the service gives no Retry-After (default 1000; it grows up to 30 s). */
+  intervalMs?: number;
   signal?: AbortSignal;
   /** Told before each wait. */
   onNotReady?: (info: { attempt: number; delayMs: number; message: string }) => void;
@@ -126,11 +139,15 @@ export interface DatasetsApi {
    * filter call whose answer was lost is reconciled: the job it may have started shows up here.
    */
   snapshots(datasetId: string): Promise<SnapshotList>;
-  /** `{parts}`; while the snapshot builds the service answers 400 "Snapshot is not ready" (→ ServiceError). */
-  parts(id: string, params: Omit<DownloadParams, 'part'>): Promise<{ parts: number }>;
   /**
-   * A 200 body as a byte stream. A 202 (still building, even after the status said ready) is waited out and asked
-   * again within `wait.notReadyWaitMs`, Retry-After honoured; after that → `NotReadyError`.
+   * `{parts}`. A 400 "Snapshot is not ready" (while the snapshot builds, or its file after the status said ready) is
+   * waited out within `wait.notReadyWaitMs`; after that → `NotReadyError`.
+   */
+  parts(id: string, params: Omit<DownloadParams, 'part'>, wait?: DownloadWait): Promise<{ parts: number }>;
+  /**
+   * A 200 body as a byte stream. "Not ready" in either form (202, or 400 "Snapshot not ready"; even after the
+   * status said ready) is waited out and asked again within `wait.notReadyWaitMs`, Retry-After honoured; after
+   * that → `NotReadyError`.
    */
   download(id: string, params: DownloadParams, wait?: DownloadWait): Promise<Download>;
 }

@@ -15,11 +15,23 @@ import { sleep } from '../core/sleep.js';
 import { NotReadyError, ServiceError } from './errors.js';
 import { parseRetryAfter, readText, type HttpCore } from './http.js';
 
+/** Waits between "not ready" answers: no bound on their number (the caller's wait budget bounds them), 30 s at most. */
+const NOT_READY_MAX_MS = 30_000;
+
+/** A "not ready" answer: what the service said, and the wait it asked for. */
+interface NotReadyAnswer {
+  notReady: string;
+  status: number;
+  retryAfterMs?: number;
+}
+
 /**
- * Waits between downloads answered 202: the service's Retry-After when it gives one, else a backoff from 1 s up to
- * 30 s. How many is bounded by the caller's wait budget (the source's poll timeout), not by a count.
+ * The service's 400 forms of "not ready" (docs/service.md §1.2–1.3): `{"error": "Snapshot not ready"}` on a
+ * download, `Snapshot is not ready` on parts. A 400 is otherwise final (a validation error), so only the words tell.
  */
-const NOT_READY_POLICY = new RetryPolicy({ attempts: Number.MAX_SAFE_INTEGER, baseMs: 1_000, maxMs: 30_000 });
+export function isNotReadyRefusal(err: unknown): err is ServiceError {
+  return err instanceof ServiceError && err.status === 400 && /\bnot ready\b|\bis building\b/i.test(err.serviceMessage);
+}
 
 export function datasetsApi(http: HttpCore): DatasetsApi {
   const snapshotPath = (id: string): string => `/datasets/snapshots/${encodeURIComponent(id)}`;
@@ -88,46 +100,89 @@ export function datasetsApi(http: HttpCore): DatasetsApi {
       });
     },
 
-    parts: (id, p) =>
-      http.json({
-        method: 'GET',
-        path: `${snapshotPath(id)}/parts`,
-        query: { format: p.format, compress: p.compress, batch_size: p.batch_size },
-      }),
+    parts: (id, p, wait = {}) =>
+      untilReady(`${snapshotPath(id)}/parts`, wait, () =>
+        http
+          .json<{ parts: number }>({
+            method: 'GET',
+            path: `${snapshotPath(id)}/parts`,
+            query: { format: p.format, compress: p.compress, batch_size: p.batch_size },
+          })
+          .catch((err: unknown) => notReadyOf(err)),
+      ),
 
-    async download(id: string, p: DownloadParams, wait: DownloadWait = {}): Promise<Download> {
-      const path = `${snapshotPath(id)}/download`;
-      const budgetMs = wait.notReadyWaitMs ?? 0;
-      const deadline = Date.now() + budgetMs;
-      for (let attempt = 1; ; attempt++) {
-        const res = await http.send({
-          method: 'GET',
-          path,
-          query: { format: p.format, compress: p.compress, batch_size: p.batch_size, part: p.part },
-          accept: [202],
-          ...(wait.signal !== undefined && { signal: wait.signal }),
-        });
+    download: (id: string, p: DownloadParams, wait: DownloadWait = {}): Promise<Download> =>
+      untilReady(`${snapshotPath(id)}/download`, wait, async () => {
+        const path = `${snapshotPath(id)}/download`;
+        let res: Download;
+        try {
+          res = await http.send({
+            method: 'GET',
+            path,
+            query: { format: p.format, compress: p.compress, batch_size: p.batch_size, part: p.part },
+            accept: [202],
+            ...(wait.signal !== undefined && { signal: wait.signal }),
+          });
+        } catch (err) {
+          return notReadyOf(err);
+        }
         if (res.status !== 202) return res;
-        // 202 even after the status said ready (docs/service.md §1.2): wait and ask again while the budget lasts.
         const text = (await res.body.toArray()).join('').trim() || 'Snapshot is building';
         const retryAfter = res.headers['retry-after'];
         const retryAfterMs = parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
-        const init = { method: 'GET', path, serviceMessage: text, ...(retryAfterMs !== undefined && { retryAfterMs }) };
-        const notReady = new NotReadyError(init);
-        const delayMs = NOT_READY_POLICY.delayMs(attempt, notReady);
-        if (!NOT_READY_POLICY.shouldRetry(attempt, notReady) || Date.now() + delayMs > deadline)
-          throw new NotReadyError({
-            ...init,
-            final: true,
-            ...(budgetMs > 0 && {
-              serviceMessage: `${text} (still, after ${Math.round(budgetMs / 1000)} s of waiting)`,
-            }),
-          });
-        wait.onNotReady?.({ attempt, delayMs, message: text });
-        await sleep(delayMs, wait.signal);
-      }
-    },
+        return { notReady: text, status: 202, ...(retryAfterMs !== undefined && { retryAfterMs }) };
+      }),
   };
+}
+
+/** A 400 "not ready" as an answer to wait out; any other error is thrown. */
+function notReadyOf(err: unknown): NotReadyAnswer {
+  if (!isNotReadyRefusal(err)) throw err;
+  return {
+    notReady: err.serviceMessage,
+    status: 400,
+    ...(err.retryAfterMs !== undefined && { retryAfterMs: err.retryAfterMs }),
+  };
+}
+
+/**
+ * Asks until the answer is not "not ready": the file behind a snapshot may be prepared after its status said ready
+ * (docs/service.md §1.2), so this is a wait, not a failure, for as long as `wait.notReadyWaitMs` allows. Waits the
+ * service's Retry-After when it gives one, else a backoff from `wait.intervalMs` (1 s) up to 30 s.
+ */
+async function untilReady<T extends object>(
+  path: string,
+  wait: DownloadWait,
+  ask: () => Promise<T | NotReadyAnswer>,
+): Promise<T> {
+  const budgetMs = wait.notReadyWaitMs ?? 0;
+  const deadline = Date.now() + budgetMs;
+  const policy = new RetryPolicy({
+    attempts: Number.MAX_SAFE_INTEGER,
+    baseMs: wait.intervalMs ?? 1_000,
+    maxMs: NOT_READY_MAX_MS,
+  });
+  for (let attempt = 1; ; attempt++) {
+    const answer = await ask();
+    if (!('notReady' in answer)) return answer;
+    const text = answer.notReady;
+    const init = {
+      method: 'GET',
+      path,
+      status: answer.status,
+      serviceMessage: text,
+      ...(answer.retryAfterMs !== undefined && { retryAfterMs: answer.retryAfterMs }),
+    };
+    const delayMs = policy.delayMs(attempt, new NotReadyError(init));
+    if (Date.now() + delayMs > deadline)
+      throw new NotReadyError({
+        ...init,
+        final: true,
+        ...(budgetMs > 0 && { serviceMessage: `${text} (still, after ${Math.round(budgetMs / 1000)} s of waiting)` }),
+      });
+    wait.onNotReady?.({ attempt, delayMs, message: text });
+    await sleep(delayMs, wait.signal);
+  }
 }
 
 function isListItem(v: unknown): v is SnapshotListItem {

@@ -77,17 +77,18 @@ export function networkFailure(where: { method: string; path: string }, cause: N
 }
 
 /**
- * 202 from a download: the snapshot (or export) is still being built, sometimes even after its status said ready.
- * Asking again later succeeds, so it is transient while the caller's wait lasts (`final` unset); the error a caller
- * finally throws (`final: true`) is not, since the caller already waited as long as it was allowed to.
+ * "Not ready" from a download or a parts count (202, or a 400 saying so): the snapshot (or export) is still being
+ * built, sometimes even after its status said ready. Asking again later succeeds, so it is transient while the
+ * caller's wait lasts (`final` unset); the error a caller finally throws (`final: true`) is not, since the caller
+ * already waited as long as it was allowed to.
  */
 export class NotReadyError extends ServiceError {
   override readonly transient: boolean;
 
-  constructor(init: Omit<ServiceErrorInit, 'status'> & { final?: boolean }) {
+  constructor(init: Omit<ServiceErrorInit, 'status'> & { final?: boolean; status?: number }) {
     super({
       ...init,
-      status: 202,
+      status: init.status ?? 202,
       hint:
         init.hint ??
         'the service is still preparing the snapshot file: run again later (committed parts are kept and the ' +

@@ -15,9 +15,13 @@ export interface PollOptions {
   onStatus?: (meta: SnapshotMeta) => void;
 }
 
+/** Statuses after which the snapshot will not change: waiting longer is pointless. */
+const TERMINAL = new Set(['ready', 'failed', 'canceled', 'cancelled']);
+
 /**
  * Resolves with the final metadata: `ready`, or `failed` with `warning_code: no_records_found` (an empty result,
- * not an error). Any other failure throws.
+ * not an error). Any other failure, and `canceled`, throws at once, with the service's reason. Every other status
+ * (the list endpoint's vocabulary is wide: `collecting`, `digesting`, …) is a job still running.
  */
 export async function pollSnapshot(client: ServiceClient, id: string, opts: PollOptions): Promise<SnapshotMeta> {
   const deadline = Date.now() + opts.timeoutMs;
@@ -28,15 +32,9 @@ export async function pollSnapshot(client: ServiceClient, id: string, opts: Poll
     if (meta.status !== last) opts.onStatus?.(meta);
     last = meta.status;
     if (meta.status === 'ready') return meta;
-    if (meta.status === 'failed') {
-      if (meta.warning_code === 'no_records_found') return meta;
-      const why = meta.error ?? (meta as { error_message?: string }).error_message ?? meta.warning ?? 'no reason given';
-      throw new SluiceError(`snapshot ${id} failed: ${why}${meta.error_code ? ` (${meta.error_code})` : ''}`, {
-        hint:
-          meta.error_code === 'job_timeout'
-            ? "the filter job passed the service's 5-minute limit: narrow the filter or lower records_limit, then run with --fresh"
-            : 'fix the filter and run with --fresh to start a new filter job',
-      });
+    if (TERMINAL.has(meta.status)) {
+      if (meta.status === 'failed' && meta.warning_code === 'no_records_found') return meta;
+      throw snapshotFailed(id, meta);
     }
     if (Date.now() + interval > deadline)
       throw new SluiceError(`snapshot ${id} is still ${meta.status} after ${seconds(opts.timeoutMs)} s of waiting`, {
@@ -45,6 +43,31 @@ export async function pollSnapshot(client: ServiceClient, id: string, opts: Poll
     await sleep(interval, opts.signal);
     interval = Math.min(interval * 1.5, opts.maxIntervalMs ?? 10_000);
   }
+}
+
+/**
+ * Why a snapshot failed, from whichever field the service put it in (the vendor's CLI reads the same five); the
+ * status alone when none says.
+ */
+export function failureReason(meta: SnapshotMeta): string | undefined {
+  for (const why of [meta.error, meta.error_message, meta.failure_reason, meta.warning, meta.message])
+    if (typeof why === 'string' && why.trim() !== '') return why.trim();
+  return undefined;
+}
+
+function snapshotFailed(id: string, meta: SnapshotMeta): SluiceError {
+  const why = failureReason(meta);
+  const code = meta.error_code ?? meta.warning_code;
+  const canceled = meta.status !== 'failed';
+  const limit = canceled || code === 'job_timeout' || /5[- ]minute|time ?limit|timed? ?out/i.test(why ?? '');
+  return new SluiceError(
+    `snapshot ${id} ${canceled ? 'was canceled' : 'failed'}: ${why ?? `the service gave no reason (status ${meta.status})`}${code ? ` (${code})` : ''}`,
+    {
+      hint: limit
+        ? 'the service cancels a filter job that runs longer than 5 minutes: narrow source.filter or lower source.records_limit (a changed filter or limit starts a new job on the next run), or run with --fresh to try the same job again'
+        : 'fix source.filter (a changed filter starts a new job on the next run), or run with --fresh to start the same filter job again',
+    },
+  );
 }
 
 /** Whole seconds, or tenths below ten (a 0.3 s timeout is not "0 s"). */

@@ -3,6 +3,7 @@
  * survives a restart.
  */
 import { z } from 'zod';
+import type { DatasetBehaviour } from './datasets/behaviour.js';
 import type { PersistedState } from './persisted-state.js';
 import type { DataOptions } from './state-file.js';
 
@@ -39,6 +40,8 @@ export interface EmulatorOptions {
    * kept, so another emulator started with the same file knows them. Undefined: nothing outlives the process.
    */
   stateFile?: string;
+  /** The dataset endpoints' switches away from the real service's behaviour (datasets/behaviour.ts); unset: real. */
+  datasets?: Partial<DatasetBehaviour>;
 }
 
 export const defaultEmulatorOptions: EmulatorOptions = {
@@ -113,6 +116,9 @@ export class Clock {
   }
 }
 
+/** The route whose every request is billed (a crawl page). */
+export const BILLED_ROUTE = 'POST /request';
+
 /** Counters readable by tests at `GET /_emulator/stats` and through the in-process handle. */
 export class Stats {
   /** `METHOD pattern` → requests received (after auth). */
@@ -129,6 +135,8 @@ export class Stats {
    * carried over through the state file.
    */
   recordsCharged = 0;
+  /** Crawl requests billed by earlier instances sharing the state file (`requests` goes on from there). */
+  requestsBefore = 0;
   inFlight = 0;
   maxInFlight = 0;
   /** In-flight per route pattern, and its maximum (crawl tests assert `POST /request`). */
@@ -168,10 +176,11 @@ export class Stats {
       for (const k of Object.keys(o)) delete o[k];
     this.maxInFlight = this.inFlight;
     this.recordsCharged = 0;
+    this.requestsBefore = 0;
   }
   /** What the account paid for: paid operations, crawl requests (each one billed) and records charged. */
   counters(): { paid: Record<string, number>; requests: number; paid_calls: number; records_charged: number } {
-    const requests = this.routes['POST /request'] ?? 0;
+    const requests = this.requestsBefore + (this.routes[BILLED_ROUTE] ?? 0);
     const operations = Object.values(this.paid).reduce((a, b) => a + b, 0);
     return {
       paid: { ...this.paid },

@@ -8,6 +8,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
 import {
+  BILLED_ROUTE,
   Clock,
   Stats,
   clockAnchorSchema,
@@ -47,7 +48,11 @@ export interface EmulatorHandle {
 export const routeModules: RouteModule[] = [datasets, deepLookup, request, zones];
 
 const paidSchema = z.record(z.string(), z.number().int().nonnegative());
-const chargedSchema = z.object({ records: z.number().int().nonnegative() });
+/** What the account was billed for besides paid operations: records of snapshots, crawl requests. */
+const chargedSchema = z.object({
+  records: z.number().int().nonnegative(),
+  requests: z.number().int().nonnegative().optional(),
+});
 
 /**
  * Starts the emulator. With `stateFile`, it first restores what an earlier instance saved there (and throws
@@ -60,8 +65,14 @@ export async function startEmulator(opts: Partial<EmulatorOptions> = {}): Promis
   const stats = new Stats();
   const savedPaid = state.section('paid', paidSchema, () => ({ ...stats.paid }));
   if (savedPaid) stats.restorePaid(savedPaid);
-  const savedCharged = state.section('charged', chargedSchema, () => ({ records: stats.recordsCharged }));
-  if (savedCharged) stats.recordsCharged = savedCharged.records;
+  const savedCharged = state.section('charged', chargedSchema, () => ({
+    records: stats.recordsCharged,
+    requests: stats.counters().requests,
+  }));
+  if (savedCharged) {
+    stats.recordsCharged = savedCharged.records;
+    stats.requestsBefore = savedCharged.requests ?? 0;
+  }
   const savedClock = state.section('clock', clockAnchorSchema, () => ctx.clock.anchor);
   const ctx: EmulatorContext = {
     options,
@@ -155,6 +166,7 @@ async function handle(
 
   const routeKey = `${method} ${match.route.pattern}`;
   ctx.stats.enter(routeKey);
+  if (routeKey === BILLED_ROUTE) ctx.state.changed(); // the account's bill outlives the process (--state-file)
   // In flight until the response is fully sent or the connection dropped, not merely until the handler returns:
   // slow bodies and streams outlive it.
   res.once('close', () => ctx.stats.leave(routeKey));

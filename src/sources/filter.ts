@@ -267,22 +267,49 @@ function jsonProblem(file: FilterFile, field: string): string | undefined {
   return undefined;
 }
 
+/** The field names a filter's conditions test, in order (`field:subfield` as written). */
+export function filterFieldNames(filter: unknown): string[] {
+  if (!isObject(filter)) return [];
+  if (Array.isArray(filter.filters)) return filter.filters.flatMap(filterFieldNames);
+  return typeof filter.name === 'string' ? [filter.name] : [];
+}
+
+/**
+ * The 422 a filter call gets when the service knows up front that it matches nothing (docs/service.md §2.3): an
+ * empty result — nothing was started, nothing is charged — not a failure.
+ */
+export function matchesNothing(err: unknown): err is ServiceError {
+  return err instanceof ServiceError && err.status === 422 && /did not match|no records/i.test(err.serviceMessage);
+}
+
 /**
  * The service's 400 to a filter job says what it disliked in its own words; point at the options that produce the
- * request. Other errors pass through unchanged.
+ * request. `knownFields`: the dataset's fields when its metadata answered (most datasets publish none), for a
+ * guess at a mistyped name. Other errors pass through unchanged.
  */
-export function filterRefusal(err: unknown, datasetId: string): unknown {
+export function filterRefusal(err: unknown, datasetId: string, knownFields?: string[]): unknown {
   if (!(err instanceof ServiceError) || err.status !== 400) return err;
   const said = [err.serviceMessage, ...err.details].filter(Boolean).join('; ');
   const field = /field not found/i.test(said);
   return new SluiceError(`the service refused the filter job on ${datasetId}: ${said}`, {
     hint: field
-      ? `fix the field name in source.filter: \`sluice datasets metadata ${datasetId}\` lists the dataset's fields`
+      ? fieldHint(said, datasetId, knownFields)
       : /file/i.test(said)
         ? 'fix source.filter and source.files: a filter value names an uploaded file by its file name'
         : 'fix source.filter (or records_limit) as the service says; `sluice validate` checks the filter grammar',
     cause: err,
   });
+}
+
+function fieldHint(said: string, datasetId: string, knownFields: string[] | undefined): string {
+  if (knownFields === undefined)
+    return (
+      'fix the field name in source.filter: the service publishes field lists for some datasets only ' +
+      `(\`sluice datasets metadata ${datasetId}\`); the records of one of its snapshots show the fields otherwise`
+    );
+  const named = /"([^"]+)"/.exec(said)?.[1];
+  const guess = named === undefined ? undefined : didYouMean(named.split(':')[0]!, knownFields);
+  return `fix the field name in source.filter${guess ? ` (did you mean "${guess}"?)` : ''}: \`sluice datasets metadata ${datasetId}\` lists the dataset's fields`;
 }
 
 /** Levels of groups in a filter: 0 for a field filter, 1 for a group of field filters, and so on. */

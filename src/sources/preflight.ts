@@ -57,14 +57,57 @@ export async function checkSearchZone(client: ServiceClient, zone: string, log: 
     });
 }
 
-/** The dataset a filter job would run on exists (its metadata is free to read). */
-export async function checkDataset(client: ServiceClient, datasetId: string): Promise<void> {
-  await client.datasets.metadata(datasetId).catch((err: unknown) => {
-    if (err instanceof ServiceError && err.status === 404)
-      throw new SluiceError(`dataset ${datasetId} does not exist (${err.message})`, {
-        hint: 'check source.dataset_id: `sluice datasets list` shows the ids of the datasets you can filter',
-        cause: err,
-      });
+/** A dataset's fields as its metadata describes them; undefined when the service has no metadata for it. */
+export type DatasetFieldNames = string[] | undefined;
+
+/**
+ * The dataset a filter job would run on exists: it is in the service's dataset list (`GET /datasets/list`, free).
+ * Its metadata is read too, but only as a hint: the service describes a minority of its datasets (docs/service.md
+ * §3.2: 31 of 749), so a 404 there proves nothing. Returns the field names when the metadata answered, for the
+ * caller's suggestions; never fails for want of metadata. When the list itself cannot be read (403, 404), the
+ * check is skipped with a warning: the filter call will say whether the dataset exists.
+ */
+export async function checkDataset(client: ServiceClient, datasetId: string, log: Logger): Promise<DatasetFieldNames> {
+  let ids: string[];
+  try {
+    ids = (await client.datasets.list()).map((d) => d.id);
+  } catch (err) {
+    if (err instanceof ServiceError && (err.status === 403 || err.status === 404)) {
+      log.warn(`cannot list the datasets (${err.serviceMessage}): dataset ${datasetId} is not checked before the run`);
+      return undefined;
+    }
     throw keyRefused(err);
-  });
+  }
+  if (!ids.includes(datasetId)) {
+    const guess = didYouMean(datasetId, ids);
+    throw new SluiceError(
+      `dataset ${datasetId} does not exist: it is not among the ${ids.length} datasets the service lists${guess ? ` (did you mean "${guess}"?)` : ''}`,
+      { hint: 'check source.dataset_id: `sluice datasets list` shows the ids of the datasets you can filter' },
+    );
+  }
+  return client.datasets.metadata(datasetId).then(
+    (meta) => Object.keys(meta.fields ?? {}),
+    (err: unknown) => {
+      if (err instanceof ServiceError && err.status === 401) throw keyRefused(err);
+      // 404 for most datasets (no metadata published); anything else: a hint is not worth failing a run for.
+      if (!(err instanceof ServiceError && err.status === 404))
+        log.debug(`metadata of ${datasetId} unavailable (${(err as Error).message}): field names not checked`);
+      return undefined;
+    },
+  );
+}
+
+/**
+ * Warns about each field a filter names that the dataset's metadata does not list, with a guess: the metadata is a
+ * hint (it may lag the data), so the run goes on and the service has the last word (a 400 "Field not found", free).
+ */
+export function warnUnknownFields(filterFields: string[], known: string[], log: Logger): void {
+  for (const field of new Set(filterFields)) {
+    const base = field.split(':')[0]!;
+    if (known.includes(base)) continue;
+    const guess = didYouMean(base, known);
+    log.warn(
+      `source.filter names field "${field}", which the dataset's metadata does not list${guess ? ` (did you mean "${guess}"?)` : ''}: the service will refuse the job if the field does not exist`,
+    );
+  }
 }

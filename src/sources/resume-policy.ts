@@ -5,7 +5,8 @@
  * - `stale_after`: an unfinished run older than this is not resumed; a new run starts (a new paid job, when the
  *   source starts one). The saved job may still be valid, but finishing yesterday's snapshot tonight would load
  *   yesterday's data as tonight's. Unset: a run is resumed however old it is.
- * - `on_missing_job`: the service no longer knows the saved job (expired; a restarted emulator without its state).
+ * - `on_missing_job`: the service no longer knows or serves the saved job (expired, whatever status code says so; a
+ *   restarted emulator without its state).
  *   `fail` (default): the run stops and says so, and nothing is paid until someone decides. `restart`: a new run
  *   starts at once and pays for a new job, logged as a warning, bounded by the source's own guards (records_limit,
  *   max_cost), recorded in the run state (`run:restart`) for the run history. At most one restart per invocation.
@@ -107,7 +108,7 @@ export async function startOver(
 /** What the new run pays for, with the source's own bound on it. */
 function paidWork(source: { type: string; [option: string]: unknown }): string {
   if (source.type === 'snapshot' && source.filter !== undefined)
-    return `starts a new paid filter job${source.records_limit !== undefined ? ` (records_limit ${String(source.records_limit)})` : ' (no records_limit set)'}`;
+    return `starts a new paid filter job${source.records_limit !== undefined ? ` (records_limit ${String(source.records_limit)})` : ' (uncapped: no records_limit)'}`;
   if (source.type === 'deep_lookup' && source.request_id === undefined)
     return `triggers a new paid deep lookup${source.max_cost !== undefined ? ` (max_cost ${String(source.max_cost)})` : source.result_limit !== undefined ? ` (result_limit ${String(source.result_limit)})` : ' (no max_cost set)'}`;
   return 'reads every unit again';

@@ -44,7 +44,23 @@ export async function saveJob(state: StateStore, key: string, kind: PaidJob['kin
   return job;
 }
 
-/** A checkpointed job the service answers 404 for. */
+/**
+ * The service's answer says the job is gone, whatever status it chose: 404 or 410, or any other refusal (4xx) whose
+ * words say it expired or is not found — snapshots answer 400 "Snapshot is expired" once their 30 days have passed
+ * (docs/service.md §1.4), and a 404's body differs per endpoint.
+ */
+export function jobGone(err: unknown): err is ServiceError {
+  if (!(err instanceof ServiceError) || err.transient || err.status < 400 || err.status >= 500) return false;
+  if (err.status === 404 || err.status === 410) return true;
+  return isExpired(err) || /\bnot found\b|does not exist|no longer exists/i.test(err.serviceMessage);
+}
+
+/** The answer says the job's results expired (the service keeps them a limited time). */
+export function isExpired(err: ServiceError): boolean {
+  return /\bexpired\b/i.test(err.serviceMessage);
+}
+
+/** A checkpointed job the service no longer knows, or no longer serves (expired). */
 export class MissingJobError extends SluiceError {
   constructor(
     /** e.g. `snapshot snap_…`, `deep lookup request ai_…`. */
@@ -56,7 +72,8 @@ export class MissingJobError extends SluiceError {
       job.started_at !== undefined && `started ${job.started_at}`,
       job.run_id !== undefined && `by run ${job.run_id}`,
     ].filter(Boolean);
-    super(`the service no longer knows ${what}${origin.length > 0 ? ` (${origin.join(' ')})` : ''}: ${cause.message}`, {
+    const state = isExpired(cause) ? `${what} has expired` : `the service no longer knows ${what}`;
+    super(`${state}${origin.length > 0 ? ` (${origin.join(' ')})` : ''}: ${cause.message}`, {
       hint:
         'its results cannot be downloaded any more: run again with --fresh to start a new paid job, or set ' +
         '`resume: { on_missing_job: restart }` in the pipeline so unattended runs do that themselves (logged, and ' +
@@ -67,8 +84,8 @@ export class MissingJobError extends SluiceError {
   }
 }
 
-/** `err` as a MissingJobError when the service answered 404 for the saved job; anything else unchanged. */
+/** `err` as a MissingJobError when the service's answer says the saved job is gone (`jobGone`); else unchanged. */
 export function missingJob(err: unknown, what: string, job: SavedJob): unknown {
-  if (err instanceof ServiceError && err.status === 404) return new MissingJobError(what, job, err);
+  if (jobGone(err)) return new MissingJobError(what, job, err);
   return err;
 }

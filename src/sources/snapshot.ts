@@ -2,7 +2,11 @@
  * Dataset snapshots: filter job → poll → download in parts. Each part (`batch_size` records) is one work unit, so a
  * failed run re-downloads only the parts that did not commit. The filter job is paid: its snapshot id is
  * checkpointed the moment the service answers, and a rerun polls that snapshot instead of starting a second job. A
- * snapshot the service no longer knows (expired) is a MissingJobError, for the engine's `resume.on_missing_job`.
+ * snapshot the service no longer knows or serves (expired after 30 days, whatever status says so) is a
+ * MissingJobError, for the engine's `resume.on_missing_job`. A filter that matches nothing is an empty result, in
+ * either of the service's ways of saying it (a 422 up front, a `failed` snapshot with `no_records_found`): the run
+ * loads nothing and succeeds. A filter job needs `records_limit` (or an explicit `uncapped: true`): the service
+ * charges for every record it places in the snapshot, and without a limit there is no cap.
  *
  * `incremental: {cursor, initial}` adds `<cursor> > <last value>` to the filter, so the service builds (and charges
  * for) only records newer than those loaded: the last value is the largest cursor value the sinks committed
@@ -15,7 +19,13 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
 import { pollSnapshot } from '../client/poll.js';
-import { ServiceError, type Download, type ServiceClient, type SnapshotMeta } from '../client/index.js';
+import {
+  ServiceError,
+  type Download,
+  type DownloadWait,
+  type ServiceClient,
+  type SnapshotMeta,
+} from '../client/index.js';
 import { SluiceError } from '../core/errors.js';
 import { failpoint } from '../core/failpoints.js';
 import type { Batch, RawDecodeOptions, RawFile, Source, SourceContext, WorkUnit } from '../core/types.js';
@@ -23,89 +33,15 @@ import type { ComponentDef, ComponentDeps } from '../core/component.js';
 import { decode } from '../decode/index.js';
 import { countBytes } from './bytes.js';
 import { rawDecodeOptions } from './raw-decode.js';
-import {
-  checkCursorFits,
-  checkFilterFiles,
-  filterRefusal,
-  filterSchema,
-  readFilterFiles,
-  withCursor,
-} from './filter.js';
+import { filterFieldNames, filterRefusal, matchesNothing, readFilterFiles, withCursor } from './filter.js';
 import { unknownId } from './unknown-id.js';
-import { checkDataset, keyRefused } from './preflight.js';
+import { checkDataset, keyRefused, warnUnknownFields, type DatasetFieldNames } from './preflight.js';
 import { startFilterJobOnce, type FilterAttempt } from './snapshot-reconcile.js';
 import { missingJob, readSavedJob, saveJob, type SavedJob } from './saved-job.js';
 
-export const snapshotDownloadSchema = z
-  .object({
-    format: z.enum(['jsonl', 'json', 'csv']).default('jsonl').describe('Format the service writes the snapshot in.'),
-    compress: z.boolean().default(true).describe('Ask for gzip bodies (decompressed on the fly).'),
-    batch_size: z
-      .number()
-      .int()
-      .min(1000)
-      .default(10_000)
-      .describe('Records per part; each part is one work unit (the service requires at least 1000).'),
-  })
-  .strict();
+import { snapshotSchema, type SnapshotConfig } from './snapshot-schema.js';
 
-export const snapshotSchema = z
-  .object({
-    type: z.literal('snapshot'),
-    dataset_id: z
-      .string()
-      .regex(/^gd_[a-z0-9]+$/i, 'a dataset id looks like gd_l1vikfnt1wgvvqz95w')
-      .optional()
-      .describe('Dataset to filter (`gd_…`). Required with `filter`.'),
-    filter: filterSchema
-      .optional()
-      .describe('Filter object (field filter or and/or group, up to 3 levels). Starts a paid filter job.'),
-    files: z
-      .array(z.string())
-      .default([])
-      .describe(
-        'Files with filter values (CSV with a header equal to the field name, or a JSON array of objects), relative to the pipeline file; a filter value names one by its file name.',
-      ),
-    records_limit: z.number().int().positive().optional().describe('Cap on the records placed in the snapshot.'),
-    incremental: z
-      .object({
-        cursor: z.string().min(1).describe('Field that grows with new records, e.g. `timestamp`.'),
-        initial: z
-          .union([z.string(), z.number()])
-          .describe('Load records whose cursor is above this on the first run, e.g. "2025-01-01T00:00:00Z".'),
-      })
-      .strict()
-      .optional()
-      .describe(
-        'Load only new records: adds `<cursor> > <largest value loaded>` to the filter (pair with `write: merge`).',
-      ),
-    snapshot_id: z
-      .string()
-      .regex(/^(snap|s)_[a-z0-9]+$/i, 'a snapshot id looks like snap_m2bxug4e2o352v1jv1')
-      .optional()
-      .describe('Download this existing snapshot instead of filtering.'),
-    download: snapshotDownloadSchema.default({ format: 'jsonl', compress: true, batch_size: 10_000 }),
-    concurrency: z.number().int().min(1).max(64).default(4).describe('Parts downloaded at once.'),
-    poll: z
-      .object({
-        interval_ms: z.number().int().min(10).default(1000).describe('First wait between status checks.'),
-        timeout_s: z.number().positive().default(900).describe('Give up waiting for the snapshot after this long.'),
-      })
-      .strict()
-      .default({ interval_ms: 1000, timeout_s: 900 }),
-  })
-  .strict()
-  .refine((c) => (c.snapshot_id === undefined) !== (c.filter === undefined && c.incremental === undefined), {
-    message: 'set exactly one of `filter` (start a filter job) or `snapshot_id` (download an existing snapshot)',
-  })
-  .refine((c) => (c.filter === undefined && c.incremental === undefined) || c.dataset_id !== undefined, {
-    message: '`dataset_id` is required with `filter`',
-    path: ['dataset_id'],
-  })
-  .superRefine(checkFilterFiles)
-  .superRefine(checkCursorFits);
-
-export type SnapshotConfig = z.infer<typeof snapshotSchema>;
+export { snapshotDownloadSchema, snapshotSchema, type SnapshotConfig } from './snapshot-schema.js';
 
 const SNAPSHOT_ID_HINT =
   'the id of a snapshot of this account (`sluice datasets snapshot <id>` looks one up; snapshots are kept 30 days)';
@@ -125,6 +61,8 @@ class SnapshotSource implements Source {
   private readonly maxima = new Map<string, string | number>();
   /** What a part's bytes are: the same for `read()` and `rawFile()`. */
   private readonly decodeOptions: RawDecodeOptions;
+  /** The dataset's fields when its metadata answered in the preflight (a hint; most datasets have none). */
+  private knownFields: DatasetFieldNames;
 
   constructor(
     private readonly cfg: SnapshotConfig,
@@ -141,11 +79,20 @@ class SnapshotSource implements Source {
     this.decodeOptions = rawDecodeOptions(cfg.download.format);
   }
 
-  /** Free checks before anything is paid: the configured snapshot exists, or the dataset a filter job would run on. */
-  async preflight(): Promise<void> {
+  /**
+   * Free checks before anything is paid: the configured snapshot exists, or the dataset a filter job would run on
+   * (its field names are checked too when its metadata answers, as warnings: a hint, not a verdict).
+   */
+  async preflight(ctx: SourceContext): Promise<void> {
     const client = await this.deps.client();
     const id = this.cfg.snapshot_id;
-    if (id === undefined) return checkDataset(client, this.cfg.dataset_id!);
+    if (id === undefined) {
+      this.knownFields = await checkDataset(client, this.cfg.dataset_id!, ctx.log);
+      const cursor = this.cfg.incremental?.cursor;
+      const named = [...filterFieldNames(this.cfg.filter), ...(cursor !== undefined ? [cursor] : [])];
+      if (this.knownFields !== undefined) warnUnknownFields(named, this.knownFields, ctx.log);
+      return;
+    }
     await client.datasets.snapshot(id).catch((err: unknown) => {
       throw keyRefused(unknownId(err, `snapshot ${id}`, 'source.snapshot_id', SNAPSHOT_ID_HINT));
     });
@@ -162,17 +109,22 @@ class SnapshotSource implements Source {
       signal: ctx.signal,
       onStatus: (m: SnapshotMeta) => ctx.log.info(`snapshot ${snapshotId}: ${m.status}`),
     }).catch((err: unknown) => {
-      if (this.cfg.snapshot_id === undefined) throw missingJob(err, `snapshot ${snapshotId}`, job);
-      throw unknownId(err, `snapshot ${snapshotId}`, 'source.snapshot_id', SNAPSHOT_ID_HINT);
+      throw this.jobGone(err, snapshotId, job);
     });
     if (meta.status === 'failed') {
       // Only "no records matched" comes back as failed without throwing: an empty result, not an error.
-      ctx.log.warn(`snapshot ${snapshotId}: ${meta.warning ?? 'no records matched the filter'}`);
+      this.nothingMatched(ctx, `snapshot ${snapshotId}: ${meta.warning ?? 'no records matched the filter'}`);
       return [];
     }
     const { format, compress, batch_size } = this.cfg.download;
-    const { parts } = await client.datasets.parts(snapshotId, { format, compress, batch_size });
+    // Parts can say "not ready" after the status said ready, as downloads can: waited out within the poll timeout.
+    const { parts } = await client.datasets
+      .parts(snapshotId, { format, compress, batch_size }, this.notReadyWait(ctx, `snapshot ${snapshotId} parts`))
+      .catch((err: unknown) => {
+        throw this.jobGone(err, snapshotId, job);
+      });
     ctx.log.info(`snapshot ${snapshotId}: ${meta.dataset_size ?? '?'} records in ${parts} part(s)`);
+    this.checkFull(ctx, snapshotId, meta);
     ctx.report?.('request', `GET /datasets/snapshots/${snapshotId}/download × ${parts} (format ${format})`);
     const size = meta.dataset_size;
     return Array.from({ length: parts }, (_, i) => ({
@@ -182,6 +134,48 @@ class SnapshotSource implements Source {
       params: { snapshot_id: snapshotId, part: i + 1, parts, shard_key: `part:${i + 1}` },
       ...(size !== undefined && { estimatedRecords: Math.max(0, Math.min(batch_size, size - i * batch_size)) }),
     }));
+  }
+
+  /** The service no longer knows or serves the snapshot: the saved job is missing, or the configured id is wrong. */
+  private jobGone(err: unknown, snapshotId: string, job: SavedJob): unknown {
+    if (this.cfg.snapshot_id === undefined) return missingJob(err, `snapshot ${snapshotId}`, job);
+    return unknownId(err, `snapshot ${snapshotId}`, 'source.snapshot_id', SNAPSHOT_ID_HINT);
+  }
+
+  /** No record matched: an empty result. Expected on a quiet night of an incremental load; worth a warning otherwise. */
+  private nothingMatched(ctx: SourceContext, what: string): void {
+    const inc = this.cfg.incremental;
+    if (inc === undefined) ctx.log.warn(`${what}: nothing to load (check source.filter if records were expected)`);
+    else ctx.log.info(`${what}: no new records, nothing to load; the cursor on ${inc.cursor} stays where it was`);
+  }
+
+  /**
+   * A snapshot holding `records_limit` records may have left matching records out. For an incremental load that can
+   * lose records for good: the next run starts after the largest cursor value loaded.
+   */
+  private checkFull(ctx: SourceContext, snapshotId: string, meta: SnapshotMeta): void {
+    const limit = this.cfg.records_limit;
+    if (limit === undefined || meta.dataset_size === undefined || meta.dataset_size < limit) return;
+    const inc = this.cfg.incremental;
+    if (inc === undefined)
+      ctx.log.info(`snapshot ${snapshotId} holds records_limit (${limit}) records: the filter may match more`);
+    else
+      ctx.log.warn(
+        `snapshot ${snapshotId} holds records_limit (${limit}) records: more may match, and the next run starts after ` +
+          `the largest ${inc.cursor} loaded, so a record left out with a smaller ${inc.cursor} would never be loaded: ` +
+          'raise source.records_limit above what one run collects',
+      );
+  }
+
+  /** How downloads and parts counts wait out "not ready": within the poll timeout, at the poll's cadence. */
+  private notReadyWait(ctx: SourceContext, what: string): DownloadWait {
+    return {
+      notReadyWaitMs: this.cfg.poll.timeout_s * 1000,
+      intervalMs: this.cfg.poll.interval_ms,
+      signal: ctx.signal,
+      onNotReady: ({ delayMs, message }) =>
+        ctx.log.warn(`${what}: not ready yet ("${message}"); asking again in ${Math.ceil(delayMs / 1000)} s`),
+    };
   }
 
   /** The snapshot to download: configured, checkpointed by an earlier run, or started now (paid). */
@@ -221,7 +215,7 @@ class SnapshotSource implements Source {
     }
     const datasetId = this.cfg.dataset_id!;
     // A lost answer is resolved against the dataset's snapshot list rather than paid for twice (snapshot-reconcile.ts).
-    const snapshot_id = await startFilterJobOnce({
+    const started = await startFilterJobOnce({
       client,
       ctx,
       datasetId,
@@ -241,9 +235,16 @@ class SnapshotSource implements Source {
                 hint: 'check source.dataset_id: `sluice datasets list` shows the ids of the datasets you can filter',
                 cause: err,
               });
-            throw filterRefusal(err, datasetId);
+            throw filterRefusal(err, datasetId, this.knownFields);
           }),
+    }).catch((err: unknown) => {
+      // No record matches, known before any job started (docs/service.md §2.3): nothing was charged.
+      if (!matchesNothing(err)) throw err;
+      this.nothingMatched(ctx, `the service answered ${err.status} "${err.serviceMessage}"`);
+      return undefined;
     });
+    if (started === undefined) return undefined;
+    const snapshot_id = started;
     failpoint('snapshot:job-started');
     const job = await saveJob(ctx.state, key, 'filter', snapshot_id);
     await ctx.state.delete(attemptKey);
@@ -291,19 +292,17 @@ class SnapshotSource implements Source {
     const client = await this.deps.client();
     const { format, compress, batch_size } = this.cfg.download;
     const id = unit.params.snapshot_id as string;
-    // A download may still answer 202 after the status said ready: waited out within the poll timeout (§1.2).
-    return client.datasets.download(
-      id,
-      { format, compress, batch_size, part: unit.params.part as number },
-      {
-        notReadyWaitMs: this.cfg.poll.timeout_s * 1000,
-        signal: ctx.signal,
-        onNotReady: ({ delayMs }) =>
-          ctx.log.warn(
-            `snapshot ${id} part ${String(unit.params.part)}: still building; asking again in ${Math.ceil(delayMs / 1000)} s`,
-          ),
-      },
-    );
+    // A download may still say "not ready" after the status said ready: waited out within the poll timeout (§1.2).
+    return client.datasets
+      .download(
+        id,
+        { format, compress, batch_size, part: unit.params.part as number },
+        this.notReadyWait(ctx, `snapshot ${id} part ${String(unit.params.part)}`),
+      )
+      .catch((err: unknown) => {
+        // Gone since the plan (it expired meanwhile): said as such rather than as a bare 400.
+        throw this.jobGone(err, id, { id });
+      });
   }
 
   async *read(unit: WorkUnit, ctx: SourceContext): AsyncIterable<Batch> {

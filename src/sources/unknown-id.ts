@@ -1,12 +1,15 @@
 /**
- * A 404 for an id the user configured: the service's own words ("snapshot not found") do not say which option
- * holds the id, so the error names it.
+ * An id the user configured that the service does not know, or no longer serves: the service's own words ("snapshot
+ * not found", "Snapshot is expired") do not say which option holds the id, so the error names it.
  */
-import { ServiceError } from '../client/index.js';
 import { SluiceError } from '../core/errors.js';
+import { isExpired, jobGone } from './saved-job.js';
 
-/** `err` as a SluiceError naming `option` when it is a 404; anything else unchanged. */
+/** `err` as a SluiceError naming `option` when the service says the id is gone (saved-job.ts `jobGone`); else unchanged. */
 export function unknownId(err: unknown, what: string, option: string, hint: string): unknown {
-  if (!(err instanceof ServiceError) || err.status !== 404) return err;
-  return new SluiceError(`${what} does not exist (${err.message})`, { hint: `check ${option}: ${hint}`, cause: err });
+  if (!jobGone(err)) return err;
+  return new SluiceError(`${what} ${isExpired(err) ? 'has expired' : 'does not exist'} (${err.message})`, {
+    hint: `check ${option}: ${hint}`,
+    cause: err,
+  });
 }

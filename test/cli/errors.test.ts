@@ -58,7 +58,7 @@ describe('failures end with one error line and one fix line', () => {
       ['zones', 'create', 'z1'],
       ['zones', 'refresh-ips', 'z1'],
       ['zones', 'remove-domain', 'z1', '--type', 'whitelist', '--domain', 'example.com'],
-      ['datasets', 'filter', 'gd_x', '--filter', '{"name":"a","operator":"=","value":"b"}'],
+      ['datasets', 'filter', 'gd_x', '--filter', '{"name":"a","operator":"=","value":"b"}', '--records-limit', '10'],
     ];
     for (const args of cases) {
       const io = memoryIo({ SLUICE_BASE_URL: 'http://127.0.0.1:9', SLUICE_API_KEY: 'k' });
@@ -66,6 +66,15 @@ describe('failures end with one error line and one fix line', () => {
       expect(io.stderr[0]).toMatch(/: not done without --yes$/);
       expect(io.stderr[1]).toBe('  fix: add --yes to confirm (this changes the account or costs money)');
     }
+  });
+
+  it('a filter job needs --records-limit, or --uncapped to start one without a cap (as the vendor’s CLI)', async () => {
+    const filter = ['datasets', 'filter', 'gd_x', '--filter', '{"name":"a","operator":"=","value":"b"}', '--yes'];
+    const io = memoryIo({ SLUICE_BASE_URL: 'http://127.0.0.1:9', SLUICE_API_KEY: 'k' });
+    expect(await runCli(filter, io)).toBe(2);
+    expect(io.stderr.join('\n')).toMatch(/give --records-limit N .*, or --uncapped \(one of them\)/);
+    const both = memoryIo({ SLUICE_BASE_URL: 'http://127.0.0.1:9', SLUICE_API_KEY: 'k' });
+    expect(await runCli([...filter, '--records-limit', '5', '--uncapped'], both)).toBe(2);
   });
 
   it('service commands say how to give the address and the key (exit 2: config)', async () => {

@@ -6,6 +6,8 @@ import { createGunzip } from 'node:zlib';
 import type { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NotReadyError, ServiceError, createClient, pollSnapshot, type ServiceClient } from '../../src/client/index.js';
+import { failureReason } from '../../src/client/poll.js';
+import { matchesNothing } from '../../src/sources/filter.js';
 import { DecodeError, NetworkError, SluiceError } from '../../src/core/errors.js';
 import { isTransient } from '../../src/core/retry.js';
 import { decode } from '../../src/decode/index.js';
@@ -113,13 +115,34 @@ describe('filter → poll → parts → download', () => {
     expect((await jsonLines(dl.body, false)).map((r) => r.id)).toEqual(expected.map((r) => r.id));
   });
 
-  it('pollSnapshot returns a no-match snapshot as failed with no_records_found instead of throwing', async () => {
-    const { snapshot_id } = await client.datasets.filter({
-      dataset_id: COMPANY_PROFILES_ID,
-      filter: { name: 'name', operator: '=', value: 'Nobody Inc.' },
+  it('a filter that matches nothing: the service’s 422, which sources read as an empty result (matchesNothing)', async () => {
+    const err = await client.datasets
+      .filter({ dataset_id: COMPANY_PROFILES_ID, filter: { name: 'name', operator: '=', value: 'Nobody Inc.' } })
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ status: 422, serviceMessage: 'Provided filter did not match any records' });
+    expect(matchesNothing(err)).toBe(true);
+    expect(isTransient(err)).toBe(false);
+  });
+
+  it('pollSnapshot returns a no-match snapshot (noMatch: failed_snapshot) as failed with no_records_found', async () => {
+    const live = await startEmulator({
+      seed: SEED,
+      size: 50,
+      timeScale: 2000,
+      datasets: { noMatch: 'failed_snapshot' },
     });
-    const meta = await pollSnapshot(client, snapshot_id, POLL);
-    expect(meta).toMatchObject({ status: 'failed', warning_code: 'no_records_found' });
+    const c = createClient({ baseUrl: live.url, apiKey: 'emulator-key', retry: { retries: 0 } });
+    try {
+      const { snapshot_id } = await c.datasets.filter({
+        dataset_id: COMPANY_PROFILES_ID,
+        filter: { name: 'name', operator: '=', value: 'Nobody Inc.' },
+      });
+      const meta = await pollSnapshot(c, snapshot_id, POLL);
+      expect(meta).toMatchObject({ status: 'failed', warning_code: 'no_records_found' });
+    } finally {
+      await c.close();
+      await live.close();
+    }
   });
 });
 
@@ -136,16 +159,17 @@ describe('not ready and refused', () => {
     await slow.close();
   });
 
-  it('download throws NotReadyError on 202, and parts a ServiceError saying the snapshot is not ready', async () => {
+  it('"not ready" as a 400 (download JSON, parts text) is a NotReadyError like a 202, final without a wait budget', async () => {
     const { snapshot_id } = await slowClient.datasets.filter({
       dataset_id: COMPANY_PROFILES_ID,
       filter: { name: 'followers', operator: '>', value: 0 },
     });
     const err = await slowClient.datasets.download(snapshot_id, { format: 'jsonl' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(NotReadyError);
-    expect(err).toMatchObject({ status: 202, serviceMessage: 'Snapshot is building. Try again in a few minutes' });
+    expect(err).toMatchObject({ status: 400, serviceMessage: 'Snapshot not ready' });
+    expect(isTransient(err)).toBe(false);
     const parts = await slowClient.datasets.parts(snapshot_id, { batch_size: 1000 }).catch((e: unknown) => e);
-    expect(parts).toBeInstanceOf(ServiceError);
+    expect(parts).toBeInstanceOf(NotReadyError);
     expect(parts).toMatchObject({ status: 400, serviceMessage: 'Snapshot is not ready' });
   });
 
@@ -188,7 +212,7 @@ describe('not ready and refused', () => {
     expect((err as ServiceError).serviceMessage).toMatch(/^Invalid file format: the header of countries\.csv/);
   });
 
-  it('pollSnapshot throws with the job_timeout hint when the job passes the 5-minute limit', async () => {
+  it('pollSnapshot stops at once on a canceled job (the 5-minute limit), with its reason and what to change', async () => {
     const capped = await startEmulator({ seed: SEED, size: 10_000, timeScale: 600, jobRecordsPerMinute: 1000 });
     const c = createClient({ baseUrl: capped.url, apiKey: 'emulator-key' });
     try {
@@ -196,14 +220,35 @@ describe('not ready and refused', () => {
         dataset_id: COMPANY_PROFILES_ID,
         filter: { name: 'followers', operator: '>=', value: 0 },
       });
-      const err = await pollSnapshot(c, snapshot_id, POLL).catch((e: unknown) => e);
+      const statuses: string[] = [];
+      const err = await pollSnapshot(c, snapshot_id, { ...POLL, onStatus: (m) => statuses.push(m.status) }).catch(
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(SluiceError);
-      expect((err as SluiceError).message).toContain('Job was cancelled: it exceeded the 5-minute limit (job_timeout)');
-      expect((err as SluiceError).hint).toMatch(/5-minute limit/);
+      // Not "still canceled after 20 s of waiting": a canceled job is over.
+      expect((err as SluiceError).message).toBe(
+        `snapshot ${snapshot_id} was canceled: Job was cancelled: it exceeded the 5-minute limit`,
+      );
+      expect(statuses.at(-1)).toBe('canceled');
+      expect((err as SluiceError).hint).toMatch(
+        /longer than 5 minutes: narrow source\.filter or lower source\.records_limit/,
+      );
     } finally {
       await c.close();
       await capped.close();
     }
+  });
+});
+
+describe('why a snapshot failed', () => {
+  it('is read from error, error_message, failure_reason, warning or message, in that order', () => {
+    const base = { id: 's', status: 'failed' };
+    expect(failureReason({ ...base, error: 'e', message: 'm' })).toBe('e');
+    expect(failureReason({ ...base, error_message: 'em' })).toBe('em');
+    expect(failureReason({ ...base, failure_reason: 'fr', warning: 'w' })).toBe('fr');
+    expect(failureReason({ ...base, warning: 'w' })).toBe('w');
+    expect(failureReason({ ...base, message: 'm' })).toBe('m');
+    expect(failureReason({ ...base, error: ' ' })).toBeUndefined();
   });
 });
 

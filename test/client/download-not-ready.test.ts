@@ -1,8 +1,9 @@
 /**
- * A snapshot download that answers 202 "Snapshot is building" after the status said ready (docs/service.md §1.2),
- * served by the emulator's `not_ready` fault: the client waits it out within the caller's budget (Retry-After
- * honoured) and then downloads; without a budget, or when the service asks for a longer wait than the budget
- * leaves, it fails with a terminal NotReadyError.
+ * A snapshot download that says "not ready" after the status said ready (docs/service.md §1.2), in both of the
+ * service's forms — 202 "Snapshot is building" and 400 {"error": "Snapshot not ready"} — served by the emulator's
+ * `not_ready` fault (which answers them in turns), and a parts count answering 400 "Snapshot is not ready" the same
+ * way: the client waits them out within the caller's budget (Retry-After honoured) and then answers; without a
+ * budget, or when the service asks for a longer wait than the budget leaves, it fails with a terminal NotReadyError.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NotReadyError, createClient, pollSnapshot, type ServiceClient } from '../../src/client/index.js';
@@ -13,14 +14,23 @@ import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js
 const POLL = { intervalMs: 5, maxIntervalMs: 20, timeoutMs: 20_000 };
 const DOWNLOAD = 'GET /datasets/snapshots/*/download';
 
-/** An emulator whose first `max` downloads answer 202 after ready, asking for `retryAfterS` seconds. */
+const PARTS = 'GET /datasets/snapshots/*/parts';
+
+/**
+ * An emulator whose first `max` downloads (and parts counts) say "not ready" after ready, a 202 asking for
+ * `retryAfterS` seconds, then a 400, in turns.
+ */
 async function emulatorWith(max: number, retryAfterS: number): Promise<EmulatorHandle> {
+  const rule = { rate: 1, max_per_route: max, retry_after_s: retryAfterS, faults: { not_ready: 1 } };
   return startEmulator({
     seed: 5,
     size: 300,
     timeScale: 2000,
     faults: {
-      rules: [{ route: DOWNLOAD, rate: 1, max_per_route: max, retry_after_s: retryAfterS, faults: { not_ready: 1 } }],
+      rules: [
+        { route: DOWNLOAD, ...rule },
+        { route: PARTS, ...rule },
+      ],
     },
   });
 }
@@ -41,7 +51,7 @@ async function lines(body: NodeJS.ReadableStream): Promise<number> {
   return text.split('\n').filter(Boolean).length;
 }
 
-describe('download answering 202 after ready', () => {
+describe('download and parts saying "not ready" after ready', () => {
   let emu: EmulatorHandle;
   let client: ServiceClient;
   beforeAll(async () => {
@@ -53,19 +63,24 @@ describe('download answering 202 after ready', () => {
     await emu.close();
   });
 
-  it('is waited out within the budget, then the records come', async () => {
+  it('is waited out within the budget, in both forms, then the records come', async () => {
     const id = await readySnapshot(client);
-    const waits: number[] = [];
-    const dl = await client.datasets.download(
-      id,
-      { format: 'jsonl' },
-      { notReadyWaitMs: 60_000, onNotReady: ({ attempt }) => waits.push(attempt) },
-    );
+    const said: string[] = [];
+    const wait = {
+      notReadyWaitMs: 60_000,
+      intervalMs: 5,
+      onNotReady: ({ message }: { message: string }) => said.push(message),
+    };
+    const dl = await client.datasets.download(id, { format: 'jsonl' }, wait);
     expect(dl.status).toBe(200);
     expect(await lines(dl.body)).toBe(20);
-    // Two 202s (the fault's limit), each followed by a wait and a new request.
-    expect(waits).toEqual([1, 2]);
+    // A 202, then a 400 (the fault's limit), each followed by a wait and a new request.
+    expect(said).toEqual(['Snapshot is building. Try again in a few minutes', 'Snapshot not ready']);
     expect(emu.stats.faults.not_ready).toBe(2);
+
+    said.length = 0;
+    expect(await client.datasets.parts(id, { format: 'jsonl', batch_size: 1000 }, wait)).toEqual({ parts: 1 });
+    expect(said).toEqual(['Snapshot is not ready', 'Snapshot is not ready']);
   });
 
   it('without a wait budget a 202 fails at once with a terminal NotReadyError', async () => {

@@ -7,6 +7,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { companyProfile } from '../../src/emulator/data/company-profiles.js';
+import { JOB_LISTINGS_ID, jobListing } from '../../src/emulator/data/job-listings.js';
 import { expectedReviewIds } from '../../src/emulator/data/reviews.js';
 import { expectedOrganicLinks, knowledgeFid, serpQueryPlan } from '../../src/emulator/data/serp.js';
 import type { EmulatorHandle } from '../../src/emulator/server.js';
@@ -143,6 +144,24 @@ const checks: Record<string, () => Promise<void>> = {
     const child = Object.keys(value as Obj)[0]!;
     expect(Object.keys(rows[0]!)).toContain(`${key}__${child}`);
     expect(Object.keys(rows[0]!)).not.toContain(key);
+  },
+
+  'job_listings.yaml': async () => {
+    const metadataCalls = emu.stats.routes['GET /datasets/:id/metadata'] ?? 0;
+    const r = await runInProcess(ws.pipeline('job_listings.yaml'), emu);
+    // The dataset publishes no metadata (404, as most of the service's): the run went on, its id found in the list.
+    expect(emu.stats.routes['GET /datasets/:id/metadata']).toBe(metadataCalls + 1);
+    await expect(api(emu, 'GET', `/datasets/${JOB_LISTINGS_ID}/metadata`)).rejects.toThrow(/404/);
+    const snap = await snapshotOf(r.stderr);
+    const expected: Obj[] = [];
+    for (let i = 0; i < SIZE && expected.length < 2000; i++) {
+      const j = jobListing(SEED, i);
+      if (j.country_code === 'DE') expected.push(j);
+    }
+    expect(snap.dataset_size).toBe(expected.length);
+    expect(expected.length).toBeGreaterThan(0);
+    const rows = await query(`SELECT job_posting_id, country_code FROM read_json('${ws.out}/job_listings/*.jsonl*')`);
+    expect(rows.map((x) => x.job_posting_id).sort()).toEqual(expected.map((j) => j.job_posting_id).sort());
   },
 
   'reviews.yaml': async () => {

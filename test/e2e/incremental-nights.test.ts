@@ -2,6 +2,7 @@
  * Incremental loads of the service's sources over simulated nights: one emulator whose clock is moved between runs
  * through `POST /_emulator/clock`, the CLI run in-process. After every night the table equals a full load of the
  * same data (no row lost, none duplicated), and the emulator's counters show that the night paid only for new data.
+ * (Snapshots over nights, quiet nights and an expired job included: snapshot-nights.test.ts.)
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,8 +11,6 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
 import { reviewIdsAt } from '../../src/emulator/data/reviews.js';
-import { COMPANY_PROFILES_ID, findDataset } from '../../src/emulator/data/datasets-catalogue.js';
-import { growingDataset, sizeAt } from '../../src/emulator/datasets/growth.js';
 import { memoryIo } from '../cli/memory-io.js';
 import { query, type Obj } from './harness.js';
 
@@ -73,60 +72,6 @@ const db = (name: string): string => path.join(dir, `${name}.duckdb`);
 let fullLoads = 0;
 
 describe('incremental loads over simulated nights', () => {
-  it('snapshot with a cursor: each night filters and pays for the new records only', async () => {
-    const source = (incremental: boolean): string =>
-      'source: { type: snapshot, dataset_id: gd_l1vikfnt1wgvvqz95w, filter: { name: name, operator: is_not_null },' +
-      (incremental ? ' incremental: { cursor: timestamp, initial: "2025-01-01T00:00:00Z" },' : '') +
-      ' download: { batch_size: 1000 }, poll: { interval_ms: 20 } }';
-    const sink = (name: string): string =>
-      `sink: { type: duckdb, path: ${name}.duckdb, table: companies, write: merge, primary_key: [id] }`;
-    const table = (name: string): Promise<Obj[]> =>
-      query(`SELECT id, strftime(timestamp::TIMESTAMP, '%Y-%m-%dT%H:%M:%S.%gZ') AS ts FROM w.companies ORDER BY id`, {
-        duckdb: db(name),
-      });
-    const companies = growingDataset(findDataset(COMPANY_PROFILES_ID)!, 150);
-
-    let loaded = 0;
-    const nights = [NIGHT_1, NIGHT_1 + 2 * DAY];
-    for (const [night, at] of nights.entries()) {
-      await clock(at);
-      const before = await counters();
-      await run('nightly_snapshot', [source(true), sink('nightly_snapshot')]);
-      const after = await counters();
-      const rows = await table('nightly_snapshot');
-      expect(after.paid.filter! - (before.paid.filter ?? 0), `night ${night + 1}`).toBe(1);
-      // Charged for exactly the records this night added to the table: those collected since the last night.
-      expect(after.records_charged - before.records_charged, `night ${night + 1}`).toBe(rows.length - loaded);
-      expect(rows.length - loaded).toBe(
-        sizeAt(1, 150, at, true) - (night === 0 ? 0 : sizeAt(1, 150, nights[night - 1]!, true)),
-      );
-      loaded = rows.length;
-      // The whole dataset as it stands (every record has a name), by id and collection time.
-      const all = Array.from({ length: sizeAt(1, 150, at, true) }, (_, i) => companies.record(1, i));
-      expect(rows.map((r) => [r.id, Date.parse(r.ts as string)])).toEqual(
-        all.map((r) => [r.id, Date.parse(r.timestamp as string)]).sort((a, b) => (a[0]! < b[0]! ? -1 : 1)),
-      );
-    }
-    // And a full load run tonight gives the same table.
-    await run('full_snapshot', [source(false), sink('full_snapshot')]);
-    expect(await table('nightly_snapshot')).toEqual(await table('full_snapshot'));
-
-    // `plan` shows the filter a run would send, the cursor's condition included, and starts nothing.
-    const before = await counters();
-    const io = memoryIo({ SLUICE_API_KEY: KEY });
-    expect(await runCli(['plan', path.join(dir, 'nightly_snapshot.yaml')], io)).toBe(0);
-    expect(io.stdout.join('\n')).toContain(
-      'effective filter (incremental on timestamp): {"operator":"and","filters":[{"name":"name","operator":"is_not_null"},{"name":"timestamp","operator":">"',
-    );
-    // … from the cursor the sinks committed (the newest timestamp loaded), not from `initial`.
-    const newest = (await table('nightly_snapshot')).map((r) => Date.parse(r.ts as string)).sort((a, b) => b - a)[0]!;
-    const shown = /"name":"timestamp","operator":">","value":"([^"]+)"/.exec(io.stdout.join('\n'))?.[1];
-    expect(shown, io.stdout.join('\n')).toBeDefined();
-    expect(Date.parse(shown!)).toBe(newest);
-    expect((await counters()).paid).toEqual(before.paid);
-    expect(loaded).toBeGreaterThan(150);
-  });
-
   it('reviews newest first: each night stops at the reviews loaded before', async () => {
     const source = (incremental: boolean): string =>
       `source: { type: reviews, zone: serp_zone, fids: [${FIDS.map((f) => `"${f}"`).join(', ')}], max_pages: 30,` +

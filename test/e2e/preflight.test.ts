@@ -63,6 +63,29 @@ describe('sluice validate: what can be checked without the service', () => {
   });
 });
 
+describe('sluice validate: a paid filter job without a cap', () => {
+  it('is refused at source.records_limit, with the fix; `uncapped: true` says the user wants one', async () => {
+    const text = variant(ws, 'company_profiles.yaml', [
+      ['  records_limit: 50000\n', ''],
+      ['name: company_profiles_nightly', 'name: uncapped_job'],
+    ]);
+    const file = ws.write('uncapped.yaml', text);
+    const r = await sluiceInProcess(['validate', file]);
+    expect(r.code).not.toBe(0);
+    expect(r.stdout).toContain(
+      `${file}:${positionOf(text, 'type: snapshot')}: source.records_limit: a filter job needs \`records_limit\`: the service charges for every record it places in the snapshot, and without a limit nothing caps that`,
+    );
+    expect(r.stdout).toMatch(/ {2}fix: set source\.records_limit to the most records .*or set `uncapped: true`/);
+    // The same check stops `run` before any call to the service.
+    const run = await sluiceInProcess(['run', file], { service: emu });
+    expect(run.code).toBe(2);
+    expect(emu.stats.routes).toEqual({});
+
+    const opted = ws.write('opted.yaml', text.replace('  files: [', '  uncapped: true\n  files: ['));
+    expect((await sluiceInProcess(['validate', opted])).code).toBe(0);
+  });
+});
+
 describe('sluice plan: checked against the service, nothing paid', () => {
   const cases: [string, string, [string | RegExp, string][], RegExp, RegExp][] = [
     [

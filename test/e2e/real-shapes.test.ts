@@ -29,14 +29,16 @@ beforeAll(async () => {
     timeScale: 2000,
     faults: {
       rules: [
-        // Once, after ready: the download says the snapshot is still building.
+        // Twice, after ready: the download says the snapshot is not ready, as a 202 and then as a 400; the parts
+        // count once, as its 400.
         {
           route: 'GET /datasets/snapshots/*/download',
           rate: 1,
-          max_per_route: 1,
+          max_per_route: 2,
           retry_after_s: 0,
           faults: { not_ready: 1 },
         },
+        { route: 'GET /datasets/snapshots/*/parts', rate: 1, max_per_route: 1, faults: { not_ready: 1 } },
         // Every later search page is answered with page 1.
         { route: 'POST /request', rate: 1, faults: { page_repeat: 1 } },
       ],
@@ -117,7 +119,7 @@ sink: { type: jsonl, path: no_places }
   });
 });
 
-describe('a snapshot download answering 202 after ready', () => {
+describe('a snapshot saying "not ready" after ready (download: 202, then 400; parts: 400)', () => {
   it('is waited out within the poll timeout and the run loads every record', async () => {
     const before = emu.stats.faults.not_ready ?? 0;
     const { records, warnings } = await run(
@@ -132,10 +134,16 @@ describe('a snapshot download answering 202 after ready', () => {
 sink: { type: jsonl, path: snapshot_202 }
 `,
     );
-    expect(emu.stats.faults.not_ready).toBe(before + 1);
+    expect(emu.stats.faults.not_ready).toBe(before + 3);
     expect(records).toBe(30);
     expect(jsonlRows('snapshot_202')).toHaveLength(30);
-    expect(warnings).toContainEqual(expect.stringMatching(/still building; asking again/));
+    expect(warnings).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/parts: not ready yet \("Snapshot is not ready"\); asking again/),
+        expect.stringMatching(/part 1: not ready yet \("Snapshot is building.*"\); asking again/),
+        expect.stringMatching(/part 1: not ready yet \("Snapshot not ready"\); asking again/),
+      ]),
+    );
   });
 });
 

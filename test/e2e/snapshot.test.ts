@@ -56,6 +56,7 @@ source:
       - { name: country_code, operator: in, value: countries.csv }
       - { name: industries, operator: in, value: industries.json }
   files: [countries.csv, industries.json]
+  records_limit: 100000
   download: { format: jsonl, compress: true, batch_size: 1000 }
   concurrency: 2
   poll: { interval_ms: 50 }
@@ -150,9 +151,14 @@ describe('a filter that matches nothing', () => {
         ['batch_size: 1000 }', 'batch_size: 1000 }\n  poll: { interval_ms: 50 }'],
       ]),
     );
+    const paid = emu.stats.paid.filter ?? 0;
     const r = await runOkInProcess(file, emu);
-    expect(r.stderr).toMatch(/^warn: snapshot snap_\w+: Provided filter did not match any records$/m);
+    // The service knows up front (422): no job is started, nothing is charged.
+    expect(r.stderr).toMatch(
+      /^warn: the service answered 422 "Provided filter did not match any records": nothing to load \(check source\.filter if records were expected\)$/m,
+    );
     expect(r.stdout).toMatch(/^ {2}units +0\/0 /m);
     expect(r.stdout).toMatch(/^ {2}records +0$/m);
+    expect(emu.stats.paid.filter ?? 0).toBe(paid);
   });
 });

@@ -175,14 +175,28 @@ describe('validation and errors', () => {
   });
 
   it('a failed snapshot answers 400 with the reason on download and parts', async () => {
-    const failed = await startJob(emu, { dataset_id: COMPANIES, filter: { name: 'name', operator: '=', value: '-' } });
-    expect((await waitFinal(emu, failed)).meta.status).toBe('failed');
-    for (const path of ['download', 'parts']) {
-      const res = await call(emu, 'GET', `/datasets/snapshots/${failed}/${path}`);
-      expect(res.status).toBe(400);
-      expect(res.body.error).toBe(
-        `Snapshot ${failed} failed: Provided filter did not match any records (no_records_found); it has no records to download`,
-      );
+    // A no-match job, which the default emulator refuses up front (422) instead of starting.
+    const live = await startEmulator({
+      seed: SEED,
+      size: 100,
+      timeScale: 2000,
+      datasets: { noMatch: 'failed_snapshot' },
+    });
+    try {
+      const failed = await startJob(live, {
+        dataset_id: COMPANIES,
+        filter: { name: 'name', operator: '=', value: '-' },
+      });
+      expect((await waitFinal(live, failed)).meta.status).toBe('failed');
+      for (const path of ['download', 'parts']) {
+        const res = await call(live, 'GET', `/datasets/snapshots/${failed}/${path}`);
+        expect(res.status).toBe(400);
+        expect(res.body.error).toBe(
+          `Snapshot ${failed} failed: Provided filter did not match any records (no_records_found); it has no records to download`,
+        );
+      }
+    } finally {
+      await live.close();
     }
   });
 });

@@ -257,17 +257,40 @@ describe('filter results match an independent evaluation', () => {
     );
   });
 
-  it('a filter that matches nothing fails the snapshot with no_records_found', async () => {
-    const id = await startJob(emu, {
-      dataset_id: COMPANIES,
-      filter: { name: 'name', operator: '=', value: 'No Such Co' },
+  it('a filter that matches nothing answers 422 up front: no job, nothing charged', async () => {
+    const paid = emu.stats.paid.filter ?? 0;
+    const listed = (await call(emu, 'GET', `/datasets/snapshots?dataset_id=${COMPANIES}`)).body as Obj[];
+    const res = await call(emu, 'POST', '/datasets/filter', {
+      json: { dataset_id: COMPANIES, filter: { name: 'name', operator: '=', value: 'No Such Co' } },
     });
-    const { meta } = await waitFinal(emu, id);
-    expect(meta).toMatchObject({
-      status: 'failed',
-      warning: 'Provided filter did not match any records',
-      warning_code: 'no_records_found',
+    expect(res.status).toBe(422);
+    expect(res.body).toEqual({ error: 'Provided filter did not match any records' });
+    expect(emu.stats.paid.filter ?? 0).toBe(paid);
+    expect((await call(emu, 'GET', `/datasets/snapshots?dataset_id=${COMPANIES}`)).body).toHaveLength(listed.length);
+  });
+
+  it('under noMatch: failed_snapshot, the job starts and fails with no_records_found instead', async () => {
+    const other = await startEmulator({
+      seed: SEED,
+      size: 200,
+      timeScale: 2000,
+      datasets: { noMatch: 'failed_snapshot' },
     });
+    try {
+      const id = await startJob(other, {
+        dataset_id: COMPANIES,
+        filter: { name: 'name', operator: '=', value: 'No Such Co' },
+      });
+      const { meta } = await waitFinal(other, id);
+      expect(meta).toMatchObject({
+        status: 'failed',
+        warning: 'Provided filter did not match any records',
+        warning_code: 'no_records_found',
+      });
+      expect(other.stats.recordsCharged).toBe(0);
+    } finally {
+      await other.close();
+    }
   });
 });
 

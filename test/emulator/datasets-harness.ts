@@ -58,7 +58,7 @@ export function filterForm(filter: unknown, files: { name: string; content: stri
   return form;
 }
 
-/** Polls the snapshot until it is ready or failed; returns every status seen, in order, and the final metadata. */
+/** Polls the snapshot until it is ready, failed or canceled; returns every status seen, in order, and the final metadata. */
 export async function waitFinal(emu: EmulatorHandle, id: string, everyMs = 5): Promise<{ meta: Obj; seen: string[] }> {
   const seen: string[] = [];
   for (let i = 0; i < 4000; i++) {
@@ -66,7 +66,7 @@ export async function waitFinal(emu: EmulatorHandle, id: string, everyMs = 5): P
     expect(res.status).toBe(200);
     const meta = res.body as Obj;
     if (seen[seen.length - 1] !== meta.status) seen.push(meta.status);
-    if (meta.status === 'ready' || meta.status === 'failed') return { meta, seen };
+    if (meta.status === 'ready' || meta.status === 'failed' || meta.status === 'canceled') return { meta, seen };
     await new Promise((r) => setTimeout(r, everyMs));
   }
   throw new Error(`snapshot ${id} never finished`);
@@ -83,16 +83,23 @@ export function parseJsonRecords(bytes: Buffer): Obj[] {
     .map((l) => JSON.parse(l) as Obj);
 }
 
-/** Filters to completion and downloads the whole snapshot as JSONL; [] for a no-match snapshot. */
+/**
+ * Filters to completion and downloads the whole snapshot as JSONL; [] when nothing matches (the 422 up front, or a
+ * no-match snapshot under the `noMatch: failed_snapshot` switch).
+ */
 export async function filterRecords(emu: EmulatorHandle, request: Obj, form?: FormData): Promise<Obj[]> {
-  let id: string;
+  let res: Answer;
   if (form) {
     const q = new URLSearchParams({ dataset_id: request.dataset_id as string });
     if (request.records_limit !== undefined) q.set('records_limit', String(request.records_limit));
-    const res = await call(emu, 'POST', `/datasets/filter?${q}`, { form });
-    expect(res.status, res.text).toBe(200);
-    id = res.body.snapshot_id as string;
-  } else id = await startJob(emu, request);
+    res = await call(emu, 'POST', `/datasets/filter?${q}`, { form });
+  } else res = await call(emu, 'POST', '/datasets/filter', { json: request });
+  if (res.status === 422) {
+    expect(res.body).toEqual({ error: 'Provided filter did not match any records' });
+    return [];
+  }
+  expect(res.status, res.text).toBe(200);
+  const id = res.body.snapshot_id as string;
   const { meta } = await waitFinal(emu, id);
   if (meta.status === 'failed') {
     expect(meta.warning_code, JSON.stringify(meta)).toBe('no_records_found');

@@ -65,6 +65,7 @@ describe('referenced files', () => {
         '  dataset_id: gd_l1vikfnt1wgvvqz95w',
         '  filter: { name: country_code, operator: in, value: countries.csv }',
         '  files: [countries.csv, other.csv]',
+        '  records_limit: 100',
         SINK,
       ].join('\n'),
       { 'other.csv': 'country_code\nde\n' },

@@ -509,7 +509,10 @@ describe('the service says no: what it said, and which option to change', () => 
     expectFailure(
       r,
       new RegExp(`^the service refused the filter job on ${DATASET}: Field not found: .*folowers`),
-      new RegExp(`^fix the field name in source\\.filter: \`sluice datasets metadata ${DATASET}\` lists`),
+      // The dataset publishes metadata: the fix guesses the field from it.
+      new RegExp(
+        `^fix the field name in source\\.filter \\(did you mean "followers"\\?\\): \`sluice datasets metadata ${DATASET}\` lists`,
+      ),
     );
     await expectNothingCommitted(r.ws, r.before);
   });
@@ -535,7 +538,7 @@ describe('the service says no: what it said, and which option to change', () => 
     const r = await run({ 'p.yaml': HEAD + FILTER_SOURCE.replace(DATASET, 'gd_nosuchdataset9') + JSONL_SINK });
     expectFailure(
       r,
-      /^dataset gd_nosuchdataset9 does not exist \(.*404.*\)$/,
+      /^dataset gd_nosuchdataset9 does not exist: it is not among the \d+ datasets the service lists$/,
       /^check source\.dataset_id: `sluice datasets list`/,
     );
     await expectNothingCommitted(r.ws, r.before);
@@ -617,8 +620,8 @@ describe('snapshots that do not become ready', () => {
       const r = await run({ 'p.yaml': HEAD + FILTER_SOURCE + JSONL_SINK }, undefined, env(cancelled));
       expectFailure(
         r,
-        /^snapshot snap_\w+ failed: .*5-minute limit \(job_timeout\)$/,
-        /^the filter job passed the service's 5-minute limit: narrow the filter or lower records_limit, then run with --fresh$/,
+        /^snapshot snap_\w+ was canceled: Job was cancelled: it exceeded the 5-minute limit$/,
+        /^the service cancels a filter job that runs longer than 5 minutes: narrow source\.filter or lower source\.records_limit/,
       );
       await expectNothingCommitted(r.ws, r.before);
     } finally {
@@ -635,7 +638,12 @@ describe('snapshots that do not become ready', () => {
     });
     expect(r.code, r.stderr.join('\n')).toBe(0);
     expect(r.stderr.filter((l) => l.startsWith('error'))).toEqual([]);
-    expect(r.stderr).toContainEqual(expect.stringMatching(/^warn: snapshot snap_\w+: .*did not match any records/));
+    // The service says so up front (422): no job was started, nothing was charged.
+    expect(r.stderr).toContainEqual(
+      expect.stringMatching(
+        /^warn: the service answered 422 "Provided filter did not match any records": nothing to load/,
+      ),
+    );
     expect(r.stdout).toContainEqual(expect.stringMatching(/^ {2}records {6}0$/));
     const db = r.ws.path('w.duckdb');
     const rows = await duckdbRows(db);

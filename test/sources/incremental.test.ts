@@ -40,6 +40,7 @@ describe('the cursor condition in the filter', () => {
       type: 'snapshot',
       dataset_id: COMPANIES,
       incremental: { cursor: 'timestamp', initial: '2025-01-01' },
+      records_limit: 100,
     };
     const deep = {
       operator: 'or',
@@ -80,6 +81,7 @@ describe('incremental snapshots against the emulator', () => {
     dataset_id: COMPANIES,
     filter: leaf('name'),
     incremental: { cursor: 'timestamp', initial: '2025-01-01T00:00:00Z' },
+    records_limit: 5000,
     download: { batch_size: 1000 },
     poll: { interval_ms: 10 },
   });
@@ -132,6 +134,47 @@ describe('incremental snapshots against the emulator', () => {
     expect(notes.join('\n')).toContain(
       'effective filter (incremental on timestamp): {"operator":"and","filters":[{"name":"name","operator":"is_not_null"},{"name":"timestamp","operator":">","value":"2025-01-01T00:00:00Z"}]}',
     );
+  });
+
+  it('a quiet night: nothing new matches, so no units, no job and nothing paid (the service’s 422 up front)', async () => {
+    const paid = h.emu.stats.paid.filter ?? 0;
+    const charged = h.emu.stats.recordsCharged;
+    // Loaded up to now: the filter's condition `timestamp > now` matches no record yet.
+    const ctx = sourceContext(h, new MemoryStateStore(), {
+      checkpoints: new Map([['u', { cursor: 'timestamp', max: new Date(NOW).toISOString() }]]),
+    });
+    const infos: string[] = [];
+    ctx.log = { ...ctx.log, info: (m) => infos.push(m) };
+    const { units, rows } = await readAll(ctx);
+    expect(units).toEqual([]);
+    expect(rows).toEqual([]);
+    expect(h.emu.stats.paid.filter ?? 0).toBe(paid);
+    expect(h.emu.stats.recordsCharged).toBe(charged);
+    expect(infos.join('\n')).toMatch(
+      /answered 422 "Provided filter did not match any records": no new records, nothing to load; the cursor on timestamp stays/,
+    );
+  });
+
+  it('a quiet night the other way: a job that ends failed with no_records_found is an empty result too', async () => {
+    const live = await startHarness({
+      size: 150,
+      timeScale: 50,
+      jobSchedulingMs: 100,
+      now: NOW,
+      datasets: { noMatch: 'failed_snapshot' },
+    });
+    try {
+      const source = snapshotSource.create(config, live.deps);
+      const ctx = sourceContext(live, new MemoryStateStore(), {
+        checkpoints: new Map([['u', { cursor: 'timestamp', max: new Date(NOW).toISOString() }]]),
+      });
+      expect(await source.plan(ctx)).toEqual([]);
+      // The job was started (and is listed as failed), but charged nothing.
+      expect(live.emu.stats.paid.filter).toBe(1);
+      expect(live.emu.stats.recordsCharged).toBe(0);
+    } finally {
+      await live.close();
+    }
   });
 
   it('a snapshot without `incremental` keeps no cursor', () => {

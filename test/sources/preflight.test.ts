@@ -1,7 +1,8 @@
 /**
  * The sources' service preflight against the real emulator: a zone typo, a zone of the wrong type, an unknown
  * dataset / snapshot / lookup request and a refused key each fail with the option and the fix, with free calls
- * only — no page requested, no paid counter moved.
+ * only — no page requested, no paid counter moved. A dataset's existence comes from the dataset list: its metadata,
+ * which the service (and the emulator, by default) publishes for a minority of datasets, is only a hint.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,6 +15,7 @@ import { checkSearchZone } from '../../src/sources/preflight.js';
 import { reviewsSchema, reviewsSource } from '../../src/sources/reviews.js';
 import { serpSchema, serpSource } from '../../src/sources/serp.js';
 import { snapshotSchema, snapshotSource } from '../../src/sources/snapshot.js';
+import { COMPANY_PROFILES_ID, JOB_LISTINGS_ID } from '../../src/emulator/data/datasets-catalogue.js';
 import { quietLogger, resetStats, sourceContext, startHarness, stats, type Harness } from './crawl-harness.js';
 
 let h: Harness;
@@ -102,15 +104,47 @@ describe('crawl preflight: the zone', () => {
 });
 
 describe('snapshot preflight', () => {
-  it('an unknown dataset fails before the filter job', async () => {
-    const cfg = snapshotSchema.parse({
-      type: 'snapshot',
-      dataset_id: 'gd_nosuchdataset',
-      filter: { name: 'x', operator: '=', value: 1 },
-    });
-    const err = await failure(snapshotSource.create(cfg, h.deps));
-    expect(err.message).toMatch(/^dataset gd_nosuchdataset does not exist/);
+  const snapshot = (dataset_id: string, filter: Record<string, unknown>): Source =>
+    snapshotSource.create(snapshotSchema.parse({ type: 'snapshot', dataset_id, filter, records_limit: 10 }), h.deps);
+
+  it('an unknown dataset fails before the filter job, with a guess among the listed ids', async () => {
+    const err = await failure(snapshot('gd_l1vikfnt1wgvvqz9Xw', { name: 'x', operator: '=', value: 1 }));
+    expect(err.message).toBe(
+      'dataset gd_l1vikfnt1wgvvqz9Xw does not exist: it is not among the 4 datasets the service lists (did you mean "gd_l1vikfnt1wgvvqz95w"?)',
+    );
     expect(err.hint).toMatch(/source\.dataset_id.*sluice datasets list/);
+    await expectNothingPaid();
+  });
+
+  it('a listed dataset without metadata (404, like most of the service’s) passes: existence comes from the list', async () => {
+    const s = await stats(h);
+    expect(s.routes['GET /datasets/:id/metadata'] ?? 0).toBe(0);
+    const ctx = sourceContext(h);
+    h.warnings.length = 0;
+    await expect(
+      snapshot(JOB_LISTINGS_ID, { name: 'country_code', operator: '=', value: 'DE' }).preflight!(ctx),
+    ).resolves.toBeUndefined();
+    // The metadata was asked for (a hint) and answered 404; nothing was said about it, nothing was paid.
+    const after = await stats(h);
+    expect(after.routes['GET /datasets/list']).toBe(1);
+    expect(after.routes['GET /datasets/:id/metadata']).toBe(1);
+    expect(h.warnings).toEqual([]);
+    await expectNothingPaid();
+  });
+
+  it('when the metadata answers, a field it does not list is a warning with a guess, not a refusal', async () => {
+    h.warnings.length = 0;
+    const filter = {
+      operator: 'and',
+      filters: [
+        { name: 'folowers', operator: '>', value: 10 },
+        { name: 'country_code', operator: '=', value: 'DE' },
+      ],
+    };
+    await expect(snapshot(COMPANY_PROFILES_ID, filter).preflight!(sourceContext(h))).resolves.toBeUndefined();
+    expect(h.warnings).toEqual([
+      'source.filter names field "folowers", which the dataset\'s metadata does not list (did you mean "followers"?): the service will refuse the job if the field does not exist',
+    ]);
     await expectNothingPaid();
   });
 

@@ -2,7 +2,15 @@
 import { describe, expect, it } from 'vitest';
 import { ServiceError } from '../../src/client/index.js';
 import { MemoryStateStore } from '../../src/engine/state-store.js';
-import { MissingJobError, PAID_JOBS_KEY, missingJob, readSavedJob, saveJob } from '../../src/sources/saved-job.js';
+import {
+  MissingJobError,
+  PAID_JOBS_KEY,
+  jobGone,
+  missingJob,
+  readSavedJob,
+  saveJob,
+} from '../../src/sources/saved-job.js';
+import { unknownId } from '../../src/sources/unknown-id.js';
 
 const notFound = (status: number): ServiceError =>
   new ServiceError({ method: 'GET', path: '/datasets/snapshots/snap_1', status, serviceMessage: 'snapshot not found' });
@@ -28,7 +36,31 @@ describe('saved jobs', () => {
     expect(readSavedJob(state, 'snapshot:job:2')).toBeUndefined();
   });
 
-  it('turns only a 404 for the job into a MissingJobError that says when and by which run it started', () => {
+  it('a job gone is gone whatever status says so: 404, 410, or a refusal saying expired or not found', () => {
+    const answer = (status: number, serviceMessage: string, path = '/datasets/snapshots/snap_1/parts'): ServiceError =>
+      new ServiceError({ method: 'GET', path, status, serviceMessage });
+    const job = { id: 'snap_1', started_at: '2026-11-23T20:00:00.000Z', run_id: 'r1' };
+    const expired = missingJob(answer(400, 'Snapshot is expired'), 'snapshot snap_1', job);
+    expect(expired).toBeInstanceOf(MissingJobError);
+    expect((expired as Error).message).toBe(
+      'snapshot snap_1 has expired (started 2026-11-23T20:00:00.000Z by run r1): GET /datasets/snapshots/snap_1/parts: 400: Snapshot is expired',
+    );
+    for (const gone of [answer(410, 'Gone'), answer(400, 'Snapshot does not exist'), answer(404, 'Not found')])
+      expect(jobGone(gone)).toBe(true);
+    // Not gone: not ready yet, a request the service disliked, a busy or failing service.
+    for (const other of [
+      answer(400, 'Snapshot not ready'),
+      answer(400, '"batch_size" must be greater than or equal to 1000'),
+      answer(429, 'Too many requests'),
+      answer(503, 'Snapshot is expired'),
+    ])
+      expect(jobGone(other)).toBe(false);
+    // A configured id that expired names its option.
+    const configured = unknownId(answer(400, 'Snapshot is expired'), 'snapshot snap_1', 'source.snapshot_id', 'x');
+    expect((configured as Error).message).toMatch(/^snapshot snap_1 has expired \(GET .*: 400: Snapshot is expired\)$/);
+  });
+
+  it('turns a 404 for the job into a MissingJobError that says when and by which run it started', () => {
     const job = { id: 'snap_1', started_at: '2026-11-23T20:00:00.000Z', run_id: 'r1' };
     const err = missingJob(notFound(404), 'snapshot snap_1', job);
     expect(err).toBeInstanceOf(MissingJobError);

@@ -10,6 +10,7 @@ import { pipeline } from 'node:stream/promises';
 import type { Argv, CommandModule } from 'yargs';
 import { jsonArg, positiveInt } from '../args.js';
 import type { CliContext } from '../context.js';
+import { SluiceError } from '../../core/errors.js';
 import { UsageError } from '../report.js';
 import { requireYes, serviceOptions, withClient, type ServiceArgs } from '../service-client.js';
 
@@ -57,12 +58,24 @@ export function datasetsCommand(ctx: CliContext): CommandModule<object, Args> {
     ),
     sub(
       'metadata <dataset_id>',
-      'Fields of a dataset (type, description)',
+      'Fields of a dataset (type, description); the service publishes them for some datasets only',
       (y) =>
         y
           .positional('dataset_id', { type: 'string', demandOption: true, describe: 'Dataset id (gd_…)' })
           .example('$0 datasets metadata gd_l1vikfnt1wgvvqz95w', 'What can be filtered on'),
-      (a) => withClient(ctx.io, a, (c) => c.datasets.metadata(String(a.dataset_id))).then(print),
+      (a) =>
+        withClient(ctx.io, a, (c) =>
+          c.datasets.metadata(String(a.dataset_id)).catch((err: unknown) => {
+            // Most datasets answer 404 here though they exist (docs/service.md §3.2): say so, not "no such dataset".
+            // (Read by shape: --help must not load the client to show this command.)
+            if (err instanceof SluiceError && (err as { status?: unknown }).status === 404)
+              throw new SluiceError(`no metadata for ${String(a.dataset_id)} (${err.message})`, {
+                hint: 'the service describes only a minority of its datasets: `sluice datasets list` shows whether the id exists, and the records of one of its snapshots show the fields',
+                cause: err,
+              });
+            throw err;
+          }),
+        ).then(print),
     ),
     sub(
       'snapshot <snapshot_id>',
@@ -140,11 +153,30 @@ export function datasetsCommand(ctx: CliContext): CommandModule<object, Args> {
             array: true,
             describe: 'Files with filter values (CSV or JSON), named by their file name in the filter',
           })
-          .option('records-limit', { type: 'number', coerce: positiveInt('records-limit'), describe: 'Cap on records' })
+          .option('records-limit', {
+            type: 'number',
+            coerce: positiveInt('records-limit'),
+            describe: 'Most records the job places in the snapshot, and so is charged for (required unless --uncapped)',
+          })
+          .option('uncapped', {
+            type: 'boolean',
+            default: false,
+            describe: 'Start the job without --records-limit: every matching record is charged',
+          })
           .option('yes', { type: 'boolean', default: false, describe: 'Confirm: this starts a paid job' })
           .check((a) => {
+            // UsageError, not Error: a plain Error thrown here would be reported as a bug (exit 1), not a usage one.
             if ((a.filter === undefined) === (a['filter-file'] === undefined))
-              throw new Error('give the filter with --filter or with --filter-file (one of them)');
+              throw new UsageError(
+                'give the filter with --filter or with --filter-file (one of them)',
+                'e.g. --filter \'{"name":"followers","operator":">","value":1000}\'',
+              );
+            // The vendor's own CLI requires a limit too: without one the job charges for every matching record.
+            if ((a['records-limit'] === undefined) === (a.uncapped !== true))
+              throw new UsageError(
+                'give --records-limit N (the most records the job may place in the snapshot, and charge for), or --uncapped (one of them)',
+                'a filter job is charged per record: --records-limit caps it; --uncapped starts a job without a cap',
+              );
             return true;
           })
           .example(
@@ -152,7 +184,7 @@ export function datasetsCommand(ctx: CliContext): CommandModule<object, Args> {
             'Start a job; `datasets snapshot <id>` follows it',
           )
           .example(
-            `$0 datasets filter gd_l1vikfnt1wgvvqz95w --filter '{"name":"country_code","operator":"in","value":"countries.csv"}' --file countries.csv --yes`,
+            `$0 datasets filter gd_l1vikfnt1wgvvqz95w --filter '{"name":"country_code","operator":"in","value":"countries.csv"}' --file countries.csv --records-limit 1000 --yes`,
             'Filter values from an uploaded CSV',
           ),
       async (a) => {

@@ -2,7 +2,8 @@
  * The emulator's dataset catalogue: what `GET /datasets/list` lists, what `/metadata` describes and what filter
  * jobs scan. Every dataset holds `size` records (the emulator's `size` option), record i being a pure function
  * of (seed, i). Display names carry the real list's quirks (stray and doubled spaces; one name shared by two
- * ids), so clients learn to key on ids.
+ * ids), so clients learn to key on ids. Like the live service's (31 of 749), only a minority of datasets describe
+ * themselves at `/metadata`: here the company profiles (`metadata: true`); the others answer 404 there.
  */
 import { COMPANY_PROFILES_ID, companyProfile, companyProfileFields } from './company-profiles.js';
 import type { DatasetFields } from './dataset-fields.js';
@@ -15,6 +16,8 @@ export interface DatasetDef {
   id: string;
   name: string;
   fields: DatasetFields;
+  /** `GET /datasets/{id}/metadata` answers for it (under the default behaviour, only these do). */
+  metadata?: boolean;
   /** Record `index` of the dataset. Distinct datasets sharing a generator get distinct seeds. */
   record(seed: number, index: number): DatasetRecord;
 }
@@ -27,6 +30,7 @@ export const DATASETS: readonly DatasetDef[] = [
     id: COMPANY_PROFILES_ID,
     name: 'Professional network company profiles',
     fields: companyProfileFields,
+    metadata: true,
     record: companyProfile,
   },
   { id: PLACE_REVIEWS_ID, name: 'Map place reviews ', fields: placeReviewFields, record: placeReview },

@@ -98,7 +98,7 @@ function compileField(f: FieldFilter, env: CompileEnv): FieldTest {
   const field = resolveField(env.fields, f.name);
   if (!field)
     throw new HttpError(400, {
-      error: `Field not found: "${f.name}" (${f.path}.name) is not a field of dataset ${env.datasetId}; see GET /datasets/${env.datasetId}/metadata`,
+      error: `Field not found: "${f.name}" (${f.path}.name) is not a field of dataset ${env.datasetId}`,
     });
   const never: FieldTest = { field, decide: () => false };
   const op = f.operator;

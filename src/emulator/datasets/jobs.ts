@@ -9,17 +9,23 @@
  *   scheduled  for `jobSchedulingMs`, then
  *   building   for scanned / `jobRecordsPerMinute` minutes (and at least until the real scan finished), then
  *   ready      with dataset_size (records), file_size (bytes of the default JSONL rendering), cost, or
- *   failed     `warning_code: no_records_found` when nothing matched, or `error_code: job_timeout` at the 5-minute
- *              mark when the scan would have taken longer (the scan stops as soon as that is certain).
+ *   failed     `warning_code: no_records_found` when nothing matched (a filter the route could not rule out up
+ *              front, or any filter under the `noMatch: failed_snapshot` switch), or
+ *   canceled   at the 5-minute mark when the scan would have taken longer (the scan stops as soon as that is
+ *              certain), the reason in `failure_reason`; `failed` with `error_code: job_timeout` under the
+ *              `timeoutStatus: failed` switch.
+ * A finished snapshot expires `retentionDays` after it finished (datasets/behaviour.ts): its status still reads, but
+ * its parts and download answer 400 "Snapshot is expired" (routes/datasets.ts).
  */
 import type { EmulatorContext } from '../context.js';
 import type { DatasetDef } from '../data/datasets-catalogue.js';
 import { recordRng } from '../data/record-rng.js';
 import type { RecordPredicate } from './filter-compile.js';
 import type { UploadedFile } from './filter-files.js';
+import { datasetBehaviour } from './behaviour.js';
 import { growingDataset, sizeAt } from './growth.js';
 
-export type SnapshotStatus = 'scheduled' | 'building' | 'ready' | 'failed';
+export type SnapshotStatus = 'scheduled' | 'building' | 'ready' | 'failed' | 'canceled';
 
 /** The service cancels filter jobs that run longer than this (spec "Limits"). */
 export const JOB_LIMIT_MS = 5 * 60_000;
@@ -27,6 +33,7 @@ export const JOB_LIMIT_MS = 5 * 60_000;
 export const PRICE_PER_RECORD = 0.0025;
 export const CUSTOMER_ID = 'c_emulator';
 export const TIMEOUT_ERROR = 'Job was cancelled: it exceeded the 5-minute limit';
+const DAY_MS = 86_400_000;
 export const NO_MATCH_WARNING = 'Provided filter did not match any records';
 /** Every file size up to this many records is summed exactly; past it, every 32nd record is measured. */
 const EXACT_SIZE_RECORDS = 20_000;
@@ -46,6 +53,8 @@ export interface SnapshotMeta {
   cost?: number;
   error?: string;
   error_code?: string;
+  /** The reason of a canceled job (the vendor's CLI reads a failure's reason from this field among others). */
+  failure_reason?: string;
   warning?: string;
   warning_code?: string;
 }
@@ -98,6 +107,21 @@ export class SnapshotJob {
     return this.ctx.options.jobSchedulingMs ?? 4_000;
   }
 
+  /** Emulated ms when the job finished (ready, failed or canceled); undefined while it runs. */
+  finishedAt(now: number): number | undefined {
+    const s = this.status(now);
+    if (s === 'scheduled' || s === 'building') return undefined;
+    if (this.timedOut) return this.createdAt + JOB_LIMIT_MS;
+    return this.createdAt + this.durationFor(this.scanned);
+  }
+
+  /** The snapshot's retention (docs/service.md §1.4) ran out: its data is no longer served. */
+  expired(now: number): boolean {
+    const days = datasetBehaviour(this.ctx.options.datasets).retentionDays;
+    const finished = this.finishedAt(now);
+    return days > 0 && finished !== undefined && now >= finished + days * DAY_MS;
+  }
+
   /** Emulated ms from creation to the end of the scan, for `scanned` records. */
   private durationFor(scanned: number): number {
     return this.schedulingMs + (scanned / this.rate) * 60_000;
@@ -109,8 +133,7 @@ export class SnapshotJob {
     // The records that existed when the job was created (a growing dataset gains more later).
     const size = sizeAt(seed, this.ctx.options.size, this.createdAt, this.ctx.clock.pinned);
     const limit = this.recipe.recordsLimit ?? Infinity;
-    // Past this many records the job cannot finish inside the 5-minute limit.
-    const budget = Math.floor(((JOB_LIMIT_MS - this.schedulingMs) / 60_000) * this.rate);
+    const budget = scanBudget(this.ctx);
     let i = 0;
     try {
       while (i < size && this.matchCount < limit) {
@@ -178,7 +201,9 @@ export class SnapshotJob {
     };
     const elapsed = now - this.createdAt;
     if (this.timedOut && elapsed >= JOB_LIMIT_MS)
-      return { ...base, status: 'failed', error: TIMEOUT_ERROR, error_code: 'job_timeout' };
+      return datasetBehaviour(this.ctx.options.datasets).timeoutStatus === 'canceled'
+        ? { ...base, status: 'canceled', failure_reason: TIMEOUT_ERROR }
+        : { ...base, status: 'failed', error: TIMEOUT_ERROR, error_code: 'job_timeout' };
     if (elapsed < this.schedulingMs) return { ...base, status: 'scheduled' };
     if (this.failure !== undefined) return { ...base, status: 'failed', error: this.failure, error_code: 'internal' };
     if (!this.scanDone || this.timedOut || elapsed < this.durationFor(this.scanned))
@@ -204,6 +229,18 @@ export class SnapshotJob {
       cost: Math.round(this.matchCount * PRICE_PER_RECORD * 100) / 100,
     };
   }
+}
+
+/** Records past which a job cannot finish inside the 5-minute limit, at the emulator's scanning pace. */
+export function scanBudget(ctx: EmulatorContext): number {
+  const rate = ctx.options.jobRecordsPerMinute ?? 1_000_000;
+  const scheduling = ctx.options.jobSchedulingMs ?? 4_000;
+  return Math.floor(((JOB_LIMIT_MS - scheduling) / 60_000) * rate);
+}
+
+/** The dataset as a job created now would scan it: grown by the emulated calendar when the clock is pinned. */
+export function datasetNow(ctx: EmulatorContext, dataset: DatasetDef): DatasetDef {
+  return ctx.clock.pinned ? growingDataset(dataset, ctx.options.size) : dataset;
 }
 
 function jsonlBytes(rec: unknown): number {
@@ -241,8 +278,7 @@ export class SnapshotJobs {
     predicate: RecordPredicate,
     recipe: JobRecipe,
   ): SnapshotJob {
-    const grown = this.ctx.clock.pinned ? growingDataset(dataset, this.ctx.options.size) : dataset;
-    const job = new SnapshotJob(id, grown, createdAt, predicate, recipe, this.ctx);
+    const job = new SnapshotJob(id, datasetNow(this.ctx, dataset), createdAt, predicate, recipe, this.ctx);
     this.jobs.set(id, job);
     void job.run();
     return job;

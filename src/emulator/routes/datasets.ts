@@ -1,16 +1,22 @@
 /**
  * Marketplace dataset endpoints: the catalogue, metadata, filter jobs and snapshot status / parts / downloads.
  *
- * Status codes and bodies follow docs/service.md §1–§3 where it knows them:
- * - `GET /datasets/{id}/metadata`, unknown id → 404 `{"error": "dataset does not exist"}`.
+ * Status codes and bodies follow docs/service.md §1–§3 where it knows them, and the real service's observed
+ * behaviour by default (datasets/behaviour.ts has the switches back to the convenient readings):
+ * - `GET /datasets/{id}/metadata` → the fields, for a minority of datasets only (catalogue `metadata: true`); the
+ *   others, like an unknown id, → 404 `{"error": "dataset does not exist"}`: a 404 there proves nothing.
  * - `POST /datasets/filter` → 200 `{snapshot_id}` once a job started (counted as paid); 400 `{validation_errors}`
  *   for the request's shape, 400 `{error}` starting with the spec's `Field not found` / `File not found` /
- *   `Invalid file format`; 404 `{"error": "dataset does not exist"}`; 429 when 100 jobs already run on the dataset.
- * - `GET /datasets/snapshots/{id}` → metadata; unknown → 404 text `snapshot not found`.
- * - `/parts` → `{parts}`; 400 text `Snapshot is not ready` while scheduled or building; 404 text.
- * - `/download` → the records (generated while sent); 202 text while not ready (and, under the `not_ready` fault,
- *   once more after ready, with a Retry-After); 404 `{"error": "Snapshot not
- *   found"}`; a failed snapshot → 400 `{error}` with its reason; a `part` past the last → 400
+ *   `Invalid file format`; 404 `{"error": "dataset does not exist"}`; 422 `{"error": "Provided filter did not match
+ *   any records"}` when that is known up front (datasets/no-match.ts); 429 when 100 jobs already run on the dataset.
+ * - `GET /datasets/snapshots/{id}` → metadata (also once expired: the record of the job stays); unknown → 404 text
+ *   `snapshot not found`.
+ * - `/parts` → `{parts}`; 400 text `Snapshot is not ready` while scheduled or building (and, under the `not_ready`
+ *   fault, once after ready); 400 text `Snapshot is expired` after retention; 404 text.
+ * - `/download` → the records (generated while sent). Not ready in both documented forms: 400 `{"error": "Snapshot
+ *   not ready"}` while scheduled, 202 text while building; under the `not_ready` fault, after ready, alternately 202
+ *   (with a Retry-After) and 400. 400 `{"error": "Snapshot is expired"}` after retention; 404 `{"error": "Snapshot not
+ *   found"}`; a failed or canceled snapshot → 400 `{error}` with its reason; a `part` past the last → 400
  *   `{validation_errors: ['"part" must be less than or equal to <parts>']}` rather than an empty body, so a
  *   client with a wrong `batch_size` hears about it.
  * Query validation comes first, then the id, then the snapshot's state.
@@ -23,6 +29,8 @@ import { compileFilter } from '../datasets/filter-compile.js';
 import { readFilterRequest } from '../datasets/filter-request.js';
 import { SnapshotJobs, type SnapshotJob } from '../datasets/jobs.js';
 import { persistSnapshotJobs } from '../datasets/saved-jobs.js';
+import { datasetBehaviour } from '../datasets/behaviour.js';
+import { NO_MATCH_ERROR, knownToMatchNothing } from '../datasets/no-match.js';
 import { CONTENT_TYPES, bodyStream, renderRecords } from '../datasets/render.js';
 import { HttpError, type Router } from '../router.js';
 
@@ -30,6 +38,7 @@ import { HttpError, type Router } from '../router.js';
 export const MAX_RUNNING_JOBS = 100;
 
 const NOT_READY_TEXT = 'Snapshot is building. Try again in a few minutes';
+const EXPIRED = 'Snapshot is expired';
 
 export function register(router: Router, ctx: EmulatorContext): void {
   const jobs = new SnapshotJobs(ctx);
@@ -71,9 +80,16 @@ export function register(router: Router, ctx: EmulatorContext): void {
     const q = parseDownloadQuery(req.query, 'json');
     const job = jobs.get(req.params.id ?? '');
     if (!job) throw new HttpError(404, 'snapshot not found');
-    const meta = job.meta(ctx.clock.now());
+    const now = ctx.clock.now();
+    const meta = job.meta(now);
     if (meta.status === 'scheduled' || meta.status === 'building') throw new HttpError(400, 'Snapshot is not ready');
-    if (meta.status === 'failed') throw failedError(meta);
+    if (job.expired(now)) throw new HttpError(400, EXPIRED);
+    if (meta.status === 'failed' || meta.status === 'canceled') throw failedError(meta);
+    if (req.fault?.kind === 'not_ready') {
+      // As a download can, after the status said ready (docs/service.md §1.3).
+      ctx.stats.countFault('not_ready');
+      throw new HttpError(400, 'Snapshot is not ready');
+    }
     res.json(200, { parts: partCount(job.indices.length, q.batchSize) });
   });
 
@@ -81,12 +97,18 @@ export function register(router: Router, ctx: EmulatorContext): void {
     const q = parseDownloadQuery(req.query, 'jsonl');
     const job = jobs.get(req.params.id ?? '');
     if (!job) throw new HttpError(404, { error: 'Snapshot not found' });
-    const meta = job.meta(ctx.clock.now());
-    if (meta.status === 'scheduled' || meta.status === 'building') return res.text(202, NOT_READY_TEXT);
-    if (meta.status === 'failed') throw failedError(meta);
+    const now = ctx.clock.now();
+    const meta = job.meta(now);
+    // Both documented forms of "not ready" (docs/service.md §1.2); which one when is not documented.
+    if (meta.status === 'scheduled') throw new HttpError(400, { error: 'Snapshot not ready' });
+    if (meta.status === 'building') return res.text(202, NOT_READY_TEXT);
+    if (job.expired(now)) throw new HttpError(400, { error: EXPIRED });
+    if (meta.status === 'failed' || meta.status === 'canceled') throw failedError(meta);
     if (req.fault?.kind === 'not_ready') {
-      // The live service was seen answering 202 once more after its status said ready (docs/service.md §1.2).
+      // The live service was seen answering "not ready" once more after its status said ready (docs/service.md
+      // §1.2): in turns 202 with a Retry-After and 400 without one, so a client meets both.
       ctx.stats.countFault('not_ready');
+      if ((ctx.stats.faults.not_ready ?? 0) % 2 === 0) throw new HttpError(400, { error: 'Snapshot not ready' });
       return res.text(202, NOT_READY_TEXT, { 'retry-after': String(req.fault.retryAfterS) });
     }
 
@@ -114,7 +136,9 @@ export function register(router: Router, ctx: EmulatorContext): void {
 
   router.get('/datasets/:id/metadata', (req, res) => {
     const def = findDataset(req.params.id ?? '');
-    if (!def) throw new HttpError(404, { error: 'dataset does not exist' });
+    // Most datasets have no metadata, and say so as an unknown one does (docs/service.md §3.2).
+    if (!def || (def.metadata !== true && datasetBehaviour(ctx.options.datasets).metadata === 'some'))
+      throw new HttpError(404, { error: 'dataset does not exist' });
     res.json(200, { id: def.id, fields: metadataFields(def.fields) });
   });
 
@@ -123,6 +147,8 @@ export function register(router: Router, ctx: EmulatorContext): void {
     const def = findDataset(r.datasetId);
     if (!def) throw new HttpError(404, { error: 'dataset does not exist' });
     const predicate = compileFilter(r.filter, def, r.files);
+    if (datasetBehaviour(ctx.options.datasets).noMatch === 'reject' && (await knownToMatchNothing(ctx, def, predicate)))
+      throw new HttpError(422, { error: NO_MATCH_ERROR });
     if (jobs.runningOn(def.id) >= MAX_RUNNING_JOBS)
       throw new HttpError(429, { error: `Maximum limit of ${MAX_RUNNING_JOBS} jobs per dataset has been exceeded` });
     const job: SnapshotJob = jobs.start(def, predicate, {
@@ -136,8 +162,15 @@ export function register(router: Router, ctx: EmulatorContext): void {
   });
 }
 
-function failedError(meta: { id: string; error?: string; error_code?: string; warning?: string }): HttpError {
-  const why = meta.error ?? meta.warning ?? 'the filter job failed';
+function failedError(meta: {
+  id: string;
+  status: string;
+  error?: string;
+  error_code?: string;
+  failure_reason?: string;
+  warning?: string;
+}): HttpError {
+  const why = meta.error ?? meta.failure_reason ?? meta.warning ?? `the filter job ${meta.status}`;
   const code = meta.error_code ?? (meta.warning ? 'no_records_found' : undefined);
   return new HttpError(400, {
     error: `Snapshot ${meta.id} failed: ${why}${code ? ` (${code})` : ''}; it has no records to download`,

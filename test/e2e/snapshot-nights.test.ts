@@ -1,0 +1,244 @@
+/**
+ * An incremental snapshot pipeline over emulated nights, against the emulator's default behaviour (the live
+ * service's), with its clock moved night by night (`POST /_emulator/clock`) and the CLI run in-process:
+ * - most nights bring new records the filter matches: one filter job, charged for exactly the records it loads;
+ * - on quiet nights no new record matches: the service says so up front (422), and the run exits 0 having started
+ *   no job and paid nothing, its cursor where it was;
+ * - then a night's run fails after its filter job started (the service's parts endpoint is down: the emulator,
+ *   which keeps its state and the account's counters in a state file, restarted with a fault), and nobody runs the
+ *   pipeline again for 31 days. Its saved snapshot has expired (400 "Snapshot is expired"), and `resume:
+ *   { on_missing_job: restart }` starts a new run that pays for one new job and loads everything since the last
+ *   record loaded.
+ * After every successful night the table equals a full load of the data as it stands; the emulator's counters say
+ * what each night paid for; `plan` then shows the filter from the committed cursor. The figures are printed.
+ *
+ * `npm test` plays three nights (a load, a quiet night, a load) before the failing one; SLUICE_SNAPSHOT_NIGHTS=full
+ * (CI, `.ci/run`) plays thirty.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../../src/cli/cli.js';
+import type { EmulatorOptions } from '../../src/emulator/context.js';
+import { COMPANY_PROFILES_ID, findDataset } from '../../src/emulator/data/datasets-catalogue.js';
+import { growingDataset, sizeAt } from '../../src/emulator/datasets/growth.js';
+import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
+import { memoryIo } from '../cli/memory-io.js';
+import { query } from './harness.js';
+
+const FULL = process.env.SLUICE_SNAPSHOT_NIGHTS === 'full';
+const REGULAR_NIGHTS = FULL ? 30 : 3;
+const KEY = 'emulator-key';
+const DAY = 86_400_000;
+/** Half past an hour: new records appear on whole hours, so none appears while a night's run goes on. */
+const NIGHT_1 = Date.parse('2025-03-01T02:30:00Z');
+/** About two new records a day, of which the filter matches one in three or so: some nights are quiet. */
+const SIZE = 150;
+const FOLLOWERS = 30_000;
+/** Emulated time runs 10× faster (filter jobs are quick), slowly enough that a night stays inside its hour. */
+const OPTIONS: Partial<EmulatorOptions> = { apiKey: KEY, size: SIZE, timeScale: 10, jobSchedulingMs: 200 };
+
+let dir: string;
+let stateFile: string;
+let emu: EmulatorHandle;
+beforeAll(async () => {
+  dir = mkdtempSync(path.join(tmpdir(), 'sluice-snapshot-nights-'));
+  stateFile = path.join(dir, 'emulator.json');
+  emu = await startEmulator({ ...OPTIONS, stateFile, now: NIGHT_1 });
+});
+afterAll(async () => {
+  await emu?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** The same service after a restart (its state, clock and counters from the state file), optionally with faults. */
+async function restartEmulator(faults?: EmulatorOptions['faults']): Promise<void> {
+  await emu.close();
+  emu = await startEmulator({ ...OPTIONS, stateFile, ...(faults !== undefined && { faults }) });
+}
+
+async function setClock(at: number): Promise<void> {
+  const res = await fetch(`${emu.url}/_emulator/clock`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ now: new Date(at).toISOString() }),
+  });
+  expect(res.status).toBe(200);
+}
+
+interface Counters {
+  paid: Record<string, number>;
+  records_charged: number;
+}
+const counters = async (): Promise<Counters> =>
+  (await (await fetch(`${emu.url}/_emulator/counters`)).json()) as Counters;
+
+const db = (): string => path.join(dir, 'nightly.duckdb');
+
+/** Writes the pipeline (pointed at the emulator as it is now) and runs it in-process. */
+async function run(): Promise<{ code: number; log: string }> {
+  const file = path.join(dir, 'nightly.yaml');
+  writeFileSync(
+    file,
+    `version: 1
+name: nightly_companies
+service:
+  base_url: ${emu.url}
+  api_key: \${SLUICE_API_KEY}
+  retry: { retries: 1, base_delay_ms: 10, max_delay_ms: 20 }
+source:
+  type: snapshot
+  dataset_id: ${COMPANY_PROFILES_ID}
+  filter: { name: followers, operator: '>=', value: ${FOLLOWERS} }
+  incremental: { cursor: timestamp, initial: "2025-01-01T00:00:00Z" }
+  records_limit: 10000
+  download: { batch_size: 1000 }
+  poll: { interval_ms: 20 }
+resume: { on_missing_job: restart }
+sink: { type: duckdb, path: nightly.duckdb, table: companies, write: merge, primary_key: [id] }
+`,
+  );
+  const io = memoryIo({ SLUICE_API_KEY: KEY });
+  const code = await runCli(['run', file, '--no-progress'], io);
+  return { code, log: io.stderr.join('\n') };
+}
+
+const companies = growingDataset(findDataset(COMPANY_PROFILES_ID)!, SIZE);
+const matches = (i: number): boolean => Number(companies.record(1, i).followers) >= FOLLOWERS;
+
+/** A full load at `at`: every record that exists then and matches, by id and collection time. */
+function fullLoad(at: number): [string, number][] {
+  const out: [string, number][] = [];
+  for (let i = 0; i < sizeAt(1, SIZE, at, true); i++)
+    if (matches(i)) {
+      const r = companies.record(1, i);
+      out.push([r.id as string, Date.parse(r.timestamp as string)]);
+    }
+  return out.sort((a, b) => (a[0] < b[0] ? -1 : 1));
+}
+
+async function table(): Promise<[string, number][]> {
+  const rows = await query(
+    `SELECT id, strftime(timestamp::TIMESTAMP, '%Y-%m-%dT%H:%M:%S.%gZ') AS ts FROM w.companies ORDER BY id`,
+    { duckdb: db() },
+  ).catch(() => []);
+  return rows.map((r) => [r.id as string, Date.parse(r.ts as string)]);
+}
+
+/** Records the filter matches that appeared after `from` and by `to` (emulated times). */
+function newMatches(from: number | undefined, to: number): number {
+  const first = from === undefined ? 0 : sizeAt(1, SIZE, from, true);
+  let n = 0;
+  for (let i = first; i < sizeAt(1, SIZE, to, true); i++) if (matches(i)) n++;
+  return n;
+}
+
+interface Night {
+  night: string;
+  exit: number;
+  filter_jobs: number;
+  records_charged: number;
+  committed: number;
+}
+const played: Night[] = [];
+/** Rows in the table after the last night played. */
+let loadedSoFar = 0;
+
+/** Plays the night `day` days after the first: the clock set, one run, what it paid and loaded. */
+async function night(day: number): Promise<{ n: Night; log: string }> {
+  const at = NIGHT_1 + day * DAY;
+  await setClock(at);
+  const before = await counters();
+  const { code, log } = await run();
+  const after = await counters();
+  const rows = await table();
+  const n: Night = {
+    night: new Date(at).toISOString().slice(0, 10),
+    exit: code,
+    filter_jobs: (after.paid.filter ?? 0) - (before.paid.filter ?? 0),
+    records_charged: after.records_charged - before.records_charged,
+    committed: rows.length - loadedSoFar,
+  };
+  loadedSoFar = rows.length;
+  played.push(n);
+  if (code === 0) expect(rows, `night ${n.night}`).toEqual(fullLoad(at));
+  return { n, log };
+}
+
+describe('an incremental snapshot over emulated nights, against the live behaviour', () => {
+  it(
+    'quiet nights exit 0 and pay nothing; a job expired 31 days later is restarted; nothing else is paid twice',
+    { timeout: FULL ? 600_000 : 180_000 },
+    async () => {
+      let lastNight: number | undefined;
+      let quiet = 0;
+      for (let day = 0; day < REGULAR_NIGHTS; day++) {
+        const at = NIGHT_1 + day * DAY;
+        const fresh = newMatches(lastNight, at);
+        const { n, log } = await night(day);
+        expect(n.exit, log).toBe(0);
+        lastNight = at;
+        if (fresh === 0) {
+          quiet++;
+          // Known up front (422): no job started, nothing charged, nothing loaded, the cursor where it was.
+          expect(n, log).toMatchObject({ filter_jobs: 0, records_charged: 0, committed: 0 });
+          expect(log).toMatch(
+            /the service answered 422 "Provided filter did not match any records": no new records, nothing to load; the cursor on timestamp stays where it was/,
+          );
+        } else expect(n, log).toMatchObject({ filter_jobs: 1, records_charged: fresh, committed: fresh });
+      }
+      expect(quiet).toBeGreaterThan(0);
+      expect(played.filter((p) => p.committed > 0).length).toBeGreaterThan(1);
+
+      // The next night with new records: its filter job is started and checkpointed, then the service's parts
+      // endpoint fails (503) until the run gives up. The job was built, and charged.
+      let failDay = REGULAR_NIGHTS;
+      while (newMatches(lastNight, NIGHT_1 + failDay * DAY) === 0) failDay++;
+      const expiredRecords = newMatches(lastNight, NIGHT_1 + failDay * DAY);
+      await restartEmulator({ rules: [{ route: 'GET /datasets/snapshots/*/parts', rate: 1, faults: { '503': 1 } }] });
+      const failed = await night(failDay);
+      expect(failed.n.exit, failed.log).toBe(1);
+      expect(failed.log).toMatch(/parts: 503/);
+      expect(failed.n).toMatchObject({ filter_jobs: 1, records_charged: expiredRecords, committed: 0 });
+
+      // Nobody runs it again for 31 days: the snapshot expired 30 days after its job finished. The rerun resumes
+      // the unfinished run, finds its snapshot expired, and restarts: one new job, from the last record loaded.
+      await restartEmulator();
+      const resumeDay = failDay + 31;
+      const since = newMatches(lastNight, NIGHT_1 + resumeDay * DAY);
+      const resumed = await night(resumeDay);
+      expect(resumed.n.exit, resumed.log).toBe(0);
+      expect(resumed.log).toMatch(/resuming nightly_companies \(run /);
+      expect(resumed.log).toMatch(
+        /snapshot snap_\w+ has expired \(started .* by run \S+\): GET \/datasets\/snapshots\/snap_\w+\/parts: 400: Snapshot is expired; resume\.on_missing_job is restart: this new run \(\S+\) starts a new paid filter job \(records_limit 10000\)/,
+      );
+      // The expired job's records are bought again (their data is gone): nothing else is paid twice.
+      expect(resumed.n).toMatchObject({ filter_jobs: 1, records_charged: since, committed: since });
+      expect(since).toBeGreaterThanOrEqual(expiredRecords);
+
+      const paid = played.reduce((s, p) => s + p.records_charged, 0);
+      const loaded = played.reduce((s, p) => s + p.committed, 0);
+      expect(paid - loaded).toBe(expiredRecords);
+      expect(loaded).toBe(fullLoad(NIGHT_1 + resumeDay * DAY).length);
+
+      // `plan` shows the filter the next run would send, from the cursor the sink committed (the newest record
+      // loaded), and starts nothing.
+      const before = await counters();
+      const io = memoryIo({ SLUICE_API_KEY: KEY });
+      expect(await runCli(['plan', path.join(dir, 'nightly.yaml')], io)).toBe(0);
+      const shown = /"name":"timestamp","operator":">","value":"([^"]+)"/.exec(io.stdout.join('\n'))?.[1];
+      expect(shown, io.stdout.join('\n')).toBeDefined();
+      expect(Date.parse(shown!)).toBe(Math.max(...(await table()).map(([, ts]) => ts)));
+      expect((await counters()).paid).toEqual(before.paid);
+
+      console.log(
+        [
+          '| night | exit | filter jobs | records charged | committed |',
+          '|---|---:|---:|---:|---:|',
+          ...played.map((p) => `| ${p.night} | ${p.exit} | ${p.filter_jobs} | ${p.records_charged} | ${p.committed} |`),
+        ].join('\n'),
+      );
+    },
+  );
+});
