@@ -44,6 +44,7 @@ source:
   type: snapshot
   dataset_id: gd_l1vikfnt1wgvvqz95w
   filter: { name: followers, operator: '>=', value: 0 }
+  records_limit: 100000
   download: { format: jsonl, compress: true, batch_size: 1000 }
   poll: { interval_ms: 20 }
 sink: { type: duckdb, path: out.duckdb, table: t }
