@@ -83,7 +83,9 @@ describe('sluice init: templates from the registry', () => {
     const [pipeline] = scaffold({ source: 'snapshot', sink: 'postgres', name: 'p' });
     const text = pipeline!.text;
     // The description of `records_limit` (snapshot.ts) stands above it; paid jobs are capped from the first run.
-    expect(text).toMatch(/# Most records the filter job places in the snapshot, and so is charged for\.(\n? *#?[^\n]*)*?\n {2}records_limit: \d+\n/);
+    expect(text).toMatch(
+      /# Most records the filter job places in the snapshot, and so is charged for\.(\n? *#?[^\n]*)*?\n {2}records_limit: \d+\n/,
+    );
     // Left at their defaults: shown commented out with the default.
     expect(text).toMatch(/\n {2}# concurrency: 4\n/);
     expect(text).toMatch(/\n# fast_path: true\n/);
