@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   AmbiguousPaidCallError,
+  BlockedIpError,
   NotReadyError,
   ServiceError,
   createClient,
@@ -207,12 +208,38 @@ describe('4xx is never retried', () => {
     expect(retries).toHaveLength(0);
   });
 
-  it.each([400, 402, 403, 404, 409, 422])('%i from a scripted server: one request', async (status) => {
+  it.each([400, 402, 404, 409, 422])('%i from a scripted server: one request', async (status) => {
     const s = await scripted((_req, res) => send(res, status, { error: `no (${status})` }));
     const { c, retries } = client(s.url);
     await expect(c.datasets.list()).rejects.toMatchObject({ status, serviceMessage: `no (${status})` });
     expect(retries).toHaveLength(0);
     expect(s.hits).toHaveLength(1);
+  });
+
+  it('403 where GET /status is answered: the key lacks permission (one look at /status, no retry)', async () => {
+    const s = await scripted((req, res) =>
+      req.url === '/status' ? send(res, 200, { status: 'active' }) : send(res, 403, 'Access denied.'),
+    );
+    const { c, retries } = client(s.url);
+    const err = (await c.datasets.list().catch((x: unknown) => x)) as ServiceError;
+    expect(err).not.toBeInstanceOf(BlockedIpError);
+    expect(err).toMatchObject({ status: 403, serviceMessage: 'Access denied.', transient: false });
+    expect(err.hint).toMatch(/lacks permission/);
+    expect(retries).toHaveLength(0);
+    expect(s.hits).toEqual(['GET /datasets/list', 'GET /status']);
+  });
+
+  it('403 on every call, GET /status too: the IP is blocked, named so, with what to do', async () => {
+    const s = await scripted((_req, res) => send(res, 403, 'Access denied.'));
+    const { c, retries } = client(s.url);
+    const err = (await c.datasets.list().catch((x: unknown) => x)) as BlockedIpError;
+    expect(err).toBeInstanceOf(BlockedIpError);
+    expect(err.transient).toBe(false);
+    expect(err.message).toMatch(/refuses this IP on every call.*blocked.*25 answers of 429 within 5 minutes/);
+    expect(err.hint).toMatch(/support/);
+    expect(err.hint).not.toMatch(/permission/);
+    expect(retries).toHaveLength(0);
+    expect(s.hits).toEqual(['GET /datasets/list', 'GET /status']);
   });
 });
 

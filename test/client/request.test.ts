@@ -62,7 +62,9 @@ describe('payloads', () => {
     expect(page.general.query).toBe('espresso machines');
     expect(Array.isArray(page.organic)).toBe(true);
     expect(out.bytes).toBe(Buffer.byteLength(JSON.stringify(page)));
-    expect(out.fetchedAt.getTime()).toBeGreaterThanOrEqual(before);
+    // The service's time (its Date header, whole seconds), not this machine's.
+    expect(out.fetchedAt.getTime()).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000);
+    expect(out.fetchedAt.getTime() % 1000).toBe(0);
   });
 
   it('json: the envelope {status_code, headers, body} is unwrapped to the same page', async () => {

@@ -4,8 +4,9 @@
  *
  * 429s are not retried inside the client: the retry hook tells the rate limiter (which slows the whole crawl down)
  * and cancels the client's own retry, and the page is requested again here, after the service's Retry-After, with a
- * new slot and a new token. So retries obey the crawl's rate, its concurrency and its IP-block guard like any other
- * request. A cancelled retry never reached the service (it was waiting out its backoff), so no page is fetched
+ * new slot and a new token. So retries obey the crawl's rate and its concurrency like any other request (and, as
+ * every request of the run does, the client's one 429 budget, which stops the run before the service's IP block:
+ * client/throttle.ts). A cancelled retry never reached the service (it was waiting out its backoff), so no page is fetched
  * twice. Other failures (5xx, network) keep the client's own retries. Whether and when to request a page again is
  * the crawl's `RetryPolicy` (core/retry.ts), as for every other retry.
  */
@@ -70,11 +71,6 @@ export class CrawlFetcher {
     this.rate = new RateLimiter({
       ...(opts.perSecond !== undefined && { perSecond: opts.perSecond }),
       clock: this.clock,
-      onPause: ({ pauseMs, count }) =>
-        opts.log.warn(
-          `${count} responses 429 within 5 minutes: pausing the crawl for ${Math.ceil(pauseMs / 1000)} s ` +
-            '(the service blocks an IP after 25); lower rate_limit or concurrency to avoid this',
-        ),
     });
   }
 
@@ -82,7 +78,7 @@ export class CrawlFetcher {
     const client = await this.opts.client();
     const signal = this.crawlSignal(ctx.signal);
     for (let attempt = 1; ; attempt++) {
-      const release = await this.slots.acquire(signal, () => this.rate.inFlightBudget());
+      const release = await this.slots.acquire(signal);
       const call = new AbortController();
       const forward = (): void => call.abort(signal.reason);
       signal.addEventListener('abort', forward, { once: true });
