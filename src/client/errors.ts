@@ -217,7 +217,11 @@ function hintFor(status: number, cause: unknown): string {
   if (status === 402) return 'the account balance is too low: add funds or lower records_limit';
   if (status === 403) return 'the API key lacks permission for this call (zone changes need an Admin or Ops key)';
   if (status === 404) return 'check the id or name in the request: the service does not know it';
-  if (status === 429) return 'the service is rate limiting: lower concurrency or rate_limit, or run again later';
+  if (status === 429)
+    return (
+      'the service is rate limiting: run again in a few minutes (completed work is kept), with a lower concurrency ' +
+      'or rate_limit; never retry in a loop: the service blocks an IP that gets 25 answers of 429 within 5 minutes'
+    );
   if (status >= 500) return 'the service failed: run again later (completed work is kept)';
   return 'fix the request as the service says and run again';
 }

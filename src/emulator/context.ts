@@ -25,6 +25,11 @@ export interface EmulatorOptions {
   now?: number;
   /** Fault-injection config (see faults.ts); undefined = no faults. */
   faults?: unknown;
+  /**
+   * 429 answers to one IP within five emulated minutes that block it on every call (ip-block.ts). Default 25, as the
+   * service; 0 counts them but never blocks.
+   */
+  ipBlockAfter?: number;
   /** Added to every response, in real milliseconds (crawl benchmarks use 100). */
   latencyMs: number;
   /**

@@ -169,6 +169,33 @@ describe('5xx and network failures on GETs are retried', () => {
     expect(e.stats.routes[COUNTRIES]).toBe(2);
   });
 
+  it.each([
+    ['GET /zone/get_active_zones', (c: ServiceClient) => c.zones.active()],
+    ['GET /countrieslist', (c: ServiceClient) => c.zones.countries()],
+    ['GET /datasets/list', (c: ServiceClient) => c.datasets.list()],
+  ])('a 200 whose JSON ends early, cleanly (%s): cut short, retried, then the answer', async (route, call) => {
+    const e = await emulator(faultsOn(route, 'truncated_json', 1));
+    const { c, retries } = client(e.url);
+    await expect(call(c)).resolves.toBeDefined();
+    expect(e.stats.faults.truncated_json).toBe(1);
+    expect(retries).toHaveLength(1);
+    expect(retries[0]!.reason).toMatch(/cut short/);
+  });
+
+  it('a cut-short answer on every try: a transient network failure, not a wrong base_url', async () => {
+    const s = await scripted((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('[{"name":"serp_zone","type":"se');
+    });
+    const { c } = client(s.url, { retry: { retries: 2, baseDelayMs: 1, maxDelayMs: 1 } });
+    const err = (await c.zones.active().catch((x: unknown) => x)) as ServiceError;
+    expect(err.status).toBe(0);
+    expect(err.serviceMessage).toMatch(/cut short.*the JSON stops after 31 bytes/);
+    expect(isTransient(err)).toBe(true);
+    expect(err.hint).not.toMatch(/base_url/);
+    expect(s.hits).toHaveLength(3);
+  });
+
   it('a download that fails with 503 before its body is retried too', async () => {
     const s = await scripted((_req, res, hit) =>
       hit === 1 ? send(res, 503, { error: 'busy' }) : send(res, 200, '[{"a":1}]'),

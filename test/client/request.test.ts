@@ -160,6 +160,32 @@ describe('errors', () => {
   });
 });
 
+describe('errors that fail the same way every time fail at once, with the service’s code (docs/service.md §5.6)', () => {
+  it('unexpected_q: a query longer than the engine reads', async () => {
+    const e = await emulator();
+    const { c, delays } = clientFor(e.url);
+    const words = Array.from({ length: 33 }, (_, i) => `w${i}`).join('+');
+    const err = (await c.request
+      .page({ zone: 'serp_zone', url: `https://www.google.com/search?q=${words}&brd_json=1` })
+      .catch((x: unknown) => x)) as ServiceError;
+    expect(err).toMatchObject({ status: 502, code: 'unexpected_q', transient: false });
+    expect(err.message).toMatch(/502: unexpected_q: /);
+    expect(err.hint).toMatch(/shorten the query/);
+    expect(delays).toEqual([]);
+    expect(e.stats.routes[ROUTE]).toBe(1);
+  });
+
+  it('no_peers', async () => {
+    const e = await emulator({ rules: [{ route: ROUTE, rate: 1, faults: { no_peers: 1 } }] });
+    const { c, delays } = clientFor(e.url);
+    const err = (await c.request.page({ zone: 'serp_zone', url: SEARCH }).catch((x: unknown) => x)) as ServiceError;
+    expect(err).toMatchObject({ status: 502, code: 'no_peers', transient: false });
+    expect(err.hint).toMatch(/country or targeting/);
+    expect(delays).toEqual([]);
+    expect(e.stats.faults.no_peers).toBe(1);
+  });
+});
+
 describe('retries (a page is billed only when it succeeds, so /request is not a paid call)', () => {
   it.each(['429', '500', '502', '503', 'reset_before', 'reset'])('%s is retried and the page arrives', async (kind) => {
     const e = await emulator({ rules: [{ route: ROUTE, rate: 1, faults: { [kind]: 1 }, max_per_route: 1 }] });

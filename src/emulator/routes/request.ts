@@ -14,6 +14,9 @@
  * - A target the emulator does not serve (another path, no `q`, a malformed fid) answers HTTP 200 with an empty
  *   body and `x-brd-error` headers: the real service reports target-side failures that way, and clients must
  *   treat them as errors.
+ * - Errors that fail the same way every time (docs/service.md §5.6), reported the same way with status 502 in
+ *   `x-brd-status-code`: `unexpected_q` for a search query longer than the engine's 32 words (the engine cuts it, so
+ *   `detected_query` would differ from `query`), and `no_peers` under the `no_peers` fault. Neither is billed.
  */
 import { z } from 'zod';
 import type { EmulatorContext } from '../context.js';
@@ -44,6 +47,10 @@ export function register(router: Router, ctx: EmulatorContext): void {
 
   router.post('/request', async (req, res) => {
     const body = parseBody(await req.json());
+    if (req.fault?.kind === 'no_peers') {
+      ctx.stats.countFault('no_peers');
+      return serviceError(res, 'no_peers', 'No peers available for this request (zone targeting or country)');
+    }
     const zone = zones.get(body.zone);
     if (!zone) throw new HttpError(400, `zone "${body.zone}" not found`);
     if (!isSearch(zone)) {
@@ -70,6 +77,8 @@ export function register(router: Router, ctx: EmulatorContext): void {
     if (target.pathname === '/search') {
       const query = q.get('q');
       if (!query?.trim()) return targetError(res, 400, 'the search URL has no q parameter');
+      if (query.trim().split(/\s+/).length > MAX_QUERY_WORDS)
+        return serviceError(res, 'unexpected_q', `the engine cut the query to ${MAX_QUERY_WORDS} words: unexpected query`);
       // The page-repeat fault: the service answers the query's first page whatever `start` asked for.
       const repeat = req.fault?.kind === 'page_repeat' && start > 0;
       if (repeat) ctx.stats.countFault('page_repeat');
@@ -132,6 +141,14 @@ function decodeQuery(segment: string): string | undefined {
 function parseStart(v: string | null): number {
   const n = v === null ? 0 : Number(v);
   return Number.isInteger(n) && n >= 0 ? n : 0;
+}
+
+/** Words the search engine reads of a query; it drops the rest (and the service then answers `unexpected_q`). */
+const MAX_QUERY_WORDS = 32;
+
+/** The service's own failure, reached after the request was accepted: HTTP 200, the code and message in headers. */
+function serviceError(res: EmuResponder, code: string, message: string): void {
+  res.text(200, '', { 'x-brd-error': message, 'x-brd-error-code': code, 'x-brd-status-code': '502' });
 }
 
 /** The target failed: HTTP 200, empty body, the failure in `x-brd-*` headers. */

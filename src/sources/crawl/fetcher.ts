@@ -83,17 +83,20 @@ export class CrawlFetcher {
       const forward = (): void => call.abort(signal.reason);
       signal.addEventListener('abort', forward, { once: true });
       let refused: ServiceError | undefined;
+      /** The wait the client had chosen for the retry this replaces (its policy: Retry-After, else its backoff). */
+      let clientDelayMs: number | undefined;
       try {
         await this.rate.take(signal);
         const res = await client.request.page(
           { zone: this.opts.zone, url, format: this.opts.format },
           {
             signal: call.signal,
-            onRetry: ({ error }) => {
+            onRetry: ({ error, delayMs }) => {
               if (!rateLimited(error)) return;
               this.rate.note429();
               if (!this.requeue.shouldRetry(attempt, error)) return; // let the client's last retries run
               refused = error;
+              clientDelayMs = delayMs;
               call.abort(new RequeueOn429());
             },
           },
@@ -113,8 +116,8 @@ export class CrawlFetcher {
         signal.removeEventListener('abort', forward);
         release();
       }
-      // Wait out Retry-After (or a growing backoff) without holding a slot.
-      await this.clock.sleep(this.requeue.delayMs(attempt, refused), signal);
+      // Wait out Retry-After (or the client's backoff: the pipeline's retry timing) without holding a slot.
+      await this.clock.sleep(clientDelayMs ?? this.requeue.delayMs(attempt, refused), signal);
     }
   }
 
