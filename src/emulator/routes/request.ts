@@ -78,7 +78,11 @@ export function register(router: Router, ctx: EmulatorContext): void {
       const query = q.get('q');
       if (!query?.trim()) return targetError(res, 400, 'the search URL has no q parameter');
       if (query.trim().split(/\s+/).length > MAX_QUERY_WORDS)
-        return serviceError(res, 'unexpected_q', `the engine cut the query to ${MAX_QUERY_WORDS} words: unexpected query`);
+        return serviceError(
+          res,
+          'unexpected_q',
+          `the engine cut the query to ${MAX_QUERY_WORDS} words: unexpected query`,
+        );
       // The page-repeat fault: the service answers the query's first page whatever `start` asked for.
       const repeat = req.fault?.kind === 'page_repeat' && start > 0;
       if (repeat) ctx.stats.countFault('page_repeat');

@@ -107,8 +107,9 @@ class CrawlSource implements Source {
     const at = this.position(unit);
     this.checkpoints.delete(unit.id); // an attempt that yields nothing commits no earlier attempt's checkpoint
     const res = await this.fetch(ctx).page(this.pager.url(at), ctx);
-    // On the run's clock: a later run's SERP `refresh_after` compares it with its own `ctx.now`.
-    const fetchedAt = ctx.now ? new Date(ctx.now()) : res.fetchedAt;
+    // On the service's clock (the answer's Date): a later run's SERP `refresh_after` compares it with its own
+    // `ctx.now`, the same clock, and relative review dates are resolved against it.
+    const fetchedAt = res.fetchedAt;
     const payload = pagePayload(res.payload, unit.id);
     const wrong = this.pager.wrongPage?.(payload, at);
     if (wrong !== undefined) {
