@@ -30,6 +30,11 @@ export interface EmulatorOptions {
    * service; 0 counts them but never blocks.
    */
   ipBlockAfter?: number;
+  /**
+   * Deep lookup: add an `enrichments: [{column_name, status}]` field to `GET /request/{id}` (the service documents
+   * none: by default an enrichment shows only as its column's values filling in).
+   */
+  enrichmentStatus?: boolean;
   /** Added to every response, in real milliseconds (crawl benchmarks use 100). */
   latencyMs: number;
   /**

@@ -16,15 +16,19 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((h) => h.close()));
 });
 
-/** Emulated time runs 20,000× faster: the whole lifecycle takes milliseconds. */
-async function harness(): Promise<Harness> {
-  const h = await startHarness({ seed: 1, timeScale: 20_000 });
+/** Emulated time runs 20,000× faster (unless told): the whole lifecycle takes milliseconds. */
+async function harness(timeScale = 20_000): Promise<Harness> {
+  const h = await startHarness({ seed: 1, timeScale });
   open.push(h);
   return h;
 }
 
 function source(h: Harness, cfg: Record<string, unknown>): Source {
-  const parsed = deepLookupSchema.parse({ type: 'deep_lookup', poll: { interval_ms: 10, timeout_s: 30 }, ...cfg });
+  const parsed = deepLookupSchema.parse({
+    type: 'deep_lookup',
+    poll: { interval_ms: 10, timeout_s: 30, enrich_settle_s: 1 },
+    ...cfg,
+  });
   return deepLookupSource.create(parsed, h.deps);
 }
 
@@ -152,5 +156,45 @@ describe('deep lookup source against the emulator', () => {
     const h = await harness();
     const src = source(h, { query: 'Find all SaaS companies #fail', result_limit: 10 });
     await expect(src.plan(sourceContext(h, new MemoryStateStore()))).rejects.toThrow(/request ai_\w+ ended failed/);
+  });
+
+  describe('an enrichment shows no status (docs/service.md §4.2): only its values, filling in', () => {
+    it('the column is downloaded once its values are in: every value the service ends with, none missing', async () => {
+      // 20× faster: the enrichment of 20 rows fills in over about a fifth of a second.
+      const h = await harness(20);
+      const state = new MemoryStateStore();
+      const cfg = { query: QUERY, result_limit: 20, enrich: [{ column_name: 'cto_name', query: 'CTO' }] };
+      const { rows, units } = await readAll(source(h, cfg), h, state);
+      const final = await h.client.deepLookup.get(units[0]!.split(':')[1]!);
+      expect(final).not.toHaveProperty('enrichments');
+      expect(rows.map((r) => r.cto_name)).toEqual(final.data!.map((r) => r.cto_name));
+      expect(rows.filter((r) => typeof r.cto_name === 'string').length).toBeGreaterThan(15);
+    });
+
+    it('not done within the wait: the run fails naming the column and how far it got (nothing paid twice)', async () => {
+      const h = await harness(20);
+      const [unit] = await source(h, { query: QUERY, result_limit: 20 }).plan(sourceContext(h, new MemoryStateStore()));
+      const state = new MemoryStateStore();
+      const enrich = (): Source =>
+        source(h, {
+          request_id: unit!.params.request_id,
+          enrich: [{ column_name: 'cto_name', query: 'CTO' }],
+          poll: { interval_ms: 10, timeout_s: 0.05, enrich_settle_s: 1 },
+        });
+      const err = (await enrich()
+        .plan(sourceContext(h, state))
+        .catch((e: unknown) => e)) as SluiceError;
+      expect(err).toBeInstanceOf(SluiceError);
+      expect(err.message).toMatch(
+        /^the enrichment of column cto_name of deep lookup request ai_\w+ is not done after 0\.05 s: .*no enrichment status/,
+      );
+      expect(err.hint).toMatch(/not paid again/);
+      // The next run waits for the same enrichment: no second enrich call.
+      await source(h, {
+        request_id: unit!.params.request_id,
+        enrich: [{ column_name: 'cto_name', query: 'CTO' }],
+      }).plan(sourceContext(h, state));
+      expect(h.emu.stats.paid).toEqual({ trigger: 1, enrich: 1 });
+    });
   });
 });
