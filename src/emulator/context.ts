@@ -35,6 +35,12 @@ export interface EmulatorOptions {
    * none: by default an enrichment shows only as its column's values filling in).
    */
   enrichmentStatus?: boolean;
+  /**
+   * How review pages answer `start` (docs/service.md §5.4): `dated` (default) pages by `start` before the vendor
+   * deprecated `start` for maps (2025-12-15 on the emulated clock) and answers the place's first page for every
+   * `start` from then on; `start` always pages; `repeat` always answers the first page.
+   */
+  reviewPaging?: 'dated' | 'start' | 'repeat';
   /** Added to every response, in real milliseconds (crawl benchmarks use 100). */
   latencyMs: number;
   /**

@@ -6,8 +6,9 @@
  *   `x-brd-err-code: client_10090`, as the service answers a zone of the wrong kind).
  * - `{engine}/search?q=&start=` → a structured search result (data/serp.ts); `{engine}/maps/search/<query>/` → a
  *   map search page whose results are places with their `fid` (data/serp.ts `mapsPage`);
- *   `{engine}/reviews?fid=&start=` → `{reviews}` (data/reviews.ts). Under the `page_repeat` fault a search page
- *   asked for at `start` > 0 answers the first page. Structured JSON only with `brd_json=1` in the target URL, else a small HTML
+ *   `{engine}/reviews?fid=&start=` → `{reviews}` (data/reviews.ts); review pages repeat the first page for every
+ *   `start` once the emulated clock is past the maps `start` deprecation (option `reviewPaging`). Under the
+ *   `page_repeat` fault a search page asked for at `start` > 0 answers the first page. Structured JSON only with `brd_json=1` in the target URL, else a small HTML
  *   page. `num` is ignored (deprecated).
  * - `format: raw` answers the page itself; `format: json` the envelope `{status_code, headers, body}` with the page
  *   as a string.
@@ -21,7 +22,7 @@
 import { z } from 'zod';
 import type { EmulatorContext } from '../context.js';
 import { HttpError, type EmuResponder, type Router } from '../router.js';
-import { reviewsPage } from '../data/reviews.js';
+import { reviewStartHonoured, reviewsPage } from '../data/reviews.js';
 import { mapsPage, serpPage } from '../data/serp.js';
 import { serpRng } from '../data/serp-rng.js';
 import { isSearch, zoneStateFor } from '../zones-state.js';
@@ -94,7 +95,9 @@ export function register(router: Router, ctx: EmulatorContext): void {
     } else if (target.pathname === '/reviews') {
       const fid = q.get('fid');
       if (!fid || !FID.test(fid)) return targetError(res, 400, 'the reviews URL needs fid=0x…:0x…');
-      page = reviewsPage(ctx.options.seed, fid, start, now, ctx.clock.pinned);
+      // Once `start` is no longer honoured (data/reviews.ts), every start answers the place's first page.
+      const honoured = reviewStartHonoured(ctx.options.reviewPaging ?? 'dated', now.getTime());
+      page = reviewsPage(ctx.options.seed, fid, honoured ? start : 0, now, ctx.clock.pinned);
     } else {
       return targetError(
         res,

@@ -63,6 +63,8 @@ export class CrawlFetcher {
   private readonly requeue: RetryPolicy;
   private readonly clock: LimiterClock;
   private readonly signals = new WeakMap<AbortSignal, AbortSignal>();
+  /** Pages the service answered: each is billed (docs/service.md §5.6), whatever the crawl then does with it. */
+  billed = 0;
 
   constructor(private readonly opts: CrawlFetcherOptions) {
     this.clock = opts.clock ?? realClock;
@@ -102,6 +104,7 @@ export class CrawlFetcher {
           },
         );
         ctx.counters.bytes += res.bytes;
+        this.billed++;
         return res;
       } catch (err) {
         if (signal.aborted) throw err;
