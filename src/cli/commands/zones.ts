@@ -1,6 +1,5 @@
 /** `sluice zones …`: the zone endpoints of the service, JSON on stdout. Account-changing ones need `--yes`. */
 import type { Argv, CommandModule } from 'yargs';
-import { costPeriodProblem } from '../../client/index.js';
 import { jsonArg, listArg } from '../args.js';
 import type { CliContext } from '../context.js';
 import { requireYes, serviceOptions, withClient, type ServiceArgs } from '../service-client.js';
@@ -46,8 +45,6 @@ export function zonesCommand(ctx: CliContext): CommandModule<object, Args> {
               throw new Error('give both --from and --to, or neither');
             for (const d of [a.from, a.to])
               if (d !== undefined && !DAY.test(String(d))) throw new Error(`"${d}" is not YYYY-MM-DD`);
-            const problem = a.from === undefined ? undefined : costPeriodProblem(String(a.from), String(a.to));
-            if (problem) throw new Error(problem);
             return true;
           })
           .example('$0 zones cost serp_zone', 'The six month/day buckets')
