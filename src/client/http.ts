@@ -24,7 +24,6 @@
  */
 import type { Readable } from 'node:stream';
 import { Pool, type Dispatcher, type FormData } from 'undici';
-import { NetworkError } from '../core/errors.js';
 import { redact } from '../core/redact.js';
 import { RetryPolicy } from '../core/retry.js';
 import { sleep } from '../core/sleep.js';
@@ -41,7 +40,7 @@ import { firstContactPolicy, withinFirstContactBudget } from './first-contact.js
 import { guardedBody, transportFailure } from './network.js';
 import { ServiceClock } from './service-clock.js';
 import { ServiceThrottle, realThrottleClock, type Outcome } from './throttle.js';
-import { cutShortJson } from './truncated.js';
+import { notJson } from './truncated.js';
 
 export interface CallOptions {
   method: 'GET' | 'POST' | 'DELETE';
@@ -297,31 +296,6 @@ function outcomeOf(res: Dispatcher.ResponseData): Outcome {
   const v = res.headers['retry-after'];
   const retryAfterMs = parseRetryAfter(Array.isArray(v) ? v[0] : v);
   return { status: res.statusCode, ...(retryAfterMs !== undefined && { retryAfterMs }) };
-}
-
-/**
- * A 200 that does not parse as JSON. Cut short on the way (the JSON stops before its end, or fewer bytes than the
- * Content-Length said): a broken transfer, asked again under the retry policy. Complete and still not JSON: not the
- * service's answer at all, which points at base_url.
- */
-function notJson(call: CallOptions, res: RawResponse, text: string, cause: unknown): ServiceError {
-  const cut = cutShortJson(text, res.headers);
-  if (cut !== undefined)
-    return new ServiceError({
-      method: call.method,
-      path: call.path,
-      status: 0,
-      serviceMessage: `the answer was cut short (${cut}): ${text.slice(0, 80)}…`,
-      cause: new NetworkError(`the answer was cut short: ${cut}`, { sent: true, cause }),
-    });
-  return new ServiceError({
-    method: call.method,
-    path: call.path,
-    status: res.status,
-    serviceMessage: `the answer is not JSON: ${text.slice(0, 200)}`,
-    cause,
-    hint: 'check base_url: it must point at the service API',
-  });
 }
 
 /**

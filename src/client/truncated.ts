@@ -3,6 +3,8 @@
  * only the first is worth asking again (a reset or a proxy ending the transfer early), and only the second means
  * base_url points somewhere else.
  */
+import { NetworkError } from '../core/errors.js';
+import { ServiceError } from './errors.js';
 
 /**
  * Why `text` is an incomplete answer — fewer bytes than its Content-Length, or JSON that stops before its last
@@ -44,4 +46,34 @@ export function endsEarly(text: string): boolean {
     }
   }
   return inString || depth > 0;
+}
+
+/**
+ * A 200 that does not parse as JSON. Cut short on the way (the JSON stops before its end, or fewer bytes than the
+ * Content-Length said): a broken transfer, asked again under the retry policy. Complete and still not JSON: not the
+ * service's answer at all, which points at base_url.
+ */
+export function notJson(
+  call: { method: string; path: string },
+  res: { status: number; headers: Record<string, string | string[] | undefined> },
+  text: string,
+  cause: unknown,
+): ServiceError {
+  const cut = cutShortJson(text, res.headers);
+  if (cut !== undefined)
+    return new ServiceError({
+      method: call.method,
+      path: call.path,
+      status: 0,
+      serviceMessage: `the answer was cut short (${cut}): ${text.slice(0, 80)}…`,
+      cause: new NetworkError(`the answer was cut short: ${cut}`, { sent: true, cause }),
+    });
+  return new ServiceError({
+    method: call.method,
+    path: call.path,
+    status: res.status,
+    serviceMessage: `the answer is not JSON: ${text.slice(0, 200)}`,
+    cause,
+    hint: 'check base_url: it must point at the service API',
+  });
 }
