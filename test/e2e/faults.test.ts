@@ -141,7 +141,7 @@ const SERVICE = [
   'service:',
   '  base_url: ${SLUICE_BASE_URL:?}',
   '  api_key: ${SLUICE_API_KEY:?}',
-  '  retry: { retries: 5, base_delay_ms: 20, max_delay_ms: 200 }',
+  '  retry: { retries: 5, base_delay_ms: 10, max_delay_ms: 50 }',
 ];
 
 const CRAWL = [

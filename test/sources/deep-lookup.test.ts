@@ -159,29 +159,36 @@ describe('deep lookup source against the emulator', () => {
   });
 
   describe('an enrichment shows no status (docs/service.md §4.2): only its values, filling in', () => {
-    it('the column is downloaded once its values are in: every value the service ends with, none missing', async () => {
-      // 20× faster: the enrichment of 20 rows fills in over about a fifth of a second.
+    /**
+     * A completed lookup request of 20 records on an emulator running 20× faster, where an enrichment of those 20
+     * rows fills in over about a fifth of a second: triggered, then the emulated clock moved past the request's end.
+     */
+    async function completedRequest(): Promise<{ h: Harness; requestId: string }> {
       const h = await harness(20);
-      const state = new MemoryStateStore();
-      const cfg = { query: QUERY, result_limit: 20, enrich: [{ column_name: 'cto_name', query: 'CTO' }] };
-      const { rows, units } = await readAll(source(h, cfg), h, state);
-      const final = await h.client.deepLookup.get(units[0]!.split(':')[1]!);
+      const { request_id: requestId } = await h.client.deepLookup.trigger({ query: QUERY, result_limit: 20 });
+      await fetch(`${h.emu.url}/_emulator/clock`, { method: 'POST', body: JSON.stringify({ advance: '1h' }) });
+      return { h, requestId };
+    }
+    const enrich = (h: Harness, requestId: string, poll: Record<string, number> = {}): Source =>
+      source(h, {
+        request_id: requestId,
+        enrich: [{ column_name: 'cto_name', query: 'CTO' }],
+        poll: { interval_ms: 10, timeout_s: 30, enrich_settle_s: 1, ...poll },
+      });
+
+    it('the column is downloaded once its values are in: every value the service ends with, none missing', async () => {
+      const { h, requestId } = await completedRequest();
+      const { rows } = await readAll(enrich(h, requestId), h, new MemoryStateStore());
+      const final = await h.client.deepLookup.get(requestId);
       expect(final).not.toHaveProperty('enrichments');
       expect(rows.map((r) => r.cto_name)).toEqual(final.data!.map((r) => r.cto_name));
       expect(rows.filter((r) => typeof r.cto_name === 'string').length).toBeGreaterThan(15);
     });
 
     it('not done within the wait: the run fails naming the column and how far it got (nothing paid twice)', async () => {
-      const h = await harness(20);
-      const [unit] = await source(h, { query: QUERY, result_limit: 20 }).plan(sourceContext(h, new MemoryStateStore()));
+      const { h, requestId } = await completedRequest();
       const state = new MemoryStateStore();
-      const enrich = (): Source =>
-        source(h, {
-          request_id: unit!.params.request_id,
-          enrich: [{ column_name: 'cto_name', query: 'CTO' }],
-          poll: { interval_ms: 10, timeout_s: 0.05, enrich_settle_s: 1 },
-        });
-      const err = (await enrich()
+      const err = (await enrich(h, requestId, { timeout_s: 0.05 })
         .plan(sourceContext(h, state))
         .catch((e: unknown) => e)) as SluiceError;
       expect(err).toBeInstanceOf(SluiceError);
@@ -190,10 +197,7 @@ describe('deep lookup source against the emulator', () => {
       );
       expect(err.hint).toMatch(/not paid again/);
       // The next run waits for the same enrichment: no second enrich call.
-      await source(h, {
-        request_id: unit!.params.request_id,
-        enrich: [{ column_name: 'cto_name', query: 'CTO' }],
-      }).plan(sourceContext(h, state));
+      await enrich(h, requestId).plan(sourceContext(h, state));
       expect(h.emu.stats.paid).toEqual({ trigger: 1, enrich: 1 });
     });
   });

@@ -190,15 +190,15 @@ describe('serp source', () => {
     // The engine creates the client without `connections` unless the pipeline sets it: its pool must not cap a crawl
     // below what the client's one 429 budget allows (client/throttle.ts): 4 in flight at first, doubling per round
     // trip, up to the 20 that — were every one answered 429 — still keep the IP from the service's block at 25.
-    const emu = await startEmulator({ seed: SEED, apiKey: API_KEY, latencyMs: 300 });
+    const emu = await startEmulator({ seed: SEED, apiKey: API_KEY, latencyMs: 200 });
     const client = createClient({ baseUrl: emu.url, apiKey: API_KEY });
     try {
-      const queries = Array.from({ length: 80 }, (_, i) => `in flight ${i}`);
+      const queries = Array.from({ length: 60 }, (_, i) => `in flight ${i}`);
       const config = serpSchema.parse({ type: 'serp', zone: 'serp_zone', queries, max_pages: 1, concurrency: 64 });
       const source = serpSource.create(config, { ...h.deps, client: async () => client });
       const result = await driveCrawl(source, sourceContext(h), { concurrency: 64 });
       expect(result.error).toBeUndefined();
-      expect(result.committed).toHaveLength(80);
+      expect(result.committed).toHaveLength(60);
       // Never above the budget; well above the first wave of 4 (the pool and the engine did not cap it).
       expect(emu.stats.routeMaxInFlight[REQUEST_ROUTE]).toBeLessThanOrEqual(20);
       expect(emu.stats.routeMaxInFlight[REQUEST_ROUTE]).toBeGreaterThanOrEqual(16);
