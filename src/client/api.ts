@@ -4,6 +4,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { ServiceError } from './errors.js';
+import type { ThrottleClock } from './throttle.js';
 
 export interface ClientOptions {
   baseUrl: string;
@@ -24,6 +25,15 @@ export interface ClientOptions {
     path: string;
     paid: boolean;
   }) => ((outcome: { status?: number; error?: unknown }) => void) | undefined;
+  /** The 429 budget and slow start every request shares (throttle.ts); the defaults keep under the service's block. */
+  throttle?: {
+    /** 429s within five minutes at which the run stops (default 20; the service blocks at 25). */
+    budget?: number;
+    /** Requests in flight before the first answers (default 4). */
+    initialWindow?: number;
+    /** Test seam. */
+    clock?: ThrottleClock;
+  };
   /** Called on each retry (for counters and logs); the message is already redacted. */
   onRetry?: (info: { attempt: number; delayMs: number; reason: string; method: string; path: string }) => void;
 }
@@ -209,7 +219,12 @@ export interface RequestApi {
       /** Called before each retry of this call (429/5xx/network), so a crawl's rate limiter can slow down on 429s. */
       onRetry?: (info: RetryNotice) => void;
     },
-  ): Promise<{ payload: unknown; bytes: number; fetchedAt: Date }>;
+  ): Promise<{
+    payload: unknown;
+    bytes: number;
+    /** When the service answered, on its clock (the answer's `Date`; this machine's only when it has none). */
+    fetchedAt: Date;
+  }>;
 }
 
 export interface ZoneCostBucket {
@@ -239,6 +254,8 @@ export interface ZonesApi {
 
 export interface ServiceClient {
   readonly baseUrl: string;
+  /** The service's time now, as its latest answer's `Date` header tells it; undefined before its first answer. */
+  serviceNow(): number | undefined;
   datasets: DatasetsApi;
   deepLookup: DeepLookupApi;
   request: RequestApi;

@@ -28,6 +28,13 @@ export interface ServiceErrorInit {
   /** For status 0: the transport's failure. */
   cause?: unknown;
   hint?: string;
+  /**
+   * Whether asking again can help, when the status alone does not tell: an answer that fails the same way every
+   * time although its status says "busy" (`unexpected_q`, `no_peers`), or a cut-short 200 that will not.
+   */
+  transient?: boolean;
+  /** The exit code when this error ends the run (EXIT_CODES; default failure). */
+  exitCode?: number;
 }
 
 export class ServiceError extends SluiceError implements RetryClassified {
@@ -44,7 +51,11 @@ export class ServiceError extends SluiceError implements RetryClassified {
   constructor(init: ServiceErrorInit) {
     const what = init.status === 0 ? 'network error' : `${init.status}`;
     const msg = redact(`${init.method} ${init.path}: ${what}: ${init.serviceMessage}`);
-    super(msg, { hint: init.hint ?? hintFor(init.status, init.cause), cause: init.cause });
+    super(msg, {
+      hint: init.hint ?? hintFor(init.status, init.cause),
+      cause: init.cause,
+      ...(init.exitCode !== undefined && { exitCode: init.exitCode }),
+    });
     this.name = 'ServiceError';
     this.method = init.method;
     this.path = init.path;
@@ -53,7 +64,7 @@ export class ServiceError extends SluiceError implements RetryClassified {
     this.serviceMessage = redact(init.serviceMessage);
     this.details = (init.details ?? []).map(redact);
     if (init.retryAfterMs !== undefined) this.retryAfterMs = init.retryAfterMs;
-    this.transient = init.status === 0 || retryableStatus(init.status);
+    this.transient = init.transient ?? (init.status === 0 || retryableStatus(init.status));
   }
 
   /**
@@ -149,6 +160,55 @@ export class UnreachableServiceError extends ServiceError {
   }
 }
 
+/**
+ * The run stopped itself before the service blocks its IP: `count` answers of 429 within five minutes from
+ * `address`, where the service blocks at `blockAt` (docs/service.md §6). Terminal: retrying is what it prevents.
+ */
+export class RateBudgetSpentError extends SluiceError implements RetryClassified {
+  readonly transient = false;
+
+  constructor(
+    readonly address: string,
+    readonly count: number,
+    readonly blockAt: number,
+  ) {
+    super(
+      `stopped: ${address} answered 429 (too many requests) ${count} times within 5 minutes; the service blocks an ` +
+        `IP that gets ${blockAt} within 5 minutes, on every call, until its support clears it`,
+      {
+        hint:
+          'wait 5 minutes, then run again (committed work is kept, nothing is paid twice); if it happens again, ' +
+          "lower the source's concurrency or rate_limit, and look for other jobs using this API key or IP at the same time",
+      },
+    );
+    this.name = 'RateBudgetSpentError';
+  }
+}
+
+/**
+ * The service refuses this machine's IP on every call (a 403 here, and a 403 on a call any key may make): the block
+ * that follows 25 answers of 429 within five minutes (docs/service.md §6). Only the vendor's support lifts it.
+ */
+export class BlockedIpError extends ServiceError {
+  override readonly transient = false;
+
+  constructor(init: ServiceErrorInit, recent429: number) {
+    super({
+      ...init,
+      hint:
+        'ask Bright Data support (support@brightdata.com) to clear the block of this IP, and run nothing against ' +
+        'the service from it until they have; then run again (committed work is kept)' +
+        (recent429 > 0 ? '' : '. Another process on this IP may have collected the 429s'),
+    });
+    this.name = 'BlockedIpError';
+    this.message = redact(
+      `the service refuses this IP on every call (403 on ${init.method} ${init.path}, and on GET /status): it is ` +
+        `blocked, as the service does after 25 answers of 429 within 5 minutes` +
+        (recent429 > 0 ? ` (this run had ${recent429} in the last 5 minutes)` : ''),
+    );
+  }
+}
+
 function hintFor(status: number, cause: unknown): string {
   if (status === 0 && cause instanceof NetworkError && cause.sent)
     return 'the connection to the service broke: run again (completed work is kept); if it keeps happening, check the network';
@@ -158,7 +218,11 @@ function hintFor(status: number, cause: unknown): string {
   if (status === 402) return 'the account balance is too low: add funds or lower records_limit';
   if (status === 403) return 'the API key lacks permission for this call (zone changes need an Admin or Ops key)';
   if (status === 404) return 'check the id or name in the request: the service does not know it';
-  if (status === 429) return 'the service is rate limiting: lower concurrency or rate_limit, or run again later';
+  if (status === 429)
+    return (
+      'the service is rate limiting: run again in a few minutes (completed work is kept), with a lower concurrency ' +
+      'or rate_limit; never retry in a loop: the service blocks an IP that gets 25 answers of 429 within 5 minutes'
+    );
   if (status >= 500) return 'the service failed: run again later (completed work is kept)';
   return 'fix the request as the service says and run again';
 }

@@ -14,6 +14,13 @@
  *   then `UnreachableServiceError` (first-contact.ts); after its first answer, the full policy applies.
  * - A streamed body (`send`) fails with a `ServiceError` of status 0 whose cause is a `NetworkError`, whatever
  *   undici threw, so callers downstream classify it without reading messages.
+ * - Every request, whatever its caller, first takes a permit from the client's one `ServiceThrottle` (throttle.ts):
+ *   one 429 budget for the service's address, a slow start, a hold after each 429, and a stop before the service
+ *   would block the IP. A 403 that a call any key may make (`GET /status`) also gets is that block, named as such.
+ * - Each answer's `Date` header sets the client's `ServiceClock` (service-clock.ts): the service's time, not this
+ *   machine's.
+ * - A 200 whose JSON ends early (a reset or a proxy cutting the answer) is a transient failure like a broken
+ *   connection; only a complete answer that is not JSON points at `base_url`.
  */
 import type { Readable } from 'node:stream';
 import { Pool, type Dispatcher, type FormData } from 'undici';
@@ -23,6 +30,7 @@ import { sleep } from '../core/sleep.js';
 import type { ClientOptions, RetryNotice } from './api.js';
 import {
   AmbiguousPaidCallError,
+  BlockedIpError,
   ServiceError,
   UnreachableServiceError,
   apiKeyRefusedHint,
@@ -30,6 +38,9 @@ import {
 } from './errors.js';
 import { firstContactPolicy, withinFirstContactBudget } from './first-contact.js';
 import { guardedBody, transportFailure } from './network.js';
+import { ServiceClock } from './service-clock.js';
+import { ServiceThrottle, realThrottleClock, type Outcome } from './throttle.js';
+import { notJson } from './truncated.js';
 
 export interface CallOptions {
   method: 'GET' | 'POST' | 'DELETE';
@@ -44,6 +55,11 @@ export interface CallOptions {
   onRetry?: (info: RetryNotice) => void;
   /** Statuses that are answers for this call rather than errors (e.g. 202 on a download). */
   accept?: number[];
+  /**
+   * Reads an error answer the way this call knows it, before the retry decision: e.g. the cost report's 500 that
+   * means a bad date (a configuration error, not the service failing). Returns the error to act on.
+   */
+  classify?: (err: ServiceError) => ServiceError;
 }
 
 export interface RawResponse {
@@ -72,6 +88,10 @@ export class HttpCore {
   /** Set by the first response of any status: the service exists at this address. */
   private reached = false;
   private readonly authorization: string;
+  /** One 429 budget and slow start for every request to this address (throttle.ts). */
+  readonly throttle: ServiceThrottle;
+  /** The service's time, from its answers' `Date` headers. */
+  readonly clock = new ServiceClock();
 
   constructor(private readonly opts: ClientOptions) {
     this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
@@ -90,6 +110,15 @@ export class HttpCore {
     });
     this.firstContact = firstContactPolicy(this.policy);
     this.authorization = `Bearer ${opts.apiKey}`;
+    this.throttle = new ServiceThrottle({
+      address: this.baseUrl,
+      maxWindow: opts.connections ?? DEFAULT_CONNECTIONS,
+      holdBaseMs: this.policy.baseMs,
+      holdMaxMs: this.policy.maxMs,
+      clock: opts.throttle?.clock ?? realThrottleClock,
+      ...(opts.throttle?.budget !== undefined && { budget: opts.throttle.budget }),
+      ...(opts.throttle?.initialWindow !== undefined && { initialWindow: opts.throttle.initialWindow }),
+    });
   }
 
   /**
@@ -120,14 +149,7 @@ export class HttpCore {
       try {
         return JSON.parse(text) as T;
       } catch (cause) {
-        throw new ServiceError({
-          method: call.method,
-          path: call.path,
-          status: res.status,
-          serviceMessage: `the answer is not JSON: ${text.slice(0, 200)}`,
-          cause,
-          hint: 'check base_url: it must point at the service API',
-        });
+        throw notJson(call, res, text, cause);
       }
     });
   }
@@ -158,19 +180,29 @@ export class HttpCore {
     const startedAt = Date.now();
     for (let attempt = 1; ; attempt++) {
       let err: ServiceError;
+      const permit = await this.throttle.acquire(call.signal);
       try {
-        const res = await this.pool.request({
-          method: call.method,
-          path,
-          headers: this.headers(call),
-          body: call.form ?? (call.json !== undefined ? JSON.stringify(call.json) : undefined),
-          signal: call.signal,
-        });
+        const res = await this.pool
+          .request({
+            method: call.method,
+            path,
+            headers: this.headers(call),
+            body: call.form ?? (call.json !== undefined ? JSON.stringify(call.json) : undefined),
+            signal: call.signal,
+          })
+          .then(
+            (r) => (permit.done(outcomeOf(r)), r),
+            (e: unknown) => {
+              permit.done('no_answer');
+              throw e;
+            },
+          );
         this.reached = true;
+        this.clock.observe(res.headers);
         const ok =
           (res.statusCode >= 200 && res.statusCode < 300 && res.statusCode !== 202) ||
           call.accept?.includes(res.statusCode);
-        if (!ok) err = await errorFrom(call, res, this.opts.apiKeyVariable);
+        if (!ok) err = await this.refusal(call, res);
         else {
           try {
             const result = await consume({ status: res.statusCode, headers: res.headers, body: res.body });
@@ -186,6 +218,7 @@ export class HttpCore {
         err = networkFailure(call, transportFailure(e, 'request'));
       }
 
+      if (call.classify) err = call.classify(err);
       if (call.paid && err.transient && mayHaveActed(err))
         throw new AmbiguousPaidCallError({ ...errInit(err), cause: err });
       if (!this.reached && !err.sent) {
@@ -201,7 +234,40 @@ export class HttpCore {
   }
 
   async close(): Promise<void> {
+    this.throttle.close(new Error('the service client was closed'));
     await this.pool.close();
+  }
+
+  /**
+   * The error an answer that is not a success stands for. A 403 without the service's own code may be the IP block
+   * rather than the key's permissions: the block refuses every call, so one call that any key may make (`GET
+   * /status`) tells them apart.
+   */
+  private async refusal(call: CallOptions, res: Dispatcher.ResponseData): Promise<ServiceError> {
+    const err = await errorFrom(call, res, this.opts.apiKeyVariable);
+    if (err.status !== 403 || err.code !== undefined || call.path === STATUS_PATH) return err;
+    const probe = await this.statusProbe(call.signal);
+    return probe === 403 ? new BlockedIpError(errInit(err), this.throttle.count429()) : err;
+  }
+
+  /** The status `GET /status` answers with now (through the throttle like any request), or undefined. */
+  private async statusProbe(signal: AbortSignal | undefined): Promise<number | undefined> {
+    const permit = await this.throttle.acquire(signal).catch(() => undefined);
+    if (permit === undefined) return undefined;
+    try {
+      const res = await this.pool.request({
+        method: 'GET',
+        path: `${new URL(this.baseUrl).pathname.replace(/\/+$/, '')}${STATUS_PATH}`,
+        headers: this.headers({ method: 'GET', path: STATUS_PATH }),
+        signal,
+      });
+      permit.done(outcomeOf(res));
+      await res.body.dump().catch(() => undefined);
+      return res.statusCode;
+    } catch {
+      permit.done('no_answer');
+      return undefined;
+    }
   }
 
   private pathOf(call: CallOptions): string {
@@ -238,6 +304,16 @@ export class HttpCore {
     call.onRetry?.({ status: err.status, delayMs, reason, error: err });
     await sleep(delayMs, call.signal);
   }
+}
+
+/** A free call any API key may make: what tells a blocked IP from a key without permission. */
+const STATUS_PATH = '/status';
+
+/** What the throttle needs to know of an answer: its status and the wait it asked for. */
+function outcomeOf(res: Dispatcher.ResponseData): Outcome {
+  const v = res.headers['retry-after'];
+  const retryAfterMs = parseRetryAfter(Array.isArray(v) ? v[0] : v);
+  return { status: res.statusCode, ...(retryAfterMs !== undefined && { retryAfterMs }) };
 }
 
 /**

@@ -8,9 +8,16 @@ import { requestApi } from './request.js';
 import { zonesApi } from './zones.js';
 
 export type * from './api.js';
-export { AmbiguousPaidCallError, NotReadyError, ServiceError, UnreachableServiceError } from './errors.js';
+export {
+  AmbiguousPaidCallError,
+  BlockedIpError,
+  NotReadyError,
+  RateBudgetSpentError,
+  ServiceError,
+  UnreachableServiceError,
+} from './errors.js';
 export { pollSnapshot, type PollOptions } from './poll.js';
-export { SEARCH_ZONE_TYPES } from './zones.js';
+export { SEARCH_ZONE_TYPES, costPeriodProblem } from './zones.js';
 
 export function createClient(options: ClientOptions): ServiceClient {
   // Registered before any request, so no error or log line can carry the key.
@@ -18,6 +25,7 @@ export function createClient(options: ClientOptions): ServiceClient {
   const http = new HttpCore(options);
   return {
     baseUrl: http.baseUrl,
+    serviceNow: () => http.clock.now(),
     datasets: datasetsApi(http),
     deepLookup: deepLookupApi(http),
     request: requestApi(http),

@@ -4,8 +4,11 @@
  * `x-brd-err-code` header is an error even on HTTP 200, and an empty 200 is an error too, never "no results".
  */
 import type { PageRequest, RequestApi } from './api.js';
+import { NetworkError } from '../core/errors.js';
 import { ServiceError } from './errors.js';
 import { readText, type HttpCore, type RawResponse } from './http.js';
+import { answerDate } from './service-clock.js';
+import { endsEarly } from './truncated.js';
 
 export function requestApi(http: HttpCore): RequestApi {
   return {
@@ -20,12 +23,23 @@ export function requestApi(http: HttpCore): RequestApi {
       };
       return http.call(call, async (res) => {
         const text = await readText(res.body, Infinity);
-        const fail = (status: number, serviceMessage: string, code?: string): ServiceError =>
-          new ServiceError({ method: 'POST', path: '/request', status, serviceMessage, ...(code && { code }) });
+        const fail = (status: number, serviceMessage: string, code?: string): ServiceError => {
+          const permanent = code === undefined ? undefined : PERMANENT[code];
+          return new ServiceError({
+            method: 'POST',
+            path: '/request',
+            status,
+            // The code is what the user looks up: it leads the message of an error that will not go away.
+            serviceMessage: permanent ? `${code}: ${serviceMessage}` : serviceMessage,
+            ...(code && { code }),
+            ...(permanent && { transient: false, hint: permanent }),
+          });
+        };
         const headerError = brdError(res);
         if (headerError) throw fail(headerError.status, headerError.message, headerError.code);
         if (text.trim() === '')
           throw fail(502, 'empty answer with HTTP 200 and no error header (treated as a failed request)');
+        if (endsEarly(text)) throw cutShort(text);
         let payload: unknown = parseMaybeJson(text);
         if (format === 'json') {
           // The envelope {status_code, headers, body}: body is the page as a string.
@@ -34,12 +48,38 @@ export function requestApi(http: HttpCore): RequestApi {
             throw fail(502, 'format "json" answer is not an envelope {status_code, headers, body}');
           if (typeof env.status_code === 'number' && env.status_code >= 400)
             throw fail(env.status_code, `the target answered ${env.status_code}`);
+          if (endsEarly(env.body)) throw cutShort(env.body);
           payload = parseMaybeJson(env.body);
         }
-        return { payload, bytes: Buffer.byteLength(text), fetchedAt: new Date() };
+        return { payload, bytes: Buffer.byteLength(text), fetchedAt: answerDate(res.headers) ?? new Date() };
       });
     },
   };
+}
+
+/**
+ * Service codes that fail the same way every time, though their status (502) says "try again" (docs/service.md §5.6):
+ * retrying them only bills the wait. Each with what to change.
+ */
+const PERMANENT: Readonly<Record<string, string>> = {
+  unexpected_q:
+    'the search engine cut the query short (its detected_query differs from the query): shorten the query (at ' +
+    'most 32 words) or remove it; the request was not billed',
+  no_peers:
+    'the service has no peers for this request (the zone has none in the country or targeting asked for): change ' +
+    "the zone's country or targeting, or use another zone; the request was not billed",
+};
+
+/** A page whose JSON stops before its end: the transfer broke (transient), the page is not HTML. */
+function cutShort(text: string): ServiceError {
+  const what = `the answer was cut short: its JSON stops after ${Buffer.byteLength(text)} bytes`;
+  return new ServiceError({
+    method: 'POST',
+    path: '/request',
+    status: 0,
+    serviceMessage: what,
+    cause: new NetworkError(what, { sent: true }),
+  });
 }
 
 function header(res: RawResponse, name: string): string | undefined {

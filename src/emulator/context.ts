@@ -26,6 +26,22 @@ export interface EmulatorOptions {
   now?: number;
   /** Fault-injection config (see faults.ts); undefined = no faults. */
   faults?: unknown;
+  /**
+   * 429 answers to one IP within five emulated minutes that block it on every call (ip-block.ts). Default 25, as the
+   * service; 0 counts them but never blocks.
+   */
+  ipBlockAfter?: number;
+  /**
+   * Deep lookup: add an `enrichments: [{column_name, status}]` field to `GET /request/{id}` (the service documents
+   * none: by default an enrichment shows only as its column's values filling in).
+   */
+  enrichmentStatus?: boolean;
+  /**
+   * How review pages answer `start` (docs/service.md §5.4): `dated` (default) pages by `start` before the vendor
+   * deprecated `start` for maps (2025-12-15 on the emulated clock) and answers the place's first page for every
+   * `start` from then on; `start` always pages; `repeat` always answers the first page.
+   */
+  reviewPaging?: 'dated' | 'start' | 'repeat';
   /** Added to every response, in real milliseconds (crawl benchmarks use 100). */
   latencyMs: number;
   /**

@@ -1,6 +1,6 @@
 /**
  * Writing a response body under a response-time fault (reset mid-body, reset before the answer, slow body,
- * truncated gzip). The promise settles when the response is finished or the connection dropped, so the server
+ * truncated gzip, truncated JSON). The promise settles when the response is finished or the connection dropped, so the server
  * can count the request as in flight until then.
  */
 import type { ServerResponse } from 'node:http';
@@ -30,15 +30,21 @@ export async function deliverWithFault(
   headers: Record<string, string>,
   body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
   fault: BodyFault,
-  opts: { gzip: boolean; totalLength?: number },
+  opts: { gzip: boolean; totalLength?: number; json?: boolean },
 ): Promise<void> {
   const kind = fault.kind;
+  if (kind === 'truncated_json' && !opts.json) {
+    // Not a JSON answer: the fault does not apply (and is not counted).
+    res.writeHead(status, headers);
+    for await (const c of body) await write(res, c);
+    return end(res);
+  }
   if (kind === 'reset_after') {
     fault.applied(kind);
     drop(res);
     return;
   }
-  const truncate = kind === 'truncated_gzip' && opts.gzip;
+  const truncate = (kind === 'truncated_gzip' && opts.gzip) || kind === 'truncated_json';
   if (truncate) {
     // A clean end of a short body: no Content-Length to contradict it.
     headers = Object.fromEntries(Object.entries(headers).filter(([k]) => k.toLowerCase() !== 'content-length'));
@@ -89,6 +95,13 @@ export async function deliverWithFault(
     return end(res);
   }
 
+  if (kind === 'truncated_json') {
+    fault.applied(kind);
+    const whole = Buffer.concat(await collect(body));
+    await write(res, whole.subarray(0, Math.floor(whole.length / 2)));
+    return end(res);
+  }
+
   if (truncate) {
     fault.applied(kind);
     let tail = Buffer.alloc(0);
@@ -108,6 +121,12 @@ export async function deliverWithFault(
 
   for await (const c of body) await write(res, c);
   return end(res);
+}
+
+async function collect(body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<Buffer[]> {
+  const out: Buffer[] = [];
+  for await (const c of body) out.push(Buffer.from(c));
+  return out;
 }
 
 /** Drops the connection without a proper end (what a client sees as a reset). */

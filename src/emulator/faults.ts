@@ -8,11 +8,14 @@
  * - after the handler ran (the job WAS started): `reset_after` (connection dropped before any byte of the
  *   answer), `reset` (headers and part of the body, then the connection is dropped), `slow_body` (the body
  *   trickles, bounded by `slow_total_ms`), `truncated_gzip` (gzip streams only: the body ends cleanly before the
- *   gzip trailer; on any other response the fault does not apply and is not counted).
+ *   gzip trailer; on any other response the fault does not apply and is not counted), `truncated_json` (JSON
+ *   answers only: the body ends cleanly at half its length, without a Content-Length to contradict it, as a proxy
+ *   cutting the answer short may deliver it; not applied, not counted, elsewhere).
  * - applied by the route itself, which knows what the request asked for (`ROUTE_KINDS`): `not_ready` (a snapshot
  *   download answers 202 "Snapshot is building" with a Retry-After although the status said ready) and
- *   `page_repeat` (a search page asked for at `start` > 0 answers the query's first page instead). A route counts
- *   such a fault only when it applies (a `page_repeat` on a first page, or on a review page, changes nothing).
+ *   `page_repeat` (a search page asked for at `start` > 0 answers the query's first page instead), `no_peers` (a
+ *   `POST /request` fails with the service's `no_peers` code: no proxy peer for the request, not billed). A route
+ *   counts such a fault only when it applies (a `page_repeat` on a first page, or on a review page, changes nothing).
  * `latency_ms` on a rule delays every matching request (a baseline, not counted as a fault).
  */
 import { readFileSync } from 'node:fs';
@@ -34,13 +37,15 @@ export const FAULT_KINDS = [
   'reset_after',
   'slow_body',
   'truncated_gzip',
+  'truncated_json',
   'not_ready',
   'page_repeat',
+  'no_peers',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /** Kinds the route applies itself (the server hands them to the handler as `EmuRequest.fault`). */
-export const ROUTE_KINDS: ReadonlySet<FaultKind> = new Set(['not_ready', 'page_repeat']);
+export const ROUTE_KINDS: ReadonlySet<FaultKind> = new Set(['not_ready', 'page_repeat', 'no_peers']);
 
 /** Kinds answered before the route's handler runs. */
 export const PRE_HANDLER_KINDS: ReadonlySet<FaultKind> = new Set([

@@ -19,6 +19,7 @@ import {
 } from './context.js';
 import { deliverWithFault, drop, type BodyFault } from './fault-delivery.js';
 import { FaultInjector, PRE_HANDLER_KINDS, ROUTE_KINDS, parseFaultConfig, type FaultKind } from './faults.js';
+import { BLOCKED_BODY, BLOCKED_STATUS, BLOCK_AFTER, IpBlock } from './ip-block.js';
 import { PersistedState } from './persisted-state.js';
 import { HttpError, Router, type EmuRequest, type EmuResponder } from './router.js';
 import { register as datasets } from './routes/datasets.js';
@@ -40,6 +41,8 @@ export interface EmulatorHandle {
   stats: Stats;
   /** True when it started from a state file an earlier instance wrote (its snapshots, requests… are known). */
   resumed: boolean;
+  /** 429 answers per client IP and the blocks they caused (also at `GET /_emulator/ip-block`). */
+  ipBlock: IpBlock;
   /** Stops the server, then saves what was not saved yet. */
   close(): Promise<void>;
 }
@@ -81,6 +84,7 @@ export async function startEmulator(opts: Partial<EmulatorOptions> = {}): Promis
     closed: closing.signal,
     state,
   };
+  const ipBlock = new IpBlock(options.ipBlockAfter ?? BLOCK_AFTER);
   const faults =
     options.faults === undefined
       ? undefined
@@ -94,7 +98,7 @@ export async function startEmulator(opts: Partial<EmulatorOptions> = {}): Promis
   }
 
   const server = createServer((req, res) => {
-    handle(router, ctx, faults, req, res).catch((err: unknown) => {
+    handle(router, ctx, faults, ipBlock, req, res).catch((err: unknown) => {
       if (!res.headersSent) {
         res.writeHead(500, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ error: 'Internal error.' }));
@@ -116,6 +120,7 @@ export async function startEmulator(opts: Partial<EmulatorOptions> = {}): Promis
     ctx,
     stats: ctx.stats,
     resumed: state.resumed,
+    ipBlock,
     close: async () => {
       closing.abort();
       await closeServer(server);
@@ -135,6 +140,7 @@ async function handle(
   router: Router,
   ctx: EmulatorContext,
   faults: FaultInjector | undefined,
+  ipBlock: IpBlock,
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
@@ -142,6 +148,13 @@ async function handle(
   const method = req.method ?? 'GET';
   // The service's clock is the emulated one: clients compare this header with snapshots' `created`.
   res.setHeader('date', new Date(ctx.clock.now()).toUTCString());
+  if (url.pathname === '/_emulator/ip-block') return ipBlockAdmin(ctx, ipBlock, method, res);
+  const ip = req.socket.remoteAddress ?? 'unknown';
+  if (!url.pathname.startsWith('/_emulator/')) {
+    // Blocked: refused on every API call, as the service refuses a blocked IP (docs/service.md §6).
+    if (ipBlock.blocked(ip)) return plain(res, BLOCKED_STATUS, BLOCKED_BODY);
+    countAnswers429(res, () => ipBlock.note429(ip, ctx.clock.now()));
+  }
 
   // Outside the service's paths: test introspection, no auth.
   if (url.pathname === '/_emulator/stats') {
@@ -269,6 +282,26 @@ async function admin(
   reply(200, clockState());
 }
 
+/** `GET`: the 429 counts per IP; `DELETE`: support clears every block (and the counts). */
+function ipBlockAdmin(ctx: EmulatorContext, ipBlock: IpBlock, method: string, res: ServerResponse): void {
+  if (method === 'DELETE') ipBlock.clear();
+  else if (method !== 'GET') return plain(res, 405, 'Method not allowed');
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(ipBlock.view(ctx.clock.now())));
+}
+
+/**
+ * Calls `on429` when the answer's head says 429, whichever code path writes it (injected faults, routes, error
+ * answers): counted the moment it is decided, so the next request already sees it.
+ */
+function countAnswers429(res: ServerResponse, on429: () => void): void {
+  const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => ServerResponse;
+  res.writeHead = ((status: number, ...rest: unknown[]) => {
+    if (status === 429) on429();
+    return writeHead(status, ...rest);
+  }) as ServerResponse['writeHead'];
+}
+
 const clockBodySchema = z.union([
   z.object({ now: z.iso.datetime({ offset: true }) }).strict(),
   z.object({ advance: z.string().regex(/^\d+(ms|s|m|h|d)$/) }).strict(),
@@ -324,7 +357,8 @@ function makeResponder(
       res.end(buf);
       return;
     }
-    deliverWithFault(res, status, all, [buf], f, { gzip: false, totalLength: buf.length }).catch(() => drop(res));
+    const json = /\bjson\b/i.test(headers['content-type'] ?? '');
+    deliverWithFault(res, status, all, [buf], f, { gzip: false, totalLength: buf.length, json }).catch(() => drop(res));
   };
   const send = (status: number, headers: Record<string, string>, body: string): void => {
     const buf = Buffer.from(body, 'utf8');

@@ -51,6 +51,7 @@ export async function planPipeline(
     counters,
     deadLetter: () => undefined,
     baseDir: p.baseDir,
+    now: () => service.now(),
     dryRun: true,
   };
   try {

@@ -112,6 +112,7 @@ export async function preparePipeline(
       counters: newRunCounters(),
       deadLetter: () => undefined,
       baseDir: p.baseDir,
+      now: () => service.now(),
       dryRun: false,
       sharded: false,
     };

@@ -207,6 +207,7 @@ async function runAttempt(
       counters,
       deadLetter,
       baseDir: p.baseDir,
+      now: () => service.now(),
       dryRun: false,
       sharded: opts.shard !== undefined,
     };

@@ -48,6 +48,8 @@ export interface ServiceConnectionOptions {
 
 export class ServiceConnection {
   private client: Promise<ServiceClient> | undefined;
+  /** The client once created: its answers set the service's clock (`now`). */
+  private ready: ServiceClient | undefined;
   private emulator: EmulatorHandle | undefined;
 
   /** `config` is undefined for a pipeline without a `service` block (a `file` source): nothing may call the service. */
@@ -62,8 +64,17 @@ export class ServiceConnection {
   }
 
   get(): Promise<ServiceClient> {
-    this.client ??= this.create();
+    this.client ??= this.create().then((c) => (this.ready = c));
     return this.client;
+  }
+
+  /**
+   * The run's clock: the service's, as its latest answer's `Date` header tells it (an emulator's moved clock on
+   * emulated nights; the real service's whatever this machine's clock says), and this machine's only until the
+   * service has answered. Sources take "now" from here (`SourceContext.now`).
+   */
+  now(): number {
+    return this.ready?.serviceNow() ?? Date.now();
   }
 
   /** The embedded emulator, when one was started (tests read its counters). */

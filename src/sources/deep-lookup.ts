@@ -18,6 +18,7 @@ import { unknownId } from './unknown-id.js';
 import { keyRefused } from './preflight.js';
 import { missingJob, readSavedJob, saveJob, type SavedJob } from './saved-job.js';
 import { sleep } from '../core/sleep.js';
+import { EnrichmentWatch } from './enrichment-watch.js';
 
 /** Published pricing (docs/service.md §4.4): $1.00 per matched record, +$0.05 per extra column per matched record. */
 const PRICE_PER_RECORD = 1.0;
@@ -53,10 +54,18 @@ export const deepLookupSchema = z
       .object({
         interval_ms: z.number().int().min(10).default(1000),
         timeout_s: z.number().positive().default(1800),
+        enrich_settle_s: z
+          .number()
+          .positive()
+          .default(60)
+          .describe(
+            'An enrichment shows no status: it is taken as done when every row has a value, or when some do and ' +
+              'none has been added for this long (the service’s time).',
+          ),
       })
       .strict()
-      .default({ interval_ms: 1000, timeout_s: 1800 })
-      .describe('Status polling of the preview, the request and enrichments.'),
+      .default({ interval_ms: 1000, timeout_s: 1800, enrich_settle_s: 60 })
+      .describe('Status polling of the preview, the request and enrichments (each bounded by timeout_s).'),
   })
   .strict()
   .refine((c) => [c.query, c.preview_id, c.request_id].filter((x) => x !== undefined).length === 1, {
@@ -254,10 +263,6 @@ class DeepLookupSource implements Source {
     e: { column_name: string; query: string },
   ): Promise<void> {
     const key = `deep_lookup:enrich:${requestId}:${e.column_name}`;
-    const hasColumn = async (): Promise<boolean> => {
-      const r = await client.deepLookup.get(requestId);
-      return (r.columns ?? []).some((c) => c.name === e.column_name) && enrichmentDone(r, e.column_name);
-    };
     if (!ctx.state.get(key)) {
       const r = await client.deepLookup.get(requestId);
       if (!(r.columns ?? []).some((c) => c.name === e.column_name)) {
@@ -268,7 +273,29 @@ class DeepLookupSource implements Source {
       }
       await ctx.state.set(key, true);
     }
-    await this.waitFor(ctx, `enrichment ${e.column_name}`, hasColumn);
+    // No status to poll: the column's values are watched until they are all in, or stop coming (enrichment-watch.ts).
+    const watch = new EnrichmentWatch(
+      e.column_name,
+      this.cfg.poll.enrich_settle_s * 1000,
+      () => client.serviceNow() ?? Date.now(),
+    );
+    await this.waitFor(
+      ctx,
+      `enrichment ${e.column_name}`,
+      async () => watch.done(await client.deepLookup.get(requestId)),
+      () =>
+        new SluiceError(
+          `the enrichment of column ${e.column_name} of deep lookup request ${requestId} is not done after ` +
+            `${this.cfg.poll.timeout_s} s: ${watch.progress()} (the service shows no enrichment status; its ` +
+            'progress is seen only in the values)',
+          {
+            hint:
+              'run the same command again later: the request and the enrichment are checkpointed and not paid ' +
+              'again; raise source.poll.timeout_s if enrichments take longer',
+          },
+        ),
+    );
+    if (watch.settled) ctx.log.info(`enrichment ${e.column_name}: taken as done: ${watch.settled}`);
   }
 
   /**
@@ -305,14 +332,19 @@ class DeepLookupSource implements Source {
     }
   }
 
-  private async waitFor(ctx: SourceContext, what: string, done: () => Promise<boolean>): Promise<void> {
+  private async waitFor(
+    ctx: SourceContext,
+    what: string,
+    done: () => Promise<boolean>,
+    timedOut: () => SluiceError = () =>
+      new SluiceError(`timed out waiting for deep lookup ${what}`, {
+        hint: 'run the same command again later: the request id is checkpointed and will be reused',
+      }),
+  ): Promise<void> {
     const deadline = Date.now() + this.cfg.poll.timeout_s * 1000;
     let interval = this.cfg.poll.interval_ms;
     while (!(await done())) {
-      if (Date.now() > deadline)
-        throw new SluiceError(`timed out waiting for deep lookup ${what}`, {
-          hint: 'run the same command again later: the request id is checkpointed and will be reused',
-        });
+      if (Date.now() > deadline) throw timedOut();
       await sleep(interval, ctx.signal);
       interval = Math.min(interval * 1.5, 10_000);
     }
@@ -345,13 +377,6 @@ function lostTrigger(startedAt: string, cause?: unknown): SluiceError {
       cause,
     },
   );
-}
-
-/** An enrichment is done when the request no longer reports the column as processing. */
-function enrichmentDone(r: Record<string, unknown>, column: string): boolean {
-  const enrichments = r.enrichments as { column_name?: string; status?: string }[] | undefined;
-  const e = enrichments?.find((x) => x.column_name === column);
-  return e === undefined || e.status !== 'processing';
 }
 
 export const deepLookupSource: ComponentDef<'source', DeepLookupConfig, Source> = {

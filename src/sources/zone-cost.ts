@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import type { Row, Source } from '../core/types.js';
 import type { ComponentDef } from '../core/component.js';
+import { costPeriodProblem } from '../client/index.js';
 import { oneShotSource } from './one-shot.js';
 
 const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'a date as YYYY-MM-DD');
@@ -17,7 +18,12 @@ export const zoneCostSchema = z
     to: day.optional().describe('End of a custom period (exclusive), YYYY-MM-DD; needs `from`.'),
   })
   .strict()
-  .refine((c) => (c.from === undefined) === (c.to === undefined), { message: 'set both `from` and `to`, or neither' });
+  .refine((c) => (c.from === undefined) === (c.to === undefined), { message: 'set both `from` and `to`, or neither' })
+  // An impossible day (2025-02-30) passes the pattern; the service would answer it with a 500.
+  .superRefine((c, ctx) => {
+    const problem = c.from !== undefined && c.to !== undefined ? costPeriodProblem(c.from, c.to) : undefined;
+    if (problem) ctx.addIssue({ code: 'custom', message: problem, path: [/^to\b/.test(problem) ? 'to' : 'from'] });
+  });
 export type ZoneCostConfig = z.infer<typeof zoneCostSchema>;
 
 export const zoneCostSource: ComponentDef<'source', ZoneCostConfig, Source> = {

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   AmbiguousPaidCallError,
+  BlockedIpError,
   NotReadyError,
   ServiceError,
   createClient,
@@ -168,6 +169,33 @@ describe('5xx and network failures on GETs are retried', () => {
     expect(e.stats.routes[COUNTRIES]).toBe(2);
   });
 
+  it.each([
+    ['GET /zone/get_active_zones', (c: ServiceClient) => c.zones.active()],
+    ['GET /countrieslist', (c: ServiceClient) => c.zones.countries()],
+    ['GET /datasets/list', (c: ServiceClient) => c.datasets.list()],
+  ])('a 200 whose JSON ends early, cleanly (%s): cut short, retried, then the answer', async (route, call) => {
+    const e = await emulator(faultsOn(route, 'truncated_json', 1));
+    const { c, retries } = client(e.url);
+    await expect(call(c)).resolves.toBeDefined();
+    expect(e.stats.faults.truncated_json).toBe(1);
+    expect(retries).toHaveLength(1);
+    expect(retries[0]!.reason).toMatch(/cut short/);
+  });
+
+  it('a cut-short answer on every try: a transient network failure, not a wrong base_url', async () => {
+    const s = await scripted((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('[{"name":"serp_zone","type":"se');
+    });
+    const { c } = client(s.url, { retry: { retries: 2, baseDelayMs: 1, maxDelayMs: 1 } });
+    const err = (await c.zones.active().catch((x: unknown) => x)) as ServiceError;
+    expect(err.status).toBe(0);
+    expect(err.serviceMessage).toMatch(/cut short.*the JSON stops after 31 bytes/);
+    expect(isTransient(err)).toBe(true);
+    expect(err.hint).not.toMatch(/base_url/);
+    expect(s.hits).toHaveLength(3);
+  });
+
   it('a download that fails with 503 before its body is retried too', async () => {
     const s = await scripted((_req, res, hit) =>
       hit === 1 ? send(res, 503, { error: 'busy' }) : send(res, 200, '[{"a":1}]'),
@@ -207,12 +235,38 @@ describe('4xx is never retried', () => {
     expect(retries).toHaveLength(0);
   });
 
-  it.each([400, 402, 403, 404, 409, 422])('%i from a scripted server: one request', async (status) => {
+  it.each([400, 402, 404, 409, 422])('%i from a scripted server: one request', async (status) => {
     const s = await scripted((_req, res) => send(res, status, { error: `no (${status})` }));
     const { c, retries } = client(s.url);
     await expect(c.datasets.list()).rejects.toMatchObject({ status, serviceMessage: `no (${status})` });
     expect(retries).toHaveLength(0);
     expect(s.hits).toHaveLength(1);
+  });
+
+  it('403 where GET /status is answered: the key lacks permission (one look at /status, no retry)', async () => {
+    const s = await scripted((req, res) =>
+      req.url === '/status' ? send(res, 200, { status: 'active' }) : send(res, 403, 'Access denied.'),
+    );
+    const { c, retries } = client(s.url);
+    const err = (await c.datasets.list().catch((x: unknown) => x)) as ServiceError;
+    expect(err).not.toBeInstanceOf(BlockedIpError);
+    expect(err).toMatchObject({ status: 403, serviceMessage: 'Access denied.', transient: false });
+    expect(err.hint).toMatch(/lacks permission/);
+    expect(retries).toHaveLength(0);
+    expect(s.hits).toEqual(['GET /datasets/list', 'GET /status']);
+  });
+
+  it('403 on every call, GET /status too: the IP is blocked, named so, with what to do', async () => {
+    const s = await scripted((_req, res) => send(res, 403, 'Access denied.'));
+    const { c, retries } = client(s.url);
+    const err = (await c.datasets.list().catch((x: unknown) => x)) as BlockedIpError;
+    expect(err).toBeInstanceOf(BlockedIpError);
+    expect(err.transient).toBe(false);
+    expect(err.message).toMatch(/refuses this IP on every call.*blocked.*25 answers of 429 within 5 minutes/);
+    expect(err.hint).toMatch(/support/);
+    expect(err.hint).not.toMatch(/permission/);
+    expect(retries).toHaveLength(0);
+    expect(s.hits).toEqual(['GET /datasets/list', 'GET /status']);
   });
 });
 

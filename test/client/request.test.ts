@@ -62,7 +62,9 @@ describe('payloads', () => {
     expect(page.general.query).toBe('espresso machines');
     expect(Array.isArray(page.organic)).toBe(true);
     expect(out.bytes).toBe(Buffer.byteLength(JSON.stringify(page)));
-    expect(out.fetchedAt.getTime()).toBeGreaterThanOrEqual(before);
+    // The service's time (its Date header, whole seconds), not this machine's.
+    expect(out.fetchedAt.getTime()).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000);
+    expect(out.fetchedAt.getTime() % 1000).toBe(0);
   });
 
   it('json: the envelope {status_code, headers, body} is unwrapped to the same page', async () => {
@@ -155,6 +157,32 @@ describe('errors', () => {
       serviceMessage: 'the target answered 404',
     });
     expect(s.hits()).toBe(1);
+  });
+});
+
+describe('errors that fail the same way every time fail at once, with the service’s code (docs/service.md §5.6)', () => {
+  it('unexpected_q: a query longer than the engine reads', async () => {
+    const e = await emulator();
+    const { c, delays } = clientFor(e.url);
+    const words = Array.from({ length: 33 }, (_, i) => `w${i}`).join('+');
+    const err = (await c.request
+      .page({ zone: 'serp_zone', url: `https://www.google.com/search?q=${words}&brd_json=1` })
+      .catch((x: unknown) => x)) as ServiceError;
+    expect(err).toMatchObject({ status: 502, code: 'unexpected_q', transient: false });
+    expect(err.message).toMatch(/502: unexpected_q: /);
+    expect(err.hint).toMatch(/shorten the query/);
+    expect(delays).toEqual([]);
+    expect(e.stats.routes[ROUTE]).toBe(1);
+  });
+
+  it('no_peers', async () => {
+    const e = await emulator({ rules: [{ route: ROUTE, rate: 1, faults: { no_peers: 1 } }] });
+    const { c, delays } = clientFor(e.url);
+    const err = (await c.request.page({ zone: 'serp_zone', url: SEARCH }).catch((x: unknown) => x)) as ServiceError;
+    expect(err).toMatchObject({ status: 502, code: 'no_peers', transient: false });
+    expect(err.hint).toMatch(/country or targeting/);
+    expect(delays).toEqual([]);
+    expect(e.stats.faults.no_peers).toBe(1);
   });
 });
 

@@ -2,7 +2,14 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AmbiguousPaidCallError, ServiceError, createClient, type ServiceClient } from '../../src/client/index.js';
+import {
+  AmbiguousPaidCallError,
+  ServiceError,
+  costPeriodProblem,
+  createClient,
+  type ServiceClient,
+} from '../../src/client/index.js';
+import { EXIT_CODES } from '../../src/core/errors.js';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -75,15 +82,26 @@ describe('zone calls', () => {
     expect(e.stats.paid).toEqual({ zone_create: 1 });
   });
 
-  it("an unparseable period: the service's 500 is retried (a GET), then surfaces with its misleading message", async () => {
+  it("an impossible period: the service's 500 is a configuration error, not retried, not blamed on the service", async () => {
     const { e, c, retries } = await setup();
     const err = (await c.zones
-      .cost('static_zone', { from: '01/02/2026', to: '2026-02-01' })
+      .cost('static_zone', { from: '2026-02-30', to: '2026-03-01' })
       .catch((x: unknown) => x)) as ServiceError;
     expect(err.status).toBe(500);
-    expect(err.serviceMessage).toBe('You must provide period with both to and from');
-    expect(retries).toHaveLength(3);
-    expect(e.stats.routes['GET /zone/cost']).toBe(4);
+    expect(err.serviceMessage).toMatch(/^You must provide period with both to and from/);
+    expect(err.transient).toBe(false);
+    expect(err.exitCode).toBe(EXIT_CODES.config);
+    expect(err.hint).toMatch(/real calendar days/);
+    expect(retries).toHaveLength(0);
+    expect(e.stats.routes['GET /zone/cost']).toBe(1);
+  });
+
+  it('costPeriodProblem catches what the service would answer with a 500, before asking', () => {
+    expect(costPeriodProblem('2026-02-01', '2026-03-01')).toBeUndefined();
+    expect(costPeriodProblem('2026-02-30', '2026-03-01')).toMatch(/^from "2026-02-30" is not a calendar day/);
+    expect(costPeriodProblem('2026-02-01', '2026-13-01')).toMatch(/^to "2026-13-01"/);
+    expect(costPeriodProblem('01/02/2026', '2026-03-01')).toMatch(/YYYY-MM-DD/);
+    expect(costPeriodProblem('2026-03-02', '2026-03-01')).toMatch(/after/);
   });
 });
 

@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
 import { reviewIdsAt } from '../../src/emulator/data/reviews.js';
@@ -16,6 +16,7 @@ import { query, type Obj } from './harness.js';
 
 const KEY = 'emulator-key';
 const DAY = 86_400_000;
+const HOUR = 3_600_000;
 /** Half past an hour: records and reviews appear on whole hours, so none appears while a night's runs go on. */
 const NIGHT_1 = Date.parse('2025-03-01T02:30:00Z');
 const FIDS = ['0x89c259a9b3117469:0xd134e199a405a163', '0x47e66e2964e34e2d:0x8ddca9ee380ef7e0', '0x1:0x2a'];
@@ -98,6 +99,19 @@ describe('incremental loads over simulated nights', () => {
       expect(loaded, `night ${night + 1}`).toEqual(shown.flat().sort());
       // Append only: a review loaded twice would be a second row.
       expect(new Set(loaded).size).toBe(loaded.length);
+      // Tonight's rows are dated on the emulated night, the service's clock: fetched within its hour, and a review
+      // without a `date` has its relative `created` ("a week ago") resolved against that fetch time.
+      const tonight = await query(
+        `SELECT epoch_ms(fetched_at::TIMESTAMP) AS f, epoch_ms(created_at::TIMESTAMP) AS c, date IS NULL AS relative
+         FROM w.reviews WHERE fetched_at >= '${new Date(at).toISOString().slice(0, 19)}'`,
+        { duckdb: db('nightly_reviews') },
+      );
+      expect(tonight.length).toBeGreaterThan(0);
+      for (const r of tonight) {
+        expect(Number(r.f) - at).toSatisfy((d: number) => d >= 0 && d < HOUR);
+        expect(Number(r.c)).toBeLessThanOrEqual(Number(r.f));
+        if (r.relative) expect(Number(r.f) - Number(r.c)).toBeLessThan(400 * DAY);
+      }
       const fullRequests = shown.reduce((n, list) => n + Math.floor(list.length / 10) + 1, 0);
       if (night === 0) {
         expect(requests).toBe(fullRequests);
@@ -124,40 +138,40 @@ describe('incremental loads over simulated nights', () => {
       query(`SELECT query, position, link, CAST(fetched_at AS VARCHAR) AS f FROM w.ranking ${where} ORDER BY 1, 2`, {
         duckdb: db(name),
       });
-    // The run's clock (SourceContext.now, which the fetch times and refresh_after both read) is still the machine's:
-    // the engine does not yet take it from the service's Date header. Until it does, the runs' clock is set night
-    // by night here; then `await clock(…)` alone will do.
-    vi.useFakeTimers({ toFake: ['Date'] });
-    try {
-      vi.setSystemTime(NIGHT_1);
-      let before = await counters();
-      await run('nightly_serp', body('nightly_serp', ['coffee', 'tea']));
-      const night1 = await rows('nightly_serp');
-      const perQuery = (await counters()).requests - before.requests;
-      expect(perQuery).toBeGreaterThan(0);
+    // The run's clock is the service's (its Date header): fetch times and refresh_after both read it, so moving the
+    // emulator's clock plays the nights. This machine's clock is left alone.
+    await clock(NIGHT_1);
+    let before = await counters();
+    await run('nightly_serp', body('nightly_serp', ['coffee', 'tea']));
+    const night1 = await rows('nightly_serp');
+    // Fetched on the emulated night, not on this machine's date.
+    for (const r of night1)
+      expect(Date.parse(`${r.f as string}Z`) - NIGHT_1).toSatisfy((d: number) => d >= 0 && d < HOUR);
+    const perQuery = (await counters()).requests - before.requests;
+    expect(perQuery).toBeGreaterThan(0);
 
-      // Night 2: a query is added; the two fetched yesterday are not due.
-      vi.setSystemTime(NIGHT_1 + DAY);
-      before = await counters();
-      await run('nightly_serp', body('nightly_serp', ['coffee', 'tea', 'juice']));
-      const requests = (await counters()).requests - before.requests;
-      const full = `full_${++fullLoads}`;
-      before = await counters();
-      await run(full, body(full, ['juice']));
-      expect(requests).toBe((await counters()).requests - before.requests);
-      expect(await rows('nightly_serp', "WHERE query <> 'juice'")).toEqual(night1);
-      expect(await rows('nightly_serp', "WHERE query = 'juice'")).toEqual(await rows(full));
+    // Night 2: a query is added; the two fetched yesterday are not due.
+    await clock(NIGHT_1 + DAY);
+    before = await counters();
+    await run('nightly_serp', body('nightly_serp', ['coffee', 'tea', 'juice']));
+    const requests = (await counters()).requests - before.requests;
+    const full = `full_${++fullLoads}`;
+    before = await counters();
+    await run(full, body(full, ['juice']));
+    expect(requests).toBe((await counters()).requests - before.requests);
+    expect(await rows('nightly_serp', "WHERE query <> 'juice'")).toEqual(night1);
+    // The same results; fetched a few emulated seconds apart (the emulator's clock runs while the nights play).
+    const ranked = (list: Obj[]): Obj[] => list.map(({ f: _f, ...r }) => r);
+    expect(ranked(await rows('nightly_serp', "WHERE query = 'juice'"))).toEqual(ranked(await rows(full)));
 
-      // Eight days later every query is due again; the merge key keeps one row per position: the latest ranking.
-      vi.setSystemTime(NIGHT_1 + 8 * DAY);
-      before = await counters();
-      await run('nightly_serp', body('nightly_serp', ['coffee', 'tea', 'juice']));
-      expect((await counters()).requests - before.requests).toBeGreaterThan(requests);
-      const latest = await rows('nightly_serp');
-      expect(latest.every((r) => Date.parse(`${r.f as string}Z`) >= NIGHT_1 + 8 * DAY)).toBe(true);
-      expect(new Set(latest.map((r) => `${r.query as string}|${r.position as number}`)).size).toBe(latest.length);
-    } finally {
-      vi.useRealTimers();
-    }
+    // Eight days after night 2 every query is due again; the merge key keeps one row per position: the latest ranking.
+    await clock(NIGHT_1 + 9 * DAY);
+    before = await counters();
+    await run('nightly_serp', body('nightly_serp', ['coffee', 'tea', 'juice']));
+    expect((await counters()).requests - before.requests).toBeGreaterThan(requests);
+    const latest = await rows('nightly_serp');
+    for (const r of latest)
+      expect(Date.parse(`${r.f as string}Z`) - (NIGHT_1 + 9 * DAY)).toSatisfy((d: number) => d >= 0 && d < HOUR);
+    expect(new Set(latest.map((r) => `${r.query as string}|${r.position as number}`)).size).toBe(latest.length);
   });
 });

@@ -219,7 +219,9 @@ describe('a request over emulated time', () => {
     const id = await completed({ query: AI_QUERY, result_limit: 100 });
     const { status, body } = await json('GET', `/request/${id}`);
     expect(status).toBe(200);
-    expect(body).toMatchObject({ request_id: id, query: AI_QUERY, status: 'completed', step: 'done', enrichments: [] });
+    expect(body).toMatchObject({ request_id: id, query: AI_QUERY, status: 'completed', step: 'done' });
+    // The service documents no enrichment status (docs/service.md §4.2): the emulator invents none.
+    expect(body).not.toHaveProperty('enrichments');
     expect(body.title).toBe('AI startups founded after 2020 with more than 50 employees');
     // Only 42 entities satisfy this query (seed 1): fewer than the limit.
     expect(body.matched_records).toBe(42);
@@ -374,7 +376,7 @@ describe('GET /request/{id}/download', () => {
 });
 
 describe('POST /request/{id}/enrich', () => {
-  it('adds a column at once as processing, fills it after a few seconds, and later downloads carry it', async () => {
+  it('adds a column at once, fills its rows one after another with no status anywhere, and later downloads carry it', async () => {
     const id = await completed({ query: AI_QUERY, result_limit: 20 });
     const before = paid('enrich');
     const r = await json('POST', `/request/${id}/enrich`, [
@@ -391,13 +393,20 @@ describe('POST /request/{id}/enrich', () => {
       description: 'CTO or head of engineering',
       type: 'enrichment',
     });
-    expect(now.enrichments).toEqual([{ column_name: 'cto_name', status: 'processing' }]);
+    expect(now).not.toHaveProperty('enrichments');
     expect(now.data.every((row: Obj) => row.cto_name === null)).toBe(true);
     expect(now.total_cost).toBe('$20.00');
 
+    // Half way through (4 s + 20 ms per record = 4.4 s for 20): the first half of the rows has its values.
+    clock.advance(2_200);
+    const half = (await json('GET', `/request/${id}`)).body;
+    expect(half.data.slice(10).every((row: Obj) => row.cto_name === null)).toBe(true);
+    expect(half.data.slice(0, 10).filter((row: Obj) => row.cto_name !== null).length).toBeGreaterThan(5);
+    expect(half.total_cost).toBe('$20.00');
+
     clock.advance(10_000);
     const later = (await json('GET', `/request/${id}`)).body;
-    expect(later.enrichments).toEqual([{ column_name: 'cto_name', status: 'completed' }]);
+    expect(later).not.toHaveProperty('enrichments');
     expect(later.total_cost).toBe('$21.00');
     const filled = later.data.filter((row: Obj) => typeof row.cto_name === 'string');
     expect(filled.length).toBeGreaterThan(15);
@@ -498,7 +507,8 @@ describe('the whole flow at a scaled clock', () => {
       expect((await get(`/request/${request_id}`)).data).toHaveLength(10);
       const e = await post(`/request/${request_id}/enrich`, [{ column_name: 'funding', query: 'Total funding' }]);
       expect(e.max_additional_cost).toBe('$0.50');
-      await until(async () => (await get(`/request/${request_id}`)).enrichments[0].status === 'completed');
+      // No status: the enrichment is complete once its cost is counted (10 records × $0.05 on top of $10.00).
+      await until(async () => (await get(`/request/${request_id}`)).total_cost === '$10.50');
       const rows = (await (
         await fetch(url(`/request/${request_id}/download?format=json`), { headers: AUTH })
       ).json()) as Obj[];

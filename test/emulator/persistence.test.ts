@@ -275,7 +275,7 @@ describe('deep lookup across a restart', () => {
       emu = await restart(emu);
       advance(emu, 48 * HOUR);
       const got = await dl(emu, 'GET', `/request/${id}`);
-      expect(got.body.enrichments).toEqual([{ column_name: 'ceo_name', status: 'completed' }]);
+      expect(got.body.data.some((row: Obj) => typeof row.ceo_name === 'string')).toBe(true);
       expect((await stats(emu)).paid).toEqual({ trigger: 1, enrich: 1 });
       const download = await call(emu, 'GET', `${DL}/request/${id}/download?format=json`);
       expect(download.status, download.text).toBe(200);

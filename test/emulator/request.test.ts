@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
 import { expectedOrganicLinks, knowledgeFid, serpQueryPlan } from '../../src/emulator/data/serp.js';
-import { expectedReviewIds, placeKind, reviewTotal } from '../../src/emulator/data/reviews.js';
+import { expectedReviewIds, placeKind, reviewIdsAt, reviewTotal } from '../../src/emulator/data/reviews.js';
 
 const SEED = 11;
 const ENGINE = 'www.google.com';
@@ -10,7 +10,8 @@ type Obj = Record<string, any>;
 
 let emu: EmulatorHandle;
 beforeAll(async () => {
-  emu = await startEmulator({ seed: SEED });
+  // The review tests below are about paging by `start`: the switch that honours it whatever the emulated date.
+  emu = await startEmulator({ seed: SEED, reviewPaging: 'start' });
 });
 afterAll(() => emu.close());
 
@@ -296,6 +297,28 @@ describe('POST /request: reviews', () => {
     // A total that is a multiple of the page size ends with an empty page.
     expect((await crawlReviews(exact)).at(-1)).toEqual([]);
     expect(await reviewsAt(partial, 500)).toEqual([]);
+  });
+
+  it('by default pages by start before the maps start deprecation (2025-12-15), repeats the first page after', async () => {
+    const fid = fids.find((f) => reviewTotal(SEED, f) > 20)!;
+    const second = async (now: string): Promise<string[]> => {
+      const dated = await startEmulator({ seed: SEED, now: Date.parse(now) });
+      try {
+        const res = await fetch(`${dated.url}/request`, {
+          method: 'POST',
+          headers: AUTH,
+          body: JSON.stringify({ zone: 'serp_zone', url: reviewsUrl(fid, 10), format: 'raw' }),
+        });
+        return ((await res.json()) as Obj).reviews.map((r: Obj) => r.review_id as string);
+      } finally {
+        await dated.close();
+      }
+    };
+    // A pinned clock: places have gained reviews by then (shown first).
+    const before = Date.parse('2025-12-14T23:30:00Z');
+    const after = Date.parse('2025-12-15T00:30:00Z');
+    expect(await second(new Date(before).toISOString())).toEqual(reviewIdsAt(SEED, fid, before).slice(10, 20));
+    expect(await second(new Date(after).toISOString())).toEqual(reviewIdsAt(SEED, fid, after).slice(0, 10));
   });
 });
 

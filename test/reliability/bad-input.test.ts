@@ -140,7 +140,7 @@ const configCases: ConfigCase[] = [
   {
     name: 'unknown key at the top level',
     yaml: HEAD + 'source: { type: countries }\n' + JSONL_SINK + 'retries: 3\n',
-    error: /p\.yaml:9:1: retries: unknown key "retries"$/,
+    error: /p\.yaml:9:1: retries: unknown key "retries"( \(did you mean "\w+"\?\))?$/,
     fix: /^allowed keys at the top level: version, name, service, source/,
   },
   {

@@ -16,15 +16,19 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((h) => h.close()));
 });
 
-/** Emulated time runs 20,000× faster: the whole lifecycle takes milliseconds. */
-async function harness(): Promise<Harness> {
-  const h = await startHarness({ seed: 1, timeScale: 20_000 });
+/** Emulated time runs 20,000× faster (unless told): the whole lifecycle takes milliseconds. */
+async function harness(timeScale = 20_000): Promise<Harness> {
+  const h = await startHarness({ seed: 1, timeScale });
   open.push(h);
   return h;
 }
 
 function source(h: Harness, cfg: Record<string, unknown>): Source {
-  const parsed = deepLookupSchema.parse({ type: 'deep_lookup', poll: { interval_ms: 10, timeout_s: 30 }, ...cfg });
+  const parsed = deepLookupSchema.parse({
+    type: 'deep_lookup',
+    poll: { interval_ms: 10, timeout_s: 30, enrich_settle_s: 1 },
+    ...cfg,
+  });
   return deepLookupSource.create(parsed, h.deps);
 }
 
@@ -152,5 +156,49 @@ describe('deep lookup source against the emulator', () => {
     const h = await harness();
     const src = source(h, { query: 'Find all SaaS companies #fail', result_limit: 10 });
     await expect(src.plan(sourceContext(h, new MemoryStateStore()))).rejects.toThrow(/request ai_\w+ ended failed/);
+  });
+
+  describe('an enrichment shows no status (docs/service.md §4.2): only its values, filling in', () => {
+    /**
+     * A completed lookup request of 20 records on an emulator running 20× faster, where an enrichment of those 20
+     * rows fills in over about a fifth of a second: triggered, then the emulated clock moved past the request's end.
+     */
+    async function completedRequest(): Promise<{ h: Harness; requestId: string }> {
+      const h = await harness(20);
+      const { request_id: requestId } = await h.client.deepLookup.trigger({ query: QUERY, result_limit: 20 });
+      await fetch(`${h.emu.url}/_emulator/clock`, { method: 'POST', body: JSON.stringify({ advance: '1h' }) });
+      return { h, requestId };
+    }
+    const enrich = (h: Harness, requestId: string, poll: Record<string, number> = {}): Source =>
+      source(h, {
+        request_id: requestId,
+        enrich: [{ column_name: 'cto_name', query: 'CTO' }],
+        poll: { interval_ms: 10, timeout_s: 30, enrich_settle_s: 1, ...poll },
+      });
+
+    it('the column is downloaded once its values are in: every value the service ends with, none missing', async () => {
+      const { h, requestId } = await completedRequest();
+      const { rows } = await readAll(enrich(h, requestId), h, new MemoryStateStore());
+      const final = await h.client.deepLookup.get(requestId);
+      expect(final).not.toHaveProperty('enrichments');
+      expect(rows.map((r) => r.cto_name)).toEqual(final.data!.map((r) => r.cto_name));
+      expect(rows.filter((r) => typeof r.cto_name === 'string').length).toBeGreaterThan(15);
+    });
+
+    it('not done within the wait: the run fails naming the column and how far it got (nothing paid twice)', async () => {
+      const { h, requestId } = await completedRequest();
+      const state = new MemoryStateStore();
+      const err = (await enrich(h, requestId, { timeout_s: 0.05 })
+        .plan(sourceContext(h, state))
+        .catch((e: unknown) => e)) as SluiceError;
+      expect(err).toBeInstanceOf(SluiceError);
+      expect(err.message).toMatch(
+        /^the enrichment of column cto_name of deep lookup request ai_\w+ is not done after 0\.05 s: .*no enrichment status/,
+      );
+      expect(err.hint).toMatch(/not paid again/);
+      // The next run waits for the same enrichment: no second enrich call.
+      await enrich(h, requestId).plan(sourceContext(h, state));
+      expect(h.emu.stats.paid).toEqual({ trigger: 1, enrich: 1 });
+    });
   });
 });

@@ -9,7 +9,15 @@ import { REVIEWS_STATE_KEY, parseReviewsUnitId } from '../../src/sources/crawl/r
 import { placeFids } from '../../src/sources/crawl/search-pages.js';
 import { reviewsSchema, reviewsSource } from '../../src/sources/reviews.js';
 import { normalizeReviews } from '../../src/transforms/presets/reviews.js';
-import { REQUEST_ROUTE, resetStats, sourceContext, startHarness, stats, type Harness } from './crawl-harness.js';
+import {
+  REQUEST_ROUTE,
+  quietLogger,
+  resetStats,
+  sourceContext,
+  startHarness,
+  stats,
+  type Harness,
+} from './crawl-harness.js';
 
 const SEED = 11;
 const HOST = 'www.google.com';
@@ -70,7 +78,8 @@ function idsByFid(result: DriveResult): Map<string, string[]> {
 describe('reviews source', () => {
   let h: Harness;
   beforeAll(async () => {
-    h = await startHarness({ seed: SEED, latencyMs: 10 });
+    // Paging by start, as the service paged reviews before it deprecated start for maps (the switch).
+    h = await startHarness({ seed: SEED, latencyMs: 10, reviewPaging: 'start' });
   });
   afterAll(() => h.close());
 
@@ -198,5 +207,32 @@ describe('reviews source', () => {
     expect(
       reviewsSource.create(reviewsSchema.parse({ ...base, fids: [FIDS[0]], concurrency: 5 }), h.deps).concurrency,
     ).toBe(5);
+  });
+
+  it('a service answering the first page for every start (the default now): one wasted page per place, counted', async () => {
+    const warnings: string[] = [];
+    const d = await startHarness({ seed: SEED });
+    try {
+      const deps = { ...d.deps, log: quietLogger(warnings) };
+      const src = reviewsSource.create(
+        reviewsSchema.parse({ type: 'reviews', zone: 'serp_zone', max_pages: 10, fids: FIDS }),
+        deps,
+      );
+      const result = await driveCrawl(src, sourceContext({ deps, baseDir: d.baseDir }), { concurrency: 4 });
+      await src.close?.();
+      expect(result.error).toBeUndefined();
+      // Each review once: the first page of each place, never its repeats.
+      for (const [fid, ids] of idsByFid(result)) expect(ids).toEqual(expectedReviewIds(SEED, fid).slice(0, 10));
+      // A place with reviews is asked for a second page, which repeats the first: not max_pages of them.
+      const full = FIDS.filter((f) => reviewTotal(SEED, f) > 0).length;
+      const s = await stats(d);
+      expect(s.routes[REQUEST_ROUTE]).toBe(FIDS.length + full);
+      expect(warnings.filter((w) => /answered the place's first page again/.test(w))).toHaveLength(full);
+      expect(warnings).toContain(
+        `reviews: ${FIDS.length + full} billed page request(s), ${full} of them answered a page not asked for and not loaded`,
+      );
+    } finally {
+      await d.close();
+    }
   });
 });

@@ -6,8 +6,9 @@
  * A request is `queued` for 2 s, then `running` through the steps `identifying` (3 s), `generating_schema` (3 s)
  * and `generating` (10 s + 0.5 s per matched record, at most 20 min), during which its counters grow linearly, then
  * `completed` with step `done`. A failing request stops halfway through `generating`; a cancelled one freezes where
- * it was. A preview is `pending` for 1 s, `processing` until 4 s, then `completed` (or `failed`). An enrichment is
- * `processing` for 4 s + 20 ms per matched record (at most 10 min), then `completed`.
+ * it was. A preview is `pending` for 1 s, `processing` until 4 s, then `completed` (or `failed`). An enrichment takes
+ * 4 s + 20 ms per matched record (at most 10 min), its rows filling in one after another over that time; it is
+ * `completed` when the last has its value (a value the lookup found nothing for stays null).
  */
 
 export type RequestStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled';
@@ -103,7 +104,16 @@ export function previewStatus(createdAt: number, fails: boolean, now: number): P
 }
 
 export function enrichmentCompleted(requestedAt: number, matched: number, now: number): boolean {
-  return now - requestedAt >= Math.min(ENRICH_MAX_MS, ENRICH_BASE_MS + matched * ENRICH_PER_RECORD_MS);
+  return now - requestedAt >= enrichmentMs(matched);
+}
+
+/** Rows (from the first) whose value of an enrichment requested at `requestedAt` is known at `now`. */
+export function enrichedRows(requestedAt: number, matched: number, now: number): number {
+  return Math.floor(matched * clamp01((now - requestedAt) / enrichmentMs(matched)));
+}
+
+function enrichmentMs(matched: number): number {
+  return Math.min(ENRICH_MAX_MS, ENRICH_BASE_MS + matched * ENRICH_PER_RECORD_MS);
 }
 
 function clamp01(x: number): number {

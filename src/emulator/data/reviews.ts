@@ -19,6 +19,21 @@ import { serpRng, type SerpRng } from './serp-rng.js';
 
 export const REVIEWS_PAGE_SIZE = 10;
 
+/** The vendor deprecated `start` for maps pages on this day (docs/service.md §5.2); review pages are maps data. */
+export const REVIEW_START_DEPRECATED = Date.UTC(2025, 11, 15);
+
+/**
+ * Whether a review page asked for at `start` is answered as that page or as the place's first page again. Reviews
+ * carry no pagination block and no documented paging parameter; the upstream answer pages by a continuation token the
+ * parsed JSON drops (the real samples' raw HTML carries one), and `start` was deprecated for maps on
+ * REVIEW_START_DEPRECATED. So `dated` honours `start` before that day and repeats the first page from it on.
+ */
+export function reviewStartHonoured(mode: 'dated' | 'start' | 'repeat', now: number): boolean {
+  if (mode === 'start') return true;
+  if (mode === 'repeat') return false;
+  return now < REVIEW_START_DEPRECATED;
+}
+
 export type PlaceKind = 'hotel' | 'attraction' | 'other';
 
 type Obj = Record<string, unknown>;

@@ -16,6 +16,10 @@
  *   a failed request costs nothing.
  * - Bodies are arrays of one item, as the schema says; trigger and preview also take the bare object the official
  *   code examples send. Enrich takes one column per call (its answer describes one column).
+ * - An enrichment has no status anywhere (docs/service.md §4.2: none is documented): `GET /request/{id}` lists its
+ *   column at once, and the column's values fill in, row after row, on later reads; a value the lookup found nothing
+ *   for stays null. `enrichmentStatus: true` (a test's switch) adds the `enrichments: [{column_name, status}]` that
+ *   older emulators invented.
  */
 import { z } from 'zod';
 import type { EmulatorContext } from '../context.js';
@@ -32,6 +36,7 @@ import {
 } from '../data/deep-lookup.js';
 import { csvExport, jsonExport } from '../data/deep-lookup-export.js';
 import {
+  enrichedRows,
   enrichmentCompleted,
   jobView,
   previewStatus,
@@ -291,10 +296,12 @@ export function register(router: Router, ctx: EmulatorContext): void {
       total_cost: money(costCents(r, v, t)),
       columns,
       data: [...rowsOf(seed, r, v.matched, t)],
-      enrichments: r.enrichments.map((e) => ({
-        column_name: e.column.name,
-        status: enrichmentCompleted(e.requestedAt, r.job.matched, t) ? 'completed' : 'processing',
-      })),
+      ...(ctx.options.enrichmentStatus === true && {
+        enrichments: r.enrichments.map((e) => ({
+          column_name: e.column.name,
+          status: enrichmentCompleted(e.requestedAt, r.job.matched, t) ? 'completed' : 'processing',
+        })),
+      }),
       ...(v.status === 'failed' && {
         error: {
           code: 'PROCESSING_ERROR',
@@ -384,11 +391,11 @@ function allColumns(r: LookupRequest): LookupColumn[] {
 }
 
 function* rowsOf(seed: number, r: LookupRequest, count: number, now: number): Generator<LookupRow> {
-  const done = r.enrichments.map((e) => enrichmentCompleted(e.requestedAt, r.job.matched, now));
+  const filled = r.enrichments.map((e) => enrichedRows(e.requestedAt, r.job.matched, now));
   for (let i = 0; i < count; i++) {
     const row = lookupRow(seed, r.query, i, r.columns);
     r.enrichments.forEach((e, k) => {
-      row[e.column.name] = done[k] ? lookupCell(seed, r.query, i, e.column) : null;
+      row[e.column.name] = i < filled[k]! ? lookupCell(seed, r.query, i, e.column) : null;
     });
     yield row;
   }

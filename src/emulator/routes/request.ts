@@ -6,19 +6,23 @@
  *   `x-brd-err-code: client_10090`, as the service answers a zone of the wrong kind).
  * - `{engine}/search?q=&start=` → a structured search result (data/serp.ts); `{engine}/maps/search/<query>/` → a
  *   map search page whose results are places with their `fid` (data/serp.ts `mapsPage`);
- *   `{engine}/reviews?fid=&start=` → `{reviews}` (data/reviews.ts). Under the `page_repeat` fault a search page
- *   asked for at `start` > 0 answers the first page. Structured JSON only with `brd_json=1` in the target URL, else a small HTML
+ *   `{engine}/reviews?fid=&start=` → `{reviews}` (data/reviews.ts); review pages repeat the first page for every
+ *   `start` once the emulated clock is past the maps `start` deprecation (option `reviewPaging`). Under the
+ *   `page_repeat` fault a search page asked for at `start` > 0 answers the first page. Structured JSON only with `brd_json=1` in the target URL, else a small HTML
  *   page. `num` is ignored (deprecated).
  * - `format: raw` answers the page itself; `format: json` the envelope `{status_code, headers, body}` with the page
  *   as a string.
  * - A target the emulator does not serve (another path, no `q`, a malformed fid) answers HTTP 200 with an empty
  *   body and `x-brd-error` headers: the real service reports target-side failures that way, and clients must
  *   treat them as errors.
+ * - Errors that fail the same way every time (docs/service.md §5.6), reported the same way with status 502 in
+ *   `x-brd-status-code`: `unexpected_q` for a search query longer than the engine's 32 words (the engine cuts it, so
+ *   `detected_query` would differ from `query`), and `no_peers` under the `no_peers` fault. Neither is billed.
  */
 import { z } from 'zod';
 import type { EmulatorContext } from '../context.js';
 import { HttpError, type EmuResponder, type Router } from '../router.js';
-import { reviewsPage } from '../data/reviews.js';
+import { reviewStartHonoured, reviewsPage } from '../data/reviews.js';
 import { mapsPage, serpPage } from '../data/serp.js';
 import { serpRng } from '../data/serp-rng.js';
 import { isSearch, zoneStateFor } from '../zones-state.js';
@@ -44,6 +48,10 @@ export function register(router: Router, ctx: EmulatorContext): void {
 
   router.post('/request', async (req, res) => {
     const body = parseBody(await req.json());
+    if (req.fault?.kind === 'no_peers') {
+      ctx.stats.countFault('no_peers');
+      return serviceError(res, 'no_peers', 'No peers available for this request (zone targeting or country)');
+    }
     const zone = zones.get(body.zone);
     if (!zone) throw new HttpError(400, `zone "${body.zone}" not found`);
     if (!isSearch(zone)) {
@@ -70,6 +78,12 @@ export function register(router: Router, ctx: EmulatorContext): void {
     if (target.pathname === '/search') {
       const query = q.get('q');
       if (!query?.trim()) return targetError(res, 400, 'the search URL has no q parameter');
+      if (query.trim().split(/\s+/).length > MAX_QUERY_WORDS)
+        return serviceError(
+          res,
+          'unexpected_q',
+          `the engine cut the query to ${MAX_QUERY_WORDS} words: unexpected query`,
+        );
       // The page-repeat fault: the service answers the query's first page whatever `start` asked for.
       const repeat = req.fault?.kind === 'page_repeat' && start > 0;
       if (repeat) ctx.stats.countFault('page_repeat');
@@ -81,7 +95,9 @@ export function register(router: Router, ctx: EmulatorContext): void {
     } else if (target.pathname === '/reviews') {
       const fid = q.get('fid');
       if (!fid || !FID.test(fid)) return targetError(res, 400, 'the reviews URL needs fid=0x…:0x…');
-      page = reviewsPage(ctx.options.seed, fid, start, now, ctx.clock.pinned);
+      // Once `start` is no longer honoured (data/reviews.ts), every start answers the place's first page.
+      const honoured = reviewStartHonoured(ctx.options.reviewPaging ?? 'dated', now.getTime());
+      page = reviewsPage(ctx.options.seed, fid, honoured ? start : 0, now, ctx.clock.pinned);
     } else {
       return targetError(
         res,
@@ -132,6 +148,14 @@ function decodeQuery(segment: string): string | undefined {
 function parseStart(v: string | null): number {
   const n = v === null ? 0 : Number(v);
   return Number.isInteger(n) && n >= 0 ? n : 0;
+}
+
+/** Words the search engine reads of a query; it drops the rest (and the service then answers `unexpected_q`). */
+const MAX_QUERY_WORDS = 32;
+
+/** The service's own failure, reached after the request was accepted: HTTP 200, the code and message in headers. */
+function serviceError(res: EmuResponder, code: string, message: string): void {
+  res.text(200, '', { 'x-brd-error': message, 'x-brd-error-code': code, 'x-brd-status-code': '502' });
 }
 
 /** The target failed: HTTP 200, empty body, the failure in `x-brd-*` headers. */

@@ -1,6 +1,6 @@
 /**
  * Zone endpoints (account management): create, cost, IP refresh, domain permission removal, countries, active
- * zones. Error bodies are `{error}` JSON; statuses follow docs/service.md §7 (cost: missing zone 400, unknown zone 422,
+ * zones, and the account's `GET /status`. Error bodies are `{error}` JSON; statuses follow docs/service.md §7 (cost: missing zone 400, unknown zone 422,
  * unparseable period 500 with the service's own misleading message).
  */
 import { z } from 'zod';
@@ -137,6 +137,18 @@ export function register(router: Router, ctx: EmulatorContext): void {
     zone[body.type] = zone[body.type].filter((d) => !remove.has(d));
     await ctx.state.commit();
     res.json(200, { [body.type]: zone[body.type].join(' ') });
+  });
+
+  // The account's status (docs/service.md §7.6): a call any key may make, which is how a client tells a blocked IP
+  // (refused here too) from a key without permission for another call.
+  router.get('/status', (req, res) => {
+    res.json(200, {
+      status: 'active',
+      customer: CUSTOMER_ID,
+      can_make_requests: true,
+      auth_fail_reason: '',
+      ip: req.raw.socket.remoteAddress ?? '',
+    });
   });
 
   router.get('/countrieslist', (_req, res) => {

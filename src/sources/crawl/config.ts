@@ -14,7 +14,9 @@ export const crawlFields = {
     .min(1)
     .max(64)
     .default(8)
-    .describe('Requests in flight at once, across the whole crawl.'),
+    .describe(
+      'Requests in flight at once, across the whole crawl; at most 20 per service address (the client’s 429 budget keeps the IP under the service’s block), after a slow start.',
+    ),
   rate_limit: z
     .string()
     .refine(isValidRate, { error: 'rate_limit looks like "20/s", "600/m" or "5000/h"' })

@@ -4,8 +4,9 @@
  *
  * 429s are not retried inside the client: the retry hook tells the rate limiter (which slows the whole crawl down)
  * and cancels the client's own retry, and the page is requested again here, after the service's Retry-After, with a
- * new slot and a new token. So retries obey the crawl's rate, its concurrency and its IP-block guard like any other
- * request. A cancelled retry never reached the service (it was waiting out its backoff), so no page is fetched
+ * new slot and a new token. So retries obey the crawl's rate and its concurrency like any other request (and, as
+ * every request of the run does, the client's one 429 budget, which stops the run before the service's IP block:
+ * client/throttle.ts). A cancelled retry never reached the service (it was waiting out its backoff), so no page is fetched
  * twice. Other failures (5xx, network) keep the client's own retries. Whether and when to request a page again is
  * the crawl's `RetryPolicy` (core/retry.ts), as for every other retry.
  */
@@ -62,6 +63,8 @@ export class CrawlFetcher {
   private readonly requeue: RetryPolicy;
   private readonly clock: LimiterClock;
   private readonly signals = new WeakMap<AbortSignal, AbortSignal>();
+  /** Pages the service answered: each is billed (docs/service.md §5.6), whatever the crawl then does with it. */
+  billed = 0;
 
   constructor(private readonly opts: CrawlFetcherOptions) {
     this.clock = opts.clock ?? realClock;
@@ -70,11 +73,6 @@ export class CrawlFetcher {
     this.rate = new RateLimiter({
       ...(opts.perSecond !== undefined && { perSecond: opts.perSecond }),
       clock: this.clock,
-      onPause: ({ pauseMs, count }) =>
-        opts.log.warn(
-          `${count} responses 429 within 5 minutes: pausing the crawl for ${Math.ceil(pauseMs / 1000)} s ` +
-            '(the service blocks an IP after 25); lower rate_limit or concurrency to avoid this',
-        ),
     });
   }
 
@@ -82,27 +80,31 @@ export class CrawlFetcher {
     const client = await this.opts.client();
     const signal = this.crawlSignal(ctx.signal);
     for (let attempt = 1; ; attempt++) {
-      const release = await this.slots.acquire(signal, () => this.rate.inFlightBudget());
+      const release = await this.slots.acquire(signal);
       const call = new AbortController();
       const forward = (): void => call.abort(signal.reason);
       signal.addEventListener('abort', forward, { once: true });
       let refused: ServiceError | undefined;
+      /** The wait the client had chosen for the retry this replaces (its policy: Retry-After, else its backoff). */
+      let clientDelayMs: number | undefined;
       try {
         await this.rate.take(signal);
         const res = await client.request.page(
           { zone: this.opts.zone, url, format: this.opts.format },
           {
             signal: call.signal,
-            onRetry: ({ error }) => {
+            onRetry: ({ error, delayMs }) => {
               if (!rateLimited(error)) return;
               this.rate.note429();
               if (!this.requeue.shouldRetry(attempt, error)) return; // let the client's last retries run
               refused = error;
+              clientDelayMs = delayMs;
               call.abort(new RequeueOn429());
             },
           },
         );
         ctx.counters.bytes += res.bytes;
+        this.billed++;
         return res;
       } catch (err) {
         if (signal.aborted) throw err;
@@ -117,8 +119,8 @@ export class CrawlFetcher {
         signal.removeEventListener('abort', forward);
         release();
       }
-      // Wait out Retry-After (or a growing backoff) without holding a slot.
-      await this.clock.sleep(this.requeue.delayMs(attempt, refused), signal);
+      // Wait out Retry-After (or the client's backoff: the pipeline's retry timing) without holding a slot.
+      await this.clock.sleep(clientDelayMs ?? this.requeue.delayMs(attempt, refused), signal);
     }
   }
 

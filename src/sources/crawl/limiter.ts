@@ -1,11 +1,10 @@
 /**
  * At most `max` requests of a crawl in flight, whatever the engine's own unit concurrency (a reviews plan fetches
- * SERP pages outside any unit, and a unit may be retried while others run). The cap can shrink while 429s are in
- * the rate limiter's window (`cap`), which is why this is not a plain semaphore.
+ * SERP pages outside any unit, and a unit may be retried while others run). Waiters are served in arrival order.
  */
 export class InFlightLimiter {
   private active = 0;
-  private readonly waiters: { cap: () => number; resolve: () => void }[] = [];
+  private readonly waiters: (() => void)[] = [];
 
   constructor(readonly max: number) {
     if (!(max >= 1)) throw new Error(`concurrency must be at least 1, got ${max}`);
@@ -15,17 +14,14 @@ export class InFlightLimiter {
     return this.active;
   }
 
-  /** Resolves with a release function once a slot is free under both `max` and `cap()`. */
-  async acquire(signal?: AbortSignal, cap: () => number = () => Infinity): Promise<() => void> {
+  /** Resolves with a release function once a slot is free. */
+  async acquire(signal?: AbortSignal): Promise<() => void> {
     signal?.throwIfAborted();
-    if (this.waiters.length === 0 && this.active < this.limit(cap)) return this.grant();
+    if (this.waiters.length === 0 && this.active < this.max) return this.grant();
     await new Promise<void>((resolve, reject) => {
-      const waiter = {
-        cap,
-        resolve: () => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve();
-        },
+      const waiter = (): void => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
       };
       const onAbort = (): void => {
         const i = this.waiters.indexOf(waiter);
@@ -36,10 +32,6 @@ export class InFlightLimiter {
       this.waiters.push(waiter);
     });
     return this.grant(false);
-  }
-
-  private limit(cap: () => number): number {
-    return Math.max(1, Math.min(this.max, cap()));
   }
 
   private grant(count = true): () => void {
@@ -54,10 +46,9 @@ export class InFlightLimiter {
   }
 
   private wake(): void {
-    // FIFO: only the head may go, so a shrunken cap cannot be overtaken by later arrivals.
-    while (this.waiters.length > 0 && this.active < this.limit(this.waiters[0]!.cap)) {
+    while (this.waiters.length > 0 && this.active < this.max) {
       this.active++;
-      this.waiters.shift()!.resolve();
+      this.waiters.shift()!();
     }
   }
 }

@@ -44,11 +44,17 @@ export interface Pager {
   /** The row a fetched page yields; `fetchedAt` is an ISO timestamp, carried on the row for the normalizers. */
   row(payload: Record<string, unknown>, at: PagePosition, fetchedAt: string): Row;
   /**
-   * Why the fetched page is not the page asked for (the service answered another page), or undefined when it is
-   * or cannot tell. Such a page ends its chain with a warning and yields no row: its items would be written at the
-   * requested page's positions (over another page's). Absent: pages are taken as asked.
+   * Why the fetched page is not the page asked for (the service answered another page, or one it already answered),
+   * or undefined when it is or cannot tell. Such a page ends its chain with a warning and yields no row: its items
+   * would be written at the requested page's positions (over another page's), or loaded twice. It was billed all the
+   * same, and the crawl counts it. May keep in `ctx.state` what later pages are compared with. Absent: pages are
+   * taken as asked.
    */
-  wrongPage?(payload: Record<string, unknown>, at: PagePosition): string | undefined;
+  wrongPage?(
+    payload: Record<string, unknown>,
+    at: PagePosition,
+    ctx: SourceContext,
+  ): string | undefined | Promise<string | undefined>;
 }
 
 /** `{engine}/<path>?<params>&brd_json=1`, in the given parameter order. */

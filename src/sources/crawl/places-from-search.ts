@@ -103,7 +103,7 @@ async function fidsOfQuery(query: string, opts: PlacesFromSearchOptions, ctx: So
   for (let at = { subject: query, start: 0, page: 1 }; ;) {
     const res = await opts.fetch(opts.search.url(at), ctx);
     const payload = pagePayload(res.payload, opts.search.chainKey(query));
-    const wrong = opts.search.wrongPage?.(payload, at);
+    const wrong = await opts.search.wrongPage?.(payload, at, ctx);
     if (wrong !== undefined) {
       ctx.log.warn(`from_serp "${query}": ${wrong}; the query's later pages are not searched`);
       break;

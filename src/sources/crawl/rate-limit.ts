@@ -10,12 +10,9 @@
  *   configured rate every `recoverStepMs` until the configured rate is reached. Requests already waiting for a
  *   token are rescheduled at the slower rate. Without a configured rate the crawl runs unthrottled until its first
  *   429, then at half the rate it achieved over the preceding two seconds (at least 4/s), recovering the same way.
- * - IP-block guard: the real service blocks an IP after 25 responses of 429 within 5 minutes. The limiter counts
- *   429s in a sliding `windowMs`; once `pauseAfter` (15) are in the window, the whole crawl pauses until the oldest
- *   leaves the window. While any 429 is in the window, requests in flight are held to the 429s still allowed
- *   (`inFlightBudget`), so even if every one of them failed the window stays at `pauseAfter`. The one case it cannot
- *   bound is the first wave: requests already in flight when the very first 429 arrives — keep `concurrency` well
- *   under 25 against the real service.
+ * - The service's IP block (25 answers of 429 within five minutes) is not this limiter's to guard: every request of
+ *   the run, crawl pages or not, goes through the client's one 429 budget (client/throttle.ts), which also holds the
+ *   first wave to a slow start.
  */
 import { SluiceError } from '../../core/errors.js';
 
@@ -95,12 +92,6 @@ export interface RateLimiterOptions {
   decreaseHoldMs?: number;
   /** The rate never drops below this share of the configured one. Default 1/64. */
   minFraction?: number;
-  /** Sliding window of the IP-block guard. Default 5 minutes. */
-  windowMs?: number;
-  /** 429s in the window that pause the crawl. Default 15 (the service blocks at 25). */
-  pauseAfter?: number;
-  /** Told when the crawl pauses (for a log line). */
-  onPause?: (info: { untilMs: number; pauseMs: number; count: number }) => void;
 }
 
 export class RateLimiter {
@@ -112,9 +103,6 @@ export class RateLimiter {
   private readonly recoverFraction: number;
   private readonly decreaseHoldMs: number;
   private readonly minFraction: number;
-  private readonly windowMs: number;
-  private readonly pauseAfter: number;
-  private readonly onPause: RateLimiterOptions['onPause'];
 
   /** Theoretical arrival time of the next token (GCRA); undefined until the first take. */
   private tat: number | undefined;
@@ -123,10 +111,8 @@ export class RateLimiter {
   private reducedTo: number | undefined;
   private reducedAt = -Infinity;
   private lastDecreaseAt = -Infinity;
-  private pausedUntil = -Infinity;
   /** Bumped by every 429: waiters holding a reservation made before it take a new one. */
   private epoch = 0;
-  private readonly recent429: number[] = [];
   /** Start times of recent requests, to estimate the achieved rate when none is configured. */
   private readonly recentStarts: number[] = [];
   private static readonly OBSERVE_MS = 2000;
@@ -145,9 +131,6 @@ export class RateLimiter {
     this.recoverFraction = opts.recoverFraction ?? 0.1;
     this.decreaseHoldMs = opts.decreaseHoldMs ?? 1000;
     this.minFraction = opts.minFraction ?? 1 / 64;
-    this.windowMs = opts.windowMs ?? 300_000;
-    this.pauseAfter = opts.pauseAfter ?? 15;
-    this.onPause = opts.onPause;
   }
 
   /** Requests per second allowed now (Infinity when unthrottled). */
@@ -163,34 +146,10 @@ export class RateLimiter {
     return this.configured ?? Infinity;
   }
 
-  /** 429s inside the sliding window now. */
-  count429(now = this.clock.now()): number {
-    this.prune(now);
-    return this.recent429.length;
-  }
-
-  /** Epoch ms until which the crawl is paused (in the past when it is not). */
-  get pausedUntilMs(): number {
-    return this.pausedUntil;
-  }
-
-  /**
-   * How many requests may be in flight given the 429s in the window: unlimited while there are none, else the
-   * 429s still allowed before the pause threshold (at least 1, so the crawl can make progress after a pause).
-   */
-  inFlightBudget(now = this.clock.now()): number {
-    const n = this.count429(now);
-    return n === 0 ? Infinity : Math.max(1, this.pauseAfter - n);
-  }
-
-  /** Waits for a token (and for any pause to end). Rejects when `signal` aborts. */
+  /** Waits for a token. Rejects when `signal` aborts. */
   async take(signal?: AbortSignal): Promise<void> {
     for (;;) {
       let now = this.clock.now();
-      if (this.pausedUntil > now) {
-        await this.clock.sleep(this.pausedUntil - now, signal);
-        continue;
-      }
       const r = this.rate(now);
       if (!Number.isFinite(r)) {
         this.observeStart(now);
@@ -218,8 +177,6 @@ export class RateLimiter {
   /** Record a 429 from the service (seen by a retry hook or as an error). */
   note429(): void {
     const now = this.clock.now();
-    this.prune(now);
-    this.recent429.push(now);
     this.epoch++;
     // Reservations made at the old rate are dropped; the next token comes one (new) interval from now.
     this.tat = undefined;
@@ -230,19 +187,6 @@ export class RateLimiter {
       this.lastDecreaseAt = now;
     }
     this.reducedAt = now;
-    const n = this.recent429.length;
-    if (n >= this.pauseAfter) {
-      // Pause until enough 429s have left the window that the count is below the threshold again.
-      const until = this.recent429[n - this.pauseAfter]! + this.windowMs;
-      if (until > this.pausedUntil) {
-        this.pausedUntil = until;
-        this.onPause?.({ untilMs: until, pauseMs: until - now, count: n });
-      }
-    }
-  }
-
-  private prune(now: number): void {
-    while (this.recent429.length > 0 && this.recent429[0]! <= now - this.windowMs) this.recent429.shift();
   }
 
   private observeStart(now: number): void {

@@ -4,6 +4,11 @@
  * `max_pages`, or at a page shorter than its first page (the first page shows the service's page size for that
  * place; a shorter one is the last). The first page size is checkpointed in `ctx.state`, so a resumed crawl that
  * does not read page 1 again still recognises the short last page.
+ *
+ * Paging by `start` is not documented for reviews (and was deprecated for maps): a service may answer the place's
+ * first page for every `start`. A later page holding only reviews of the place's first page (kept in `ctx.state` with
+ * the first page size) is that repeat: the place ends there, the page is not loaded, and the crawl counts it as billed
+ * for nothing — one wasted request per place instead of `max_pages`, each review loaded once.
  */
 import type { StateStore } from '../../core/types.js';
 import { targetUrl, type PageOutcome, type PagePosition, type Pager } from './pager.js';
@@ -16,6 +21,8 @@ const REVIEWS_PAGE_SIZE = 10;
 export const REVIEWS_STATE_KEY = 'reviews:discovered';
 /** Reviews on the first page of each place, by fid. */
 export const REVIEWS_FIRST_SIZE_KEY = 'reviews:first_page_size';
+/** The review ids of each place's first page, as last read, by fid. */
+export const REVIEWS_FIRST_IDS_KEY = 'reviews:first_page_ids';
 
 /** A feature id: two colon-joined hex values, each prefixed `0x`. */
 export const FID_PATTERN = /^0x[0-9a-f]+:0x[0-9a-f]+$/i;
@@ -48,7 +55,30 @@ export function reviewPages(opts: ReviewPagesOptions): Pager {
     },
     // The fid is on the row too: a review page does not name its place.
     row: (payload, at, fetchedAt) => ({ ...payload, fid: at.subject, fetched_at: fetchedAt }),
+    wrongPage: (payload, at, ctx) => repeatedFirstPage(ctx.state, payload, at),
   };
+}
+
+/**
+ * Why a review page is the place's first page answered again (every review on it is one of the first page's), or
+ * undefined. The first page's ids are recorded each time it is read: every run reads it, so they are this run's.
+ */
+export async function repeatedFirstPage(
+  state: StateStore,
+  payload: Record<string, unknown>,
+  at: PagePosition,
+): Promise<string | undefined> {
+  const ids = Array.isArray(payload.reviews)
+    ? (payload.reviews as Record<string, unknown>[]).map((r) => String(r?.review_id))
+    : [];
+  const all = state.get<Record<string, string[]>>(REVIEWS_FIRST_IDS_KEY) ?? {};
+  if (at.start === 0) {
+    if (ids.length > 0) await state.set(REVIEWS_FIRST_IDS_KEY, { ...all, [at.subject]: ids });
+    return undefined;
+  }
+  const first = new Set(all[at.subject] ?? []);
+  if (ids.length === 0 || first.size === 0 || !ids.every((id) => first.has(id))) return undefined;
+  return `the service answered the place's first page again for start ${at.start} (it does not page reviews by start)`;
 }
 
 /** The place's first page size: recorded from page 1 the first time it is read, read back on later pages. */

@@ -70,6 +70,8 @@ class CrawlSource implements Source {
   private chains: ChainStore | undefined;
   /** Successors found by `read` in this run, for `discover` (null = the chain ended at this page). */
   private readonly next = new Map<string, WorkUnit | null>();
+  /** Pages answered but not loaded (not the page asked for, or one already answered): billed for nothing. */
+  private wrongPages = 0;
 
   constructor(
     private readonly opts: CrawlSourceOptions,
@@ -107,12 +109,15 @@ class CrawlSource implements Source {
     const at = this.position(unit);
     this.checkpoints.delete(unit.id); // an attempt that yields nothing commits no earlier attempt's checkpoint
     const res = await this.fetch(ctx).page(this.pager.url(at), ctx);
-    // On the run's clock: a later run's SERP `refresh_after` compares it with its own `ctx.now`.
-    const fetchedAt = ctx.now ? new Date(ctx.now()) : res.fetchedAt;
+    // On the service's clock (the answer's Date): a later run's SERP `refresh_after` compares it with its own
+    // `ctx.now`, the same clock, and relative review dates are resolved against it.
+    const fetchedAt = res.fetchedAt;
     const payload = pagePayload(res.payload, unit.id);
-    const wrong = this.pager.wrongPage?.(payload, at);
+    const wrong = await this.pager.wrongPage?.(payload, at, ctx);
     if (wrong !== undefined) {
-      // Its items would land on the requested page's positions, over another page's: end the chain, load nothing.
+      // Its items would land on the requested page's positions, over another page's (or be loaded twice): end the
+      // chain, load nothing. It was billed all the same.
+      this.wrongPages++;
       ctx.log.warn(`${this.pager.name} "${at.subject}": ${wrong}; its crawl ends here and the page is not loaded`);
       this.next.set(unit.id, null);
       return;
@@ -133,6 +138,14 @@ class CrawlSource implements Source {
   close(): Promise<void> {
     const line = this.opts.incremental?.summary?.();
     if (line !== undefined) this.deps.log.info(line);
+    // Every page the service answered is billed (docs/service.md §5.6), loaded or not: the run says how many.
+    const billed = this.fetcher?.billed ?? 0;
+    if (billed > 0) {
+      const wasted =
+        this.wrongPages > 0 ? `, ${this.wrongPages} of them answered a page not asked for and not loaded` : '';
+      const log = this.wrongPages > 0 ? this.deps.log.warn : this.deps.log.info;
+      log.call(this.deps.log, `${this.pager.name}: ${billed} billed page request(s)${wasted}`);
+    }
     return Promise.resolve();
   }
 

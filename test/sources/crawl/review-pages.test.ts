@@ -3,6 +3,7 @@ import { expectedReviewIds, reviewTotal } from '../../../src/emulator/data/revie
 import { MemoryStateStore } from '../../../src/engine/state-store.js';
 import { pagePayload, type PagePosition } from '../../../src/sources/crawl/pager.js';
 import {
+  REVIEWS_FIRST_IDS_KEY,
   REVIEWS_FIRST_SIZE_KEY,
   REVIEWS_STATE_KEY,
   nextReviewsPage,
@@ -59,6 +60,24 @@ describe('reviewPages (pager strategy)', () => {
     });
   });
 
+  it('a later page holding only reviews of the first page is the first page answered again (kept in state)', async () => {
+    const pager = reviewPages({ engine: 'https://www.google.com' });
+    const h = { deps: { log: quietLogger() }, baseDir: '.' };
+    const state = new MemoryStateStore();
+    const ctx = sourceContext(h, state);
+    expect(await pager.wrongPage!(reviewsOf(10), { subject: FID, start: 0, page: 1 }, ctx)).toBeUndefined();
+    expect(state.get(REVIEWS_FIRST_IDS_KEY)).toEqual({ [FID]: reviewsOf(10).reviews.map((r) => r.review_id) });
+    expect(await pager.wrongPage!(reviewsOf(10), { subject: FID, start: 10, page: 2 }, ctx)).toMatch(
+      /answered the place's first page again for start 10/,
+    );
+    // A page with one review the first page did not have is a page of its own; an empty page says nothing.
+    const next = { reviews: [...reviewsOf(9).reviews, { review_id: 'new' }] };
+    expect(await pager.wrongPage!(next, { subject: FID, start: 10, page: 2 }, ctx)).toBeUndefined();
+    expect(await pager.wrongPage!(reviewsOf(0), { subject: FID, start: 10, page: 2 }, ctx)).toBeUndefined();
+    // Another place's first page is another place's.
+    expect(await pager.wrongPage!(reviewsOf(10), { subject: '0x1:0x2', start: 10, page: 2 }, ctx)).toBeUndefined();
+  });
+
   it('checkpoints the first page size, so a resumed crawl still ends at a short page it did not see page 1 of', async () => {
     const pager = reviewPages({ engine: 'https://www.google.com' });
     const h = { deps: { log: quietLogger() }, baseDir: '.' };
@@ -83,7 +102,8 @@ describe('reviewPages (pager strategy)', () => {
     const SEED = 11;
     let h: Harness;
     beforeAll(async () => {
-      h = await startHarness({ seed: SEED });
+      // Paging by start, as the service paged reviews before it deprecated start for maps (the switch).
+      h = await startHarness({ seed: SEED, reviewPaging: 'start' });
     });
     afterAll(() => h.close());
 
