@@ -15,6 +15,11 @@ export interface ClientOptions {
   /** ms; defaults: connect 10s, headers 180s (a search page may wait server-side up to 150 s), body idle 120s. */
   timeouts?: { connect?: number; headers?: number; body?: number };
   retry?: RetryOptions;
+  /**
+   * The largest JSON answer (bytes) and the longest call (ms, request to last byte) accepted; defaults in
+   * core/limits.ts. Past either, the call fails without retrying.
+   */
+  limits?: { maxAnswerBytes?: number; callTimeoutMs?: number };
   /** Called on each retry (for counters and logs); the message is already redacted. */
   onRetry?: (info: { attempt: number; delayMs: number; reason: string; method: string; path: string }) => void;
 }
@@ -156,7 +161,8 @@ export interface DeepLookupApi {
     data?: Record<string, unknown>[];
     [k: string]: unknown;
   }>;
-  download(requestId: string, format: 'json' | 'csv'): Promise<Download>;
+  /** `signal` cancels the download, its body included. */
+  download(requestId: string, format: 'json' | 'csv', opts?: { signal?: AbortSignal }): Promise<Download>;
   /** Paid. */
   enrich(
     requestId: string,

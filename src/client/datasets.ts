@@ -13,13 +13,17 @@ import type {
 import { RetryPolicy } from '../core/retry.js';
 import { sleep } from '../core/sleep.js';
 import { NotReadyError, ServiceError } from './errors.js';
-import { parseRetryAfter, readText, type HttpCore } from './http.js';
+import { readBounded } from './answers.js';
+import { parseRetryAfter, type HttpCore } from './http.js';
 
 /**
  * Waits between downloads answered 202: the service's Retry-After when it gives one, else a backoff from 1 s up to
  * 30 s. How many is bounded by the caller's wait budget (the source's poll timeout), not by a count.
  */
 const NOT_READY_POLICY = new RetryPolicy({ attempts: Number.MAX_SAFE_INTEGER, baseMs: 1_000, maxMs: 30_000 });
+
+/** The most of a 202 "still building" body that is read. */
+const NOT_READY_BODY = 4096;
 
 export function datasetsApi(http: HttpCore): DatasetsApi {
   const snapshotPath = (id: string): string => `/datasets/snapshots/${encodeURIComponent(id)}`;
@@ -64,7 +68,7 @@ export function datasetsApi(http: HttpCore): DatasetsApi {
       const call = { method: 'GET' as const, path: '/datasets/snapshots', query: { dataset_id: datasetId } };
       // Not `http.json`: the Date header comes with the list, so callers can compare `created` on one clock.
       return http.call(call, async (res) => {
-        const text = await readText(res.body, Infinity);
+        const text = await http.answerText(call, res);
         let parsed: unknown;
         try {
           parsed = JSON.parse(text);
@@ -109,7 +113,8 @@ export function datasetsApi(http: HttpCore): DatasetsApi {
         });
         if (res.status !== 202) return res;
         // 202 even after the status said ready (docs/service.md §1.2): wait and ask again while the budget lasts.
-        const text = (await res.body.toArray()).join('').trim() || 'Snapshot is building';
+        // A message, not data: its first bytes are enough, and an endless one is not read on.
+        const text = (await readBounded(res.body, NOT_READY_BODY)).trim() || 'Snapshot is building';
         const retryAfter = res.headers['retry-after'];
         const retryAfterMs = parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
         const init = { method: 'GET', path, serviceMessage: text, ...(retryAfterMs !== undefined && { retryAfterMs }) };

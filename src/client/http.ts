@@ -28,6 +28,7 @@ import {
   apiKeyRefusedHint,
   networkFailure,
 } from './errors.js';
+import { DEFAULT_ANSWER_LIMITS, callDeadline, readAnswer, readBounded, type AnswerLimits } from './answers.js';
 import { firstContactPolicy, withinFirstContactBudget } from './first-contact.js';
 import { guardedBody, transportFailure } from './network.js';
 
@@ -72,8 +73,14 @@ export class HttpCore {
   /** Set by the first response of any status: the service exists at this address. */
   private reached = false;
   private readonly authorization: string;
+  /** How large a JSON answer may be and how long a call may take, request to last byte (answers.ts). */
+  private readonly answerLimits: AnswerLimits;
 
   constructor(private readonly opts: ClientOptions) {
+    this.answerLimits = {
+      maxAnswerBytes: opts.limits?.maxAnswerBytes ?? DEFAULT_ANSWER_LIMITS.maxAnswerBytes,
+      callTimeoutMs: opts.limits?.callTimeoutMs ?? DEFAULT_ANSWER_LIMITS.callTimeoutMs,
+    };
     this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
     const t = opts.timeouts ?? {};
     this.pool = new Pool(new URL(this.baseUrl).origin, {
@@ -108,7 +115,7 @@ export class HttpCore {
   /** The answer parsed as JSON. */
   json<T>(call: CallOptions): Promise<T> {
     return this.call(call, async (res) => {
-      const text = await readText(res.body, Infinity);
+      const text = await this.answerText(call, res);
       // Every JSON call expects an answer: an empty 200 is a failed call (a paid one is then ambiguous), never "no data".
       if (text.trim() === '')
         throw new ServiceError({
@@ -132,6 +139,11 @@ export class HttpCore {
     });
   }
 
+  /** A 2xx answer's body read whole as text, within `limits.max_answer_bytes` (answers.ts). */
+  answerText(call: CallOptions, res: RawResponse): Promise<string> {
+    return readAnswer(res.body, call, res.status, this.answerLimits);
+  }
+
   /**
    * Makes the call under the retry policy. `consume` turns a successful response into the result; a `ServiceError`
    * it throws (e.g. an error reported in headers on a 200) goes through the same policy as an error status, and
@@ -142,13 +154,15 @@ export class HttpCore {
     const startedAt = Date.now();
     for (let attempt = 1; ; attempt++) {
       let err: ServiceError;
+      // Each attempt, request to the answer's last byte consumed here, within `limits.call_timeout_s`.
+      const deadline = callDeadline(call, this.answerLimits.callTimeoutMs, call.signal);
       try {
         const res = await this.pool.request({
           method: call.method,
           path,
           headers: this.headers(call),
           body: call.form ?? (call.json !== undefined ? JSON.stringify(call.json) : undefined),
-          signal: call.signal,
+          signal: deadline.signal,
         });
         this.reached = true;
         const ok =
@@ -160,12 +174,15 @@ export class HttpCore {
             return await consume({ status: res.statusCode, headers: res.headers, body: res.body });
           } catch (e) {
             if (call.signal?.aborted) throw call.signal.reason;
-            err = e instanceof ServiceError ? e : networkFailure(call, transportFailure(e, 'body'));
+            err =
+              deadline.error() ?? (e instanceof ServiceError ? e : networkFailure(call, transportFailure(e, 'body')));
           }
         }
       } catch (e) {
         if (call.signal?.aborted) throw call.signal.reason;
-        err = networkFailure(call, transportFailure(e, 'request'));
+        err = deadline.error() ?? networkFailure(call, transportFailure(e, 'request'));
+      } finally {
+        deadline.clear();
       }
 
       if (call.paid && err.transient && mayHaveActed(err))
@@ -248,7 +265,7 @@ async function errorFrom(
   res: Dispatcher.ResponseData,
   apiKeyVariable: string | undefined,
 ): Promise<ServiceError> {
-  const text = await readText(res.body, MAX_ERROR_BODY).catch(() => '');
+  const text = await readBounded(res.body, MAX_ERROR_BODY).catch(() => '');
   const parsed = parseErrorBody(text);
   const h = res.headers;
   const header = (name: string): string | undefined => {
@@ -304,14 +321,4 @@ export function parseRetryAfter(v: string | undefined): number | undefined {
   if (/^\d+(\.\d+)?$/.test(v.trim())) return Math.round(Number(v) * 1000);
   const at = Date.parse(v);
   return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
-}
-
-export async function readText(body: Readable, max: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const c of body as AsyncIterable<Buffer>) {
-    if (size < max) chunks.push(c);
-    size += c.length;
-  }
-  return Buffer.concat(chunks).subarray(0, Math.min(size, max)).toString('utf8');
 }

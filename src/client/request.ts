@@ -5,7 +5,7 @@
  */
 import type { PageRequest, RequestApi } from './api.js';
 import { ServiceError } from './errors.js';
-import { readText, type HttpCore, type RawResponse } from './http.js';
+import type { HttpCore, RawResponse } from './http.js';
 
 export function requestApi(http: HttpCore): RequestApi {
   return {
@@ -19,7 +19,7 @@ export function requestApi(http: HttpCore): RequestApi {
         ...(opts.onRetry && { onRetry: opts.onRetry }),
       };
       return http.call(call, async (res) => {
-        const text = await readText(res.body, Infinity);
+        const text = await http.answerText(call, res);
         const fail = (status: number, serviceMessage: string, code?: string): ServiceError =>
           new ServiceError({ method: 'POST', path: '/request', status, serviceMessage, ...(code && { code }) });
         const headerError = brdError(res);

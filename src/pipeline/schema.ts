@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { ComponentDef } from '../core/component.js';
 import { schemaContractOption } from '../schema/contract.js';
 import { resumePolicySchema } from '../sources/resume-policy.js';
+import { limitsSchema } from './limits-schema.js';
 import type { Registry } from './registry.js';
 
 /** `name` becomes a directory (`.sluice/<name>`) and a key in sinks' state: no separators, no dot-dot. */
@@ -128,6 +129,7 @@ export function pipelineSchema(reg: Registry) {
         .optional()
         .describe('Dead-letter file, relative to the pipeline file (default `<state_dir>/dead-letters.jsonl`).'),
       resume: resumePolicySchema.optional(),
+      limits: limitsSchema.optional(),
       fast_path: z
         .boolean()
         .default(true)
