@@ -53,6 +53,7 @@ async function* checkedLines(chunks: AsyncIterable<Buffer>, ctx: DecodeContext):
       partial = [];
       partialBytes = 0;
       pos = nl + 1;
+      nl = chunk.indexOf(LF, pos);
     } else if (nl === -1 && skipping !== null) {
       skipping.bytes += chunk.length;
       chunkOffset += chunk.length;
