@@ -34,6 +34,8 @@ export interface HostileService {
   /** Downloads whose body the client stopped reading before the writer was done (it went away). */
   readonly abandoned: number;
   options: HostileOptions;
+  /** Resolves once a request whose path matches `re` has arrived (at once if one did already). */
+  asked(re: RegExp): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -41,8 +43,13 @@ export async function startHostileService(options: HostileOptions = {}): Promise
   const sockets = new Set<Socket>();
   let abandoned = 0;
   const requests: string[] = [];
+  const waiting: { re: RegExp; resolve: () => void }[] = [];
   const server = createServer((req, res) => {
     requests.push(req.url ?? '');
+    for (const w of waiting.splice(0)) {
+      if (w.re.test(req.url ?? '')) w.resolve();
+      else waiting.push(w);
+    }
     const url = new URL(req.url ?? '/', 'http://x');
     const o = service.options;
     const m = /^\/datasets\/snapshots\/([^/]+)(\/parts|\/download)?$/.exec(url.pathname);
@@ -83,6 +90,10 @@ export async function startHostileService(options: HostileOptions = {}): Promise
       return abandoned;
     },
     options,
+    asked: (re) =>
+      requests.some((r) => re.test(r))
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => waiting.push({ re, resolve })),
     close: async () => {
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
