@@ -92,13 +92,15 @@ export function readAnswer(body: Readable, where: Where, status: number, limits:
 
 /**
  * One attempt's wall-clock limit: `signal` aborts when the caller's does, or when `ms` have passed. `error` is set
- * once the time ran out (then the attempt's failure is this, not the transport's complaint about the abort);
- * `clear` must be called when the attempt ends, so that a streamed body handed on is not cut later.
+ * once the time ran out (then the attempt's failure is this, not the transport's complaint about the abort).
+ * `clear(done)` must be called when the attempt returns: it stops the clock, so that a streamed body handed on is
+ * not cut later; `done` (the body was read or released) also stops following the caller's signal, which a body
+ * still to be read must keep following (the caller cancels it with that signal).
  */
 export interface CallDeadline {
   readonly signal: AbortSignal;
   error(): AnswerLimitError | undefined;
-  clear(): void;
+  clear(done: boolean): void;
 }
 
 export function callDeadline(where: Where, ms: number, callerSignal?: AbortSignal): CallDeadline {
@@ -113,9 +115,17 @@ export function callDeadline(where: Where, ms: number, callerSignal?: AbortSigna
     );
     own.abort(expired);
   }, ms);
+  // Forwarded by hand rather than with AbortSignal.any: the listener goes when the attempt ends, so thousands of
+  // calls under one run's signal leave nothing behind on it.
+  const forward = (): void => own.abort(callerSignal!.reason);
+  if (callerSignal?.aborted) forward();
+  else callerSignal?.addEventListener('abort', forward, { once: true });
   return {
-    signal: callerSignal ? AbortSignal.any([callerSignal, own.signal]) : own.signal,
+    signal: own.signal,
     error: () => expired,
-    clear: () => clearTimeout(timer),
+    clear: (done) => {
+      clearTimeout(timer);
+      if (done) callerSignal?.removeEventListener('abort', forward);
+    },
   };
 }

@@ -156,6 +156,7 @@ export class HttpCore {
       let err: ServiceError;
       // Each attempt, request to the answer's last byte consumed here, within `limits.call_timeout_s`.
       const deadline = callDeadline(call, this.answerLimits.callTimeoutMs, call.signal);
+      let body: Readable | undefined;
       try {
         const res = await this.pool.request({
           method: call.method,
@@ -165,6 +166,7 @@ export class HttpCore {
           signal: deadline.signal,
         });
         this.reached = true;
+        body = res.body;
         const ok =
           (res.statusCode >= 200 && res.statusCode < 300 && res.statusCode !== 202) ||
           call.accept?.includes(res.statusCode);
@@ -182,7 +184,8 @@ export class HttpCore {
         if (call.signal?.aborted) throw call.signal.reason;
         err = deadline.error() ?? networkFailure(call, transportFailure(e, 'request'));
       } finally {
-        deadline.clear();
+        // A body handed on unread (`send`) keeps following the caller's signal, which cancels it.
+        deadline.clear(body === undefined || body.readableEnded || body.destroyed);
       }
 
       if (call.paid && err.transient && mayHaveActed(err))

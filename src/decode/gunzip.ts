@@ -95,12 +95,21 @@ export async function* decompressed(
 ): AsyncGenerator<Buffer> {
   const guard = new OutputGuard(unit, bounds);
   const it = input[Symbol.asyncIterator]();
+  /** The input ended, failed (nothing to release then), or was handed to gunzip (which releases it). */
   let done = false;
+  const next = async (): Promise<IteratorResult<Uint8Array>> => {
+    try {
+      return await it.next();
+    } catch (err) {
+      done = true;
+      throw err;
+    }
+  };
   try {
     const head: Buffer[] = [];
     let headLength = 0;
     while (headLength < 2) {
-      const r = await it.next();
+      const r = await next();
       if (r.done) {
         done = true;
         break;
@@ -119,17 +128,14 @@ export async function* decompressed(
       await guard.pass(p.length);
       yield p;
     }
-    for (let r = await it.next(); !r.done; r = await it.next())
+    for (let r = await next(); !r.done; r = await next())
       for (const p of pieces(toBuffer(r.value))) {
         await guard.pass(p.length);
         yield p;
       }
     done = true;
-  } catch (err) {
-    done = true; // the input failed: nothing to release
-    throw err;
   } finally {
-    // A consumer that stops early (or an error downstream) must release the input, e.g. an HTTP body.
+    // A consumer that stops early, an error downstream or a bound passed must release the input (an HTTP body).
     if (!done) await it.return?.();
   }
 }

@@ -97,10 +97,21 @@ function attemptLimit(
           );
           own.abort(expired);
         }, ms);
+  // Forwarded by hand rather than with AbortSignal.any: the listener is removed when the attempt ends, so a run of
+  // many units leaves nothing behind on the run's signal.
+  const cancel = opts.cancel;
+  const forward = (): void => own.abort(cancel!.reason);
+  if (cancel?.aborted) forward();
+  else cancel?.addEventListener('abort', forward, { once: true });
   return {
-    signal: opts.cancel ? AbortSignal.any([opts.cancel, own.signal]) : own.signal,
+    signal: own.signal,
     expired: () => expired,
-    clear: () => clearTimeout(timer),
+    clear: () => {
+      clearTimeout(timer);
+      cancel?.removeEventListener('abort', forward);
+      // Whatever of the attempt is still open (a body its reader left unreleased) ends with it.
+      if (!own.signal.aborted) own.abort(new SluiceError(`${u.id}: the attempt is over`));
+    },
   };
 }
 

@@ -1,0 +1,113 @@
+/**
+ * The measured cases of `npm run bench`, each run by bench/lib/child.ts in a process of its own.
+ *
+ * Floors: what the machine can do without sluice — the JS floor (gunzip + split + JSON.parse) and DuckDB's own
+ * `read_json` of the same .jsonl.gz into a table and into Parquet, with DuckDB's defaults.
+ * Sluice: real pipelines (a pipeline file, `runPipeline`, a `file` source over the workload's parts, one work unit
+ * per part) into each sink; decoders (src/decode) on the JSON-array and CSV files.
+ * References: stream-json's StreamArray and csv-parse, the libraries sluice's own JSON-array and CSV decoders
+ * replaced.
+ *
+ * Each case imports its modules in its (unmeasured) setup: a case's peak RSS holds only what it uses.
+ */
+import path from 'node:path';
+import { caseMain, isCaseChild, type CaseFn, type CaseOutcome } from './child.js';
+import { partsPipelineCase } from './pipeline-case.js';
+import { sizeOf } from './workload.js';
+
+export interface CaseArgs {
+  jsonlGz: string;
+  partsDir: string;
+  jsonGz: string;
+  csvGz: string;
+  /** An empty directory for the case's output (removed by the parent). */
+  outDir: string;
+  /** Units loaded at once by the sluice pipelines (the `file` source's `concurrency`). */
+  concurrency: number;
+  /** Extra keys for the sluice pipelines' sink (experiments: `memory_limit`, …). */
+  sinkOptions?: Record<string, unknown>;
+}
+
+type Run = () => Promise<CaseOutcome>;
+
+/** `file` source over the parts → `sink`, as a pipeline file loaded and run like `sluice run`. */
+async function sluicePipeline(a: CaseArgs, sink: Record<string, unknown>, output: string): Promise<Run> {
+  const run = await partsPipelineCase({
+    name: 'bench',
+    partsDir: a.partsDir,
+    outDir: a.outDir,
+    concurrency: a.concurrency,
+    transforms: [],
+    sink: { ...sink, ...a.sinkOptions },
+  });
+  return async () => ({ ...(await run()), outputBytes: await sizeOf(path.join(a.outDir, output)) });
+}
+
+/** DuckDB's own load with its default settings, in a database of its own; `records` counts what it wrote. */
+async function duckdbOwn(a: CaseArgs, statement: (source: string) => string, records: string): Promise<Run> {
+  const { DuckDBInstance } = await import('@duckdb/node-api');
+  const { quoteString } = await import('../../src/schema/duckdb-types.js');
+  const file = path.join(a.outDir, 'own.duckdb');
+  return async () => {
+    const db = await DuckDBInstance.create(file);
+    const conn = await db.connect();
+    try {
+      await conn.run(statement(`read_json(${quoteString(a.jsonlGz)}, format = 'newline_delimited')`));
+      const n = Number((await conn.runAndReadAll(records)).getRows()[0]![0]);
+      await conn.run('CHECKPOINT');
+      return { records: n, outputBytes: await sizeOf(a.outDir) };
+    } finally {
+      conn.closeSync();
+      db.closeSync();
+    }
+  };
+}
+
+async function jsFloor(file: string): Promise<Run> {
+  const { countJsonl } = await import('./jsonl-floor.js');
+  return async () => ({ records: await countJsonl(file) });
+}
+
+async function decoder(file: string, format: 'jsonl' | 'json' | 'csv'): Promise<Run> {
+  const { decodeRecords } = await import('../decode.js');
+  return async () => ({ records: await decodeRecords(file, format) });
+}
+
+export const CASES: Record<string, CaseFn<CaseArgs>> = {
+  'js-floor': (a) => jsFloor(a.jsonlGz),
+
+  'duckdb-own-table': (a) => duckdbOwn(a, (src) => `CREATE TABLE t AS SELECT * FROM ${src}`, 'SELECT count(*) FROM t'),
+
+  'duckdb-own-parquet': (a) => {
+    const out = path.join(a.outDir, 'own.parquet').replaceAll("'", "''");
+    return duckdbOwn(
+      a,
+      (src) => `COPY (SELECT * FROM ${src}) TO '${out}' (FORMAT parquet, COMPRESSION zstd)`,
+      `SELECT count(*) FROM '${out}'`,
+    );
+  },
+
+  'sluice-duckdb': (a) => sluicePipeline(a, { type: 'duckdb', path: 'out.duckdb', table: 'companies' }, 'out.duckdb'),
+
+  'sluice-parquet': (a) => sluicePipeline(a, { type: 'parquet', path: 'parquet' }, 'parquet'),
+
+  'sluice-jsonl': (a) => sluicePipeline(a, { type: 'jsonl', path: 'jsonl' }, 'jsonl'),
+
+  'decode-jsonl': (a) => decoder(a.jsonlGz, 'jsonl'),
+
+  'decode-json': (a) => decoder(a.jsonGz, 'json'),
+
+  'decode-csv': (a) => decoder(a.csvGz, 'csv'),
+
+  'stream-json': async (a) => {
+    const { streamJsonRecords } = await import('../decode.js');
+    return async () => ({ records: await streamJsonRecords(a.jsonGz) });
+  },
+
+  'csv-parse': async (a) => {
+    const { csvParseRecords } = await import('../decode.js');
+    return async () => ({ records: await csvParseRecords(a.csvGz) });
+  },
+};
+
+if (isCaseChild(import.meta.url)) await caseMain(CASES);

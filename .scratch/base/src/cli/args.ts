@@ -1,0 +1,63 @@
+/** Parsers for option values; what they throw becomes a usage error naming the option. */
+
+/** `--shard 2/8` → the third of eight deterministic shards. */
+export function parseShard(text: string): { index: number; count: number } {
+  const m = /^(\d+)\/(\d+)$/.exec(String(text).trim());
+  const index = m ? Number(m[1]) : NaN;
+  const count = m ? Number(m[2]) : NaN;
+  if (!m || count < 1 || index >= count)
+    throw new Error(`--shard must be i/n with 0 ≤ i < n, e.g. 0/4 (got "${text}")`);
+  return { index, count };
+}
+
+export function positiveInt(name: string) {
+  return (value: unknown): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a whole number ≥ 1 (got "${String(value)}")`);
+    return n;
+  };
+}
+
+/** A JSON value given on the command line. */
+export function jsonArg(name: string) {
+  return (text: unknown): unknown => {
+    try {
+      return JSON.parse(String(text));
+    } catch (err) {
+      throw new Error(`--${name} is not valid JSON: ${(err as Error).message}`);
+    }
+  };
+}
+
+/** Repeatable options may also be given comma- or space-separated: `--ips 1.1.1.1,2.2.2.2`. */
+export function listArg(values: unknown): string[] {
+  const list = Array.isArray(values) ? values : [values];
+  return list.flatMap((v) => String(v).split(/[\s,]+/)).filter(Boolean);
+}
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** `90s`, `10m`, `1h30m`, `500ms` → milliseconds. A unit is required: `--wait=10` could mean seconds or minutes. */
+export function parseDuration(text: string): number {
+  const t = String(text).trim();
+  const parts = [...t.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)];
+  if (t === '' || parts.map((m) => m[0]).join('') !== t) return NaN;
+  return Math.round(parts.reduce((ms, m) => ms + Number(m[1]) * DURATION_UNITS[m[2]!]!, 0));
+}
+
+/** How long `--wait` alone waits for another run's lock: a nightly job that overran by an hour is not normal. */
+export const DEFAULT_LOCK_WAIT = '1h';
+
+/**
+ * `--wait` (DEFAULT_LOCK_WAIT) or `--wait=<duration>`. An option whose value is optional swallows the next word, so a
+ * word that is not a duration is most likely the pipeline file written after `--wait`.
+ */
+export function lockWait(value: unknown): number {
+  const text = value === true || value === '' ? DEFAULT_LOCK_WAIT : String(value);
+  const ms = parseDuration(text);
+  if (!Number.isFinite(ms))
+    throw new Error(
+      `--wait takes a duration such as 90s, 10m or 1h (got "${text}"): write --wait=10m, or put --wait after the pipeline file`,
+    );
+  return ms;
+}

@@ -1,0 +1,83 @@
+/**
+ * `sluice schema <pipeline.yaml>`: the columns each sink's table will have, in the sink's type names. Where the
+ * transforms declare none, the columns come from the data: then the output's current columns are shown when it
+ * exists, read back the way `--show` reads it (a DESCRIBE of the sink's output query; nothing is opened for writing).
+ */
+import { existsSync } from 'node:fs';
+import type { Argv, CommandModule } from 'yargs';
+import type { Sink } from '../../core/types.js';
+import type { SinkColumns } from '../../engine/api.js';
+import type { CliContext } from '../context.js';
+import { formatColumns } from './plan.js';
+
+interface SchemaArgs {
+  pipeline: string;
+  json: boolean;
+}
+
+interface SchemaReport extends SinkColumns {
+  /** Undeclared sinks whose output exists: its columns now, in DuckDB's type names. */
+  current?: { name: string; type: string }[];
+}
+
+/** The columns of what `sink` wrote so far; undefined when nothing was written yet or it cannot be read now. */
+async function currentColumns(sink: Sink): Promise<{ name: string; type: string }[] | undefined> {
+  const { database, sql } = sink.outputQuery(1);
+  // Reading a DuckDB file that does not exist would create it.
+  if (database !== undefined && !existsSync(database)) return undefined;
+  const { DuckDBInstance } = await import('@duckdb/node-api');
+  try {
+    const instance = database ? await DuckDBInstance.fromCache(database) : await DuckDBInstance.create(':memory:');
+    const connection = await instance.connect();
+    try {
+      const rows = (await connection.runAndReadAll(`DESCRIBE ${sql}`)).getRowObjectsJS();
+      return rows.map((r) => ({ name: String(r.column_name), type: String(r.column_type) }));
+    } finally {
+      connection.closeSync();
+    }
+  } catch {
+    // No table or no files yet, or a run holds the database: the columns are still "inferred from the data".
+    return undefined;
+  }
+}
+
+function formatReport(r: SchemaReport): string {
+  const lines = formatColumns(r, true);
+  if (r.current) {
+    const width = Math.max(...r.current.map((c) => c.name.length));
+    lines.push(
+      `  its output has ${r.current.length} columns now:`,
+      ...r.current.map((c) => `    ${c.name.padEnd(width)}  ${c.type}`),
+    );
+  } else if (!r.declared) lines.push('  nothing written yet');
+  return lines.join('\n');
+}
+
+export function schemaCommand(ctx: CliContext): CommandModule<object, SchemaArgs> {
+  return {
+    command: 'schema <pipeline>',
+    describe:
+      "Show the columns each sink's table will have — name, the sink's type, nullability, description — as the transforms declare them",
+    builder: (y) =>
+      y
+        .positional('pipeline', { type: 'string', demandOption: true, describe: 'Pipeline YAML file' })
+        .option('json', { type: 'boolean', default: false, describe: 'The columns as JSON' })
+        .example('$0 schema pipelines/serp.yaml', 'The columns of every sink of the pipeline')
+        .strict() as unknown as Argv<SchemaArgs>,
+    handler: async (args) => {
+      const { loadPipeline } = await import('../../pipeline/load.js');
+      const pipeline = await loadPipeline(args.pipeline, ctx.io.env);
+      const { sinkColumns } = await import('../../engine/plan-pipeline.js');
+      const { sinkConfigs } = await import('../../engine/components.js');
+      const { sinkForShow } = await import('../show.js');
+      const sinks = sinkConfigs(pipeline.config).map((c) => sinkForShow(c, pipeline.baseDir));
+      const reports: SchemaReport[] = sinkColumns(pipeline, sinks);
+      for (const [i, r] of reports.entries()) {
+        if (r.declared) continue;
+        const current = await currentColumns(sinks[i]!);
+        if (current) r.current = current;
+      }
+      ctx.io.out(args.json ? JSON.stringify(reports, null, 2) : reports.map(formatReport).join('\n\n'));
+    },
+  };
+}

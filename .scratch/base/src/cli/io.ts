@@ -1,0 +1,73 @@
+/**
+ * What commands may touch of the outside world, passed in rather than reached for, so the whole CLI runs in-process
+ * in tests. Everything written passes through `redact`: an API key cannot reach the terminal or a log file.
+ */
+import { EXIT_CODES, type InterruptSignal } from '../core/errors.js';
+import { redact } from '../core/redact.js';
+
+/** A run's view of SIGINT/SIGTERM while it listens: see `CliIo.interrupts`. */
+export interface Interrupts {
+  /** Aborted on the first signal, with the signal's name (`'SIGINT'`, `'SIGTERM'`) as the reason. */
+  signal: AbortSignal;
+  /** Stops listening: the signals' default action (exit) applies again. */
+  release(): void;
+}
+
+export interface CliIo {
+  /** A line (or lines) of results on stdout. */
+  out(text: string): void;
+  /** A line (or lines) of diagnostics on stderr. */
+  err(text: string): void;
+  env: Record<string, string | undefined>;
+  /** Width for help text. */
+  columns: number;
+  /** Resolves when the user asks a long-running command (the emulator) to stop: SIGINT or SIGTERM. */
+  untilStopped(): Promise<void>;
+  /**
+   * Turns SIGINT/SIGTERM into an abort for a run, which then stops cleanly (commits in flight finish, the lock is
+   * released). A second signal does not wait for that: the process exits at once, with 130 or 143.
+   */
+  interrupts(): Interrupts;
+}
+
+export function processIo(): CliIo {
+  return {
+    out: (text) => process.stdout.write(redact(text) + '\n'),
+    err: (text) => process.stderr.write(redact(text) + '\n'),
+    env: process.env,
+    columns: Math.min(120, process.stdout.columns || 100),
+    untilStopped: () =>
+      new Promise((resolve) => {
+        process.once('SIGINT', () => resolve());
+        process.once('SIGTERM', () => resolve());
+      }),
+    interrupts: processInterrupts,
+  };
+}
+
+function processInterrupts(): Interrupts {
+  const controller = new AbortController();
+  const on = (signal: InterruptSignal) => (): void => {
+    if (!controller.signal.aborted) {
+      controller.abort(signal);
+      return;
+    }
+    // Whoever presses Ctrl-C twice wants out now: units not committed are simply read again by the next run.
+    process.stderr.write(`\n${signal}: exiting at once; committed units are kept, run again to resume\n`);
+    process.exit(signal === 'SIGTERM' ? EXIT_CODES.sigterm : EXIT_CODES.sigint);
+  };
+  const onInt = on('SIGINT');
+  const onTerm = on('SIGTERM');
+  process.on('SIGINT', onInt);
+  process.on('SIGTERM', onTerm);
+  return {
+    signal: controller.signal,
+    release: () => {
+      // Once interrupted, the process is on its way out: a second signal in the moments before it exits must still
+      // end it with its own exit code and message, never by the signal (which would lose the summary's last lines).
+      if (controller.signal.aborted) return;
+      process.off('SIGINT', onInt);
+      process.off('SIGTERM', onTerm);
+    },
+  };
+}

@@ -1,0 +1,70 @@
+/**
+ * The run history as a table for people: one line per attempt, newest first, in human units; below a line, what
+ * only some runs have (why it did not succeed, the paid jobs it started, what each sink committed).
+ */
+import type { RunRecord } from '../engine/run-history.js';
+import { formatBytes, formatDuration } from '../engine/progress.js';
+import { formatSchemaChange } from '../engine/summary.js';
+
+const HEADERS = ['RUN', 'STARTED', 'TOOK', 'STATUS', 'UNITS', 'RECORDS', 'BYTES', 'RETRIES', 'DEAD'] as const;
+
+export function formatRuns(runs: readonly RunRecord[]): string {
+  const rows = runs.map(cells);
+  const widths = HEADERS.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  // Numbers right-aligned, text left-aligned.
+  const right = new Set([4, 5, 6, 7, 8]);
+  const line = (cols: readonly string[]): string =>
+    cols
+      .map((c, i) => (right.has(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  const out = [line(HEADERS)];
+  runs.forEach((r, k) => {
+    out.push(line(rows[k]!));
+    for (const d of details(r)) out.push(`    ${d}`);
+  });
+  return out.join('\n');
+}
+
+function cells(r: RunRecord): string[] {
+  const took =
+    r.endedAt !== undefined
+      ? formatDuration(Date.parse(r.endedAt) - Date.parse(r.startedAt))
+      : r.status === 'running'
+        ? '…'
+        : '?';
+  const u = r.units;
+  return [
+    r.attempt > 1 ? `${r.run} #${r.attempt}` : r.run,
+    localTime(r.startedAt),
+    took,
+    r.resumed ? `${r.status} (resumed)` : r.status,
+    u ? `${u.committed + u.skipped}/${u.total}` : '-',
+    r.records !== undefined ? r.records.toLocaleString('en-US') : '-',
+    r.bytes !== undefined ? formatBytes(r.bytes) : '-',
+    r.retries !== undefined ? String(r.retries) : '-',
+    r.deadLetters !== undefined ? String(r.deadLetters) : '-',
+  ];
+}
+
+function details(r: RunRecord): string[] {
+  const out: string[] = [];
+  if (r.cause !== undefined) out.push(`cause: ${r.cause}${r.exitCode !== undefined ? ` (exit ${r.exitCode})` : ''}`);
+  if (r.units && (r.units.skipped > 0 || r.units.failed > 0))
+    out.push(`units: ${r.units.committed} committed, ${r.units.skipped} already committed, ${r.units.failed} failed`);
+  if (r.deadLetterReasons && r.deadLetterReasons.length > 0)
+    out.push(`dead letters: ${r.deadLetterReasons.map((d) => `${d.reason} ×${d.count}`).join('; ')}`);
+  for (const j of r.paidJobs ?? [])
+    out.push(`paid job: ${j.kind} ${j.id}${j.started_at ? ` started ${localTime(j.started_at)}` : ''}`);
+  for (const s of r.sinks ?? []) out.push(`sink: ${s.sink}: ${s.committedUnits} unit(s) committed`);
+  for (const c of r.schemaChanges ?? []) out.push(`schema: ${c.sink}: ${c.changes.map(formatSchemaChange).join(', ')}`);
+  return out;
+}
+
+/** `2026-11-23 20:31:58`, in the machine's time zone (where cron runs). */
+function localTime(iso: string): string {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return iso;
+  const p = (n: number): string => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}

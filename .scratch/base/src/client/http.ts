@@ -1,0 +1,317 @@
+/**
+ * The transport under every API area: one undici Pool (bounded connections), one way of turning the service's many
+ * error shapes into a `ServiceError`, and the retry decisions of core/retry.ts applied to each request.
+ *
+ * - 429, 5xx and network errors are transient (each error says so itself) and retried under the client's
+ *   `RetryPolicy`: exponential backoff with jitter, Retry-After honoured, each wait capped at `maxDelayMs`. Other
+ *   4xx never are (they fail the same way again).
+ * - Calls that start paid or account-changing work (`paid: true`: filter, trigger, enrich, zone create, IP refresh,
+ *   domain removal) are retried only when the service provably did not act on them: the connection was never
+ *   established (`NetworkError.sent` is false), or the service answered 429 (an explicit refusal before any work;
+ *   rejected requests are not billed, docs/service.md §6). A 5xx or a connection lost after the request was sent
+ *   may have started the job, so it surfaces as `AmbiguousPaidCallError` instead of a second paid job.
+ * - A service never reached yet (every connection refused, host unknown) gets a few quick tries within about 10 s,
+ *   then `UnreachableServiceError` (first-contact.ts); after its first answer, the full policy applies.
+ * - A streamed body (`send`) fails with a `ServiceError` of status 0 whose cause is a `NetworkError`, whatever
+ *   undici threw, so callers downstream classify it without reading messages.
+ */
+import type { Readable } from 'node:stream';
+import { Pool, type Dispatcher, type FormData } from 'undici';
+import { redact } from '../core/redact.js';
+import { RetryPolicy } from '../core/retry.js';
+import { sleep } from '../core/sleep.js';
+import type { ClientOptions, RetryNotice } from './api.js';
+import {
+  AmbiguousPaidCallError,
+  ServiceError,
+  UnreachableServiceError,
+  apiKeyRefusedHint,
+  networkFailure,
+} from './errors.js';
+import { firstContactPolicy, withinFirstContactBudget } from './first-contact.js';
+import { guardedBody, transportFailure } from './network.js';
+
+export interface CallOptions {
+  method: 'GET' | 'POST' | 'DELETE';
+  path: string;
+  query?: Record<string, string | number | boolean | undefined>;
+  json?: unknown;
+  form?: FormData;
+  /** Starts paid or account-changing work: see the retry policy above. */
+  paid?: boolean;
+  signal?: AbortSignal;
+  /** Told before each retry's wait (in addition to the client-wide `onRetry`). */
+  onRetry?: (info: RetryNotice) => void;
+  /** Statuses that are answers for this call rather than errors (e.g. 202 on a download). */
+  accept?: number[];
+}
+
+export interface RawResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Readable;
+}
+
+/**
+ * Sockets to the service when `connections` is not set: as many as the highest concurrency a source accepts (a crawl's
+ * `concurrency` goes up to 64). A smaller pool silently caps a crawl: with 16, a crawl at concurrency 64 had 16
+ * requests in flight and the rest queued in the pool, at a quarter of the pages per second. undici opens sockets
+ * only when requests need them, so a lower concurrency opens no more than it uses.
+ */
+export const DEFAULT_CONNECTIONS = 64;
+
+/** Error bodies are small; a huge one is not worth holding. */
+const MAX_ERROR_BODY = 64 * 1024;
+
+export class HttpCore {
+  readonly baseUrl: string;
+  private readonly pool: Pool;
+  private readonly policy: RetryPolicy;
+  /** While the service has never answered: a few quick tries, then `UnreachableServiceError` (first-contact.ts). */
+  private readonly firstContact: RetryPolicy;
+  /** Set by the first response of any status: the service exists at this address. */
+  private reached = false;
+  private readonly authorization: string;
+
+  constructor(private readonly opts: ClientOptions) {
+    this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
+    const t = opts.timeouts ?? {};
+    this.pool = new Pool(new URL(this.baseUrl).origin, {
+      connections: opts.connections ?? DEFAULT_CONNECTIONS,
+      connectTimeout: t.connect ?? 10_000,
+      // /request can wait for a page element server-side for up to 150 s (docs/service.md §5.6).
+      headersTimeout: t.headers ?? 180_000,
+      bodyTimeout: t.body ?? 120_000,
+    });
+    this.policy = new RetryPolicy({
+      attempts: (opts.retry?.retries ?? 5) + 1,
+      baseMs: opts.retry?.baseDelayMs ?? 500,
+      maxMs: opts.retry?.maxDelayMs ?? 30_000,
+    });
+    this.firstContact = firstContactPolicy(this.policy);
+    this.authorization = `Bearer ${opts.apiKey}`;
+  }
+
+  /**
+   * A successful (2xx or accepted) response with its body unread. Errors are thrown as `ServiceError`, including
+   * those of the body while it is streamed (status 0, cause `NetworkError`).
+   */
+  send(call: CallOptions): Promise<RawResponse> {
+    return this.call(call, async (res) => ({
+      ...res,
+      body: guardedBody(res.body, (e) =>
+        call.signal?.aborted ? (call.signal.reason as Error) : networkFailure(call, transportFailure(e, 'body')),
+      ),
+    }));
+  }
+
+  /** The answer parsed as JSON. */
+  json<T>(call: CallOptions): Promise<T> {
+    return this.call(call, async (res) => {
+      const text = await readText(res.body, Infinity);
+      // Every JSON call expects an answer: an empty 200 is a failed call (a paid one is then ambiguous), never "no data".
+      if (text.trim() === '')
+        throw new ServiceError({
+          method: call.method,
+          path: call.path,
+          status: 502,
+          serviceMessage: `empty answer with HTTP ${res.status}`,
+        });
+      try {
+        return JSON.parse(text) as T;
+      } catch (cause) {
+        throw new ServiceError({
+          method: call.method,
+          path: call.path,
+          status: res.status,
+          serviceMessage: `the answer is not JSON: ${text.slice(0, 200)}`,
+          cause,
+          hint: 'check base_url: it must point at the service API',
+        });
+      }
+    });
+  }
+
+  /**
+   * Makes the call under the retry policy. `consume` turns a successful response into the result; a `ServiceError`
+   * it throws (e.g. an error reported in headers on a 200) goes through the same policy as an error status, and
+   * any other error it throws while reading the body counts as a network failure after the request was sent.
+   */
+  async call<T>(call: CallOptions, consume: (res: RawResponse) => Promise<T>): Promise<T> {
+    const path = this.pathOf(call);
+    const startedAt = Date.now();
+    for (let attempt = 1; ; attempt++) {
+      let err: ServiceError;
+      try {
+        const res = await this.pool.request({
+          method: call.method,
+          path,
+          headers: this.headers(call),
+          body: call.form ?? (call.json !== undefined ? JSON.stringify(call.json) : undefined),
+          signal: call.signal,
+        });
+        this.reached = true;
+        const ok =
+          (res.statusCode >= 200 && res.statusCode < 300 && res.statusCode !== 202) ||
+          call.accept?.includes(res.statusCode);
+        if (!ok) err = await errorFrom(call, res, this.opts.apiKeyVariable);
+        else {
+          try {
+            return await consume({ status: res.statusCode, headers: res.headers, body: res.body });
+          } catch (e) {
+            if (call.signal?.aborted) throw call.signal.reason;
+            err = e instanceof ServiceError ? e : networkFailure(call, transportFailure(e, 'body'));
+          }
+        }
+      } catch (e) {
+        if (call.signal?.aborted) throw call.signal.reason;
+        err = networkFailure(call, transportFailure(e, 'request'));
+      }
+
+      if (call.paid && err.transient && mayHaveActed(err))
+        throw new AmbiguousPaidCallError({ ...errInit(err), cause: err });
+      if (!this.reached && !err.sent) {
+        if (!this.firstContact.shouldRetry(attempt, err)) throw this.unreachable(err);
+        const delayMs = this.firstContact.delayMs(attempt, err);
+        if (!withinFirstContactBudget(Date.now() - startedAt, delayMs)) throw this.unreachable(err);
+        await this.wait(call, attempt, err, delayMs);
+        continue;
+      }
+      if (!this.policy.shouldRetry(attempt, err)) throw err;
+      await this.wait(call, attempt, err);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.close();
+  }
+
+  private pathOf(call: CallOptions): string {
+    const prefix = new URL(this.baseUrl).pathname.replace(/\/+$/, '');
+    const qs = new URLSearchParams();
+    for (const [k, v] of Object.entries(call.query ?? {})) if (v !== undefined) qs.set(k, String(v));
+    const q = qs.toString();
+    return `${prefix}${call.path}${q ? `?${q}` : ''}`;
+  }
+
+  private headers(call: CallOptions): Record<string, string> {
+    const h: Record<string, string> = { authorization: this.authorization, 'user-agent': 'sluice' };
+    if (call.json !== undefined && !call.form) h['content-type'] = 'application/json';
+    return h;
+  }
+
+  private unreachable(err: ServiceError): UnreachableServiceError {
+    const network = err.cause as { message?: string } | undefined;
+    return new UnreachableServiceError(this.baseUrl, {
+      ...errInit(err),
+      serviceMessage: network?.message ?? err.serviceMessage,
+      cause: err.cause,
+    });
+  }
+
+  private async wait(
+    call: CallOptions,
+    attempt: number,
+    err: ServiceError,
+    delayMs = this.policy.delayMs(attempt, err),
+  ): Promise<void> {
+    const reason = redact(err.status === 0 ? err.serviceMessage : `${err.status} ${err.serviceMessage}`);
+    this.opts.onRetry?.({ attempt, delayMs, reason, method: call.method, path: call.path });
+    call.onRetry?.({ status: err.status, delayMs, reason, error: err });
+    await sleep(delayMs, call.signal);
+  }
+}
+
+/**
+ * Whether a failed paid call may have started its work: any failure after the request was sent, except a 429,
+ * which the service answers before doing anything (docs/service.md §6).
+ */
+function mayHaveActed(err: ServiceError): boolean {
+  return err.sent && err.status !== 429;
+}
+
+function errInit(e: ServiceError): ConstructorParameters<typeof ServiceError>[0] {
+  return {
+    method: e.method,
+    path: e.path,
+    status: e.status,
+    serviceMessage: e.serviceMessage,
+    details: e.details,
+    ...(e.code !== undefined && { code: e.code }),
+    ...(e.retryAfterMs !== undefined && { retryAfterMs: e.retryAfterMs }),
+  };
+}
+
+/** Reads the error answer in whichever shape the service chose (see errors.ts). */
+async function errorFrom(
+  call: CallOptions,
+  res: Dispatcher.ResponseData,
+  apiKeyVariable: string | undefined,
+): Promise<ServiceError> {
+  const text = await readText(res.body, MAX_ERROR_BODY).catch(() => '');
+  const parsed = parseErrorBody(text);
+  const h = res.headers;
+  const header = (name: string): string | undefined => {
+    const v = h[name];
+    return Array.isArray(v) ? v[0] : v;
+  };
+  const brdMessage = header('x-brd-error') ?? header('x-brd-err-msg') ?? header('x-luminati-error');
+  const brdCode = header('x-brd-err-code') ?? header('x-brd-error-code');
+  const retryAfterMs = parseRetryAfter(header('retry-after'));
+  return new ServiceError({
+    method: call.method,
+    path: call.path,
+    status: res.statusCode,
+    serviceMessage: brdMessage ?? (parsed.message || `HTTP ${res.statusCode}`),
+    ...((brdCode ?? parsed.code) !== undefined && { code: (brdCode ?? parsed.code)! }),
+    ...(parsed.details && { details: parsed.details }),
+    ...(retryAfterMs !== undefined && { retryAfterMs }),
+    ...(res.statusCode === 401 && { hint: apiKeyRefusedHint(apiKeyVariable) }),
+  });
+}
+
+/** `{error: "…"}`, `{error: {code, message, details}}`, `{validation_errors: […]}`, `{message}`, or plain text. */
+export function parseErrorBody(text: string): { message: string; code?: string; details?: string[] } {
+  const trimmed = text.trim();
+  let j: unknown;
+  try {
+    j = JSON.parse(trimmed);
+  } catch {
+    return { message: trimmed.slice(0, 500) };
+  }
+  if (j === null || typeof j !== 'object') return { message: trimmed.slice(0, 500) };
+  const o = j as Record<string, unknown>;
+  if (Array.isArray(o.validation_errors)) {
+    const details = o.validation_errors.map((v) => (typeof v === 'string' ? v : JSON.stringify(v)));
+    return { message: details.join('; '), code: 'validation', details };
+  }
+  if (typeof o.error === 'string') {
+    return { message: o.error, ...(typeof o.error_code === 'string' && { code: o.error_code }) };
+  }
+  if (o.error && typeof o.error === 'object') {
+    const e = o.error as Record<string, unknown>;
+    const message = typeof e.message === 'string' ? e.message : JSON.stringify(e);
+    const details = typeof e.details === 'string' ? [e.details] : undefined;
+    return { message, ...(typeof e.code === 'string' && { code: e.code }), ...(details && { details }) };
+  }
+  if (typeof o.message === 'string') return { message: o.message };
+  return { message: trimmed.slice(0, 500) };
+}
+
+/** Seconds or an HTTP date → milliseconds from now. */
+export function parseRetryAfter(v: string | undefined): number | undefined {
+  if (v === undefined || v.trim() === '') return undefined;
+  if (/^\d+(\.\d+)?$/.test(v.trim())) return Math.round(Number(v) * 1000);
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
+}
+
+export async function readText(body: Readable, max: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of body as AsyncIterable<Buffer>) {
+    if (size < max) chunks.push(c);
+    size += c.length;
+  }
+  return Buffer.concat(chunks).subarray(0, Math.min(size, max)).toString('utf8');
+}

@@ -1,0 +1,27 @@
+/** The service client: `createClient(options)` gives every API area over one connection pool and retry policy. */
+import { registerSecret } from '../core/redact.js';
+import type { ClientOptions, ServiceClient } from './api.js';
+import { datasetsApi } from './datasets.js';
+import { deepLookupApi } from './deep-lookup.js';
+import { HttpCore } from './http.js';
+import { requestApi } from './request.js';
+import { zonesApi } from './zones.js';
+
+export type * from './api.js';
+export { AmbiguousPaidCallError, NotReadyError, ServiceError, UnreachableServiceError } from './errors.js';
+export { pollSnapshot, type PollOptions } from './poll.js';
+export { SEARCH_ZONE_TYPES } from './zones.js';
+
+export function createClient(options: ClientOptions): ServiceClient {
+  // Registered before any request, so no error or log line can carry the key.
+  registerSecret(options.apiKey);
+  const http = new HttpCore(options);
+  return {
+    baseUrl: http.baseUrl,
+    datasets: datasetsApi(http),
+    deepLookup: deepLookupApi(http),
+    request: requestApi(http),
+    zones: zonesApi(http),
+    close: () => http.close(),
+  };
+}

@@ -1,0 +1,283 @@
+/**
+ * The contracts every component is written against. Records flow as async iterables of
+ * batches (arrays of plain objects): per-record async overhead is what makes naive streaming slow.
+ */
+import type { DeclaredSchema } from '../schema/declared.js';
+import type { LogicalType } from '../schema/logical-type.js';
+
+/** One record: a plain JSON-compatible object. */
+export type Row = Record<string, unknown>;
+/** Thousands of records at a time. */
+export type Batch = Row[];
+
+/**
+ * A unit of work with a stable id: snapshot part k, SERP query q page p, reviews fid f page p, a deep-lookup
+ * download. Sinks commit a unit's records together with the unit's id, which is what makes reruns exactly-once.
+ */
+export interface WorkUnit {
+  /** Stable across runs of the same pipeline: e.g. `snapshot:snap_x:part:3`, `serp:<query>:start:20`. */
+  id: string;
+  /** What the unit reads; sources put whatever they need here (JSON-serialisable). */
+  params: Record<string, unknown>;
+  /** For `plan` and progress; undefined when unknown. */
+  estimatedRecords?: number;
+  /**
+   * What the unit advanced a source's cursor to (incremental loads): JSON-serialisable, set by the engine while the
+   * unit's batches flow and final once they are drained. A sink stores it with the unit's commit, in the same
+   * transaction / manifest swap, and hands it back through `committedCheckpoints()`.
+   */
+  checkpoint?: unknown;
+}
+
+/** A record that could not be decoded or transformed. It goes to the dead-letter file, never silently away. */
+export interface DeadLetter {
+  unit: string;
+  /** Byte offset in the unit's (decompressed) input, where known. */
+  offset?: number;
+  /** Which stage rejected it: decode, transform:<name>, sink:<name>. */
+  stage: string;
+  reason: string;
+  /** The offending input, truncated to a few KiB. */
+  raw?: string;
+}
+
+export type DeadLetterFn = (d: DeadLetter) => void;
+
+export interface Logger {
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+/** Counters the engine sums into the progress display and the run summary. */
+export interface Counters {
+  records: number;
+  bytes: number;
+  retries: number;
+  deadLetters: number;
+}
+
+/**
+ * Durable key/value state of one pipeline run, written atomically before the call returns.
+ * Used for things that must survive a crash *before* any unit commits: the snapshot id of a started filter job,
+ * a deep lookup's request id, pages discovered by a crawl.
+ */
+export interface StateStore {
+  get<T = unknown>(key: string): T | undefined;
+  set(key: string, value: unknown): Promise<void>;
+  delete(key: string): Promise<void>;
+}
+
+export interface SourceContext {
+  signal: AbortSignal;
+  log: Logger;
+  state: StateStore;
+  counters: Counters;
+  deadLetter: DeadLetterFn;
+  /** Directory of the pipeline file: relative paths in config resolve against it. */
+  baseDir: string;
+  /** `plan` must not start paid work (filter jobs, triggers, enrich). */
+  dryRun: boolean;
+  /**
+   * The run is one shard of several (`--shard i/n`, e.g. one machine of a fan-out). Sources must not start paid
+   * jobs then: every shard would start and pay for its own.
+   */
+  sharded?: boolean;
+  /**
+   * In dry runs, sources describe what a run would do: `request` for an HTTP call it would make (e.g.
+   * `POST /datasets/filter (paid: starts a filter job)`), `note` for anything else worth telling.
+   */
+  report?: (kind: 'request' | 'note', text: string) => void;
+  /**
+   * Incremental loads: the checkpoints committed by earlier runs of this pipeline, by the unit's source id (as
+   * `plan()` returned it, without any run prefix), counting only what every sink committed. Empty on a first run,
+   * with `--reset-cursor` / `--fresh`, and in dry runs that have no sinks open.
+   */
+  checkpoints?: ReadonlyMap<string, unknown>;
+  /**
+   * The run's clock, ms since the epoch: the service's (as its `Date` header tells it; an emulator's moved clock)
+   * once the engine knows it, else this machine's. A source that stores a time for a later run to compare with its
+   * "now" (a crawl page's fetch time, SERP `refresh_after`) takes both ends from here, so they are one clock.
+   * Absent: `Date.now`.
+   */
+  now?: () => number;
+}
+
+export interface Source {
+  /**
+   * Split the job into units. May start a paid job (filter, trigger) when not dryRun, and then must checkpoint
+   * its id in `ctx.state` before waiting on it. Sources whose units are discovered while reading (crawl pages)
+   * return the units known so far and yield more through `discover`.
+   */
+  plan(ctx: SourceContext): Promise<WorkUnit[]>;
+  /** Read one unit as batches. Must be safe to call again for the same unit after a crash. */
+  read(unit: WorkUnit, ctx: SourceContext): AsyncIterable<Batch>;
+  /**
+   * Optional: for crawls, units found while reading a unit (the next page). Called by the engine after `read`
+   * finished for `unit`. Returned units are scheduled unless already committed.
+   */
+  discover?(unit: WorkUnit, ctx: SourceContext): WorkUnit[];
+  /**
+   * Optional fast path: the unit's bytes as a local file, for sinks that load files natively when the pipeline
+   * has no JS transform (DuckDB reads JSONL faster than JS can hand it rows). Sources that download put the
+   * bytes in `tmpDir` (`temporary: true`, the engine deletes the file); local-file sources return their path.
+   * `read(unit)` must yield exactly what decoding this file with `file.decode` yields: the engine relies on it.
+   */
+  rawFile?(unit: WorkUnit, ctx: SourceContext, tmpDir: string): Promise<RawFile>;
+  /**
+   * Optional: checks against the service, with free calls only, that what the config names exists before anything
+   * is paid — the key is accepted, the zone exists and serves search pages, the dataset / snapshot / request exists.
+   * Throws a `SluiceError` whose hint is the fix. `plan` and `run` call it once, before `plan`.
+   */
+  preflight?(ctx: SourceContext): Promise<void>;
+  /**
+   * Optional (incremental sources): the unit's checkpoint — what the unit advanced the cursor to — once `read(unit)`
+   * has yielded its last batch (or, when `checkpointFromRows` is false, at any time). The engine sets it as the
+   * committed unit's `checkpoint`; undefined = none. The next run's `plan()` sees it in `ctx.checkpoints`.
+   */
+  unitCheckpoint?(unit: WorkUnit): unknown;
+  /** The checkpoint depends on the rows `read()` yields: the engine then never loads the unit from its raw file. */
+  readonly checkpointFromRows?: boolean;
+  /** Units the engine reads at once for this source (the source's own config decides; default 4). */
+  readonly concurrency?: number;
+  close?(): Promise<void>;
+}
+
+export type RawFormat = 'jsonl' | 'json' | 'csv';
+
+/**
+ * How a raw file's bytes become records: everything a decoder needs besides the bytes. A source hands it over
+ * with the file, so whoever decodes the file (a sink's native reader or the engine's JS decoder) reads it the same.
+ */
+export interface RawDecodeOptions {
+  format: RawFormat;
+  /** For `json`: dotted path of the records array inside the document. */
+  path?: string;
+  /** For `csv`: cells holding JSON written by the service; 'auto' decodes cells that start with `[` or `{`. */
+  jsonColumns?: 'auto' | string[];
+}
+
+/** A unit's undecoded bytes on local disk. gzip or not is for the reader to sniff. */
+export interface RawFile {
+  path: string;
+  decode: RawDecodeOptions;
+  temporary: boolean;
+}
+
+export interface TransformContext {
+  log: Logger;
+  deadLetter: DeadLetterFn;
+  /** Id of the unit being transformed (for dead letters and derived columns). */
+  unitId: string;
+  /** The unit's params (e.g. query, page, fetch time), for normalizers that add context columns. */
+  unitParams: Record<string, unknown>;
+}
+
+/** Batches in, batches out; pure where it can be. */
+export type Transform = (batches: AsyncIterable<Batch>, ctx: TransformContext) => AsyncIterable<Batch>;
+
+export type WriteDisposition = 'append' | 'replace' | 'merge';
+
+/** A change a sink made to its table / dataset columns while committing a unit (schema evolution). */
+export interface SchemaChange {
+  /** Column path: `price`, `funding.rounds`, `updates[].likes_count`. */
+  column: string;
+  change: 'added' | 'widened';
+  /** The sink's type names (its own mapping): undefined for `added`. */
+  from?: string;
+  to: string;
+}
+
+export interface CommitResult {
+  /** false when the unit had been committed before: committing again is a no-op. */
+  committed: boolean;
+  records: number;
+  /** Columns added or widened by this commit (empty or absent: none). The engine reports them. */
+  schemaChanges?: SchemaChange[];
+}
+
+export interface SinkContext {
+  log: Logger;
+  deadLetter: DeadLetterFn;
+  baseDir: string;
+  /** Name of the pipeline: state tables and manifests are keyed by it. */
+  pipeline: string;
+  /** `--fresh`: forget committed units (and, for `replace`, start the new generation). */
+  fresh: boolean;
+  /**
+   * The run's id (kept by a resumed run; unit ids handed to the sink start with it). A sink that records its loads
+   * (DuckDB's `_sluice_runs`) keys them by it. Absent when no engine run drives the sink (tests, benches).
+   */
+  runId?: string;
+  /**
+   * Columns the pipeline's transforms declare (a normalizer preset's): the sink creates every one of them from the
+   * first run, with the declared type, in this order — even when no row fills them. Absent: columns are inferred.
+   */
+  declared?: DeclaredSchema;
+}
+
+/** What a sink can do, declared rather than inferred from its type name (dlt's destination capabilities). */
+export interface SinkCapabilities {
+  /**
+   * Raw files the sink loads natively through `writeUnitFile` (the fast path); empty = rows only. A sink may still
+   * refuse one file at load time with `NativeLoadRefused` (core/errors.ts), and the engine then decodes it in JS.
+   */
+  nativeFormats: readonly RawFormat[];
+}
+
+/** A query that reads a sink's output back through DuckDB (`--show`), and the database file it runs in. */
+export interface OutputQuery {
+  /** undefined: an in-memory DuckDB (files read with read_parquet / read_json). */
+  database?: string;
+  sql: string;
+}
+
+/**
+ * A sink owns its atomic commit: a unit's records and the unit's checkpoint become visible together or not at all.
+ * The engine serialises nothing: a sink must accept `writeUnit` calls for different units concurrently.
+ */
+export interface Sink {
+  readonly capabilities: SinkCapabilities;
+  /** One line for summaries and `plan`: type, where it writes (as typed from the current directory), table. */
+  describe(): string;
+  /** `--show`: how to read back what the sink wrote; works without `open()`. */
+  outputQuery(limit: number): OutputQuery;
+  /**
+   * Optional: a lock file the engine takes before `open()` and releases after `close()`, for output that two
+   * pipelines could share (a file sink's directory). Sinks whose store locks itself (a DuckDB file) have none.
+   * `baseDir` is the pipeline file's directory, which relative paths in the config resolve against.
+   */
+  lockPath?(baseDir: string): string;
+  /**
+   * Once per run, before any unit. One that throws has released what it took: a transient failure (core/retry.ts)
+   * is followed by another `open()` (stages/open-sinks.ts).
+   */
+  open(ctx: SinkContext): Promise<void>;
+  /** Ids of units already committed by earlier runs of this pipeline into this sink. */
+  committedUnits(): Promise<Set<string>>;
+  /**
+   * Optional (incremental loads): the `checkpoint` of every committed unit that had one, by unit id, as committed
+   * together with the unit's rows. A sink without it cannot take part in cursor state.
+   */
+  committedCheckpoints?(): Promise<Map<string, unknown>>;
+  /**
+   * The columns of the sink's table / dataset as committed so far (after `open()`); undefined when nothing exists
+   * yet. The engine's schema-contract gate checks each unit's rows against them.
+   */
+  currentColumns?(): Promise<ReadonlyMap<string, LogicalType> | undefined>;
+  /** The sink's own name for a column type (`TIMESTAMP`, `timestamptz`, `string`), for `sluice schema` and reports. */
+  typeName(t: LogicalType): string;
+  /** Consume the unit's batches and commit them atomically with the unit id. No-op if already committed. */
+  writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult>;
+  /**
+   * Optional fast path for the formats in `capabilities.nativeFormats`: load a unit's file (gzip or not) natively,
+   * atomically with the unit id, giving exactly the rows `writeUnit` would give for the file decoded with
+   * `file.decode`. Throws `NativeLoadRefused` when the file cannot be loaded as a whole (the engine then decodes it
+   * in JS); any other error fails the unit like an error of `writeUnit`.
+   */
+  writeUnitFile?(unit: WorkUnit, file: RawFile): Promise<CommitResult>;
+  /** Called once after every unit succeeded (e.g. `replace` swaps the new generation in here). */
+  finish(): Promise<void>;
+  close(): Promise<void>;
+}

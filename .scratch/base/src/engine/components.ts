@@ -1,0 +1,49 @@
+/**
+ * Builds a pipeline's source, transforms and sinks from the explicit component lists, through the registry: the
+ * engine knows components only by their contracts (core/types.ts), never by their type names.
+ */
+import type { Sink, Source } from '../core/types.js';
+import type { ComponentDeps } from '../core/component.js';
+import { SluiceError } from '../core/errors.js';
+import { refuseShardedReplace } from '../core/sharded-replace.js';
+import { findDef, registry as defaultRegistry, type Registry } from '../pipeline/registry.js';
+import type { ShardId } from './paths.js';
+import type { BuiltTransform } from './stages/transform-chain.js';
+
+export interface Built {
+  source: Source;
+  sourceType: string;
+  transforms: BuiltTransform[];
+  sinks: { type: string; sink: Sink }[];
+}
+
+export type SinkConfig = { type: string; [k: string]: unknown };
+
+export function sinkConfigs(config: { sink?: unknown; sinks?: unknown[] }): SinkConfig[] {
+  const list = (config.sinks ?? (config.sink ? [config.sink] : [])) as SinkConfig[];
+  if (list.length === 0) throw new SluiceError('the pipeline has no sink', { hint: 'add a `sink:` block' });
+  return list;
+}
+
+/** Every sink's `write: replace` refused for a sharded run or a prepare (core/sharded-replace.ts). */
+export function refuseShardedReplaceSinks(
+  config: { sink?: unknown; sinks?: unknown[] },
+  shard: ShardId | undefined,
+): void {
+  for (const c of sinkConfigs(config)) refuseShardedReplace(`${String(c.type)} sink`, c.write, shard);
+}
+
+export function buildSink(config: SinkConfig, deps: ComponentDeps, registry: Registry = defaultRegistry): Sink {
+  return findDef('sink', config.type, registry).create(config, deps) as Sink;
+}
+
+/** `registry`: the components to build from (tests pass in-memory ones). */
+export function buildComponents(config: any, deps: ComponentDeps, registry: Registry = defaultRegistry): Built {
+  const transforms = ((config.transforms ?? []) as { type: string }[]).map((t) => ({
+    type: t.type,
+    fn: findDef('transform', t.type, registry).create(t, deps) as BuiltTransform['fn'],
+  }));
+  const sinks = sinkConfigs(config).map((s) => ({ type: s.type, sink: buildSink(s, deps, registry) }));
+  const source = findDef('source', config.source.type, registry).create(config.source, deps) as Source;
+  return { source, sourceType: config.source.type, transforms, sinks };
+}

@@ -1,0 +1,53 @@
+/**
+ * Lineage columns (`lineage: true` on a sink): every row the sink stores carries `_sluice_run_id`, the run that
+ * loaded it (as in `sluice runs` and DuckDB's `_sluice_runs`), and `_sluice_loaded_at`, when its unit was handed to
+ * the sink (ISO 8601, UTC; one value per unit), so a warehouse user can tell which load wrote a row.
+ *
+ * Done here, once for every sink, by wrapping it: the rows get the two fields on their way in. A sink with lineage
+ * loads no raw file natively (a file's bytes carry no such fields), so the engine decodes its units in JS — slower
+ * on the fast path, the price of the columns.
+ */
+import { z } from 'zod';
+import type { Batch, CommitResult, Sink, WorkUnit } from '../core/types.js';
+import { column, type DeclaredSchema } from '../schema/declared.js';
+import { TIMESTAMP, VARCHAR } from '../schema/logical-type.js';
+
+export const RUN_ID_COLUMN = '_sluice_run_id';
+export const LOADED_AT_COLUMN = '_sluice_loaded_at';
+
+/** The `lineage` option, in every sink's schema. */
+export const lineageOption = z
+  .boolean()
+  .optional()
+  .describe(
+    `Add \`${RUN_ID_COLUMN}\` (the run that loaded the row, as \`sluice runs\` lists it) and \`${LOADED_AT_COLUMN}\` (when its unit was loaded, UTC) to every row. Rows are then decoded in JS (no native load of downloaded files). Default false.`,
+  );
+
+/** The two columns, declared after the transforms' own when those declare theirs. */
+export const LINEAGE_COLUMNS: DeclaredSchema = [
+  column(RUN_ID_COLUMN, VARCHAR, 'The run that loaded the row (as `sluice runs` lists it).', false),
+  column(LOADED_AT_COLUMN, TIMESTAMP, "When the row's unit was loaded (UTC).", false),
+];
+
+export function withLineage(sink: Sink, runId: string): Sink {
+  const wrapped: Sink = {
+    capabilities: { nativeFormats: [] },
+    describe: () => sink.describe(),
+    outputQuery: (limit) => sink.outputQuery(limit),
+    open: (ctx) => sink.open(ctx.declared ? { ...ctx, declared: [...ctx.declared, ...LINEAGE_COLUMNS] } : ctx),
+    committedUnits: () => sink.committedUnits(),
+    typeName: (t) => sink.typeName(t),
+    writeUnit: (unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult> =>
+      sink.writeUnit(unit, stamped(batches, runId, new Date().toISOString())),
+    finish: () => sink.finish(),
+    close: () => sink.close(),
+  };
+  if (sink.lockPath) wrapped.lockPath = (baseDir) => sink.lockPath!(baseDir);
+  if (sink.committedCheckpoints) wrapped.committedCheckpoints = () => sink.committedCheckpoints!();
+  if (sink.currentColumns) wrapped.currentColumns = () => sink.currentColumns!();
+  return wrapped;
+}
+
+async function* stamped(batches: AsyncIterable<Batch>, runId: string, loadedAt: string): AsyncIterable<Batch> {
+  for await (const b of batches) yield b.map((r) => ({ ...r, [RUN_ID_COLUMN]: runId, [LOADED_AT_COLUMN]: loadedAt }));
+}

@@ -1,0 +1,43 @@
+/**
+ * Text or JSON log lines on stderr (stdout stays for results). Every line passes through `redact`, so an API key
+ * cannot leak through a message or a field, whatever code produced it.
+ */
+import { redact } from '../core/redact.js';
+import type { Logger } from '../core/types.js';
+
+export type LogFormat = 'text' | 'json';
+type Level = 'debug' | 'info' | 'warn' | 'error';
+const order: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+
+export interface LoggerOptions {
+  format: LogFormat;
+  /** Lowest level printed. `--quiet` sets warn. */
+  level: Level;
+  write?: (line: string) => void;
+}
+
+export function createLogger(opts: LoggerOptions): Logger {
+  const write = opts.write ?? ((line: string) => process.stderr.write(line + '\n'));
+  const emit = (level: Level, msg: string, fields?: Record<string, unknown>): void => {
+    if (order[level] < order[opts.level]) return;
+    if (opts.format === 'json') {
+      write(redact(JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields })));
+    } else {
+      const extra = fields
+        ? ' ' +
+          Object.entries(fields)
+            .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+            .join(' ')
+        : '';
+      write(redact(`${level === 'info' ? '' : level + ': '}${msg}${extra}`));
+    }
+  };
+  return {
+    debug: (m, f) => emit('debug', m, f),
+    info: (m, f) => emit('info', m, f),
+    warn: (m, f) => emit('warn', m, f),
+    error: (m, f) => emit('error', m, f),
+  };
+}
+
+export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };

@@ -1,0 +1,159 @@
+/**
+ * The run history: one JSON line per event in `<state_dir>/runs.jsonl`, appended with fsync so it survives what the
+ * run does not. An attempt (one invocation of `sluice run`) writes a `running` line when it starts and its outcome
+ * when it ends; a reader keeps the last line of each attempt. An attempt killed with -9 (or by a power cut) leaves
+ * its `running` line: the next attempt, holding the pipeline's lock and so sure nobody is running, marks it
+ * `crashed`.
+ *
+ * A run keeps its id across the attempts that resume it (stages/open-state.ts); `attempt` counts them.
+ */
+import { open, readFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import path from 'node:path';
+import { EXIT_CODES, InterruptedError, SluiceError } from '../core/errors.js';
+import { PAID_JOBS_KEY, type PaidJob } from '../sources/saved-job.js';
+import { errorText } from './error-text.js';
+import type { SinkSchemaChanges } from './api.js';
+import type { ReasonCount } from './failure-budget.js';
+
+export type RunStatus = 'running' | 'succeeded' | 'failed' | 'interrupted' | 'crashed';
+
+export interface PaidJobRecord {
+  kind: string;
+  id: string;
+  started_at?: string;
+}
+
+export interface SinkOutcome {
+  /** `sink.describe()`. */
+  sink: string;
+  /** Units this attempt committed into the sink. */
+  committedUnits: number;
+}
+
+export interface RunRecord {
+  /** The run id (kept by a resumed run; sinks see it in unit ids and lineage columns). */
+  run: string;
+  /** 1 for the attempt that started the run, 2 for the first resume… */
+  attempt: number;
+  pipeline: string;
+  status: RunStatus;
+  /** The error's first line, for a run that did not succeed. */
+  cause?: string;
+  exitCode?: number;
+  /** ISO 8601. */
+  startedAt: string;
+  endedAt?: string;
+  resumed: boolean;
+  pid: number;
+  host: string;
+  command?: string;
+  units?: { committed: number; skipped: number; failed: number; total: number };
+  records?: number;
+  bytes?: number;
+  retries?: number;
+  deadLetters?: number;
+  /** The most frequent reasons of this run's dead letters. */
+  deadLetterReasons?: ReasonCount[];
+  /** Paid jobs the run started (a filter job's snapshot, a deep lookup request), as checkpointed in its state. */
+  paidJobs?: PaidJobRecord[];
+  sinks?: SinkOutcome[];
+  /** Columns the attempt added to or widened in each sink's table / dataset (only sinks that changed something). */
+  schemaChanges?: SinkSchemaChanges[];
+}
+
+export function runHistoryFile(stateDir: string): string {
+  return path.join(stateDir, 'runs.jsonl');
+}
+
+/** Every attempt's last line, oldest first. Lines cut short by a crash mid-write are skipped. */
+export async function readRunHistory(file: string): Promise<RunRecord[]> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+  const byAttempt = new Map<string, RunRecord>();
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    let r: RunRecord;
+    try {
+      r = JSON.parse(line) as RunRecord;
+    } catch {
+      continue;
+    }
+    if (typeof r.run !== 'string' || typeof r.attempt !== 'number') continue;
+    const key = `${r.run}#${r.attempt}`;
+    // Re-inserted so the order is the order of each attempt's first line (its start).
+    const first = byAttempt.get(key);
+    byAttempt.set(key, first ? { ...first, ...r } : r);
+  }
+  return [...byAttempt.values()];
+}
+
+/** Appends lines durably: each resolves once the line is on disk. */
+export class RunHistory {
+  constructor(readonly file: string) {}
+
+  /**
+   * Marks attempts left `running` (their process died: the caller holds the lock) as crashed, then records this
+   * attempt's start, numbered after the earlier attempts of the same run.
+   */
+  async start(
+    rec: Omit<RunRecord, 'attempt' | 'status' | 'pid' | 'host' | 'startedAt'> & { startedAt?: string },
+  ): Promise<RunRecord> {
+    const history = await readRunHistory(this.file);
+    const now = new Date().toISOString();
+    const lines: RunRecord[] = [];
+    for (const r of history.filter((h) => h.status === 'running'))
+      lines.push({
+        ...r,
+        status: 'crashed',
+        cause: 'the process ended without recording an outcome (killed, or the machine stopped)',
+      });
+    const record: RunRecord = {
+      ...rec,
+      attempt: Math.max(0, ...history.filter((h) => h.run === rec.run).map((h) => h.attempt)) + 1,
+      status: 'running',
+      startedAt: rec.startedAt ?? now,
+      pid: process.pid,
+      host: hostname(),
+    };
+    lines.push(record);
+    await this.append(lines);
+    return record;
+  }
+
+  async end(record: RunRecord): Promise<void> {
+    await this.append([{ ...record, endedAt: record.endedAt ?? new Date().toISOString() }]);
+  }
+
+  private async append(records: readonly RunRecord[]): Promise<void> {
+    const fh = await open(this.file, 'a');
+    try {
+      await fh.write(records.map((r) => JSON.stringify(r) + '\n').join(''));
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  }
+}
+
+/** The paid jobs a run's state lists (written by sources/saved-job.ts as each job starts). */
+export function paidJobsOf(state: { get<T>(key: string): T | undefined }): PaidJobRecord[] {
+  const jobs = state.get<PaidJob[]>(PAID_JOBS_KEY) ?? [];
+  return jobs.map((j) => ({ kind: j.kind, id: j.id, ...(j.started_at !== undefined && { started_at: j.started_at }) }));
+}
+
+/** How an attempt ended, from what it threw (undefined: it succeeded). */
+export function outcomeOf(failure: unknown): Pick<RunRecord, 'status' | 'cause' | 'exitCode'> {
+  if (failure === undefined) return { status: 'succeeded', exitCode: EXIT_CODES.success };
+  const exitCode = failure instanceof SluiceError ? failure.exitCode : EXIT_CODES.failure;
+  return {
+    status: failure instanceof InterruptedError ? 'interrupted' : 'failed',
+    cause: errorText(failure).split('\n')[0]!,
+    exitCode,
+  };
+}

@@ -1,0 +1,73 @@
+/**
+ * One stream of a unit's batches into several sinks at once, each committing it on its own, each through its own
+ * schema-contract gate (schema-gate.ts) when its contract is not `evolve`.
+ */
+import type { Batch, CommitResult, DeadLetterFn, Sink, WorkUnit } from '../../core/types.js';
+import { EVOLVE, isEvolve, type SchemaContract } from '../../schema/contract.js';
+import { tee } from '../tee.js';
+import { gated, SchemaContractError } from './schema-gate.js';
+
+/** What the engine knows about the sinks beyond their contract (core/types.ts). */
+export interface SinkWriting {
+  /** The sink's effective schema contract (`resolveContract`); absent: `evolve`. */
+  contractOf?(sink: Sink): SchemaContract;
+  deadLetter?: DeadLetterFn;
+  /** Told of every commit (the schema changes it made go into the run's summary). */
+  onCommit?(sink: Sink, result: CommitResult): void;
+}
+
+export function contractOf(sink: Sink, writing: SinkWriting | undefined): SchemaContract {
+  return writing?.contractOf?.(sink) ?? EVOLVE;
+}
+
+/** `unit`: the sink-side unit; `sourceUnitId`: the source's id of it, which dead letters carry. */
+export async function writeToSinks(
+  unit: WorkUnit,
+  sinks: readonly Sink[],
+  batches: AsyncIterable<Batch>,
+  writing?: SinkWriting,
+  sourceUnitId: string = unit.id,
+): Promise<void> {
+  const streams = tee(batches, sinks.length);
+  // Every sink is let finish (commit or fail) before the unit's outcome is told: a sink still writing when the run
+  // closes its sinks would be cut off mid-commit.
+  const outcomes = await Promise.allSettled(
+    sinks.map(async (sink, k) => {
+      const stream = streams[k]!;
+      try {
+        const contract = contractOf(sink, writing);
+        // Under `evolve` the stream goes to the sink untouched: the gate costs nothing there.
+        const input = isEvolve(contract)
+          ? stream
+          : gated(stream, {
+              contract,
+              columns: await sink.currentColumns?.(),
+              sink,
+              unitId: sourceUnitId,
+              deadLetter: writing?.deadLetter ?? (() => undefined),
+            });
+        let result: CommitResult;
+        try {
+          result = await sink.writeUnit(unit, input);
+        } catch (err) {
+          // Whatever the sink made of the gate's refusal, the refusal is the cause.
+          throw contractRefusal(err) ?? err;
+        }
+        writing?.onCommit?.(sink, result);
+      } finally {
+        // A sink that found the unit committed returns without reading, and one that failed stops reading: release
+        // its share of the tee, or the other sinks would wait for it.
+        await stream[Symbol.asyncIterator]().return?.();
+      }
+    }),
+  );
+  const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+  if (failed) throw failed.reason;
+}
+
+/** The gate's refusal behind a sink's error, if that is what it is. */
+function contractRefusal(err: unknown): SchemaContractError | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++)
+    if (e instanceof SchemaContractError) return e;
+  return undefined;
+}

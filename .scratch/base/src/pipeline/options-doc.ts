@@ -1,0 +1,200 @@
+/**
+ * The README's option tables, generated from the same zod schemas that validate pipeline files (through their
+ * JSON Schema, which already says type, default, bounds and description): one table per component, nested options
+ * as dotted names. `npm run docs` rewrites the README section between the markers; a test fails when it is stale.
+ */
+import { z } from 'zod';
+import type { ComponentDef } from '../core/component.js';
+import { describeType } from '../schema/logical-type.js';
+import { PRESETS, presetDeclared, type PresetName } from '../transforms/normalize.js';
+import type { ComponentKind, Registry } from './registry.js';
+import { pipelineSchema, serviceSchema } from './schema.js';
+
+type Json = Record<string, any>;
+
+export const OPTIONS_START = '<!-- options:start -->';
+export const OPTIONS_END = '<!-- options:end -->';
+export const PRESET_COLUMNS_START = '<!-- preset-columns:start -->';
+export const PRESET_COLUMNS_END = '<!-- preset-columns:end -->';
+
+interface Row {
+  name: string;
+  type: string;
+  dflt: string;
+  description: string;
+}
+
+function jsonSchemaOf(schema: z.ZodType): Json {
+  return z.toJSONSchema(schema, { target: 'draft-7', io: 'input', unrepresentable: 'any' }) as Json;
+}
+
+const code = (s: string): string => '`' + s + '`';
+
+function resolveRef(s: Json, defs: Json): Json {
+  const ref = typeof s.$ref === 'string' ? (s.$ref as string).split('/').pop() : undefined;
+  return ref && defs[ref] ? (defs[ref] as Json) : s;
+}
+
+function bounds(s: Json): string {
+  const lo = s.minimum ?? s.exclusiveMinimum;
+  const hi = s.maximum ?? s.exclusiveMaximum;
+  const loText = lo === undefined || lo === -Number.MAX_SAFE_INTEGER ? undefined : lo;
+  const hiText = hi === undefined || hi === Number.MAX_SAFE_INTEGER ? undefined : hi;
+  if (
+    loText !== undefined &&
+    hiText !== undefined &&
+    s.exclusiveMinimum === undefined &&
+    s.exclusiveMaximum === undefined
+  )
+    return ` ${loText}–${hiText}`;
+  const parts = [
+    loText !== undefined ? `${s.exclusiveMinimum !== undefined ? '>' : '≥'} ${loText}` : '',
+    hiText !== undefined ? `${s.exclusiveMaximum !== undefined ? '<' : '≤'} ${hiText}` : '',
+  ].filter(Boolean);
+  return parts.length ? ' ' + parts.join(', ') : '';
+}
+
+function typeText(s0: Json, defs: Json): string {
+  const s = resolveRef(s0, defs);
+  if (s !== s0 && s0.$ref) {
+    const name = String(s0.$ref).split('/').pop()!;
+    if (!/^__schema\d+$/.test(name)) return name;
+  }
+  if (s.const !== undefined) return code(JSON.stringify(s.const));
+  if (Array.isArray(s.enum)) return s.enum.map((v: unknown) => code(String(v))).join(' | ');
+  const alternatives = (s.anyOf ?? s.oneOf) as Json[] | undefined;
+  if (alternatives) return [...new Set(alternatives.map((a) => typeText(a, defs)))].join(' or ');
+  if (Array.isArray(s.type)) return (s.type as string[]).map((t) => typeText({ ...s, type: t }, defs)).join(' or ');
+  switch (s.type) {
+    case 'integer':
+      return 'integer' + bounds(s);
+    case 'number':
+      return 'number' + bounds(s);
+    case 'boolean':
+      return 'boolean';
+    case 'string':
+      return s.format === 'uri' ? 'URL' : 'string';
+    case 'array': {
+      const min = typeof s.minItems === 'number' && s.minItems > 0 ? ` (at least ${s.minItems})` : '';
+      const item = s.items ? typeText(s.items as Json, defs) : 'values';
+      return `list of ${item.includes(' or ') ? `(${item})` : item}${min}`;
+    }
+    case 'object':
+      if (s.properties) return 'object';
+      if (s.additionalProperties && typeof s.additionalProperties === 'object')
+        return `map of ${typeText(s.additionalProperties as Json, defs)}`;
+      return 'object';
+    case 'null':
+      return 'null';
+    default:
+      return s.not !== undefined ? 'nothing' : 'any';
+  }
+}
+
+function defaultText(s: Json, required: boolean): string {
+  if (s.default !== undefined) {
+    if (s.default !== null && typeof s.default === 'object' && !Array.isArray(s.default))
+      return Object.keys(s.default).length ? 'see below' : code('{}');
+    return code(JSON.stringify(s.default));
+  }
+  return required ? '**required**' : '';
+}
+
+function cell(text: string): string {
+  return text.replace(/\s*\n\s*/g, ' ').replace(/\|/g, '\\|');
+}
+
+/** Rows of an object schema's properties; nested objects continue as `parent.child`. */
+function rows(obj: Json, defs: Json, prefix = '', skip: string[] = []): Row[] {
+  const out: Row[] = [];
+  const required = new Set<string>((obj.required as string[] | undefined) ?? []);
+  for (const [name, raw] of Object.entries((obj.properties ?? {}) as Record<string, Json>)) {
+    if (skip.includes(name)) continue;
+    const s = resolveRef(raw, defs);
+    out.push({
+      name: prefix + name,
+      type: typeText(raw, defs),
+      dflt: defaultText(raw.default !== undefined ? raw : s, required.has(name)),
+      description: String(raw.description ?? s.description ?? ''),
+    });
+    if (s.type === 'object' && s.properties) out.push(...rows(s, defs, `${prefix}${name}.`));
+  }
+  return out;
+}
+
+function table(r: Row[]): string {
+  if (r.length === 0) return '_No options besides `type`._\n';
+  const lines = ['| Option | Type | Default | Description |', '|---|---|---|---|'];
+  for (const row of r)
+    lines.push(`| ${code(row.name)} | ${cell(row.type)} | ${cell(row.dflt)} | ${cell(row.description)} |`);
+  return lines.join('\n') + '\n';
+}
+
+function componentSection(def: ComponentDef<ComponentKind>): string {
+  const s = jsonSchemaOf(def.schema as z.ZodType);
+  return `##### \`${def.type}\`\n\n${def.description}\n\n${table(rows(s, (s.definitions ?? {}) as Json, '', ['type']))}`;
+}
+
+const KIND_TITLES: [ComponentKind, string, string][] = [
+  ['source', 'Sources', '`source:` — exactly one; `type` picks it.'],
+  ['transform', 'Transforms', '`transforms:` — a list, applied in order; `type` picks each.'],
+  ['sink', 'Sinks', '`sink:` (one) or `sinks:` (a list); `type` picks each.'],
+];
+
+/** The markdown between the README markers (without the markers). */
+export function optionsMarkdown(reg: Registry): string {
+  const top = jsonSchemaOf(pipelineSchema(reg));
+  const service = jsonSchemaOf(serviceSchema);
+  const parts = [
+    'Generated from the component schemas by `npm run docs` (do not edit by hand). Every option is also in ' +
+      '`config/pipeline.schema.json` for editor completion. Relative paths resolve against the pipeline file. ' +
+      'A number or boolean option may be given as a lone reference (`concurrency: ${N:-4}`): the text of the ' +
+      'variable is converted; references inside longer text stay text.\n',
+    `#### Top level\n\n${table(rows(top, {}, '', ['service', 'source', 'transforms', 'sink', 'sinks']))}`,
+    `#### \`service\`\n\n${table(rows(service, (service.definitions ?? {}) as Json))}`,
+  ];
+  for (const [kind, title, intro] of KIND_TITLES) {
+    parts.push(`#### ${title}\n\n${intro}\n`);
+    for (const def of reg[kind]) parts.push(componentSection(def));
+  }
+  return parts.join('\n');
+}
+
+/** README text with the options section replaced; throws when the markers are missing. */
+export function replaceOptionsSection(readme: string, markdown: string): string {
+  return replaceSection(readme, OPTIONS_START, OPTIONS_END, markdown);
+}
+
+/** README text with the section between `startMarker` and `endMarker` replaced; throws when they are missing. */
+export function replaceSection(readme: string, startMarker: string, endMarker: string, markdown: string): string {
+  const start = readme.indexOf(startMarker);
+  const end = readme.indexOf(endMarker);
+  if (start < 0 || end < start) throw new Error(`README.md lacks the ${startMarker} … ${endMarker} markers`);
+  return readme.slice(0, start + startMarker.length) + '\n\n' + markdown + '\n' + readme.slice(end);
+}
+
+/** The README's column table of every `normalize` preset, from the presets' declarations. */
+export function presetColumnsMarkdown(): string {
+  const parts = [
+    "Generated from the presets' declarations by `npm run docs` (do not edit by hand). Every sink creates each " +
+      'column from the first run, with this type (in its own type names: `sluice schema <pipeline.yaml>` shows ' +
+      'them), whether or not a row fills it. Not null: every row has a value.\n',
+  ];
+  for (const preset of Object.keys(PRESETS) as PresetName[]) {
+    const all = presetDeclared(preset, true);
+    const base = new Set(presetDeclared(preset, false).map((c) => c.name));
+    const rows = all.map((c) => {
+      const note = base.has(c.name) ? '' : ' With `keep_image_data: true` only.';
+      const type = code(describeType(c.type));
+      return `| ${code(c.name)} | ${type} | ${c.nullable ? '' : 'not null'} | ${c.description}${note} |`;
+    });
+    const intro =
+      preset === 'company_profile'
+        ? ' Fields of the record that are not declared here pass through after these columns, typed from the data.'
+        : '';
+    parts.push(
+      `##### \`${preset}\`\n\n${all.length} columns.${intro}\n\n| column | type | | description |\n|---|---|---|---|\n${rows.join('\n')}\n`,
+    );
+  }
+  return parts.join('\n');
+}

@@ -1,0 +1,45 @@
+/** Config fields every crawl source shares (`serp`, `reviews`): zone, engine, concurrency, rate, response format. */
+import { z } from 'zod';
+import { isValidRate } from './rate-limit.js';
+
+export const crawlFields = {
+  zone: z.string().min(1).describe('Zone (of the search type) the requests go through.'),
+  engine: z
+    .url({ protocol: /^https?$/, error: 'engine must be an http(s) URL such as https://www.google.com' })
+    .default('https://www.google.com')
+    .describe('Search engine the target URLs are built on.'),
+  concurrency: z
+    .number()
+    .int()
+    .min(1)
+    .max(64)
+    .default(8)
+    .describe('Requests in flight at once, across the whole crawl.'),
+  rate_limit: z
+    .string()
+    .refine(isValidRate, { error: 'rate_limit looks like "20/s", "600/m" or "5000/h"' })
+    .optional()
+    .describe(
+      'Requests per second/minute/hour for the whole crawl ("20/s", "600/m"); slowed down automatically on 429s.',
+    ),
+  format: z
+    .enum(['raw', 'json'])
+    .default('raw')
+    .describe('`raw`: the response is the page; `json`: the service wraps it in an envelope (unwrapped for you).'),
+};
+
+/** The shared fields once parsed. */
+export type CrawlConfig = z.infer<z.ZodObject<typeof crawlFields>>;
+
+/** Query parameters the crawl sets itself; `params` may not override them. */
+export const RESERVED_PARAMS = ['q', 'start', 'num', 'brd_json', 'fid'];
+
+export const extraParamsField = z
+  .record(z.string(), z.union([z.string(), z.number(), z.boolean()]))
+  .default({})
+  .refine((p) => Object.keys(p).every((k) => !RESERVED_PARAMS.includes(k)), {
+    error: `params may not set ${RESERVED_PARAMS.join(', ')} (the crawl sets them; num is deprecated)`,
+  })
+  .describe('Extra query parameters of the target URL, e.g. { hl: en, gl: us }.');
+
+export type ExtraParams = z.infer<typeof extraParamsField>;

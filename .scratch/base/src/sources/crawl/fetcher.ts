@@ -1,0 +1,152 @@
+/**
+ * Every page request of a crawl goes through here: a slot under the crawl's concurrency, a token from its one rate
+ * limiter, then `POST /request`.
+ *
+ * 429s are not retried inside the client: the retry hook tells the rate limiter (which slows the whole crawl down)
+ * and cancels the client's own retry, and the page is requested again here, after the service's Retry-After, with a
+ * new slot and a new token. So retries obey the crawl's rate, its concurrency and its IP-block guard like any other
+ * request. A cancelled retry never reached the service (it was waiting out its backoff), so no page is fetched
+ * twice. Other failures (5xx, network) keep the client's own retries. Whether and when to request a page again is
+ * the crawl's `RetryPolicy` (core/retry.ts), as for every other retry.
+ */
+import { setMaxListeners } from 'node:events';
+import { ServiceError, type ServiceClient } from '../../client/index.js';
+import { SluiceError } from '../../core/errors.js';
+import { RetryPolicy } from '../../core/retry.js';
+import type { Logger, SourceContext } from '../../core/types.js';
+import { InFlightLimiter } from './limiter.js';
+import { RateLimiter, realClock, type LimiterClock } from './rate-limit.js';
+
+export interface FetchedPage {
+  payload: unknown;
+  bytes: number;
+  fetchedAt: Date;
+}
+
+export interface CrawlFetcherOptions {
+  client: () => Promise<ServiceClient>;
+  zone: string;
+  format: 'raw' | 'json';
+  concurrency: number;
+  /** Requests per second for the whole crawl; undefined = no fixed rate (still slows down on 429s). */
+  perSecond?: number;
+  log: Logger;
+  /** Requests of one page answered 429 before the page fails (the engine may then retry the unit). Default 10. */
+  max429?: number;
+  clock?: LimiterClock;
+}
+
+/** Marks the abort of a client retry that this module replaces with its own. */
+class RequeueOn429 extends Error {
+  constructor() {
+    super('429: requesting the page again through the crawl rate limiter');
+  }
+}
+
+/**
+ * The service asked the crawl to slow down. Only this answer goes back through the crawl's rate limiter: a 5xx or
+ * a network failure says nothing about the crawl's pace.
+ */
+function rateLimited(err: unknown): err is ServiceError {
+  return err instanceof ServiceError && err.status === 429;
+}
+
+/** A page's first wait after a 429 when the service gives no Retry-After; doubles with each 429, up to 30 s. */
+const REQUEUE_BASE_MS = 500;
+const REQUEUE_MAX_MS = 30_000;
+
+export class CrawlFetcher {
+  readonly rate: RateLimiter;
+  readonly slots: InFlightLimiter;
+  /** Requests of one page, 429s included: `max429` tries, then the page fails (the engine may retry the unit). */
+  private readonly requeue: RetryPolicy;
+  private readonly clock: LimiterClock;
+  private readonly signals = new WeakMap<AbortSignal, AbortSignal>();
+
+  constructor(private readonly opts: CrawlFetcherOptions) {
+    this.clock = opts.clock ?? realClock;
+    this.slots = new InFlightLimiter(opts.concurrency);
+    this.requeue = new RetryPolicy({ attempts: opts.max429 ?? 10, baseMs: REQUEUE_BASE_MS, maxMs: REQUEUE_MAX_MS });
+    this.rate = new RateLimiter({
+      ...(opts.perSecond !== undefined && { perSecond: opts.perSecond }),
+      clock: this.clock,
+      onPause: ({ pauseMs, count }) =>
+        opts.log.warn(
+          `${count} responses 429 within 5 minutes: pausing the crawl for ${Math.ceil(pauseMs / 1000)} s ` +
+            '(the service blocks an IP after 25); lower rate_limit or concurrency to avoid this',
+        ),
+    });
+  }
+
+  async page(url: string, ctx: SourceContext): Promise<FetchedPage> {
+    const client = await this.opts.client();
+    const signal = this.crawlSignal(ctx.signal);
+    for (let attempt = 1; ; attempt++) {
+      const release = await this.slots.acquire(signal, () => this.rate.inFlightBudget());
+      const call = new AbortController();
+      const forward = (): void => call.abort(signal.reason);
+      signal.addEventListener('abort', forward, { once: true });
+      let refused: ServiceError | undefined;
+      try {
+        await this.rate.take(signal);
+        const res = await client.request.page(
+          { zone: this.opts.zone, url, format: this.opts.format },
+          {
+            signal: call.signal,
+            onRetry: ({ error }) => {
+              if (!rateLimited(error)) return;
+              this.rate.note429();
+              if (!this.requeue.shouldRetry(attempt, error)) return; // let the client's last retries run
+              refused = error;
+              call.abort(new RequeueOn429());
+            },
+          },
+        );
+        ctx.counters.bytes += res.bytes;
+        return res;
+      } catch (err) {
+        if (signal.aborted) throw err;
+        if (refused === undefined) {
+          // The client gave up on 429 (or does not retry): count it, and try again ourselves while allowed.
+          if (!rateLimited(err) || !this.requeue.shouldRetry(attempt, err)) throw unknownZone(err, this.opts.zone);
+          this.rate.note429();
+          ctx.counters.retries++;
+          refused = err;
+        }
+      } finally {
+        signal.removeEventListener('abort', forward);
+        release();
+      }
+      // Wait out Retry-After (or a growing backoff) without holding a slot.
+      await this.clock.sleep(this.requeue.delayMs(attempt, refused), signal);
+    }
+  }
+
+  /**
+   * One signal of our own per run signal: every waiting request listens to it, and it may have as many listeners
+   * as the crawl has requests (the run's signal would warn about a leak past 10).
+   */
+  private crawlSignal(run: AbortSignal): AbortSignal {
+    let own = this.signals.get(run);
+    if (own === undefined) {
+      const ac = new AbortController();
+      setMaxListeners(0, ac.signal);
+      if (run.aborted) ac.abort(run.reason);
+      else run.addEventListener('abort', () => ac.abort(run.reason), { once: true });
+      own = ac.signal;
+      this.signals.set(run, own);
+    }
+    return own;
+  }
+}
+
+/** The service's 400 `zone "<name>" not found` (docs/service.md §5.6), said with the option that names the zone. */
+function unknownZone(err: unknown, zone: string): unknown {
+  // The service gives this refusal no code: its own words are all there is to recognise it by.
+  if (!(err instanceof ServiceError) || err.status !== 400 || !/zone .* not found/i.test(err.serviceMessage))
+    return err;
+  return new SluiceError(`zone "${zone}" does not exist: ${err.message}`, {
+    hint: 'check source.zone: `sluice zones active` lists the zones of the account (a SERP zone is needed)',
+    cause: err,
+  });
+}

@@ -1,0 +1,197 @@
+/**
+ * The pager of a place's review pages (`reviews`). Review pages carry no pagination block (docs/service.md §5.4):
+ * the next page starts at this page's offset plus the reviews it held, and a place ends at an empty page, at
+ * `max_pages`, or at a page shorter than its first page (the first page shows the service's page size for that
+ * place; a shorter one is the last). The first page size is checkpointed in `ctx.state`, so a resumed crawl that
+ * does not read page 1 again still recognises the short last page.
+ */
+import type { StateStore } from '../../core/types.js';
+import { targetUrl, type PageOutcome, type PagePosition, type Pager } from './pager.js';
+import type { CrawlIncremental } from './source.js';
+
+/** Reviews per page as the service serves them. */
+const REVIEWS_PAGE_SIZE = 10;
+
+/** Where the `reviews` crawl checkpoints its discovered pages. */
+export const REVIEWS_STATE_KEY = 'reviews:discovered';
+/** Reviews on the first page of each place, by fid. */
+export const REVIEWS_FIRST_SIZE_KEY = 'reviews:first_page_size';
+
+/** A feature id: two colon-joined hex values, each prefixed `0x`. */
+export const FID_PATTERN = /^0x[0-9a-f]+:0x[0-9a-f]+$/i;
+
+export interface ReviewPagesOptions {
+  /** Search engine URL the target URLs are built on. */
+  engine: string;
+  /** Review order (`newestFirst`, …); the service's default when undefined. */
+  sort?: string | undefined;
+  /** Language of the review pages. */
+  hl?: string | undefined;
+}
+
+/** Review pages: a chain per place (its fid), unit ids `reviews:<fid>:start:<n>`. */
+export function reviewPages(opts: ReviewPagesOptions): Pager {
+  const extra: [string, string][] = [];
+  if (opts.sort !== undefined) extra.push(['sort', opts.sort]);
+  if (opts.hl !== undefined) extra.push(['hl', opts.hl]);
+  return {
+    name: 'reviews',
+    stateKey: REVIEWS_STATE_KEY,
+    subjectParam: 'fid',
+    chainKey: (fid) => fid,
+    unitId: (at) => reviewsUnitId(at.subject, at.start),
+    url: (at) => targetUrl(opts.engine, '/reviews', [['fid', at.subject], ['start', at.start], ...extra]),
+    async next(payload, at, maxPages, ctx) {
+      const n = reviewCount(payload);
+      const firstSize = await firstPageSize(ctx.state, at, n);
+      return nextReviewsPage(n, at.start, at.page, maxPages, firstSize);
+    },
+    // The fid is on the row too: a review page does not name its place.
+    row: (payload, at, fetchedAt) => ({ ...payload, fid: at.subject, fetched_at: fetchedAt }),
+  };
+}
+
+/** The place's first page size: recorded from page 1 the first time it is read, read back on later pages. */
+async function firstPageSize(state: StateStore, at: PagePosition, reviews: number): Promise<number | undefined> {
+  const sizes = { ...(state.get<Record<string, number>>(REVIEWS_FIRST_SIZE_KEY) ?? {}) };
+  if (at.page === 1 && reviews > 0 && sizes[at.subject] === undefined) {
+    sizes[at.subject] = reviews;
+    await state.set(REVIEWS_FIRST_SIZE_KEY, sizes);
+  }
+  return sizes[at.subject];
+}
+
+/**
+ * Where the reviews page after this one starts. There is no pagination block: the next offset is `start` plus the
+ * reviews on this page. The crawl stops on an empty page, at `maxPages`, or when a page holds fewer reviews than
+ * the first page did (`firstPageSize`; the first page itself defines it) — a short page is the last one.
+ */
+export function nextReviewsPage(
+  reviews: number,
+  start: number,
+  page: number,
+  maxPages: number,
+  firstPageSize: number | undefined,
+): PageOutcome {
+  if (reviews === 0) return { stop: 'empty_page' };
+  if (page >= maxPages) return { stop: 'max_pages' };
+  if (page > 1 && firstPageSize !== undefined && reviews < firstPageSize) return { stop: 'short_page' };
+  return { next: start + reviews };
+}
+
+/** Reviews on a reviews page. */
+export function reviewCount(payload: Record<string, unknown>): number {
+  return Array.isArray(payload.reviews) ? payload.reviews.length : 0;
+}
+
+/** `reviews:<fid>:start:<n>` (a fid is `0x…:0x…`, so the id holds its colon as is). */
+export function reviewsUnitId(fid: string, start: number): string {
+  return `reviews:${fid}:start:${start}`;
+}
+
+export function parseReviewsUnitId(id: string): { fid: string; start: number } | undefined {
+  const m = /^reviews:(.+):start:(\d+)$/.exec(id);
+  return m ? { fid: m[1]!, start: Number(m[2]) } : undefined;
+}
+
+/**
+ * A page's checkpoint in an incremental review crawl: every review id the page showed (loaded now or before) and
+ * the newest review date known for the place. The newest reviews are on page 1, which every run fetches, so the
+ * latest page-1 checkpoint always names them.
+ */
+export interface ReviewsCheckpoint {
+  fid: string;
+  ids: string[];
+  newest?: string;
+  /** Reviews of the place loaded so far, up to this page included. */
+  loaded?: number;
+}
+
+/** Where an incremental review crawl keeps, for its run, each place's newest date and review count before it. */
+export const REVIEWS_BEFORE_KEY = 'reviews:before_run';
+
+interface PlaceBefore {
+  newest?: string;
+  loaded: number;
+}
+
+interface KnownPlace {
+  ids: Set<string>;
+  newest?: string;
+  /** Reviews of the place loaded by earlier runs. */
+  loaded: number;
+}
+
+/**
+ * Incremental review crawls (`sort: newestFirst`): a place's pages stop at the first page that reaches a review
+ * already loaded — by id, or dated before the place's newest committed review — and that page's row keeps only the
+ * reviews before it. Counts the requests a full crawl would have made on top, for the run's log.
+ */
+export function reviewsIncremental(maxPages: number): CrawlIncremental {
+  const known = new Map<string, KnownPlace>();
+  let saved = 0;
+  let stopped = 0;
+  return {
+    async plan(subjects, ctx) {
+      known.clear();
+      const before: Record<string, PlaceBefore> = {};
+      for (const cp of ctx.checkpoints?.values() ?? []) {
+        const c = cp as Partial<ReviewsCheckpoint> | null;
+        if (typeof c?.fid !== 'string' || !Array.isArray(c.ids)) continue;
+        let place = known.get(c.fid);
+        if (!place) known.set(c.fid, (place = { ids: new Set(), loaded: 0 }));
+        for (const id of c.ids) place.ids.add(id);
+        const b = (before[c.fid] ??= { loaded: 0 });
+        if (typeof c.loaded === 'number') b.loaded = Math.max(b.loaded, c.loaded);
+        if (c.newest !== undefined && (b.newest === undefined || c.newest > b.newest)) b.newest = c.newest;
+      }
+      // Dates and counts as they stood when the run started: a resumed run must not take the newest date its own
+      // first pages committed for a bound, or the new reviews on its later pages would look old. Ids are safe.
+      const saved = ctx.state.get<Record<string, PlaceBefore>>(REVIEWS_BEFORE_KEY);
+      if (saved === undefined && !ctx.dryRun) await ctx.state.set(REVIEWS_BEFORE_KEY, before);
+      for (const [fid, place] of known) {
+        const b = (saved ?? before)[fid];
+        place.loaded = b?.loaded ?? 0;
+        if (b?.newest !== undefined) place.newest = b.newest;
+      }
+      return subjects;
+    },
+    page(payload, at) {
+      const reviews = Array.isArray(payload.reviews) ? (payload.reviews as Record<string, unknown>[]) : [];
+      const place = known.get(at.subject);
+      let fresh = reviews.length;
+      if (place)
+        fresh = reviews.findIndex((r) => {
+          const date = typeof r.date === 'string' ? r.date : undefined;
+          return (
+            place.ids.has(String(r.review_id)) ||
+            (place.newest !== undefined && date !== undefined && date < place.newest)
+          );
+        });
+      const stop = place !== undefined && fresh >= 0;
+      if (fresh < 0) fresh = reviews.length;
+      const kept = reviews.slice(0, fresh);
+      let newest = place?.newest;
+      for (const r of kept)
+        if (typeof r.date === 'string' && (newest === undefined || r.date > newest)) newest = r.date;
+      const loaded = (place?.loaded ?? 0) + at.start + kept.length;
+      if (stop) {
+        stopped++;
+        // A full crawl pages through every review, up to a short (or empty) last page.
+        const full = Math.min(maxPages, Math.floor(loaded / REVIEWS_PAGE_SIZE) + 1);
+        saved += Math.max(0, full - at.page);
+      }
+      const checkpoint: ReviewsCheckpoint = {
+        fid: at.subject,
+        ids: reviews.map((r) => String(r.review_id)),
+        ...(newest !== undefined && { newest }),
+        loaded,
+      };
+      return { payload: stop ? { ...payload, reviews: kept } : payload, stop, checkpoint };
+    },
+    summary: () =>
+      stopped === 0
+        ? undefined
+        : `reviews (incremental): ${stopped} place(s) reached reviews loaded before; about ${saved} page request(s) saved`,
+  };
+}

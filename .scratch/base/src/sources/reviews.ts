@@ -1,0 +1,117 @@
+/**
+ * `reviews`: reviews of places through `POST /request`, each page of each place (fid) one work unit, crawled by
+ * the one crawl source (crawl/source.ts) with the review pager (crawl/review-pages.ts: no pagination block, the
+ * next page starts after the reviews this page held).
+ *
+ * `from_serp` chains the crawls: the places are the place ids (`knowledge.fid` of web result pages, `organic[].fid`
+ * of map search pages) on the search pages of the given queries, read inside `plan` through the same rate limiter
+ * (crawl/places-from-search.ts).
+ */
+import { z } from 'zod';
+import type { Source } from '../core/types.js';
+import type { ComponentDef } from '../core/component.js';
+import { crawlFields, extraParamsField } from './crawl/config.js';
+import { placesFromSearch } from './crawl/places-from-search.js';
+import { readQueriesFile, uniqueQueries } from './crawl/queries.js';
+import { FID_PATTERN, reviewPages, reviewsIncremental } from './crawl/review-pages.js';
+import { searchPages } from './crawl/search-pages.js';
+import { crawlSource } from './crawl/source.js';
+
+const fidSchema = z.string().regex(FID_PATTERN, 'a fid looks like 0x89c259a9b3117469:0xd134e199a405a163');
+
+const fromSerpSchema = z
+  .object({
+    queries: z.array(z.string().min(1)).min(1).optional().describe('Search queries whose result pages name places.'),
+    queries_file: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('File of queries, relative to the pipeline file: a CSV with a `query` column, or one query per line.'),
+    search: z
+      .enum(['web', 'maps'])
+      .default('web')
+      .describe(
+        '`web`: web result pages, whose knowledge panel names a place (`knowledge.fid`); `maps`: map search pages (`{engine}/maps/search/<query>/`), one place per result (`organic[].fid`), one page per query.',
+      ),
+    max_pages: z
+      .number()
+      .int()
+      .min(1)
+      .max(100)
+      .default(1)
+      .describe('Web result pages per query searched for place ids (the knowledge panel is on page 1).'),
+    on_no_places: z
+      .enum(['warn', 'fail'])
+      .default('warn')
+      .describe(
+        'When no query finds any place: `warn` (a loud warning; the run loads nothing and succeeds) or `fail` (the run fails before any review page is requested).',
+      ),
+    params: extraParamsField,
+  })
+  .strict()
+  .refine((c) => (c.queries === undefined) !== (c.queries_file === undefined), {
+    error: 'set exactly one of `from_serp.queries` or `from_serp.queries_file`',
+  });
+
+export const reviewsSchema = z
+  .object({
+    type: z.literal('reviews'),
+    ...crawlFields,
+    fids: z.array(fidSchema).min(1).optional().describe('Feature ids of the places whose reviews are crawled.'),
+    from_serp: fromSerpSchema
+      .optional()
+      .describe(
+        'Find the places with a search first: the place ids (`fid`) on the result pages of the queries (`knowledge.fid`, `organic[].fid`).',
+      ),
+    max_pages: z.number().int().min(1).max(1000).default(10).describe('Review pages per place at most.'),
+    sort: z
+      .enum(['qualityScore', 'newestFirst', 'ratingHigh', 'ratingLow'])
+      .optional()
+      .describe('Review order (the service defaults to qualityScore, most relevant first).'),
+    hl: z.string().min(2).optional().describe('Language of the review pages, e.g. en.'),
+    incremental: z
+      .boolean()
+      .default(false)
+      .describe(
+        'With `sort: newestFirst`: stop paging a place at the first page that reaches reviews loaded before; that page keeps only the new ones.',
+      ),
+  })
+  .strict()
+  .refine((c) => (c.fids === undefined) !== (c.from_serp === undefined), {
+    error: 'set exactly one of `fids` or `from_serp`',
+  })
+  .refine((c) => !c.incremental || c.sort === 'newestFirst', {
+    error: '`incremental: true` needs `sort: newestFirst` (only then are new reviews on the first pages)',
+    path: ['sort'],
+  });
+
+export type ReviewsConfig = z.infer<typeof reviewsSchema>;
+
+export const reviewsSource: ComponentDef<'source', ReviewsConfig, Source> = {
+  kind: 'source',
+  type: 'reviews',
+  description:
+    'Place reviews through POST /request: one unit per page, places given as fids or found by a SERP crawl (from_serp).',
+  schema: reviewsSchema as unknown as z.ZodType<ReviewsConfig>,
+  create: (cfg, deps) =>
+    crawlSource(
+      {
+        pager: reviewPages({ engine: cfg.engine, sort: cfg.sort, hl: cfg.hl }),
+        crawl: cfg,
+        maxPages: cfg.max_pages,
+        subjects: async (ctx, fetch) => {
+          if (cfg.fids) return [...new Set(cfg.fids)];
+          const fs = cfg.from_serp!;
+          const queries = uniqueQueries(
+            fs.queries ?? (await readQueriesFile(fs.queries_file!, ctx.baseDir || deps.baseDir)),
+          );
+          const search = searchPages({ engine: cfg.engine, params: fs.params, vertical: fs.search });
+          return placesFromSearch({ queries, search, maxPages: fs.max_pages, fetch, onNoPlaces: fs.on_no_places }, ctx);
+        },
+        note: (places) =>
+          `${places} places; further review pages are discovered while crawling, up to ${cfg.max_pages} per place`,
+        ...(cfg.incremental && { incremental: reviewsIncremental(cfg.max_pages) }),
+      },
+      deps,
+    ),
+};
