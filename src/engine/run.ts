@@ -259,7 +259,8 @@ async function runAttempt(
             counters,
             signal: abort.signal,
             cancel: grace.units,
-            timeoutMs: limits.unitTimeoutMs,
+            // A deadline bounds what the network sends; a local file takes as long as it takes.
+            ...(!built.offline && { timeoutMs: limits.unitTimeoutMs }),
             source,
             attempt: (unit, scoped, todo, read, signal) =>
               loadUnit(unit, scoped, todo, {

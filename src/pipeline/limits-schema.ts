@@ -50,7 +50,7 @@ export const limitsSchema = z
         `A unit may hold this fraction more records than the service announced (a snapshot part's batch_size, a deep lookup's matched_records); past it the unit fails (default ${DEFAULT_LIMITS.recordsMargin}).`,
       ),
     unit_timeout_s: seconds(
-      'One attempt at a unit, download to commit, may take this long; past it the unit fails (a drip-fed body).',
+      'One attempt at a unit, download to commit, may take this long; past it the unit fails (a drip-fed body). Not for local files.',
       DEFAULT_LIMITS.unitTimeoutMs,
     ),
     call_timeout_s: seconds(
