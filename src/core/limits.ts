@@ -169,3 +169,12 @@ export function withDefaultLimits(partial: Partial<Limits> | undefined): Limits 
 export function unitGraceMs(graceMs: number): number {
   return graceMs - Math.min(5000, graceMs / 5);
 }
+
+/**
+ * The grace of a pipeline's `limits.interrupt_grace_s` in ms (the default when unset). Here rather than beside the
+ * schema: the CLI needs it before anything of the pipeline layer is loaded.
+ */
+export function interruptGraceMs(limits: { interrupt_grace_s?: number | undefined } | undefined): number {
+  const s = limits?.interrupt_grace_s;
+  return s === undefined ? DEFAULT_LIMITS.interruptGraceMs : Math.round(s * 1000);
+}

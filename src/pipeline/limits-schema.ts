@@ -3,7 +3,7 @@
  * default is explained). Every option is optional; `pipelineLimits` fills in the defaults.
  */
 import { z } from 'zod';
-import { BYTE_SIZE, DEFAULT_LIMITS, byteSize, formatBytes, type Limits } from '../core/limits.js';
+import { BYTE_SIZE, DEFAULT_LIMITS, byteSize, formatBytes, interruptGraceMs, type Limits } from '../core/limits.js';
 
 const size = (what: string, dflt: number) =>
   z
@@ -80,6 +80,6 @@ export function pipelineLimits(cfg: LimitsConfig | undefined): Limits {
     recordsMargin: c.records_margin ?? DEFAULT_LIMITS.recordsMargin,
     unitTimeoutMs: ms(c.unit_timeout_s, DEFAULT_LIMITS.unitTimeoutMs),
     callTimeoutMs: ms(c.call_timeout_s, DEFAULT_LIMITS.callTimeoutMs),
-    interruptGraceMs: ms(c.interrupt_grace_s, DEFAULT_LIMITS.interruptGraceMs),
+    interruptGraceMs: interruptGraceMs(c),
   };
 }

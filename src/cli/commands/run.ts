@@ -6,8 +6,8 @@ import { createLogger } from '../../engine/logger.js';
 import { DEFAULT_LOCK_WAIT, lockWait, parseShard, positiveInt } from '../args.js';
 import type { CliContext } from '../context.js';
 import { EXIT_CODES, SluiceError } from '../../core/errors.js';
+import { interruptGraceMs } from '../../core/limits.js';
 import type { LoadedPipeline } from '../../pipeline/load.js';
-import { pipelineLimits } from '../../pipeline/limits-schema.js';
 
 export interface RunArgs {
   pipeline: string;
@@ -65,7 +65,7 @@ export async function interruptible<T>(
   pipeline: LoadedPipeline,
 ): Promise<T> {
   // The process ends within the pipeline's grace after the first signal, whatever the run is doing (io.ts).
-  const interrupts = ctx.io.interrupts({ exitAfterMs: pipelineLimits(pipeline.config.limits).interruptGraceMs });
+  const interrupts = ctx.io.interrupts({ exitAfterMs: interruptGraceMs(pipeline.config.limits) });
   try {
     return await run(interrupts.signal);
   } catch (err) {
