@@ -24,10 +24,12 @@ export interface CliIo {
   /** Resolves when the user asks a long-running command (the emulator) to stop: SIGINT or SIGTERM. */
   untilStopped(): Promise<void>;
   /**
-   * Turns SIGINT/SIGTERM into an abort for a run, which then stops cleanly (commits in flight finish, the lock is
-   * released). A second signal does not wait for that: the process exits at once, with 130 or 143.
+   * Turns SIGINT/SIGTERM into an abort for a run, which then stops cleanly (units in flight may commit during the
+   * grace, the lock is released). A second signal does not wait for that: the process exits at once, with 130 or
+   * 143; nor does the end of `exitAfterMs` after the first (a unit stuck where no abort reaches, e.g. inside a
+   * database's native load): whatever the run is doing, the process ends within the grace.
    */
-  interrupts(): Interrupts;
+  interrupts(opts?: { exitAfterMs?: number }): Interrupts;
 }
 
 export function processIo(): CliIo {
@@ -45,16 +47,27 @@ export function processIo(): CliIo {
   };
 }
 
-function processInterrupts(): Interrupts {
+function processInterrupts(opts: { exitAfterMs?: number } = {}): Interrupts {
   const controller = new AbortController();
   const on = (signal: InterruptSignal) => (): void => {
     if (!controller.signal.aborted) {
       controller.abort(signal);
+      if (opts.exitAfterMs !== undefined) exitAfter(signal, opts.exitAfterMs);
       return;
     }
     // Whoever presses Ctrl-C twice wants out now: units not committed are simply read again by the next run.
     process.stderr.write(`\n${signal}: exiting at once; committed units are kept, run again to resume\n`);
     process.exit(signal === 'SIGTERM' ? EXIT_CODES.sigterm : EXIT_CODES.sigint);
+  };
+  /** The grace is over: units not committed are read again by the next run, as after a second signal. */
+  const exitAfter = (signal: InterruptSignal, ms: number): void => {
+    // Unref'd: a run that stopped in time exits on its own, without waiting for this.
+    setTimeout(() => {
+      process.stderr.write(
+        `\n${signal}: the run did not stop within its grace (limits.interrupt_grace_s): exiting now; committed units are kept, run again to resume\n`,
+      );
+      process.exit(signal === 'SIGTERM' ? EXIT_CODES.sigterm : EXIT_CODES.sigint);
+    }, ms).unref();
   };
   const onInt = on('SIGINT');
   const onTerm = on('SIGTERM');

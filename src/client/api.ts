@@ -34,6 +34,11 @@ export interface ClientOptions {
     /** Test seam. */
     clock?: ThrottleClock;
   };
+  /**
+   * The largest JSON answer (bytes) and the longest call (ms, request to last byte) accepted; defaults in
+   * core/limits.ts. Past either, the call fails without retrying.
+   */
+  limits?: { maxAnswerBytes?: number; callTimeoutMs?: number };
   /** Called on each retry (for counters and logs); the message is already redacted. */
   onRetry?: (info: { attempt: number; delayMs: number; reason: string; method: string; path: string }) => void;
 }
@@ -192,7 +197,8 @@ export interface DeepLookupApi {
     data?: Record<string, unknown>[];
     [k: string]: unknown;
   }>;
-  download(requestId: string, format: 'json' | 'csv'): Promise<Download>;
+  /** `signal` cancels the download, its body included. */
+  download(requestId: string, format: 'json' | 'csv', opts?: { signal?: AbortSignal }): Promise<Download>;
   /** Paid. */
   enrich(
     requestId: string,

@@ -13,7 +13,8 @@ import type {
 import { RetryPolicy } from '../core/retry.js';
 import { sleep } from '../core/sleep.js';
 import { NotReadyError, ServiceError } from './errors.js';
-import { parseRetryAfter, readText, type HttpCore } from './http.js';
+import { readBounded } from './answers.js';
+import { parseRetryAfter, type HttpCore } from './http.js';
 
 /** Waits between "not ready" answers: no bound on their number (the caller's wait budget bounds them), 30 s at most. */
 const NOT_READY_MAX_MS = 30_000;
@@ -32,6 +33,9 @@ interface NotReadyAnswer {
 export function isNotReadyRefusal(err: unknown): err is ServiceError {
   return err instanceof ServiceError && err.status === 400 && /\bnot ready\b|\bis building\b/i.test(err.serviceMessage);
 }
+
+/** The most of a 202 "still building" body that is read. */
+const NOT_READY_BODY = 4096;
 
 export function datasetsApi(http: HttpCore): DatasetsApi {
   const snapshotPath = (id: string): string => `/datasets/snapshots/${encodeURIComponent(id)}`;
@@ -76,7 +80,7 @@ export function datasetsApi(http: HttpCore): DatasetsApi {
       const call = { method: 'GET' as const, path: '/datasets/snapshots', query: { dataset_id: datasetId } };
       // Not `http.json`: the Date header comes with the list, so callers can compare `created` on one clock.
       return http.call(call, async (res) => {
-        const text = await readText(res.body, Infinity);
+        const text = await http.answerText(call, res);
         let parsed: unknown;
         try {
           parsed = JSON.parse(text);
@@ -127,7 +131,9 @@ export function datasetsApi(http: HttpCore): DatasetsApi {
           return notReadyOf(err);
         }
         if (res.status !== 202) return res;
-        const text = (await res.body.toArray()).join('').trim() || 'Snapshot is building';
+        // 202 even after the status said ready (docs/service.md §1.2): wait and ask again while the budget lasts.
+        // A message, not data: its first bytes are enough, and an endless one is not read on.
+        const text = (await readBounded(res.body, NOT_READY_BODY)).trim() || 'Snapshot is building';
         const retryAfter = res.headers['retry-after'];
         const retryAfterMs = parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
         return { notReady: text, status: 202, ...(retryAfterMs !== undefined && { retryAfterMs }) };

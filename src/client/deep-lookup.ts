@@ -15,8 +15,13 @@ export function deepLookupApi(http: HttpCore): DeepLookupApi {
     trigger: (body) => http.json({ method: 'POST', path: `${BASE}/trigger`, paid: true, json: [body] }),
     status: (id) => http.json({ method: 'GET', path: `${req(id)}/status` }),
     get: (id) => http.json({ method: 'GET', path: req(id) }),
-    async download(id, format): Promise<Download> {
-      return http.send({ method: 'GET', path: `${req(id)}/download`, query: { format } });
+    async download(id, format, opts = {}): Promise<Download> {
+      return http.send({
+        method: 'GET',
+        path: `${req(id)}/download`,
+        query: { format },
+        ...(opts.signal !== undefined && { signal: opts.signal }),
+      });
     },
     enrich: (id, columns) => http.json({ method: 'POST', path: `${req(id)}/enrich`, paid: true, json: columns }),
     cancel: (id) => http.json({ method: 'POST', path: `${req(id)}/cancel` }),

@@ -36,6 +36,7 @@ import {
   apiKeyRefusedHint,
   networkFailure,
 } from './errors.js';
+import { DEFAULT_ANSWER_LIMITS, callDeadline, readAnswer, readBounded, type AnswerLimits } from './answers.js';
 import { firstContactPolicy, withinFirstContactBudget } from './first-contact.js';
 import { guardedBody, transportFailure } from './network.js';
 import { ServiceClock } from './service-clock.js';
@@ -92,8 +93,14 @@ export class HttpCore {
   readonly throttle: ServiceThrottle;
   /** The service's time, from its answers' `Date` headers. */
   readonly clock = new ServiceClock();
+  /** How large a JSON answer may be and how long a call may take, request to last byte (answers.ts). */
+  private readonly answerLimits: AnswerLimits;
 
   constructor(private readonly opts: ClientOptions) {
+    this.answerLimits = {
+      maxAnswerBytes: opts.limits?.maxAnswerBytes ?? DEFAULT_ANSWER_LIMITS.maxAnswerBytes,
+      callTimeoutMs: opts.limits?.callTimeoutMs ?? DEFAULT_ANSWER_LIMITS.callTimeoutMs,
+    };
     this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
     const t = opts.timeouts ?? {};
     this.pool = new Pool(new URL(this.baseUrl).origin, {
@@ -137,7 +144,7 @@ export class HttpCore {
   /** The answer parsed as JSON. */
   json<T>(call: CallOptions): Promise<T> {
     return this.call(call, async (res) => {
-      const text = await readText(res.body, Infinity);
+      const text = await this.answerText(call, res);
       // Every JSON call expects an answer: an empty 200 is a failed call (a paid one is then ambiguous), never "no data".
       if (text.trim() === '')
         throw new ServiceError({
@@ -152,6 +159,11 @@ export class HttpCore {
         throw notJson(call, res, text, cause);
       }
     });
+  }
+
+  /** A 2xx answer's body read whole as text, within `limits.max_answer_bytes` (answers.ts). */
+  answerText(call: CallOptions, res: RawResponse): Promise<string> {
+    return readAnswer(res.body, call, res.status, this.answerLimits);
   }
 
   /**
@@ -181,6 +193,9 @@ export class HttpCore {
     for (let attempt = 1; ; attempt++) {
       let err: ServiceError;
       const permit = await this.throttle.acquire(call.signal);
+      // Each attempt, request to the answer's last byte consumed here, within `limits.call_timeout_s`.
+      const deadline = callDeadline(call, this.answerLimits.callTimeoutMs, call.signal);
+      let body: Readable | undefined;
       try {
         const res = await this.pool
           .request({
@@ -188,7 +203,7 @@ export class HttpCore {
             path,
             headers: this.headers(call),
             body: call.form ?? (call.json !== undefined ? JSON.stringify(call.json) : undefined),
-            signal: call.signal,
+            signal: deadline.signal,
           })
           .then(
             (r) => (permit.done(outcomeOf(r)), r),
@@ -199,6 +214,7 @@ export class HttpCore {
           );
         this.reached = true;
         this.clock.observe(res.headers);
+        body = res.body;
         const ok =
           (res.statusCode >= 200 && res.statusCode < 300 && res.statusCode !== 202) ||
           call.accept?.includes(res.statusCode);
@@ -210,12 +226,16 @@ export class HttpCore {
             return result;
           } catch (e) {
             if (call.signal?.aborted) throw call.signal.reason;
-            err = e instanceof ServiceError ? e : networkFailure(call, transportFailure(e, 'body'));
+            err =
+              deadline.error() ?? (e instanceof ServiceError ? e : networkFailure(call, transportFailure(e, 'body')));
           }
         }
       } catch (e) {
         if (call.signal?.aborted) throw call.signal.reason;
-        err = networkFailure(call, transportFailure(e, 'request'));
+        err = deadline.error() ?? networkFailure(call, transportFailure(e, 'request'));
+      } finally {
+        // A body handed on unread (`send`) keeps following the caller's signal, which cancels it.
+        deadline.clear(body === undefined || body.readableEnded || body.destroyed);
       }
 
       if (call.classify) err = call.classify(err);
@@ -342,7 +362,7 @@ async function errorFrom(
   res: Dispatcher.ResponseData,
   apiKeyVariable: string | undefined,
 ): Promise<ServiceError> {
-  const text = await readText(res.body, MAX_ERROR_BODY).catch(() => '');
+  const text = await readBounded(res.body, MAX_ERROR_BODY).catch(() => '');
   const parsed = parseErrorBody(text);
   const h = res.headers;
   const header = (name: string): string | undefined => {
@@ -398,14 +418,4 @@ export function parseRetryAfter(v: string | undefined): number | undefined {
   if (/^\d+(\.\d+)?$/.test(v.trim())) return Math.round(Number(v) * 1000);
   const at = Date.parse(v);
   return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
-}
-
-export async function readText(body: Readable, max: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const c of body as AsyncIterable<Buffer>) {
-    if (size < max) chunks.push(c);
-    size += c.length;
-  }
-  return Buffer.concat(chunks).subarray(0, Math.min(size, max)).toString('utf8');
 }

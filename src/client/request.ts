@@ -6,7 +6,7 @@
 import type { PageRequest, RequestApi } from './api.js';
 import { NetworkError } from '../core/errors.js';
 import { ServiceError } from './errors.js';
-import { readText, type HttpCore, type RawResponse } from './http.js';
+import type { HttpCore, RawResponse } from './http.js';
 import { answerDate } from './service-clock.js';
 import { endsEarly } from './truncated.js';
 
@@ -22,7 +22,7 @@ export function requestApi(http: HttpCore): RequestApi {
         ...(opts.onRetry && { onRetry: opts.onRetry }),
       };
       return http.call(call, async (res) => {
-        const text = await readText(res.body, Infinity);
+        const text = await http.answerText(call, res);
         const fail = (status: number, serviceMessage: string, code?: string): ServiceError => {
           const permanent = code === undefined ? undefined : PERMANENT[code];
           return new ServiceError({

@@ -2,7 +2,7 @@
 import { EXIT_CODES } from '../core/errors.js';
 import type { ZonesApi } from './api.js';
 import { ServiceError } from './errors.js';
-import { readText, type HttpCore } from './http.js';
+import type { HttpCore } from './http.js';
 
 /**
  * Zone types that serve search and review pages through `POST /request`: `serp` (a search zone, docs/service.md
@@ -14,16 +14,18 @@ export function zonesApi(http: HttpCore): ZonesApi {
   return {
     // The success body is undocumented (docs/service.md §7.1: older docs show 201 "Zone added", newer ones JSON). A zone
     // that was created must not be reported as an error because its answer was plain text.
-    create: (body) =>
-      http.call({ method: 'POST', path: '/zone', paid: true, json: body }, async (res) => {
-        const text = (await readText(res.body, Infinity)).trim();
+    create: (body) => {
+      const call = { method: 'POST' as const, path: '/zone', paid: true, json: body };
+      return http.call(call, async (res) => {
+        const text = (await http.answerText(call, res)).trim();
         if (text === '') return undefined;
         try {
           return JSON.parse(text) as unknown;
         } catch {
           return text;
         }
-      }),
+      });
+    },
     cost: (zone, range) =>
       http.json({
         method: 'GET',

@@ -4,6 +4,7 @@
  */
 import type { DeclaredSchema } from '../schema/declared.js';
 import type { LogicalType } from '../schema/logical-type.js';
+import type { DecodeBounds, Limits } from './limits.js';
 
 /** One record: a plain JSON-compatible object. */
 export type Row = Record<string, unknown>;
@@ -102,6 +103,8 @@ export interface SourceContext {
    * Absent: `Date.now`.
    */
   now?: () => number;
+  /** The pipeline's bounds on answers (core/limits.ts); absent: the defaults. */
+  limits?: Limits;
 }
 
 export interface Source {
@@ -156,6 +159,8 @@ export interface RawDecodeOptions {
   path?: string;
   /** For `csv`: cells holding JSON written by the service; 'auto' decodes cells that start with `[` or `{`. */
   jsonColumns?: 'auto' | string[];
+  /** Limits, announced records and the cancelling signal, for whoever decodes the file in JS (core/limits.ts). */
+  bounds?: DecodeBounds;
 }
 
 /** A unit's undecoded bytes on local disk. gzip or not is for the reader to sniff. */

@@ -1,4 +1,5 @@
 /** What every decoder needs besides its bytes: where records go, and where rejected ones go. */
+import { LIMIT_OPTIONS, LimitExceeded, formatBytes } from '../core/limits.js';
 import { redact } from '../core/redact.js';
 import type { Batch, DeadLetterFn, Row } from '../core/types.js';
 
@@ -15,6 +16,67 @@ export interface DecodeContext {
   batchSize: number;
   /** ...or once its records took this many input bytes, whichever comes first. */
   batchBytes: number;
+  /** A record over this many bytes is dead-lettered without being buffered (or fails the unit where it cannot be). */
+  maxRecordBytes: number;
+  /** The unit fails once it held more records than this (the source's announcement plus the margin). */
+  maxRecords?: { limit: number; announced: number; by: string; margin: number };
+}
+
+/** Bytes of an over-long record kept for its dead letter: enough to recognise it, never the record. */
+const OVERSIZED_HEAD = 1024;
+
+/**
+ * A record too large to hold, being skipped: its first bytes (for the dead letter) and how many bytes it had so
+ * far. Decoders keep one of these instead of the record's bytes until they find its end.
+ */
+export class Oversized {
+  readonly head: string;
+  bytes: number;
+
+  /** `first`: the record's first bytes as they came (pieces of chunks), of which `OVERSIZED_HEAD` are kept. */
+  constructor(
+    readonly offset: number,
+    first: Buffer | readonly Buffer[],
+    bytes: number,
+  ) {
+    this.head = headOf(Buffer.isBuffer(first) ? [first] : first);
+    this.bytes = bytes;
+  }
+
+  /** Dead-letters the skipped record, `what` being e.g. `line`, `array element`, `CSV record`. */
+  reject(ctx: DecodeContext, what: string, ended = true): void {
+    rejectOversized(ctx, this.offset, this.bytes, what, this.head, ended);
+  }
+}
+
+function headOf(pieces: readonly Buffer[]): string {
+  const kept: Buffer[] = [];
+  let n = 0;
+  for (const p of pieces) {
+    if (n >= OVERSIZED_HEAD) break;
+    kept.push(p.subarray(0, OVERSIZED_HEAD - n));
+    n += kept[kept.length - 1]!.length;
+  }
+  // A multi-byte character cut at the end decodes as U+FFFD: harmless in a text that says it was cut.
+  return Buffer.concat(kept).toString('utf8');
+}
+
+/** A record over `maxRecordBytes`, its `head` kept for the dead letter (marked as cut). */
+export function rejectOversized(
+  ctx: DecodeContext,
+  offset: number,
+  bytes: number,
+  what: string,
+  head: string,
+  ended = true,
+): void {
+  const size = ended ? formatBytes(bytes) : `${formatBytes(bytes)} or more: the input ends inside it`;
+  rejectRecord(
+    ctx,
+    offset,
+    `${what} (${size}) is over the record size limit of ${formatBytes(ctx.maxRecordBytes)} (${LIMIT_OPTIONS.maxRecordBytes}); skipped unread, its first bytes kept`,
+    head.length < bytes ? `${head.slice(0, OVERSIZED_HEAD)}…` : head,
+  );
 }
 
 export function rejectRecord(ctx: DecodeContext, offset: number, reason: string, raw: string): void {
@@ -47,14 +109,17 @@ export class Batcher {
   private full: Batch[] = [];
   private readonly size: number;
   private readonly maxBytes: number;
+  /** Records added so far, against `DecodeContext.maxRecords`. */
+  private records = 0;
 
-  constructor(ctx: DecodeContext) {
+  constructor(private readonly ctx: DecodeContext) {
     this.size = ctx.batchSize;
     this.maxBytes = ctx.batchBytes;
   }
 
   /** `bytes`: the record's size in the input. */
   add(row: Row, bytes: number): void {
+    if (++this.records > (this.ctx.maxRecords?.limit ?? Infinity)) throw tooManyRecords(this.ctx);
     this.current.push(row);
     this.bytes += bytes;
     if (this.current.length >= this.size || this.bytes >= this.maxBytes) {
@@ -95,4 +160,18 @@ export function jsonFailure(text: string, err: unknown): string {
     return (e as Error).message;
   }
   return 'not valid JSON';
+}
+
+/** More records than the source announced, past the margin: the part is not what was asked for. */
+export function tooManyRecords(ctx: DecodeContext): LimitExceeded {
+  const m = ctx.maxRecords!;
+  return new LimitExceeded(
+    'recordsMargin',
+    `${ctx.unit}: more than ${m.limit} records, where ${m.by} says ${m.announced} (${LIMIT_OPTIONS.recordsMargin}: ${Math.round(m.margin * 100)}% more allowed); nothing of the unit was committed`,
+    {
+      hint:
+        'the service sent more records than it said the unit holds: run again later; if the service really counts ' +
+        `differently, raise ${LIMIT_OPTIONS.recordsMargin}`,
+    },
+  );
 }

@@ -18,7 +18,8 @@
  */
 import type { Batch, Row } from '../core/types.js';
 import { DecodeError, SluiceError } from '../core/errors.js';
-import { Batcher, type DecodeContext, jsonFailure, rejectRecord } from './context.js';
+import { LIMIT_OPTIONS, LimitExceeded, formatBytes } from '../core/limits.js';
+import { Batcher, type DecodeContext, jsonFailure, Oversized, rejectRecord } from './context.js';
 
 const QUOTE = 0x22;
 const COMMA = 0x2c;
@@ -69,6 +70,9 @@ class CsvParser {
   private offset = 0;
   private started = false;
   private rowNumber = 0;
+  /** A record over the size limit being skipped to its end (`ends` finds it): only its first bytes are kept. */
+  private skipping: Oversized | null = null;
+  private readonly ends = new RecordEnds();
 
   /** The bytes being parsed, and the same bytes as latin1 text (`t[i]` is `bytes[i]`). */
   private bytes: Buffer = Buffer.alloc(0);
@@ -85,6 +89,21 @@ class CsvParser {
   }
 
   feed(chunk: Buffer): void {
+    if (this.skipping !== null) {
+      const end = this.ends.scan(chunk);
+      if (end === -1) {
+        this.skipping.bytes += chunk.length;
+        this.offset += chunk.length;
+        return;
+      }
+      this.skipping.bytes += end;
+      this.rowNumber++;
+      this.skipping.reject(this.ctx, `CSV row ${this.rowNumber}`);
+      this.skipping = null;
+      this.offset += end;
+      chunk = chunk.subarray(end);
+      if (chunk.length === 0) return;
+    }
     this.pending.push(chunk);
     this.pendingBytes += chunk.length;
     // A record longer than a chunk would be parsed again with every chunk: wait until the new bytes are at least
@@ -94,6 +113,11 @@ class CsvParser {
   }
 
   end(): void {
+    if (this.skipping !== null) {
+      this.rowNumber++;
+      this.skipping.reject(this.ctx, `CSV row ${this.rowNumber}`, false);
+      return;
+    }
     this.parse(true);
   }
 
@@ -124,6 +148,22 @@ class CsvParser {
     this.carryBytes = carry.length;
     this.pending = [carry];
     this.pendingBytes = carry.length;
+    if (!final && carry.length > this.ctx.maxRecordBytes) this.skipFrom(carry);
+  }
+
+  /**
+   * The incomplete record `carry` is already over the size limit: from here its bytes are only scanned for its
+   * end. The header cannot be skipped (the records mean nothing without it): that fails the unit.
+   */
+  private skipFrom(carry: Buffer): void {
+    if (this.header === null) throw this.headerTooLong();
+    this.ends.reset();
+    // The parser found no end in it, and neither can this scan (same grammar): it only learns the state at the end.
+    if (this.ends.scan(carry) !== -1) return;
+    this.skipping = new Oversized(this.offset, carry, carry.length);
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.carryBytes = 0;
   }
 
   /** Reads one record's fields into `fields`; returns where the next record starts, or INCOMPLETE. */
@@ -227,10 +267,19 @@ class CsvParser {
     const fields = this.fields;
     if (fields.length === 1 && fields[0] === null) return; // a blank line
     if (this.header === null) {
+      if (end - start > this.ctx.maxRecordBytes) throw this.headerTooLong();
       this.setHeader(fields);
       return;
     }
     this.rowNumber++;
+    if (end - start > this.ctx.maxRecordBytes) {
+      // Whole, but over the limit (it came in one read): rejected by its length like the ones skipped.
+      new Oversized(this.offset + start, this.bytes.subarray(start, end), end - start).reject(
+        this.ctx,
+        `CSV row ${this.rowNumber}`,
+      );
+      return;
+    }
     const header = this.header;
     if (fields.length < header.length && end === this.bytes.length && !endsLine(this.bytes)) {
       // The input stops inside this row: the body was most likely cut. Failing the unit (to be read again) beats
@@ -271,6 +320,13 @@ class CsvParser {
     }
     const row = this.makeRow(fields);
     this.out.add(row, end - start);
+  }
+
+  private headerTooLong(): LimitExceeded {
+    return new LimitExceeded(
+      'maxRecordBytes',
+      `${this.ctx.unit}: the CSV header is over the record size limit of ${formatBytes(this.ctx.maxRecordBytes)} (${LIMIT_OPTIONS.maxRecordBytes}); the records cannot be read without it`,
+    );
   }
 
   private setHeader(fields: (string | null)[]): void {
@@ -325,6 +381,56 @@ function rowFactory(header: string[]): (fields: unknown[]) => Row {
   const body = header.map((h, k) => `${JSON.stringify(h)}: f[${k}]`).join(', ');
   // Only JSON string literals and indexes go into the code.
   return new Function('f', `return { ${body} };`) as (fields: unknown[]) => Row;
+}
+
+/** The scanner's states: at a field's first byte, inside an unquoted field, inside quotes, just after a quote. */
+const FIELD_START = 0;
+const UNQUOTED = 1;
+const QUOTED = 2;
+const QUOTE_SEEN = 3;
+
+/**
+ * Finds where a record ends with constant memory, for records too large to hold: the line feed that is not inside
+ * quotes. Follows the parser's grammar: quotes open a field only at its start, a doubled quote inside quotes is a
+ * quote, text after a closing quote runs to the next delimiter. (A lone CR after a closing quote, which the parser
+ * also takes as a record's end, is not: such a record is skipped to the next line feed.)
+ */
+class RecordEnds {
+  private state = FIELD_START;
+
+  reset(): void {
+    this.state = FIELD_START;
+  }
+
+  /** The index just after the record's line feed in `buf`, or -1 when the record goes on past it. */
+  scan(buf: Buffer): number {
+    const n = buf.length;
+    let i = 0;
+    while (i < n) {
+      if (this.state === QUOTED) {
+        const q = buf.indexOf(QUOTE, i);
+        if (q === -1) return -1;
+        this.state = QUOTE_SEEN;
+        i = q + 1;
+        continue;
+      }
+      const c = buf[i]!;
+      if (this.state === QUOTE_SEEN && c === QUOTE) {
+        this.state = QUOTED;
+      } else if (this.state === FIELD_START && c === QUOTE) {
+        this.state = QUOTED;
+      } else if (c === COMMA) {
+        this.state = FIELD_START;
+      } else if (c === LF) {
+        this.state = FIELD_START;
+        return i + 1;
+      } else {
+        this.state = UNQUOTED;
+      }
+      i++;
+    }
+    return -1;
+  }
 }
 
 function endsLine(bytes: Buffer): boolean {

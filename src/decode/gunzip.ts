@@ -3,8 +3,10 @@
  * because the service does not say how `compress=true` is signalled (docs/service.md §1.2).
  */
 import { Readable, pipeline } from 'node:stream';
+import { setImmediate as nextMacrotask } from 'node:timers/promises';
 import { createGunzip } from 'node:zlib';
 import { DecodeError } from '../core/errors.js';
+import { DEFAULT_LIMITS, INFLATE_FLOOR, LIMIT_OPTIONS, LimitExceeded, formatBytes } from '../core/limits.js';
 
 /** 64 KiB output chunks: the 16 KiB default measured ~1.5× slower on large snapshots. */
 const GUNZIP_CHUNK = 64 * 1024;
@@ -25,19 +27,89 @@ export function toBuffer(chunk: Uint8Array): Buffer {
   return Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
 }
 
+export interface InflateBounds {
+  /** Decompressed bytes of the unit at most. */
+  maxUnitBytes: number;
+  /** Decompressed bytes per compressed byte at most, past `INFLATE_FLOOR`. */
+  maxInflateRatio: number;
+  /** Cancels the read: checked at every chunk, whatever the input does. */
+  signal?: AbortSignal;
+}
+
+/**
+ * A decoder's loop between two input chunks can be all microtasks (a gzip member inflating from bytes already
+ * read, a caller's buffer cut in pieces): timers and signal handlers would then wait for the whole unit. Every
+ * `YIELD_MS` of such work, the loop lets the event loop turn once, so a deadline or SIGTERM is heard.
+ */
+const YIELD_MS = 50;
+
+/** Counts what a unit's input produces, against its bounds, and keeps the event loop turning. */
+class OutputGuard {
+  private total = 0;
+  private lastTurn = performance.now();
+
+  constructor(
+    private readonly unit: string,
+    private readonly bounds: InflateBounds,
+  ) {}
+
+  /** `n` more decompressed bytes; `compressed`: the gzip bytes read so far (undefined for plain input). */
+  async pass(n: number, compressed?: number): Promise<void> {
+    this.bounds.signal?.throwIfAborted();
+    this.total += n;
+    const { maxUnitBytes, maxInflateRatio } = this.bounds;
+    if (this.total > maxUnitBytes)
+      throw new LimitExceeded(
+        'maxUnitBytes',
+        `${this.unit}: more than ${formatBytes(maxUnitBytes)} of data in one unit (decompressed; ${LIMIT_OPTIONS.maxUnitBytes}); nothing of it was committed`,
+      );
+    if (compressed !== undefined && this.total > maxInflateRatio * Math.max(compressed, INFLATE_FLOOR))
+      throw new LimitExceeded(
+        'maxInflateRatio',
+        `${this.unit}: the gzip body inflates more than ${maxInflateRatio}× (${formatBytes(this.total)} from ${formatBytes(compressed)} compressed; ${LIMIT_OPTIONS.maxInflateRatio}): a gzip bomb, not records; nothing of it was committed`,
+      );
+    const now = performance.now();
+    if (now - this.lastTurn >= YIELD_MS) {
+      await nextMacrotask();
+      this.lastTurn = performance.now();
+      this.bounds.signal?.throwIfAborted();
+    }
+  }
+}
+
+const UNBOUNDED: InflateBounds = {
+  maxUnitBytes: DEFAULT_LIMITS.maxUnitBytes,
+  maxInflateRatio: DEFAULT_LIMITS.maxInflateRatio,
+};
+
 /**
  * The input's bytes, gunzipped when they start with the gzip magic. Concatenated gzip members are one stream.
  * A truncated or corrupt gzip stream throws `DecodeError` (offset in the compressed input); an error of the input
- * iterable itself (the client's `NetworkError` for a reset) propagates unchanged: it is already classified.
+ * iterable itself (the client's `NetworkError` for a reset) propagates unchanged: it is already classified. More
+ * output than `bounds` allow throws `LimitExceeded`; an aborted `bounds.signal` throws its reason.
  */
-export async function* decompressed(input: AsyncIterable<Uint8Array>, unit: string): AsyncGenerator<Buffer> {
+export async function* decompressed(
+  input: AsyncIterable<Uint8Array>,
+  unit: string,
+  bounds: InflateBounds = UNBOUNDED,
+): AsyncGenerator<Buffer> {
+  const guard = new OutputGuard(unit, bounds);
   const it = input[Symbol.asyncIterator]();
+  /** The input ended, failed (nothing to release then), or was handed to gunzip (which releases it). */
   let done = false;
+  const next = async (): Promise<IteratorResult<Uint8Array>> => {
+    try {
+      return await it.next();
+    } catch (err) {
+      done = true;
+      throw err;
+    }
+  };
   try {
     const head: Buffer[] = [];
     let headLength = 0;
     while (headLength < 2) {
-      const r = await it.next();
+      const r = await next();
       if (r.done) {
         done = true;
         break;
@@ -49,22 +121,31 @@ export async function* decompressed(input: AsyncIterable<Uint8Array>, unit: stri
     const first = head.length === 1 ? head[0]! : Buffer.concat(head);
     if (first.length >= 2 && first[0] === 0x1f && first[1] === 0x8b) {
       done = true; // gunzip owns the input from here
-      yield* gunzip(first, it, unit);
+      yield* gunzip(first, it, unit, guard);
       return;
     }
-    yield* pieces(first);
-    for (let r = await it.next(); !r.done; r = await it.next()) yield* pieces(toBuffer(r.value));
+    for (const p of pieces(first)) {
+      await guard.pass(p.length);
+      yield p;
+    }
+    for (let r = await next(); !r.done; r = await next())
+      for (const p of pieces(toBuffer(r.value))) {
+        await guard.pass(p.length);
+        yield p;
+      }
     done = true;
-  } catch (err) {
-    done = true; // the input failed: nothing to release
-    throw err;
   } finally {
-    // A consumer that stops early (or an error downstream) must release the input, e.g. an HTTP body.
+    // A consumer that stops early, an error downstream or a bound passed must release the input (an HTTP body).
     if (!done) await it.return?.();
   }
 }
 
-async function* gunzip(first: Buffer, rest: AsyncIterator<Uint8Array>, unit: string): AsyncGenerator<Buffer> {
+async function* gunzip(
+  first: Buffer,
+  rest: AsyncIterator<Uint8Array>,
+  unit: string,
+  guard: OutputGuard,
+): AsyncGenerator<Buffer> {
   let fed = 0;
   let inputError: unknown;
   let inputErrored = false;
@@ -96,10 +177,19 @@ async function* gunzip(first: Buffer, rest: AsyncIterator<Uint8Array>, unit: str
   // highWaterMark 1: pull one compressed chunk at a time rather than reading 16 ahead.
   pipeline(Readable.from(compressed(), { objectMode: true, highWaterMark: 1 }), z, () => {});
   try {
-    for await (const out of z) yield out as Buffer;
-  } catch (err) {
-    if (inputErrored) throw inputError;
-    throw zlibError(err, unit, z.bytesWritten, fed);
+    const inflated = z[Symbol.asyncIterator]();
+    while (true) {
+      let r: IteratorResult<Buffer>;
+      try {
+        r = (await inflated.next()) as IteratorResult<Buffer>;
+      } catch (err) {
+        if (inputErrored) throw inputError;
+        throw zlibError(err, unit, z.bytesWritten, fed);
+      }
+      if (r.done) return;
+      await guard.pass(r.value.length, fed);
+      yield r.value;
+    }
   } finally {
     z.destroy();
   }

@@ -2,62 +2,23 @@
  * Bytes → batches of records, for every format the service downloads in. gzip is sniffed by its magic bytes; the
  * decoders are pull-based (nothing is read before the consumer asks for the next batch), so memory stays flat
  * however large the input, and an error of the input itself (the client's `NetworkError`) reaches the caller unchanged.
+ * Every decoder works under the unit's bounds (core/limits.ts): records over the size limit are dead-lettered unread,
+ * and the unit fails past its size, inflate ratio or announced records, or when its signal aborts.
  */
-import type { Batch, DeadLetterFn } from '../core/types.js';
+import type { Batch } from '../core/types.js';
 import { SluiceError } from '../core/errors.js';
-import type { DecodeContext } from './context.js';
 import { decodeCsv } from './csv.js';
 import { decompressed } from './gunzip.js';
 import { decodeJsonArray } from './json-array.js';
 import { decodeJsonl } from './jsonl.js';
+import { decodeContext, inflateBounds, type DecodeOptions } from './options.js';
 
-export interface DecodeOptions {
-  format: 'jsonl' | 'json' | 'csv';
-  /** Unit id: named in errors and dead letters. */
-  unit: string;
-  deadLetter: DeadLetterFn;
-  /**
-   * For `json`: dotted path of the array inside the document (e.g. `reviews`, `organic`, `data.items`). Default:
-   * the top-level array (a top-level object that is not an array → error, unless path given). A path whose value
-   * is `null` holds zero records.
-   */
-  path?: string;
-  /**
-   * For `csv`: columns whose text is JSON written by the service (nested values): 'auto' = decode cells that start
-   * with `[` or `{` and parse; or an explicit list of column names.
-   */
-  jsonColumns?: 'auto' | string[];
-  /**
-   * Records per batch. Default: up to `DEFAULT_BATCH_SIZE` records or `DEFAULT_BATCH_BYTES` of input, whichever
-   * fills first; an explicit size is exact (the last batch may be shorter).
-   */
-  batchSize?: number;
-  /** Input bytes per batch when `batchSize` is not given (default `DEFAULT_BATCH_BYTES`). */
-  batchBytes?: number;
-}
-
-/**
- * Batches are sized by input bytes first. The records of a batch outlive V8's young-generation collections, and
- * the bigger the batch the more of them get copied and promoted: on company profiles (~3 KB each), decoding with
- * 1 MiB batches cost 1.1× (JSONL) to 1.4× (CSV) the CPU of 256 KiB batches; 128–512 KiB were about equal
- * (bench/decode.ts `--batch-bytes`). The record cap keeps batches of tiny records reasonable.
- */
-export const DEFAULT_BATCH_SIZE = 2000;
-export const DEFAULT_BATCH_BYTES = 256 * 1024;
+export { checkedBytes } from './checked-bytes.js';
+export { DEFAULT_BATCH_BYTES, DEFAULT_BATCH_SIZE, type DecodeOptions } from './options.js';
 
 export function decode(bytes: AsyncIterable<Uint8Array>, opts: DecodeOptions): AsyncIterable<Batch> {
-  const batchSize = opts.batchSize ?? DEFAULT_BATCH_SIZE;
-  if (!Number.isInteger(batchSize) || batchSize < 1)
-    throw new SluiceError(`batch size must be a positive integer, got ${batchSize}`, {
-      hint: 'omit batchSize for the default, or pass a whole number of records such as 2000',
-    });
-  const ctx: DecodeContext = {
-    unit: opts.unit,
-    deadLetter: opts.deadLetter,
-    batchSize,
-    batchBytes: opts.batchSize === undefined ? (opts.batchBytes ?? DEFAULT_BATCH_BYTES) : Infinity,
-  };
-  const chunks = decompressed(bytes, opts.unit);
+  const ctx = decodeContext(opts);
+  const chunks = decompressed(bytes, opts.unit, inflateBounds(opts));
   switch (opts.format) {
     case 'jsonl':
       return decodeJsonl(chunks, ctx);

@@ -11,7 +11,8 @@
  */
 import type { Batch } from '../core/types.js';
 import { DecodeError, SluiceError } from '../core/errors.js';
-import { Batcher, type DecodeContext, isRecord, jsonFailure, kindOf, rejectRecord } from './context.js';
+import { LIMIT_OPTIONS, LimitExceeded, formatBytes } from '../core/limits.js';
+import { Batcher, type DecodeContext, isRecord, jsonFailure, kindOf, Oversized, rejectRecord } from './context.js';
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -85,6 +86,7 @@ class JsonArrayScanner {
   private found = false;
   /** Bytes of a path object's key being read, when that key spans chunks. */
   private keyParts: Buffer[] | null = null;
+  private keyBytes = 0;
   private anyContent = false;
   private inScalar = false;
   /** The deepest path object closed so far, for the "path not found" message. */
@@ -98,6 +100,9 @@ class JsonArrayScanner {
   private inElem = false;
   private elemOffset = 0;
   private elemParts: Buffer[] = [];
+  private elemBytes = 0;
+  /** The element being read is over the size limit: skipped to its end, only its length counted. */
+  private oversized: Oversized | null = null;
   private afterComma = false;
   /** An element was read by `lineElement` and its `,` or `]` is still ahead. */
   private awaitingDelimiter = false;
@@ -233,9 +238,24 @@ class JsonArrayScanner {
       }
       i++;
     }
-    if (begin >= 0) this.elemParts.push(buf.subarray(begin));
+    if (begin >= 0) this.elemPiece(buf.subarray(begin));
     this.depth = depth;
     return n;
+  }
+
+  /** A piece of an element that continues in the next chunk: kept, unless the element is over the size limit. */
+  private elemPiece(piece: Buffer): void {
+    if (this.oversized !== null) {
+      this.oversized.bytes += piece.length;
+      return;
+    }
+    this.elemParts.push(piece);
+    this.elemBytes += piece.length;
+    if (this.elemBytes > this.ctx.maxRecordBytes) {
+      this.oversized = new Oversized(this.elemOffset, this.elemParts, this.elemBytes);
+      this.elemParts = [];
+      this.elemBytes = 0;
+    }
   }
 
   /**
@@ -260,6 +280,8 @@ class JsonArrayScanner {
       end--;
       while (end > i && isSpace(buf[end - 1]!)) end--;
     }
+    // Over the size limit: scanned, so that its end is found by the structure rather than guessed from a line.
+    if (end - i > this.ctx.maxRecordBytes) return -1;
     let value: unknown;
     try {
       value = JSON.parse(buf.toString('utf8', i, end));
@@ -296,11 +318,28 @@ class JsonArrayScanner {
     }
     this.afterComma = delimiter === COMMA;
     this.inElem = false;
+    const max = this.ctx.maxRecordBytes;
+    if (this.oversized !== null) {
+      this.oversized.bytes += end;
+      this.oversized.reject(this.ctx, 'array element');
+      this.oversized = null;
+      return;
+    }
+    const size = this.elemParts.length > 0 ? this.elemBytes + end : end - begin;
+    if (size > max) {
+      // Judged by its length, never joined or parsed.
+      const first = this.elemParts.length > 0 ? this.elemParts : [buf.subarray(begin, end)];
+      new Oversized(this.elemOffset, first, size).reject(this.ctx, 'array element');
+      this.elemParts = [];
+      this.elemBytes = 0;
+      return;
+    }
     let text: string;
     if (this.elemParts.length > 0) {
       this.elemParts.push(buf.subarray(0, end));
       text = Buffer.concat(this.elemParts).toString('utf8');
       this.elemParts = [];
+      this.elemBytes = 0;
     } else {
       text = buf.toString('utf8', begin, end);
     }
@@ -409,8 +448,11 @@ class JsonArrayScanner {
     const parts = this.keyParts!;
     if (this.inString) {
       parts.push(buf.subarray(start, end));
+      this.keyBytes += end - start;
+      if (this.keyBytes > this.ctx.maxRecordBytes) throw this.keyTooLong();
       return;
     }
+    this.keyBytes = 0;
     parts.push(buf.subarray(start, end - 1));
     this.keyParts = null;
     const raw = Buffer.concat(parts).toString('utf8');
@@ -495,6 +537,17 @@ class JsonArrayScanner {
     return new SluiceError(
       `${this.ctx.unit}: path \`${this.path.join('.')}\` not found in the JSON document (${where} has no \`${this.path[depth]}\`${seen})`,
       { hint: 'set the path to the key that holds the array of records' },
+    );
+  }
+
+  /**
+   * A key of an object on the way to the array, longer than a record may be. It cannot be skipped like a record:
+   * whether the array lies under it is only known once it is read whole. No real answer has such keys.
+   */
+  private keyTooLong(): LimitExceeded {
+    return new LimitExceeded(
+      'maxRecordBytes',
+      `${this.ctx.unit}: a key of the JSON document is over the record size limit of ${formatBytes(this.ctx.maxRecordBytes)} (${LIMIT_OPTIONS.maxRecordBytes}) at byte ${this.offset}; the document cannot be read past it`,
     );
   }
 

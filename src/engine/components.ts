@@ -13,6 +13,8 @@ import type { BuiltTransform } from './stages/transform-chain.js';
 export interface Built {
   source: Source;
   sourceType: string;
+  /** The source reads local files only (its def says `offline`): no answer from the network to bound in time. */
+  offline: boolean;
   transforms: BuiltTransform[];
   sinks: { type: string; sink: Sink }[];
 }
@@ -44,6 +46,7 @@ export function buildComponents(config: any, deps: ComponentDeps, registry: Regi
     fn: findDef('transform', t.type, registry).create(t, deps) as BuiltTransform['fn'],
   }));
   const sinks = sinkConfigs(config).map((s) => ({ type: s.type, sink: buildSink(s, deps, registry) }));
-  const source = findDef('source', config.source.type, registry).create(config.source, deps) as Source;
-  return { source, sourceType: config.source.type, transforms, sinks };
+  const def = findDef('source', config.source.type, registry);
+  const source = def.create(config.source, deps) as Source;
+  return { source, sourceType: config.source.type, offline: def.offline === true, transforms, sinks };
 }

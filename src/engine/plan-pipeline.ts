@@ -1,5 +1,6 @@
 /** `sluice plan`: what a run would do, without starting paid work (no filter job, no trigger, no enrich). */
 import path from 'node:path';
+import { pipelineLimits } from '../pipeline/limits-schema.js';
 import type { Sink, SourceContext } from '../core/types.js';
 import type { ComponentDeps } from '../core/component.js';
 import { declaredOutput } from '../pipeline/declared-output.js';
@@ -38,6 +39,7 @@ export async function planPipeline(
   // The embedded emulator's saved state is read, never written, by a plan (it writes only when something changes).
   const service = new ServiceConnection(p.config.service, p.baseDir, log, counters, {
     emulatorStateFile: path.join(paths.stateDir, 'emulator.json'),
+    limits: pipelineLimits(p.config.limits),
   });
   hooks.onService?.(service);
   const deps: ComponentDeps = { log, baseDir: p.baseDir, client: () => service.get() };

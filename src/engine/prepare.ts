@@ -15,6 +15,7 @@
  */
 import { readdir, readFile, writeFile, mkdir, rename } from 'node:fs/promises';
 import path from 'node:path';
+import { pipelineLimits } from '../pipeline/limits-schema.js';
 import type { ComponentDeps } from '../core/component.js';
 import { EXIT_CODES, SluiceError } from '../core/errors.js';
 import type { Logger, SourceContext, StateStore } from '../core/types.js';
@@ -91,6 +92,7 @@ export async function preparePipeline(
   });
   const service = new ServiceConnection(p.config.service, p.baseDir, log, newRunCounters(), {
     emulatorStateFile: path.join(paths.rootStateDir, 'emulator.json'),
+    limits: pipelineLimits(p.config.limits),
   });
   try {
     const state = await FileStateStore.open(prepareStateFile(paths));

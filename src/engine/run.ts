@@ -10,7 +10,8 @@
  *
  * One run of a pipeline at a time: the state directory is locked first (stages/open-state.ts), then each file
  * sink's output directory (stages/lock-outputs.ts); the locks are released when the run ends, however it ends.
- * An interrupt (`RunOptions.signal`) stops new units, aborts reads in flight, and ends in InterruptedError.
+ * An interrupt (`RunOptions.signal`) stops new units at once; units in flight may commit during its grace
+ * (`limits.interrupt_grace_s`, engine/interrupt.ts), then their reads are aborted; the run ends in InterruptedError.
  */
 import path from 'node:path';
 import type { Logger, SinkContext, Source, SourceContext } from '../core/types.js';
@@ -20,6 +21,7 @@ import { openSinks } from './stages/open-sinks.js';
 import { EXIT_CODES, SluiceError } from '../core/errors.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
 import { declaredOutput } from '../pipeline/declared-output.js';
+import { pipelineLimits } from '../pipeline/limits-schema.js';
 import type { RunOptions, RunSummary } from './api.js';
 import { buildComponents, refuseShardedReplaceSinks, sinkConfigs } from './components.js';
 import { DeadLetterFile } from './dead-letter-file.js';
@@ -30,7 +32,7 @@ import { pipelinePaths } from './paths.js';
 import { findPrepared, seedPrepared } from './prepare.js';
 import { Progress } from './progress.js';
 import type { RunHooks } from './run-hooks.js';
-import { interrupted, interruptSignalOf } from './interrupt.js';
+import { InterruptGrace, interrupted, interruptSignalOf } from './interrupt.js';
 import type { LockOptions, RunLock } from './run-lock.js';
 import { outcomeOf, paidJobsOf, RunHistory, runHistoryFile, type RunRecord } from './run-history.js';
 import { ServiceConnection } from './service.js';
@@ -94,14 +96,14 @@ async function runAttempt(
   const paths = pipelinePaths(p, opts.shard);
   // A shard of a prepared job downloads that job and runs under its id (prepare.ts).
   const prepared = opts.shard ? await findPrepared(p, paths) : undefined;
-  // Aborted when the run is interrupted (the reads in flight stop) and when it ends (anything left waiting stops).
+  const limits = pipelineLimits(p.config.limits);
+  // Aborted when the run is interrupted (planning and waits stop, no new unit starts) and when it ends (anything
+  // left waiting stops). Units in flight read under `units` instead, which an interrupt aborts after its grace.
   const abort = new AbortController();
   const interrupt = opts.signal;
+  const grace = new InterruptGrace(limits.interruptGraceMs, log);
   const onInterrupt = (): void => {
-    // Said at once (through the progress-aware logger), not only when the run has wound down: never silent.
-    log.warn(
-      `${interruptSignalOf(interrupt!)}: stopping: no new units, commits in flight finish (a second signal exits at once)`,
-    );
+    grace.start(interruptSignalOf(interrupt!));
     abort.abort();
   };
   if (interrupt?.aborted) abort.abort();
@@ -125,6 +127,7 @@ async function runAttempt(
     });
   } catch (err) {
     interrupt?.removeEventListener('abort', onInterrupt);
+    grace.end();
     // Interrupted while waiting for the lock (`--wait`).
     throw interrupt?.aborted ? interrupted(interrupt, { total: 0, done: 0, skipped: 0, failed: 0 }) : err;
   }
@@ -176,6 +179,7 @@ async function runAttempt(
       // One embedded emulator account for the prepare step and every shard.
       emulatorStateFile: path.join(paths.rootStateDir, 'emulator.json'),
       ...watch.serviceCalls(),
+      limits,
     });
     hooks.onService?.(service);
     const deps: ComponentDeps = {
@@ -202,6 +206,7 @@ async function runAttempt(
     warnIfPoolCapsConcurrency(p, source, log);
     const sctx: SourceContext = {
       signal: abort.signal,
+      limits,
       log,
       state,
       counters,
@@ -283,11 +288,14 @@ async function runAttempt(
             log,
             counters,
             signal: abort.signal,
+            cancel: grace.units,
+            // A deadline bounds what the network sends; a local file takes as long as it takes.
+            ...(!built.offline && { timeoutMs: limits.unitTimeoutMs }),
             source,
-            attempt: (unit, scoped, todo, read) =>
+            attempt: (unit, scoped, todo, read, signal) =>
               loadUnit(unit, scoped, todo, {
                 source: read ?? source,
-                sctx,
+                sctx: { ...sctx, signal },
                 log,
                 chain: { transforms: built.transforms, log, deadLetter, counters },
                 ...(hooks.firstTransform && { firstTransform: hooks.firstTransform }),
@@ -332,6 +340,7 @@ async function runAttempt(
       interrupt?.removeEventListener('abort', onInterrupt);
       progress.stop();
       abort.abort();
+      grace.end();
       const closeFailure = await closeRun({ source, sinks, deadLetters: dlq, service, log });
       failure ??= closeFailure;
       summary = {
@@ -375,6 +384,7 @@ async function runAttempt(
   } finally {
     if (!lockHandedOver) {
       interrupt?.removeEventListener('abort', onInterrupt);
+      grace.end();
       await releaseLocks([lock], log);
     }
   }

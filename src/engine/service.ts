@@ -10,6 +10,7 @@ import type { ClientOptions } from '../client/api.js';
 import { createClient, type ServiceClient } from '../client/index.js';
 import { ConfigError, SluiceError } from '../core/errors.js';
 import { registerSecret } from '../core/redact.js';
+import type { Limits } from '../core/limits.js';
 import type { Logger } from '../core/types.js';
 import type { EmulatorHandle } from '../emulator/server.js';
 
@@ -44,6 +45,8 @@ export interface ServiceConnectionOptions {
   emulatorStateFile?: string;
   /** Told of every call to the service (ClientOptions.onCall): traces and paid-call counts. */
   onCall?: ClientOptions['onCall'];
+  /** The pipeline's bounds on answers (`limits:`, core/limits.ts); the client's defaults when absent. */
+  limits?: Pick<Limits, 'maxAnswerBytes' | 'callTimeoutMs'>;
 }
 
 export class ServiceConnection {
@@ -117,6 +120,12 @@ export class ServiceConnection {
       ...(config.api_key_variable !== undefined && { apiKeyVariable: config.api_key_variable }),
       ...(config.connections !== undefined && { connections: config.connections }),
       ...(config.timeouts !== undefined && { timeouts: config.timeouts }),
+      ...(this.options.limits !== undefined && {
+        limits: {
+          maxAnswerBytes: this.options.limits.maxAnswerBytes,
+          callTimeoutMs: this.options.limits.callTimeoutMs,
+        },
+      }),
       retry: {
         ...(r.retries !== undefined && { retries: r.retries }),
         ...(r.base_delay_ms !== undefined && { baseDelayMs: r.base_delay_ms }),

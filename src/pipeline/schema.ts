@@ -8,6 +8,7 @@ import type { ComponentDef } from '../core/component.js';
 import { metricsSchema, notifySchema } from '../observe/config.js';
 import { schemaContractOption } from '../schema/contract.js';
 import { resumePolicySchema } from '../sources/resume-policy.js';
+import { limitsSchema } from './limits-schema.js';
 import type { Registry } from './registry.js';
 
 /** `name` becomes a directory (`.sluice/<name>`) and a key in sinks' state: no separators, no dot-dot. */
@@ -129,6 +130,7 @@ export function pipelineSchema(reg: Registry) {
         .optional()
         .describe('Dead-letter file, relative to the pipeline file (default `<state_dir>/dead-letters.jsonl`).'),
       resume: resumePolicySchema.optional(),
+      limits: limitsSchema.optional(),
       fast_path: z
         .boolean()
         .default(true)

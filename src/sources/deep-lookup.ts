@@ -11,7 +11,7 @@ import { SluiceError } from '../core/errors.js';
 import type { Batch, Source, SourceContext, WorkUnit } from '../core/types.js';
 import type { ComponentDef, ComponentDeps } from '../core/component.js';
 import { decode } from '../decode/index.js';
-import { countBytes } from './bytes.js';
+import { countBytes, downloadBounds } from './bytes.js';
 import { rawDecodeOptions } from './raw-decode.js';
 import { formatMoney, moneySchema, parseMoney } from './money.js';
 import { unknownId } from './unknown-id.js';
@@ -142,6 +142,8 @@ class DeepLookupSource implements Source {
         ctx.report?.('request', `POST …/request/${requestId}/enrich ${e.column_name} (paid: not made by plan)`);
       return [unit];
     }
+    /** The request's own count of its records: the most its download may hold (bytes.ts). */
+    let matched: number | undefined;
     await this.waitFor(ctx, `request ${requestId}`, async () => {
       const s = await client.deepLookup.status(requestId).catch((err: unknown) => {
         if (this.cfg.request_id === undefined) throw missingJob(err, `deep lookup request ${requestId}`, job);
@@ -156,10 +158,12 @@ class DeepLookupSource implements Source {
         throw new SluiceError(`deep lookup request ${requestId} ended ${s.status}`, {
           hint: 'look at the request in the service; start a new one with `sluice run --fresh`',
         });
+      if (s.status === 'completed' && typeof s.matched_records === 'number') matched = s.matched_records;
       return s.status === 'completed';
     });
     for (const e of this.cfg.enrich) await this.enrichColumn(client, ctx, requestId, e);
-    return [unit];
+    // The count is no part of the id: the unit is the same whatever the service says it holds.
+    return [matched === undefined ? unit : { ...unit, params: { ...unit.params, matched_records: matched } }];
   }
 
   /** The request to download: configured, checkpointed by an earlier run, or triggered now (paid). */
@@ -353,11 +357,17 @@ class DeepLookupSource implements Source {
   async *read(unit: WorkUnit, ctx: SourceContext): AsyncIterable<Batch> {
     const client = await this.deps.client();
     const format = this.cfg.download.format;
-    const dl = await client.deepLookup.download(unit.params.request_id as string, format);
+    const dl = await client.deepLookup.download(unit.params.request_id as string, format, { signal: ctx.signal });
+    const matched = unit.params.matched_records;
     yield* decode(countBytes(dl.body, ctx.counters), {
       ...rawDecodeOptions(format),
       unit: unit.id,
       deadLetter: ctx.deadLetter,
+      // The request's own count of its records, when its last status gave one (plan).
+      bounds: downloadBounds(
+        ctx,
+        typeof matched === 'number' ? { count: matched, by: "the request's matched_records" } : undefined,
+      ),
     });
   }
 }

@@ -16,7 +16,7 @@ import { SluiceError } from '../core/errors.js';
 import type { Batch, RawDecodeOptions, RawFile, Source, SourceContext, WorkUnit } from '../core/types.js';
 import type { ComponentDef, ComponentDeps } from '../core/component.js';
 import { decode } from '../decode/index.js';
-import { countBytes } from './bytes.js';
+import { countBytes, localFileBounds } from './bytes.js';
 import { rawDecodeOptions } from './raw-decode.js';
 
 export const fileSchema = z
@@ -97,8 +97,12 @@ class FileSource implements Source {
   }
 
   /** The file itself: nothing to download. A sink that cannot read `items_path` natively refuses it. */
-  async rawFile(unit: WorkUnit): Promise<RawFile> {
-    return { path: unit.params.path as string, decode: this.decodeOptions, temporary: false };
+  async rawFile(unit: WorkUnit, ctx: SourceContext): Promise<RawFile> {
+    return {
+      path: unit.params.path as string,
+      decode: { ...this.decodeOptions, bounds: localFileBounds(ctx) },
+      temporary: false,
+    };
   }
 
   async plan(ctx: SourceContext): Promise<WorkUnit[]> {
@@ -157,6 +161,7 @@ class FileSource implements Source {
       ...this.decodeOptions,
       unit: unit.id,
       deadLetter: ctx.deadLetter,
+      bounds: localFileBounds(ctx),
     });
   }
 }

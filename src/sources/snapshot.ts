@@ -28,10 +28,11 @@ import {
 } from '../client/index.js';
 import { SluiceError } from '../core/errors.js';
 import { failpoint } from '../core/failpoints.js';
+import type { DecodeBounds } from '../core/limits.js';
 import type { Batch, RawDecodeOptions, RawFile, Source, SourceContext, WorkUnit } from '../core/types.js';
 import type { ComponentDef, ComponentDeps } from '../core/component.js';
-import { decode } from '../decode/index.js';
-import { countBytes } from './bytes.js';
+import { checkedBytes, decode } from '../decode/index.js';
+import { countBytes, downloadBounds } from './bytes.js';
 import { rawDecodeOptions } from './raw-decode.js';
 import { filterFieldNames, filterRefusal, matchesNothing, readFilterFiles, withCursor } from './filter.js';
 import { unknownId } from './unknown-id.js';
@@ -279,13 +280,23 @@ class SnapshotSource implements Source {
     return filter;
   }
 
+  /**
+   * The part on disk for a sink's native reader: decompressed and checked on the way under the unit's bounds
+   * (decode/checked-bytes.ts), so the file a sink reads holds no line over the record size limit and no more
+   * records than announced. Plain bytes on disk also spare the sink decompressing them again.
+   */
   async rawFile(unit: WorkUnit, ctx: SourceContext, tmpDir: string): Promise<RawFile> {
     const file = path.join(tmpDir, `${unit.id.replace(/[^a-zA-Z0-9_.-]/g, '_')}.${this.cfg.download.format}`);
-    await pipeline(
-      Readable.from(countBytes((await this.download(unit, ctx)).body, ctx.counters)),
-      createWriteStream(file),
-    );
-    return { path: file, decode: this.decodeOptions, temporary: true };
+    const bounds = this.bounds(ctx);
+    const body = countBytes((await this.download(unit, ctx)).body, ctx.counters);
+    const checked = checkedBytes(body, { ...this.decodeOptions, unit: unit.id, deadLetter: ctx.deadLetter, bounds });
+    await pipeline(Readable.from(checked), createWriteStream(file));
+    return { path: file, decode: { ...this.decodeOptions, bounds }, temporary: true };
+  }
+
+  /** A part holds `batch_size` records (the last one fewer): the service's own account, checked as it is read. */
+  private bounds(ctx: SourceContext): DecodeBounds {
+    return downloadBounds(ctx, { count: this.cfg.download.batch_size, by: "the download's batch_size" });
   }
 
   private async download(unit: WorkUnit, ctx: SourceContext): Promise<Download> {
@@ -311,6 +322,7 @@ class SnapshotSource implements Source {
       ...this.decodeOptions,
       unit: unit.id,
       deadLetter: ctx.deadLetter,
+      bounds: this.bounds(ctx),
     });
     const cursor = this.cfg.incremental?.cursor;
     if (cursor === undefined) return yield* batches;

@@ -100,6 +100,25 @@ describe('gzip detection and decompression', () => {
     }
   });
 
+  it('releases the input when a bound is passed (an endless body is not left open)', async () => {
+    for (const input of [gzip(text), Buffer.from(text)]) {
+      let released = false;
+      async function* body(): AsyncGenerator<Uint8Array> {
+        try {
+          for (;;) yield* chunks(input, 512);
+        } finally {
+          released = true;
+        }
+      }
+      const opts = { format: 'jsonl' as const, unit: 'u', deadLetter: () => {} };
+      const err = await (async () => {
+        for await (const _ of decode(body(), { ...opts, bounds: { limits: { maxUnitBytes: 4 * input.length } } }));
+      })().catch((e: unknown) => e);
+      expect((err as Error).message).toMatch(/limits\.max_unit_bytes/);
+      await vi.waitFor(() => expect(released).toBe(true), { timeout: 5000 });
+    }
+  });
+
   it('hands over batches of a huge single input chunk as they fill', async () => {
     // Every 10th line is bad: the dead letters seen by the first batch show how far decoding went.
     const lines = Array.from({ length: 200 }, (_, i) => (i % 10 === 9 ? '{bad' : JSON.stringify(companyRecord(i, 9))));

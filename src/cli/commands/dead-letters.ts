@@ -107,20 +107,24 @@ async function replay(
   if (!args.shard && (shard || sharded) && (await listDeadLetters(pipeline, shard)).length === 0) return false;
   const { formatSummary } = await import('../../engine/run.js');
   const of = shard ? ` of shard ${shardText(shard)}` : '';
-  const result = await interruptible(ctx, args['log-format'], (signal) =>
-    replayDeadLetters(
-      pipeline,
-      {
-        fresh: false,
-        logFormat: args['log-format'],
-        quiet: args.quiet,
-        progress: args.progress,
-        command: `sluice dead-letters ${args.pipeline} --replay${shard ? ` --shard ${shardText(shard)}` : ''}`,
-        signal,
-        ...(shard && { shard }),
-      },
-      { log: cliLogger(ctx, args) },
-    ),
+  const result = await interruptible(
+    ctx,
+    args['log-format'],
+    (signal) =>
+      replayDeadLetters(
+        pipeline,
+        {
+          fresh: false,
+          logFormat: args['log-format'],
+          quiet: args.quiet,
+          progress: args.progress,
+          command: `sluice dead-letters ${args.pipeline} --replay${shard ? ` --shard ${shardText(shard)}` : ''}`,
+          signal,
+          ...(shard && { shard }),
+        },
+        { log: cliLogger(ctx, args) },
+      ),
+    pipeline,
   );
   if (result.superseded > 0)
     ctx.io.err(

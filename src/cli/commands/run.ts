@@ -6,6 +6,8 @@ import { createLogger } from '../../engine/logger.js';
 import { DEFAULT_LOCK_WAIT, lockWait, parseShard, positiveInt } from '../args.js';
 import type { CliContext } from '../context.js';
 import { EXIT_CODES, SluiceError } from '../../core/errors.js';
+import { interruptGraceMs } from '../../core/limits.js';
+import type { LoadedPipeline } from '../../pipeline/load.js';
 
 export interface RunArgs {
   pipeline: string;
@@ -54,15 +56,17 @@ export function printSummary(ctx: CliContext, summary: RunSummary, format: 'text
 
 /** Machine readers of a JSON log get the partial counts of a failed run too; people get the one-line error. */
 /**
- * A run the user may interrupt (SIGINT/SIGTERM stop it between units): what it committed before a failure or an
- * interrupt is printed as a partial summary (JSON logs), and the error goes on.
+ * A run the user may interrupt (SIGINT/SIGTERM stop it; units in flight get the pipeline's grace to commit): what it
+ * committed before a failure or an interrupt is printed as a partial summary (JSON logs), and the error goes on.
  */
 export async function interruptible<T>(
   ctx: CliContext,
   format: 'text' | 'json',
   run: (signal: AbortSignal) => Promise<T>,
+  pipeline: LoadedPipeline,
 ): Promise<T> {
-  const interrupts = ctx.io.interrupts();
+  // The process ends within the pipeline's grace after the first signal, whatever the run is doing (io.ts).
+  const interrupts = ctx.io.interrupts({ exitAfterMs: interruptGraceMs(pipeline.config.limits) });
   try {
     return await run(interrupts.signal);
   } catch (err) {
@@ -141,23 +145,27 @@ export function runCommand(ctx: CliContext): CommandModule<object, RunArgs> {
       const { loadPipeline } = await import('../../pipeline/load.js');
       const pipeline = await loadPipeline(args.pipeline, ctx.io.env);
       const { formatSummary, runPipeline } = await import('../../engine/run.js');
-      const summary = await interruptible(ctx, args['log-format'], (signal) =>
-        runPipeline(
-          pipeline,
-          {
-            fresh: args.fresh,
-            ...(args['allow-duplicates'] && { allowDuplicates: true }),
-            resetCursor: args['reset-cursor'],
-            ...(shard !== undefined && { shard }),
-            logFormat: args['log-format'],
-            quiet: args.quiet,
-            progress: args.progress,
-            ...(args.wait !== undefined && { waitForLockMs: args.wait }),
-            command: `sluice run ${args.pipeline}${shard ? ` --shard ${shard.index}/${shard.count}` : ''}`,
-            signal,
-          },
-          { log: cliLogger(ctx, args) },
-        ),
+      const summary = await interruptible(
+        ctx,
+        args['log-format'],
+        (signal) =>
+          runPipeline(
+            pipeline,
+            {
+              fresh: args.fresh,
+              ...(args['allow-duplicates'] && { allowDuplicates: true }),
+              resetCursor: args['reset-cursor'],
+              ...(shard !== undefined && { shard }),
+              logFormat: args['log-format'],
+              quiet: args.quiet,
+              progress: args.progress,
+              ...(args.wait !== undefined && { waitForLockMs: args.wait }),
+              command: `sluice run ${args.pipeline}${shard ? ` --shard ${shard.index}/${shard.count}` : ''}`,
+              signal,
+            },
+            { log: cliLogger(ctx, args) },
+          ),
+        pipeline,
       );
       printSummary(ctx, summary, args['log-format'], formatSummary(summary));
       if (args.show !== undefined) {

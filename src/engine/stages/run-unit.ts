@@ -5,8 +5,13 @@
  *
  * Each attempt reads through a view of the source that sets the unit's cursor checkpoint (engine/cursor.ts), so
  * the checkpoint the sinks commit is the one of the rows they commit.
+ *
+ * Each attempt has a signal of its own, handed to the source (and through it to the HTTP body and the decoder):
+ * it aborts when the attempt has run for `limits.unit_timeout_s` (a body that drips forever), or when an
+ * interrupt's grace is spent (`cancel`). Nothing of an aborted attempt is committed.
  */
 import { DecodeError, SluiceError } from '../../core/errors.js';
+import { LIMIT_OPTIONS, LimitExceeded, formatSeconds } from '../../core/limits.js';
 import type { RetryPolicy } from '../../core/retry.js';
 import { sleep } from '../../core/sleep.js';
 import type { Counters, Logger, Sink, Source, WorkUnit } from '../../core/types.js';
@@ -22,34 +27,92 @@ export interface RunUnitOptions {
   counters: Counters;
   /** An aborted run tries nothing again. */
   signal: AbortSignal;
+  /** Aborted when units in flight must stop at once (an interrupt's grace is spent): cancels the attempt's reads. */
+  cancel?: AbortSignal;
+  /** Wall-clock limit of one attempt in ms (`limits.unit_timeout_s`); none when absent. */
+  timeoutMs?: number;
   /** The pipeline's source: an incremental one's unit checkpoints are set on `sinkUnit` as it is read. */
   source?: Source;
   /**
    * One attempt: read the unit (from `source`, the view of the pipeline's source that sets the checkpoint, when
-   * `RunUnitOptions.source` is given) and commit it into `sinks` (stages/load-unit.ts).
+   * `RunUnitOptions.source` is given) and commit it into `sinks` (stages/load-unit.ts). `signal` is the attempt's
+   * own: the source reads under it.
    */
-  attempt(unit: WorkUnit, sinkUnit: WorkUnit, sinks: Sink[], source?: Source): Promise<void>;
+  attempt(
+    unit: WorkUnit,
+    sinkUnit: WorkUnit,
+    sinks: Sink[],
+    source: Source | undefined,
+    signal: AbortSignal,
+  ): Promise<void>;
 }
 
 export async function runUnit(u: WorkUnit, sinkUnit: WorkUnit, sinks: Sink[], opts: RunUnitOptions): Promise<void> {
   for (let attempt = 1; ; attempt++) {
+    const limit = attemptLimit(u, opts);
+    let err: unknown;
     try {
       const source = opts.source && checkpointingSource(opts.source, u, sinkUnit);
-      await opts.attempt(u, sinkUnit, sinks, source);
+      await opts.attempt(u, sinkUnit, sinks, source, limit.signal);
       return;
-    } catch (err) {
-      if (opts.signal.aborted || !opts.retry.shouldRetry(attempt, err)) {
-        if (attempt >= opts.retry.attempts && err instanceof DecodeError) throw cutShortEveryTime(err, attempt);
-        throw err;
-      }
-      opts.counters.retries++;
-      const delay = opts.retry.delayMs(attempt, err);
-      // Decode errors already start with the unit id: say it once.
-      const why = errorText(err).replace(`${u.id}: `, '');
-      opts.log.warn(`unit ${u.id}: ${why}; reading it again in ${Math.round(delay)} ms`, { attempt });
-      await sleep(delay, opts.signal);
+    } catch (thrown) {
+      // Out of time, whatever the read made of its abort (a transport error, a sink's rollback).
+      err = limit.expired() ?? thrown;
+    } finally {
+      limit.clear();
     }
+    if (opts.signal.aborted || !opts.retry.shouldRetry(attempt, err)) {
+      if (attempt >= opts.retry.attempts && err instanceof DecodeError) throw cutShortEveryTime(err, attempt);
+      throw err;
+    }
+    opts.counters.retries++;
+    const delay = opts.retry.delayMs(attempt, err);
+    // Decode errors already start with the unit id: say it once.
+    const why = errorText(err).replace(`${u.id}: `, '');
+    opts.log.warn(`unit ${u.id}: ${why}; reading it again in ${Math.round(delay)} ms`, { attempt });
+    await sleep(delay, opts.signal);
   }
+}
+
+/** The signal one attempt reads under: the run's `cancel`, and the attempt's own deadline. */
+function attemptLimit(
+  u: WorkUnit,
+  opts: RunUnitOptions,
+): { signal: AbortSignal; expired(): LimitExceeded | undefined; clear(): void } {
+  const own = new AbortController();
+  let expired: LimitExceeded | undefined;
+  const ms = opts.timeoutMs;
+  const timer =
+    ms === undefined
+      ? undefined
+      : setTimeout(() => {
+          expired = new LimitExceeded(
+            'unitTimeoutMs',
+            `${u.id}: not read and committed within ${formatSeconds(ms)} (${LIMIT_OPTIONS.unitTimeoutMs}); its reads were cancelled and nothing of it was committed`,
+            {
+              hint:
+                'the service sent the unit too slowly (a body that trickles never pauses long enough for the body ' +
+                `timeout): run again later; on a slow link with large parts, raise ${LIMIT_OPTIONS.unitTimeoutMs}`,
+            },
+          );
+          own.abort(expired);
+        }, ms);
+  // Forwarded by hand rather than with AbortSignal.any: the listener is removed when the attempt ends, so a run of
+  // many units leaves nothing behind on the run's signal.
+  const cancel = opts.cancel;
+  const forward = (): void => own.abort(cancel!.reason);
+  if (cancel?.aborted) forward();
+  else cancel?.addEventListener('abort', forward, { once: true });
+  return {
+    signal: own.signal,
+    expired: () => expired,
+    clear: () => {
+      clearTimeout(timer);
+      cancel?.removeEventListener('abort', forward);
+      // Whatever of the attempt is still open (a body its reader left unreleased) ends with it.
+      if (!own.signal.aborted) own.abort(new SluiceError(`${u.id}: the attempt is over`));
+    },
+  };
 }
 
 /** A unit whose bytes came short or corrupt on every attempt: no point telling the user to "rerun to download". */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DecodeError, SluiceError, TransientError } from '../../../src/core/errors.js';
+import { LimitExceeded } from '../../../src/core/limits.js';
 import { RetryPolicy } from '../../../src/core/retry.js';
 import type { WorkUnit } from '../../../src/core/types.js';
 import { runUnit, type RunUnitOptions } from '../../../src/engine/stages/run-unit.js';
@@ -71,5 +72,40 @@ describe('runUnit', () => {
     const { opts, attempts } = options([busy], { signal: abort.signal });
     await expect(runUnit(unit, scoped, [], opts)).rejects.toBe(busy);
     expect(attempts()).toBe(1);
+  });
+
+  it('an attempt past timeoutMs: its signal aborts its reads, and the unit fails at once with the limit named', async () => {
+    let tries = 0;
+    const { opts } = options([], {
+      timeoutMs: 100,
+      // A read that only ends when its signal aborts (a drip-fed body).
+      attempt: async (_u, _s, _sinks, _source, signal) => {
+        tries++;
+        await new Promise<void>((_, reject) =>
+          signal.addEventListener('abort', () => reject(new Error('socket closed'))),
+        );
+      },
+    });
+    const err = (await runUnit(unit, scoped, [], opts).catch((e: unknown) => e)) as LimitExceeded;
+    expect(err).toBeInstanceOf(LimitExceeded);
+    expect(err.message).toBe(
+      'u1: not read and committed within 0.1 s (limits.unit_timeout_s); its reads were cancelled and nothing of it was committed',
+    );
+    // The service would drip again: not retried.
+    expect(tries).toBe(1);
+  });
+
+  it('cancel (an interrupt whose grace is spent) aborts the attempt in flight with its reason', async () => {
+    const cancel = new AbortController();
+    const reason = new SluiceError('abandoned');
+    const { opts } = options([], {
+      cancel: cancel.signal,
+      signal: cancel.signal,
+      attempt: async (_u, _s, _sinks, _source, signal) => {
+        cancel.abort(reason);
+        signal.throwIfAborted();
+      },
+    });
+    await expect(runUnit(unit, scoped, [], opts)).rejects.toBe(reason);
   });
 });
