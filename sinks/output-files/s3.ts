@@ -28,6 +28,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { z } from 'zod';
 import { SluiceError } from '../../src/core/errors.js';
+import { secretOption } from '../../src/core/secret-option.js';
 import { failpoint } from '../../src/core/failpoints.js';
 import { shardTag, type ShardRef } from './manifest.js';
 
@@ -44,13 +45,15 @@ export interface UploadJournal {
 
 export const s3Option = z
   .object({
-    endpoint: z
-      .string()
-      .url()
-      .optional()
-      .describe(
-        'Endpoint of an S3-compatible store (MinIO, R2, …). Default: `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL`, else AWS.',
-      ),
+    endpoint: secretOption(
+      z
+        .string()
+        .url()
+        .describe(
+          'Endpoint of an S3-compatible store (MinIO, R2, …). Default: `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL`, else AWS.',
+        ),
+      'connection',
+    ).optional(),
     region: z.string().min(1).optional().describe('Region. Default: `AWS_REGION` or the profile, else `us-east-1`.'),
     force_path_style: z
       .boolean()

@@ -5,6 +5,7 @@
  * (EXIT_CODES in core/errors.ts): 2 for a wrong command line or pipeline file, 1 for anything unexpected.
  */
 import { EXIT_CODES, InterruptedError, SluiceError } from '../core/errors.js';
+import { printableLine, printableLines } from '../core/printable.js';
 import type { CliIo } from './io.js';
 
 /** A command line yargs or a command refused: wrong arguments, a missing `--yes`. */
@@ -17,8 +18,9 @@ export class UsageError extends SluiceError {
 
 export type ErrorFormat = 'text' | 'json';
 
+/** One line, without control characters (the message may quote data or the service's answer). */
 function oneLine(text: string): string {
-  return text.replace(/\s*\n\s*/g, ' ').trim();
+  return printableLine(text.replace(/\s*\n\s*/g, ' ').trim());
 }
 
 const UNEXPECTED_HINT = 'this is not an error sluice expected: run again with --debug and report the stack trace';
@@ -28,7 +30,7 @@ export function reportError(io: CliIo, err: unknown, opts: { debug: boolean; for
   const message = oneLine(err instanceof Error ? err.message : String(err)) || 'unexpected failure';
   const hint = expected ? (err.hint !== undefined ? oneLine(err.hint) : undefined) : UNEXPECTED_HINT;
   const exitCode = expected ? err.exitCode : EXIT_CODES.failure;
-  const stack = opts.debug && err instanceof Error ? err.stack : undefined;
+  const stack = opts.debug && err instanceof Error && err.stack ? printableLines(err.stack) : undefined;
   if (opts.format === 'json') {
     io.err(
       JSON.stringify({

@@ -216,7 +216,7 @@ describe('typing of interpolated values', () => {
     const f = file('  type: serp\n  zone: z${N}\n  queries: ["${N}"]\n  concurrency: ${N}');
     const { problems } = await validatePipeline(f, { KEY: 'k', N: 'four' });
     expect(problems.map((p) => p.message.slice(f.length + 1))).toEqual([
-      '10:16: source.concurrency: expected a number, got a string ("four") from `${N}`',
+      '10:16: source.concurrency: expected a number, got a string from `${N}`',
     ]);
     const ok = await loadPipeline(f, { KEY: 'k', N: '8' });
     expect(ok.config.source.zone).toBe('z8');
