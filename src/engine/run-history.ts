@@ -11,6 +11,8 @@ import { open, readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { EXIT_CODES, InterruptedError, SluiceError } from '../core/errors.js';
+import { PRIVATE_FILE } from '../core/private-files.js';
+import { redact } from '../core/redact.js';
 import { PAID_JOBS_KEY, type PaidJob } from '../sources/saved-job.js';
 import { errorText } from './error-text.js';
 import type { SinkSchemaChanges } from './api.js';
@@ -131,9 +133,9 @@ export class RunHistory {
   }
 
   private async append(records: readonly RunRecord[]): Promise<void> {
-    const fh = await open(this.file, 'a');
+    const fh = await open(this.file, 'a', PRIVATE_FILE);
     try {
-      await fh.write(records.map((r) => JSON.stringify(r) + '\n').join(''));
+      await fh.write(redact(records.map((r) => JSON.stringify(r) + '\n').join('')));
       await fh.sync();
     } finally {
       await fh.close();

@@ -18,6 +18,7 @@ import { pollSnapshot } from '../client/poll.js';
 import { ServiceError, type Download, type ServiceClient, type SnapshotMeta } from '../client/index.js';
 import { SluiceError } from '../core/errors.js';
 import { failpoint } from '../core/failpoints.js';
+import { PRIVATE_FILE } from '../core/private-files.js';
 import type { Batch, RawDecodeOptions, RawFile, Source, SourceContext, WorkUnit } from '../core/types.js';
 import type { ComponentDef, ComponentDeps } from '../core/component.js';
 import { decode } from '../decode/index.js';
@@ -282,7 +283,8 @@ class SnapshotSource implements Source {
     const file = path.join(tmpDir, `${unit.id.replace(/[^a-zA-Z0-9_.-]/g, '_')}.${this.cfg.download.format}`);
     await pipeline(
       Readable.from(countBytes((await this.download(unit, ctx)).body, ctx.counters)),
-      createWriteStream(file),
+      // Raw records, until the unit is loaded: the user's alone.
+      createWriteStream(file, { mode: PRIVATE_FILE }),
     );
     return { path: file, decode: this.decodeOptions, temporary: true };
   }
