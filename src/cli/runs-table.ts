@@ -60,6 +60,7 @@ function details(r: RunRecord): string[] {
     out.push(`paid job: ${j.kind} ${j.id}${j.started_at ? ` started ${localTime(j.started_at)}` : ''}`);
   for (const s of r.sinks ?? []) out.push(`sink: ${s.sink}: ${s.committedUnits} unit(s) committed`);
   for (const c of r.schemaChanges ?? []) out.push(`schema: ${c.sink}: ${c.changes.map(formatSchemaChange).join(', ')}`);
+  for (const w of r.warnings ?? []) out.push(`warning: ${w}`);
   return out;
 }
 

@@ -62,6 +62,8 @@ export interface RunRecord {
   sinks?: SinkOutcome[];
   /** Columns the attempt added to or widened in each sink's table / dataset (only sinks that changed something). */
   schemaChanges?: SinkSchemaChanges[];
+  /** What the attempt warned about (run-warnings.ts), e.g. a cursor value from the future it did not take. */
+  warnings?: string[];
 }
 
 export function runHistoryFile(stateDir: string): string {

@@ -26,6 +26,7 @@ import { DeadLetterFile } from './dead-letter-file.js';
 import { FailureBudget, parseDeadLetterLimit } from './failure-budget.js';
 import { withLineage } from './lineage.js';
 import { createLogger } from './logger.js';
+import { RunWarnings } from './run-warnings.js';
 import { pipelinePaths } from './paths.js';
 import { findPrepared, seedPrepared } from './prepare.js';
 import { Progress } from './progress.js';
@@ -81,7 +82,10 @@ async function runAttempt(
     },
   );
   // On a terminal, log lines appear above the progress bars rather than through them.
-  const log = progress.wrap(hooks.log ?? createLogger({ format: opts.logFormat, level: opts.quiet ? 'warn' : 'info' }));
+  const warnings = new RunWarnings();
+  const log = warnings.wrap(
+    progress.wrap(hooks.log ?? createLogger({ format: opts.logFormat, level: opts.quiet ? 'warn' : 'info' })),
+  );
   // Before any state, lock or paid call: no sink can take `replace` from shards (core/sharded-replace.ts).
   refuseShardedReplaceSinks(p.config, opts.shard);
   // A shard keeps its state, temp files and lock apart from the other shards (paths.ts).
@@ -309,7 +313,10 @@ async function runAttempt(
       );
       // Written while the lock is held: the next run must not find this attempt `running` and call it crashed.
       await history
-        .end(attemptRecord(attempt, summary, failure, paidJobsOf(state), sinks, committedPerSink))
+        .end({
+          ...attemptRecord(attempt, summary, failure, paidJobsOf(state), sinks, committedPerSink),
+          ...(warnings.list().length > 0 && { warnings: warnings.list() }),
+        })
         .catch((e: unknown) => log.warn(`recording the run in ${history.file}: ${errorText(e)}`));
       // Released after the sinks closed (a DuckDB file is checkpointed on close): the next run finds them settled.
       await releaseLocks([lock, ...outputLocks], log);

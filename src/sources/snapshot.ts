@@ -23,6 +23,7 @@ import type { Batch, RawDecodeOptions, RawFile, Source, SourceContext, WorkUnit 
 import type { ComponentDef, ComponentDeps } from '../core/component.js';
 import { decode } from '../decode/index.js';
 import { countBytes } from './bytes.js';
+import { CursorBound, DEFAULT_MAX_AHEAD_S, rejectedCursorWarning } from './cursor-bound.js';
 import { rawDecodeOptions } from './raw-decode.js';
 import {
   checkCursorFits,
@@ -74,6 +75,14 @@ export const snapshotSchema = z
         initial: z
           .union([z.string(), z.number()])
           .describe('Load records whose cursor is above this on the first run, e.g. "2025-01-01T00:00:00Z".'),
+        max_ahead_s: z
+          .number()
+          .int()
+          .min(0)
+          .default(DEFAULT_MAX_AHEAD_S)
+          .describe(
+            "A date cursor value later than the run's start plus this many seconds is not taken as the cursor (the record is still loaded, with a warning): one bad date such as 9999-12-31 would otherwise make every later run load nothing. Default 86400 (a day: local times labelled UTC run up to 14 h ahead).",
+          ),
       })
       .strict()
       .optional()
@@ -124,6 +133,8 @@ class SnapshotSource implements Source {
   readonly unitCheckpoint?: (unit: WorkUnit) => CursorCheckpoint | undefined;
   /** Largest cursor value read per unit, for `unitCheckpoint`. */
   private readonly maxima = new Map<string, string | number>();
+  /** The latest value a run takes as its cursor (cursor-bound.ts). */
+  private readonly bound: CursorBound;
   /** What a part's bytes are: the same for `read()` and `rawFile()`. */
   private readonly decodeOptions: RawDecodeOptions;
 
@@ -133,6 +144,7 @@ class SnapshotSource implements Source {
   ) {
     this.concurrency = cfg.concurrency;
     this.checkpointFromRows = cfg.incremental !== undefined;
+    this.bound = new CursorBound(cfg.incremental?.max_ahead_s);
     const cursor = cfg.incremental?.cursor;
     if (cursor !== undefined)
       this.unitCheckpoint = (unit) => {
@@ -153,6 +165,7 @@ class SnapshotSource implements Source {
   }
 
   async plan(ctx: SourceContext): Promise<WorkUnit[]> {
+    this.bound.start(ctx);
     const client = await this.deps.client();
     const job = await this.snapshotJob(client, ctx);
     if (job === undefined) return [];
@@ -264,7 +277,14 @@ class SnapshotSource implements Source {
     const key = `snapshot:cursor:${inc.cursor}`;
     let after = ctx.state.get<string | number>(key);
     if (after === undefined) {
-      after = lastCursorValue(ctx.checkpoints, inc.cursor) ?? inc.initial;
+      // A checkpoint from the future (committed before cursors were bounded) is not a lower bound either.
+      const future: string[] = [];
+      const accepts = (v: string | number): boolean => this.bound.accepts(v, ctx) || (future.push(String(v)), false);
+      after = lastCursorValue(ctx.checkpoints, inc.cursor, accepts) ?? inc.initial;
+      if (future.length > 0)
+        ctx.log.warn(
+          `incremental: committed ${inc.cursor} ${JSON.stringify(future.sort().at(-1))} is later than ${this.bound.describe()}: not used as the lower bound`,
+        );
       if (!ctx.dryRun) await ctx.state.set(key, after);
     }
     const filter = withCursor(this.cfg.filter, inc.cursor, after)!;
@@ -319,16 +339,22 @@ class SnapshotSource implements Source {
     if (cursor === undefined) return yield* batches;
     // A read again (retry) starts over: its checkpoint is that of the rows it yields this time.
     this.maxima.delete(unit.id);
+    let rejected: { count: number; first: string } | undefined;
     for await (const batch of batches) {
       let max = this.maxima.get(unit.id);
       for (const row of batch) {
         const v = row[cursor];
-        if ((typeof v === 'string' || typeof v === 'number') && (max === undefined || compareCursor(v, max) > 0))
-          max = v;
+        if ((typeof v !== 'string' && typeof v !== 'number') || (max !== undefined && compareCursor(v, max) <= 0))
+          continue;
+        if (this.bound.accepts(v, ctx)) max = v;
+        else if (rejected) rejected.count++;
+        else rejected = { count: 1, first: String(v) };
       }
       if (max !== undefined) this.maxima.set(unit.id, max);
       yield batch;
     }
+    const part = `snapshot ${String(unit.params.snapshot_id)} part ${String(unit.params.part)}`;
+    if (rejected) ctx.log.warn(rejectedCursorWarning(part, cursor, rejected, this.bound));
   }
 }
 
@@ -345,11 +371,13 @@ export function compareCursor(a: string | number, b: string | number): number {
 export function lastCursorValue(
   checkpoints: ReadonlyMap<string, unknown> | undefined,
   cursor: string,
+  accepts: (value: string | number) => boolean = () => true,
 ): string | number | undefined {
   let last: string | number | undefined;
   for (const cp of checkpoints?.values() ?? []) {
     const c = cp as Partial<CursorCheckpoint> | null;
     if (c?.cursor !== cursor || (typeof c.max !== 'string' && typeof c.max !== 'number')) continue;
+    if (!accepts(c.max)) continue;
     if (last === undefined || compareCursor(c.max, last) > 0) last = c.max;
   }
   return last;

@@ -6,6 +6,7 @@
  * does not read page 1 again still recognises the short last page.
  */
 import type { StateStore } from '../../core/types.js';
+import { CursorBound, rejectedCursorWarning } from '../cursor-bound.js';
 import { targetUrl, type PageOutcome, type PagePosition, type Pager } from './pager.js';
 import type { CrawlIncremental } from './source.js';
 
@@ -131,8 +132,12 @@ export function reviewsIncremental(maxPages: number): CrawlIncremental {
   const known = new Map<string, KnownPlace>();
   let saved = 0;
   let stopped = 0;
+  // A review dated in the future is loaded, but never becomes a place's newest date (cursor-bound.ts): every later
+  // run would take all of the place's reviews for ones loaded before and stop at its first page.
+  const bound = new CursorBound();
   return {
     async plan(subjects, ctx) {
+      bound.start(ctx);
       known.clear();
       const before: Record<string, PlaceBefore> = {};
       for (const cp of ctx.checkpoints?.values() ?? []) {
@@ -143,7 +148,8 @@ export function reviewsIncremental(maxPages: number): CrawlIncremental {
         for (const id of c.ids) place.ids.add(id);
         const b = (before[c.fid] ??= { loaded: 0 });
         if (typeof c.loaded === 'number') b.loaded = Math.max(b.loaded, c.loaded);
-        if (c.newest !== undefined && (b.newest === undefined || c.newest > b.newest)) b.newest = c.newest;
+        if (c.newest !== undefined && (b.newest === undefined || c.newest > b.newest) && bound.accepts(c.newest, ctx))
+          b.newest = c.newest;
       }
       // Dates and counts as they stood when the run started: a resumed run must not take the newest date its own
       // first pages committed for a bound, or the new reviews on its later pages would look old. Ids are safe.
@@ -156,7 +162,7 @@ export function reviewsIncremental(maxPages: number): CrawlIncremental {
       }
       return subjects;
     },
-    page(payload, at) {
+    page(payload, at, fetchedAt) {
       const reviews = Array.isArray(payload.reviews) ? (payload.reviews as Record<string, unknown>[]) : [];
       const place = known.get(at.subject);
       let fresh = reviews.length;
@@ -172,8 +178,14 @@ export function reviewsIncremental(maxPages: number): CrawlIncremental {
       if (fresh < 0) fresh = reviews.length;
       const kept = reviews.slice(0, fresh);
       let newest = place?.newest;
-      for (const r of kept)
-        if (typeof r.date === 'string' && (newest === undefined || r.date > newest)) newest = r.date;
+      let rejected: { count: number; first: string } | undefined;
+      const clock = { now: () => fetchedAt.getTime() };
+      for (const r of kept) {
+        if (typeof r.date !== 'string' || (newest !== undefined && r.date <= newest)) continue;
+        if (bound.accepts(r.date, clock)) newest = r.date;
+        else if (rejected) rejected.count++;
+        else rejected = { count: 1, first: r.date };
+      }
       const loaded = (place?.loaded ?? 0) + at.start + kept.length;
       if (stop) {
         stopped++;
@@ -187,7 +199,14 @@ export function reviewsIncremental(maxPages: number): CrawlIncremental {
         ...(newest !== undefined && { newest }),
         loaded,
       };
-      return { payload: stop ? { ...payload, reviews: kept } : payload, stop, checkpoint };
+      return {
+        payload: stop ? { ...payload, reviews: kept } : payload,
+        stop,
+        checkpoint,
+        ...(rejected && {
+          warning: rejectedCursorWarning(`reviews of ${at.subject} page ${at.page}`, 'date', rejected, bound),
+        }),
+      };
     },
     summary: () =>
       stopped === 0
