@@ -25,12 +25,20 @@ function oneLine(text: string): string {
 
 const UNEXPECTED_HINT = 'this is not an error sluice expected: run again with --debug and report the stack trace';
 
+/** A stack's lines kept, its first (`Name: message`, which may quote data) made one line. */
+function printableStack(err: Error, stack: string): string {
+  const head = `${err.name}: ${err.message}`;
+  return stack.startsWith(head)
+    ? printableLine(head) + printableLines(stack.slice(head.length))
+    : printableLines(stack);
+}
+
 export function reportError(io: CliIo, err: unknown, opts: { debug: boolean; format: ErrorFormat }): number {
   const expected = err instanceof SluiceError;
   const message = oneLine(err instanceof Error ? err.message : String(err)) || 'unexpected failure';
   const hint = expected ? (err.hint !== undefined ? oneLine(err.hint) : undefined) : UNEXPECTED_HINT;
   const exitCode = expected ? err.exitCode : EXIT_CODES.failure;
-  const stack = opts.debug && err instanceof Error && err.stack ? printableLines(err.stack) : undefined;
+  const stack = opts.debug && err instanceof Error && err.stack ? printableStack(err, err.stack) : undefined;
   if (opts.format === 'json') {
     io.err(
       JSON.stringify({

@@ -56,7 +56,7 @@ export const snapshotSchema = z
     type: z.literal('snapshot'),
     dataset_id: z
       .string()
-      .regex(/^gd_[a-z0-9]+$/i, 'a dataset id looks like gd_l1vikfnt1wgvvqz95w')
+      .regex(/^gd_[a-z0-9]{1,60}$/i, 'a dataset id looks like gd_l1vikfnt1wgvvqz95w')
       .optional()
       .describe('Dataset to filter (`gd_…`). Required with `filter`.'),
     filter: filterSchema
@@ -91,7 +91,7 @@ export const snapshotSchema = z
       ),
     snapshot_id: z
       .string()
-      .regex(/^(snap|s)_[a-z0-9]+$/i, 'a snapshot id looks like snap_m2bxug4e2o352v1jv1')
+      .regex(/^(snap|s)_[a-z0-9]{1,60}$/i, 'a snapshot id looks like snap_m2bxug4e2o352v1jv1')
       .optional()
       .describe('Download this existing snapshot instead of filtering.'),
     download: snapshotDownloadSchema.default({ format: 'jsonl', compress: true, batch_size: 10_000 }),
@@ -300,7 +300,7 @@ class SnapshotSource implements Source {
   }
 
   async rawFile(unit: WorkUnit, ctx: SourceContext, tmpDir: string): Promise<RawFile> {
-    const file = path.join(tmpDir, `${unit.id.replace(/[^a-zA-Z0-9_.-]/g, '_')}.${this.cfg.download.format}`);
+    const file = path.join(tmpDir, `${tempFileStem(unit.id)}.${this.cfg.download.format}`);
     await pipeline(
       Readable.from(countBytes((await this.download(unit, ctx)).body, ctx.counters)),
       // Raw records, until the unit is loaded: the user's alone.
@@ -356,6 +356,16 @@ class SnapshotSource implements Source {
     const part = `snapshot ${String(unit.params.snapshot_id)} part ${String(unit.params.part)}`;
     if (rejected) ctx.log.warn(rejectedCursorWarning(part, cursor, rejected, this.bound));
   }
+}
+
+/**
+ * A unit's download file name: its id made safe, and short whatever the service answered as a snapshot id (an id of
+ * hundreds of characters would exceed the file system's name limit).
+ */
+function tempFileStem(unitId: string): string {
+  const safe = unitId.replace(/[^a-zA-Z0-9_.-]/g, '_');
+  if (safe.length <= 120) return safe;
+  return `${safe.slice(0, 100)}-${createHash('sha256').update(unitId).digest('hex').slice(0, 16)}`;
 }
 
 /** Cursor values compare as dates when both are date strings, as numbers when both are numbers, else as text. */

@@ -18,8 +18,8 @@ export const REVIEWS_STATE_KEY = 'reviews:discovered';
 /** Reviews on the first page of each place, by fid. */
 export const REVIEWS_FIRST_SIZE_KEY = 'reviews:first_page_size';
 
-/** A feature id: two colon-joined hex values, each prefixed `0x`. */
-export const FID_PATTERN = /^0x[0-9a-f]+:0x[0-9a-f]+$/i;
+/** A feature id: two colon-joined 64-bit hex values, each prefixed `0x`. */
+export const FID_PATTERN = /^0x[0-9a-f]{1,16}:0x[0-9a-f]{1,16}$/i;
 
 export interface ReviewPagesOptions {
   /** Search engine URL the target URLs are built on. */
