@@ -7,22 +7,19 @@
  * pipeline's directory (state, history, dead letters, JSONL and DuckDB outputs), and every table of the Postgres
  * database. Never found, whole or in part.
  *
- * In this process (runCli, its output passed through what the real process does to it: cli/io.ts `printed`), with a
- * distinct canary per form: secrets are registered process-wide, and one form's registration must not hide
- * another's leak.
+ * In this process (canary.ts `sluice`: the output as the real process writes it), with a distinct canary per form:
+ * secrets are registered process-wide, and one form's registration must not hide another's leak.
  */
-import { lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../src/cli/cli.js';
-import { printed } from '../../src/cli/io.js';
 import { EXIT_CODES } from '../../src/core/errors.js';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
-import { memoryIo } from '../cli/memory-io.js';
 import { startPostgres, type PostgresServer } from '../support/postgres-server.js';
 import { startS3Server } from '../support/s3-server.js';
+import { everyFile, piecesIn, piecesOf, sluice, type Command } from './canary.js';
 
 /**
  * The canaries: each has a core of letters and digits (never escaped, so found in any encoding of the secret) and
@@ -42,14 +39,8 @@ const CANARY = {
 };
 
 /** Every 8-character piece of every canary's core: a message quoting a window of raw text can hold part of one. */
-const PIECES = Object.values(CANARY).flatMap(({ core }) =>
-  Array.from({ length: core.length - 7 }, (_, i) => core.slice(i, i + 8)),
-);
-
-function leaksIn(bytes: Buffer | string): string[] {
-  const b = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes);
-  return PIECES.filter((p) => b.includes(p) || b.includes(Buffer.from(p, 'utf16le')));
-}
+const PIECES = piecesOf(...Object.values(CANARY).map(({ core }) => core));
+const leaksIn = (text: string | Buffer): string[] => piecesIn(PIECES, text);
 
 let pg: PostgresServer;
 let emu: EmulatorHandle;
@@ -78,18 +69,6 @@ afterAll(async () => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-/** Every file under `dir` (symlinks not followed), as bytes. */
-function everyFile(root: string, dir = root): { file: string; bytes: Buffer }[] {
-  const out: { file: string; bytes: Buffer }[] = [];
-  for (const name of readdirSync(dir)) {
-    const p = path.join(dir, name);
-    const st = lstatSync(p);
-    if (st.isDirectory()) out.push(...everyFile(root, p));
-    else if (st.isFile()) out.push({ file: path.relative(root, p), bytes: readFileSync(p) });
-  }
-  return out;
-}
-
 /** Every row of every table of the database, as text. */
 async function databaseText(database: string): Promise<string> {
   const tables = await pg.query<{ s: string; t: string }>(
@@ -105,13 +84,6 @@ async function databaseText(database: string): Promise<string> {
   return text;
 }
 
-interface Command {
-  args: string[];
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 /** A pipeline directory: p.yaml and an input with one good and one bad record (a dead letter). */
 function pipelineDir(yaml: string): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'sluice-conn-secrets-'));
@@ -119,22 +91,6 @@ function pipelineDir(yaml: string): string {
   writeFileSync(path.join(dir, 'p.yaml'), yaml);
   writeFileSync(path.join(dir, 'in.jsonl'), '{"id": 1, "name": "a"}\n{"id": 2, "name": \n{"id": 3, "name": "c"}\n');
   return dir;
-}
-
-/** `sluice …args` in this process, with `env` set in the process's environment too (the pg driver reads it). */
-async function sluice(args: string[], env: Record<string, string>): Promise<Command> {
-  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
-  Object.assign(process.env, env);
-  try {
-    const io = memoryIo({ ...process.env });
-    const code = await runCli(args, io);
-    // What the real process writes of it (cli/io.ts).
-    return { args, code, stdout: io.stdout.map(printed).join('\n'), stderr: io.stderr.map(printed).join('\n') };
-  } finally {
-    for (const [k, v] of Object.entries(saved))
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-  }
 }
 
 /** Every command's output and every file of `dir` (and the database): no piece of any canary. */
