@@ -50,25 +50,29 @@ export function registerConnectionSecrets(text: string): void {
  * The credentials inside a connection string, in any form sluice is given one:
  * - a URL's userinfo (`postgres://user:PASSWORD@host/db`, `https://user:PASSWORD@host`): the password, raw and
  *   percent-decoded; a userinfo without a password on an http(s) URL is a token (`https://TOKEN@host`);
- * - a URL's `password=` query parameter (libpq and the pg driver accept it);
- * - libpq's `key=value` form (`host=h user=u password=PASSWORD dbname=d`), the value bare or single-quoted with
- *   `\'` and `\\` escapes, `=` with or without spaces around it.
+ * - a URL's `password=` (and `sslpassword=`) query parameter (libpq and the pg driver accept it);
+ * - libpq's `key=value` form (`host=h user=u password=PASSWORD dbname=d`, `sslpassword` too), the value bare or
+ *   single-quoted with `\'` and `\\` escapes, `=` with or without spaces around it.
  */
 export function connectionSecrets(text: string): string[] {
   const found: string[] = [];
-  for (const m of text.matchAll(/\b([a-z][a-z0-9+.-]*):\/\/([^\s/?#@]*)@/gi)) {
+  // Up to the authority's last `@`, as URL parsers read it: a password may hold an `@` its writer did not encode.
+  for (const m of text.matchAll(/\b([a-z][a-z0-9+.-]*):\/\/([^\s/?#]*)@/gi)) {
     const scheme = m[1]!.toLowerCase();
     const userinfo = m[2]!;
     const colon = userinfo.indexOf(':');
     if (colon >= 0) found.push(...decoded(userinfo.slice(colon + 1)));
     else if (scheme === 'http' || scheme === 'https') found.push(...decoded(userinfo));
   }
-  for (const m of text.matchAll(/[?&]password=([^&#\s]*)/gi)) found.push(...decoded(m[1]!));
+  for (const m of text.matchAll(/[?&](?:ssl)?password=([^&#\s]*)/gi)) found.push(...decoded(m[1]!));
   if (isKeyValueConnectionString(text)) {
-    const password = parseKeyValueConnectionString(text)?.get('password');
-    if (password !== undefined) found.push(password);
+    const pairs = parseKeyValueConnectionString(text);
+    for (const key of ['password', 'sslpassword']) {
+      const value = pairs?.get(key);
+      if (value !== undefined) found.push(value);
+    }
     // Even where the text is not well formed (an unclosed quote), what follows `password=` is taken for the secret.
-    for (const m of text.matchAll(/(?:^|\s)password\s*=\s*('(?:\\.|[^'\\])*'?|\S+)/gi)) {
+    for (const m of text.matchAll(/(?:^|\s)(?:ssl)?password\s*=\s*('(?:\\.|[^'\\])*'?|\S+)/gi)) {
       const raw = m[1]!;
       found.push(raw, raw.replace(/^'|'$/g, ''), unquote(raw));
     }

@@ -142,11 +142,7 @@ export function validatePipelineText(file: string, text: string, env: Env, reg: 
   // Before any message can quote a value of the file.
   registerPipelineSecrets(data, schema as z.ZodType, [...interpolation.variables.values()].flat(), env);
 
-  const references = new Map<string, string>();
-  for (const [key, node] of interpolation.wholeReferences) {
-    const range = node.range;
-    references.set(key, range ? `\`${source.text.slice(range[0], range[1]).trim()}\`` : 'a reference');
-  }
+  const references = new Set(interpolation.wholeReferences.keys());
   let parsed = schema.safeParse(data);
   if (!parsed.success && coerceReferences(data, parsed.error.issues, references)) parsed = schema.safeParse(data);
 
@@ -217,7 +213,7 @@ function dedupe(errors: ConfigError[]): ConfigError[] {
 }
 
 /** Whole-reference values where the schema wants a number or boolean, converted in place. Returns whether any was. */
-function coerceReferences(data: unknown, issues: z.core.$ZodIssue[], references: Map<string, string>): boolean {
+function coerceReferences(data: unknown, issues: z.core.$ZodIssue[], references: ReadonlySet<string>): boolean {
   let changed = false;
   for (const issue of issues) {
     if (issue.code !== 'invalid_type' || !references.has(JSON.stringify(issue.path))) continue;
