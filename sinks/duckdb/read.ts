@@ -15,5 +15,14 @@ export function readStagedSql(unit: StagedUnit, columns: Iterable<[string, strin
     unit.longestLine === undefined
       ? ''
       : `, maximum_object_size = ${Math.max(MIN_OBJECT_SIZE, 2 * unit.longestLine + 2)}`;
-  return `read_json(${quoteString(unit.path)}, format = 'newline_delimited', compression = 'uncompressed', columns = {${specs.join(', ')}}${buffer})`;
+  return `read_json(${quoteString(literalPath(unit.path))}, format = 'newline_delimited', compression = 'uncompressed', columns = {${specs.join(', ')}}${buffer})`;
+}
+
+/**
+ * A file name DuckDB reads as that one file, never as a pattern: its readers expand `*`, `?` and `[…]` in any part
+ * of a path, so a file named `*.jsonl` in a file source's folder would load every file there (the hidden ones too).
+ * Each of those characters is written as a one-character class (`[*]`), which matches only itself.
+ */
+export function literalPath(file: string): string {
+  return file.replace(/[*?[]/g, (c) => `[${c}]`);
 }

@@ -7,7 +7,6 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, open, readdir, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -28,7 +27,9 @@ import {
 } from '@aws-sdk/client-s3';
 import { z } from 'zod';
 import { SluiceError } from '../../src/core/errors.js';
+import { secretOption } from '../../src/core/secret-option.js';
 import { failpoint } from '../../src/core/failpoints.js';
+import { PRIVATE_DIR, privateWorkRoot } from '../../src/core/private-files.js';
 import { shardTag, type ShardRef } from './manifest.js';
 
 /** Part size of a multipart upload; a file up to this size is one PutObject. */
@@ -44,13 +45,15 @@ export interface UploadJournal {
 
 export const s3Option = z
   .object({
-    endpoint: z
-      .string()
-      .url()
-      .optional()
-      .describe(
-        'Endpoint of an S3-compatible store (MinIO, R2, …). Default: `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL`, else AWS.',
-      ),
+    endpoint: secretOption(
+      z
+        .string()
+        .url()
+        .describe(
+          'Endpoint of an S3-compatible store (MinIO, R2, …). Default: `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL`, else AWS.',
+        ),
+      'connection',
+    ).optional(),
     region: z.string().min(1).optional().describe('Region. Default: `AWS_REGION` or the profile, else `us-east-1`.'),
     force_path_style: z
       .boolean()
@@ -88,15 +91,17 @@ export function parseS3Url(url: string): S3Location {
 
 /**
  * A local directory for an S3 output's temp and staging files, of this process and shard only (two writers of one
- * prefix must not delete each other's temp files); directories of processes that are gone are removed.
+ * prefix must not delete each other's temp files), inside this user's private working directory
+ * (core/private-files.ts: never a shared, predictable path another user could create first); directories of
+ * processes that are gone are removed.
  */
 export async function s3WorkDir(url: string, pipelineName: string, shard?: ShardRef): Promise<string> {
   const h = createHash('sha256')
     .update(`${url}\0${pipelineName}${shard ? `\0${shardTag(shard)}` : ''}`)
     .digest('hex')
     .slice(0, 16);
-  const root = path.join(tmpdir(), 'sluice-s3');
-  await mkdir(root, { recursive: true });
+  const root = path.join(privateWorkRoot(), 's3');
+  await mkdir(root, { recursive: true, mode: PRIVATE_DIR });
   for (const name of await readdir(root)) {
     const pid = name.startsWith(`${h}-`) ? Number(name.slice(h.length + 1)) : NaN;
     if (Number.isInteger(pid) && pid !== process.pid && !alive(pid))
@@ -115,14 +120,15 @@ function alive(pid: number): boolean {
 }
 
 /**
- * The run lock of an S3 output: a local file, so it only keeps apart runs on this machine (see README "Object
- * storage (S3)": S3 has no lock that is safe on every S3-compatible store).
+ * The run lock of an S3 output: a local file in this user's private working directory, so it keeps apart this
+ * user's runs on this machine (see README "Object storage (S3)": S3 has no lock that is safe on every S3-compatible
+ * store), and no other user can plant one.
  */
 export function s3LockPath(url: string, shard?: ShardRef): string {
   const { bucket, prefix } = parseS3Url(url);
   const h = createHash('sha256').update(`${bucket}/${prefix}`).digest('hex').slice(0, 16);
   // Shards of one output never touch each other's state (output-dir.ts): each takes a lock of its own.
-  return path.join(tmpdir(), 'sluice-s3', 'locks', `${h}${shard ? `.${shardTag(shard)}` : ''}.lock`);
+  return path.join(privateWorkRoot(), 'locks', `${h}${shard ? `.${shardTag(shard)}` : ''}.lock`);
 }
 
 export function s3Client(opts: S3Options = {}): S3Client {

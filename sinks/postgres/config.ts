@@ -7,19 +7,26 @@ import { mergeKeyRule } from '../merge-key-rule.js';
 import { lineageOption } from '../../src/engine/lineage.js';
 import { checksOption } from '../../src/observe/checks/config.js';
 import { schemaContractOption } from '../../src/schema/contract.js';
+import { SluiceError } from '../../src/core/errors.js';
+import { isKeyValueConnectionString, parseKeyValueConnectionString } from '../../src/core/redact.js';
+import { secretOption } from '../../src/core/secret-option.js';
 
 /** Suffix of the table a `replace` run fills before it is swapped in (as in the duckdb sink). */
 export const NEXT_SUFFIX = '__sluice_next';
+/** Suffix of the unique index `write: merge` upserts through (as table.ts `keyIndexName` names it). */
+export const KEY_INDEX_SUFFIX = '__sluice_key';
 
 export const postgresSinkSchema = z
   .object({
     type: z.literal('postgres'),
-    url: z
-      .string()
-      .optional()
-      .describe(
-        'libpq connection URL, e.g. `${DATABASE_URL:-}` or `postgres://user@host:5432/db?sslmode=require`. Parts it leaves out come from the libpq environment (`PGHOST`, `PGPORT`, `PGUSER`, `PGPASSWORD`, `PGDATABASE`, `PGSSLMODE`) and ~/.pgpass; unset or empty: all of them do. The password is never logged.',
-      ),
+    url: secretOption(
+      z
+        .string()
+        .describe(
+          "libpq connection string: a URL, e.g. `${DATABASE_URL:-}` or `postgres://user@host:5432/db?sslmode=require`, or libpq's `key=value` form (`host=db port=5432 user=app password='…' dbname=app`). Parts it leaves out come from the libpq environment (`PGHOST`, `PGPORT`, `PGUSER`, `PGPASSWORD`, `PGDATABASE`, `PGSSLMODE`) and ~/.pgpass; unset or empty: all of them do. The password is never logged.",
+        ),
+      'connection',
+    ).optional(),
     schema: z
       .string()
       .min(1)
@@ -47,14 +54,85 @@ export const postgresSinkSchema = z
     checks: checksOption,
   })
   .strict()
-  .superRefine(mergeKeyRule);
+  .superRefine(mergeKeyRule)
+  .superRefine(identifierRule)
+  .superRefine(connectionStringRule);
 
 export type PostgresSinkConfig = z.infer<typeof postgresSinkSchema>;
 
-/** The URL to connect with; an empty one (`${DATABASE_URL:-}` with the variable unset) means the environment's. */
+/**
+ * The URL to connect with; an empty one (`${DATABASE_URL:-}` with the variable unset) means the environment's.
+ * libpq's `key=value` form, which the driver would misread as a URL (its whole text taken for a database name, and
+ * printed), is turned into the URL that says the same: `dbname` as the path, every other key a query parameter.
+ */
 export function connectionUrl(config: Pick<PostgresSinkConfig, 'url'>): string | undefined {
-  return config.url === undefined || config.url.trim() === '' ? undefined : config.url;
+  if (config.url === undefined || config.url.trim() === '') return undefined;
+  if (!isKeyValueConnectionString(config.url)) return config.url;
+  const pairs = parseKeyValueConnectionString(config.url);
+  if (pairs === undefined)
+    throw new SluiceError('postgres sink: `url` is not a well-formed libpq connection string', {
+      hint: KEY_VALUE_HINT,
+    });
+  const query = new URLSearchParams();
+  for (const [key, value] of pairs) if (key !== 'dbname') query.set(key === 'hostaddr' ? 'host' : key, value);
+  const db = pairs.get('dbname');
+  return `postgres:///${db === undefined ? '' : encodeURIComponent(db)}?${query.toString()}`;
 }
+
+/** Postgres cuts longer identifiers to this many bytes, silently: two long names could become one table. */
+export const MAX_IDENTIFIER_BYTES = 63;
+
+/**
+ * Names the sink creates must fit Postgres' identifiers whole: the table with the suffixes the sink adds to it (the
+ * next generation of `replace`, the key index of `merge`), the schema and the key columns.
+ */
+function identifierRule(
+  c: { schema: string; table: string; write: string; primary_key?: readonly string[] | undefined },
+  ctx: z.RefinementCtx,
+): void {
+  const bytes = (s: string): number => Buffer.byteLength(s, 'utf8');
+  const suffixes = [c.write === 'replace' ? NEXT_SUFFIX : '', c.write === 'merge' ? KEY_INDEX_SUFFIX : ''].join('');
+  const longest = c.table + suffixes;
+  if (bytes(longest) > MAX_IDENTIFIER_BYTES) {
+    const room = MAX_IDENTIFIER_BYTES - bytes(suffixes);
+    ctx.addIssue({
+      code: 'custom',
+      path: ['table'],
+      message: `the table name is ${bytes(c.table)} bytes; Postgres keeps ${MAX_IDENTIFIER_BYTES} bytes of a name and cuts the rest silently${suffixes ? ` (this sink also names \`${c.table}${suffixes}\`)` : ''}`,
+      params: { hint: `use a table name of at most ${room} bytes` },
+    });
+  }
+  if (bytes(c.schema) > MAX_IDENTIFIER_BYTES)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['schema'],
+      message: `the schema name is ${bytes(c.schema)} bytes; Postgres keeps ${MAX_IDENTIFIER_BYTES} and cuts the rest silently`,
+      params: { hint: `use a schema name of at most ${MAX_IDENTIFIER_BYTES} bytes` },
+    });
+  c.primary_key?.forEach((k, i) => {
+    if (bytes(k) > MAX_IDENTIFIER_BYTES)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['primary_key', i],
+        message: `the column name is ${bytes(k)} bytes; Postgres keeps ${MAX_IDENTIFIER_BYTES} and cuts the rest silently`,
+        params: { hint: `rename the column (a \`rename\` transform) to at most ${MAX_IDENTIFIER_BYTES} bytes` },
+      });
+  });
+}
+
+/** A libpq `key=value` string must parse: the driver would otherwise read it as a URL and connect elsewhere. */
+function connectionStringRule(c: { url?: string | undefined }, ctx: z.RefinementCtx): void {
+  if (c.url === undefined || !isKeyValueConnectionString(c.url) || parseKeyValueConnectionString(c.url)) return;
+  ctx.addIssue({
+    code: 'custom',
+    path: ['url'],
+    message: 'not a well-formed libpq connection string (a key without `=`, or a quote left open)',
+    params: { hint: KEY_VALUE_HINT },
+  });
+}
+
+const KEY_VALUE_HINT =
+  "write `key=value` pairs separated by spaces, quoting a value that holds spaces or quotes (`password='it\\'s'`), or use a postgres:// URL";
 
 /** The names a sink works with, all derived from its config. */
 export interface TableNames {

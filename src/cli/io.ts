@@ -1,8 +1,10 @@
 /**
  * What commands may touch of the outside world, passed in rather than reached for, so the whole CLI runs in-process
- * in tests. Everything written passes through `redact`: an API key cannot reach the terminal or a log file.
+ * in tests. Everything written passes through `redact`: an API key cannot reach the terminal or a log file; and
+ * control characters are escaped (core/printable.ts): data cannot send the terminal commands.
  */
 import { EXIT_CODES, type InterruptSignal } from '../core/errors.js';
+import { printableLines } from '../core/printable.js';
 import { redact } from '../core/redact.js';
 
 /** A run's view of SIGINT/SIGTERM while it listens: see `CliIo.interrupts`. */
@@ -32,10 +34,15 @@ export interface CliIo {
   interrupts(opts?: { exitAfterMs?: number }): Interrupts;
 }
 
+/** What the process writes of `text`: without secrets, without control characters (newlines kept). */
+export function printed(text: string): string {
+  return printableLines(redact(text));
+}
+
 export function processIo(): CliIo {
   return {
-    out: (text) => process.stdout.write(redact(text) + '\n'),
-    err: (text) => process.stderr.write(redact(text) + '\n'),
+    out: (text) => process.stdout.write(printed(text) + '\n'),
+    err: (text) => process.stderr.write(printed(text) + '\n'),
     env: process.env,
     columns: Math.min(120, process.stdout.columns || 100),
     untilStopped: () =>

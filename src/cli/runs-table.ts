@@ -2,6 +2,7 @@
  * The run history as a table for people: one line per attempt, newest first, in human units; below a line, what
  * only some runs have (why it did not succeed, the paid jobs it started, what each sink committed).
  */
+import { printableLine } from '../core/printable.js';
 import type { RunRecord } from '../engine/run-history.js';
 import { formatBytes, formatDuration } from '../engine/progress.js';
 import { formatSchemaChange } from '../engine/summary.js';
@@ -21,7 +22,8 @@ export function formatRuns(runs: readonly RunRecord[]): string {
   const out = [line(HEADERS)];
   runs.forEach((r, k) => {
     out.push(line(rows[k]!));
-    for (const d of details(r)) out.push(`    ${d}`);
+    // A cause or a reason may quote data or the service's answer: each stays one line.
+    for (const d of details(r)) out.push(`    ${printableLine(d)}`);
   });
   return out.join('\n');
 }
@@ -67,6 +69,7 @@ function details(r: RunRecord): string[] {
       `sink: ${s.sink}: ${s.committedUnits} unit(s)${s.records !== undefined ? `, ${s.records.toLocaleString('en-US')} records` : ''} committed`,
     );
   for (const c of r.schemaChanges ?? []) out.push(`schema: ${c.sink}: ${c.changes.map(formatSchemaChange).join(', ')}`);
+  for (const w of r.warnings ?? []) out.push(`warning: ${w}`);
   return out;
 }
 

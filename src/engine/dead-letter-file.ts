@@ -10,6 +10,7 @@ import { createWriteStream, type WriteStream } from 'node:fs';
 import { appendFile, mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { SluiceError } from '../core/errors.js';
+import { makePrivate, PRIVATE_DIR, PRIVATE_FILE } from '../core/private-files.js';
 import { redact } from '../core/redact.js';
 import type { DeadLetter } from '../core/types.js';
 
@@ -46,9 +47,11 @@ export class DeadLetterFile {
 
   async open(): Promise<void> {
     try {
-      await mkdir(path.dirname(this.file), { recursive: true });
+      await mkdir(path.dirname(this.file), { recursive: true, mode: PRIVATE_DIR });
       // Created (or found writable) now: a stream would only say so later, in an 'error' nobody awaits.
-      await appendFile(this.file, '');
+      await appendFile(this.file, '', { mode: PRIVATE_FILE });
+      // Raw records are the user's alone: a file an older version created readable by all is made private.
+      await makePrivate(this.file);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? 'error';
       throw new SluiceError(`cannot write the dead-letter file ${this.file} (${code})`, {
@@ -61,7 +64,7 @@ export class DeadLetterFile {
         cause: err,
       });
     }
-    const stream = createWriteStream(this.file, { flags: 'a' });
+    const stream = createWriteStream(this.file, { flags: 'a', mode: PRIVATE_FILE });
     stream.on('error', (err) => (this.failed ??= err));
     this.stream = stream;
   }

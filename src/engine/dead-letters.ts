@@ -18,6 +18,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { PRIVATE_FILE } from '../core/private-files.js';
 import { SluiceError } from '../core/errors.js';
 import type { Batch, DeadLetter, Source, SourceContext, WorkUnit } from '../core/types.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
@@ -61,7 +62,7 @@ async function readJson<T>(file: string): Promise<T | undefined> {
 async function writeJsonAtomic(file: string, value: unknown): Promise<void> {
   await mkdir(path.dirname(file), { recursive: true });
   const tmp = `${file}.${process.pid}.tmp`;
-  const fh = await open(tmp, 'w');
+  const fh = await open(tmp, 'w', PRIVATE_FILE);
   try {
     await fh.writeFile(JSON.stringify(value));
     await fh.sync();

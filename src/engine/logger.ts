@@ -1,7 +1,9 @@
 /**
  * Text or JSON log lines on stderr (stdout stays for results). Every line passes through `redact`, so an API key
- * cannot leak through a message or a field, whatever code produced it.
+ * cannot leak through a message or a field, whatever code produced it, and is made printable (core/printable.ts):
+ * a text line stays one line, whatever data or ids it quotes.
  */
+import { printableLine } from '../core/printable.js';
 import { redact } from '../core/redact.js';
 import type { Logger } from '../core/types.js';
 
@@ -26,7 +28,11 @@ export function createLogger(opts: LoggerOptions): Logger {
   const emit = (level: Level, msg: string, fields?: Record<string, unknown>): void => {
     if (order[level] < order[opts.level]) return;
     if (opts.format === 'json') {
-      write(redact(JSON.stringify({ time: new Date().toISOString(), level, msg, ...opts.context, ...fields })));
+      write(
+        printableLine(
+          redact(JSON.stringify({ time: new Date().toISOString(), level, msg, ...opts.context, ...fields })),
+        ),
+      );
     } else {
       const extra = fields
         ? ' ' +
@@ -34,7 +40,8 @@ export function createLogger(opts: LoggerOptions): Logger {
             .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
             .join(' ')
         : '';
-      write(redact(`${level === 'info' ? '' : level + ': '}${msg}${extra}`));
+      // One line whatever the message quotes: a newline or ESC from data or an id cannot forge another line.
+      write(printableLine(redact(`${level === 'info' ? '' : level + ': '}${msg}${extra}`)));
     }
   };
   return Object.assign(

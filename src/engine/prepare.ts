@@ -17,6 +17,7 @@ import { readdir, readFile, writeFile, mkdir, rename } from 'node:fs/promises';
 import path from 'node:path';
 import { pipelineLimits } from '../pipeline/limits-schema.js';
 import type { ComponentDeps } from '../core/component.js';
+import { PRIVATE_FILE } from '../core/private-files.js';
 import { EXIT_CODES, SluiceError } from '../core/errors.js';
 import type { Logger, SourceContext, StateStore } from '../core/types.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
@@ -148,7 +149,7 @@ async function writePrepared(p: LoadedPipeline, paths: PipelinePaths, prepared: 
   const text = JSON.stringify(prepared, null, 1) + '\n';
   const file = path.join(paths.rootStateDir, PREPARED_FILE);
   const tmp = `${file}.${process.pid}.tmp`;
-  await writeFile(tmp, text);
+  await writeFile(tmp, text, { mode: PRIVATE_FILE });
   await rename(tmp, file);
   const written = [file];
   for (const store of sharedStores(p)) {

@@ -11,6 +11,8 @@
 import { open, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { EXIT_CODES, InterruptedError, SluiceError } from '../core/errors.js';
+import { PRIVATE_FILE } from '../core/private-files.js';
+import { redact } from '../core/redact.js';
 import { PAID_JOBS_KEY, type PaidJob } from '../sources/saved-job.js';
 import { errorText } from './error-text.js';
 import type { SinkSchemaChanges } from './api.js';
@@ -73,6 +75,8 @@ export interface RunRecord {
   schemaChanges?: SinkSchemaChanges[];
   /** Results of the sinks' `checks:` after the load. */
   checks?: CheckResult[];
+  /** What the attempt warned about (run-warnings.ts), e.g. a cursor value from the future it did not take. */
+  warnings?: string[];
 }
 
 export function runHistoryFile(stateDir: string): string {
@@ -152,9 +156,9 @@ export class RunHistory {
   }
 
   private async append(records: readonly RunRecord[]): Promise<void> {
-    const fh = await open(this.file, 'a');
+    const fh = await open(this.file, 'a', PRIVATE_FILE);
     try {
-      await fh.write(records.map((r) => JSON.stringify(r) + '\n').join(''));
+      await fh.write(redact(records.map((r) => JSON.stringify(r) + '\n').join('')));
       await fh.sync();
     } finally {
       await fh.close();

@@ -28,6 +28,7 @@ import { DeadLetterFile } from './dead-letter-file.js';
 import { FailureBudget, parseDeadLetterLimit } from './failure-budget.js';
 import { withLineage } from './lineage.js';
 import { createLogger, withContext } from './logger.js';
+import { RunWarnings } from './run-warnings.js';
 import { pipelinePaths } from './paths.js';
 import { findPrepared, seedPrepared } from './prepare.js';
 import { Progress } from './progress.js';
@@ -89,7 +90,8 @@ async function runAttempt(
   const identity = { run: undefined as string | undefined, pipeline: p.name, ...(shard && { shard }) };
   const baseLog = hooks.log ?? createLogger({ format: opts.logFormat, level: opts.quiet ? 'warn' : 'info' });
   // On a terminal, log lines appear above the progress bars rather than through them.
-  const log = progress.wrap(withContext(baseLog, identity));
+  const warnings = new RunWarnings();
+  const log = warnings.wrap(progress.wrap(withContext(baseLog, identity)));
   // Before any state, lock or paid call: no sink can take `replace` from shards (core/sharded-replace.ts).
   refuseShardedReplaceSinks(p.config, opts.shard);
   // A shard keeps its state, temp files and lock apart from the other shards (paths.ts).
@@ -360,8 +362,8 @@ async function runAttempt(
       };
       // Written while the lock is held: the next run must not find this attempt `running` and call it crashed.
       await history
-        .end(
-          attemptRecord(
+        .end({
+          ...attemptRecord(
             attempt,
             summary,
             failure,
@@ -372,7 +374,8 @@ async function runAttempt(
               records: committedRecords.of(s),
             })),
           ),
-        )
+          ...(warnings.list().length > 0 && { warnings: warnings.list() }),
+        })
         .catch((e: unknown) => log.warn(`recording the run in ${history.file}: ${errorText(e)}`));
       // Released after the sinks closed (a DuckDB file is checkpointed on close): the next run finds them settled.
       await releaseLocks([lock, ...outputLocks], log);

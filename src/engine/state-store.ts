@@ -6,6 +6,7 @@
 import { mkdir, open, readFile, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { SluiceError } from '../core/errors.js';
+import { PRIVATE_DIR, PRIVATE_FILE } from '../core/private-files.js';
 import { failpoint } from '../core/failpoints.js';
 import type { StateStore } from '../core/types.js';
 
@@ -129,9 +130,10 @@ async function writeAtomic(file: string, text: string): Promise<void> {
 }
 
 async function writeDurably(file: string, text: string): Promise<void> {
-  await mkdir(path.dirname(file), { recursive: true });
+  await mkdir(path.dirname(file), { recursive: true, mode: PRIVATE_DIR });
   const tmp = `${file}.${process.pid}.tmp`;
-  const fh = await open(tmp, 'w');
+  // The state holds paid jobs' ids and what the run learnt of the data: the user's alone, whatever the umask.
+  const fh = await open(tmp, 'w', PRIVATE_FILE);
   try {
     await fh.writeFile(text);
     await fh.sync();

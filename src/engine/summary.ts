@@ -1,5 +1,6 @@
 /** What a run tells at its end: the summary's counts, as text, and a failure carrying them. */
 import { SluiceError } from '../core/errors.js';
+import { printableLine } from '../core/printable.js';
 import type { Counters, SchemaChange } from '../core/types.js';
 import type { RunSummary, SinkSchemaChanges } from './api.js';
 import { errorText } from './error-text.js';
@@ -115,7 +116,7 @@ function readBeyond(s: RunSummary): string {
 
 export function formatSummary(s: RunSummary): string {
   const secs = s.durationMs / 1000;
-  return [
+  const lines = [
     `done: ${s.pipeline}`,
     `  units        ${s.units.done}/${s.units.total} (${s.units.skipped} already committed, ${s.units.failed} failed)`,
     `  records      ${s.records.toLocaleString('en-US')}${readBeyond(s)}`,
@@ -132,7 +133,9 @@ export function formatSummary(s: RunSummary): string {
     `  throughput   ${Math.round(s.records / Math.max(secs, 0.001)).toLocaleString('en-US')} records/s, ${formatBytes(s.bytes / Math.max(secs, 0.001))}/s`,
     ...s.outputs.map((o) => `  output       ${o}`),
     ...(s.run !== undefined ? [`  run          ${s.run}${s.shard !== undefined ? ` (shard ${s.shard})` : ''}`] : []),
-  ].join('\n');
+  ];
+  // Reasons and column names come from the data: each stays one line.
+  return lines.map(printableLine).join('\n');
 }
 
 /** `checks 5 passed, 1 failed`, then a line per check that did not pass. */

@@ -128,20 +128,31 @@ export interface DocumentInterpolation {
   wholeReferences: Map<string, Scalar>;
   /** Paths (JSON-encoded) of values that referenced variables, with the variables' names. */
   variables: Map<string, string[]>;
+  /** Paths (JSON-encoded) of values that referenced variables, with their text as written (`${PGPW}`). */
+  written: Map<string, string>;
 }
 
 /** Interpolates every string value of the document in place; keys are left alone. */
 export function interpolateDocument(doc: Document, env: Env): DocumentInterpolation {
-  const result: DocumentInterpolation = { problems: [], wholeReferences: new Map(), variables: new Map() };
+  const result: DocumentInterpolation = {
+    problems: [],
+    wholeReferences: new Map(),
+    variables: new Map(),
+    written: new Map(),
+  };
   const visit = (node: Node | null | undefined, path: YamlPath): void => {
     if (!node) return;
     if (isScalar(node)) {
       if (typeof node.value !== 'string') return;
       try {
-        const { value, whole, variables } = interpolate(node.value, env);
+        const written = node.value;
+        const { value, whole, variables } = interpolate(written, env);
         node.value = value;
         if (whole) result.wholeReferences.set(JSON.stringify(path), node);
-        if (variables.length > 0) result.variables.set(JSON.stringify(path), variables);
+        if (variables.length > 0) {
+          result.variables.set(JSON.stringify(path), variables);
+          result.written.set(JSON.stringify(path), written);
+        }
       } catch (err) {
         if (!(err instanceof InterpolationError)) throw err;
         result.problems.push({ scalar: node, path, error: err });

@@ -21,8 +21,11 @@ export interface IssueContext {
   schema: z.ZodType;
   data: unknown;
   registry: Registry;
-  /** Original text of values that were exactly one `${…}` reference, by JSON-encoded path. */
-  references: Map<string, string>;
+  /**
+   * Values that interpolated a variable, by JSON-encoded path, with their text as written (`${PGPW}`): a message
+   * shows that, never the variable's value (which may be a secret put in the wrong place).
+   */
+  interpolated: Map<string, string>;
 }
 
 type Issue = z.core.$ZodIssue;
@@ -60,9 +63,17 @@ export function componentKindAt(path: YamlPath): ComponentKind | undefined {
 
 const SENSITIVE = /key|token|secret|password/i;
 
-function describeValue(v: unknown, path: YamlPath): string {
+/** An interpolated value as the file writes it (`` `${PGPW}` ``), shortened; undefined for a value written as is. */
+function writtenAs(ctx: IssueContext, path: YamlPath): string | undefined {
+  const text = ctx.interpolated.get(JSON.stringify(path));
+  return text === undefined ? undefined : `\`${text.length > 60 ? text.slice(0, 60) + '…' : text}\``;
+}
+
+function describeValue(ctx: IssueContext, v: unknown, path: YamlPath): string {
+  const written = writtenAs(ctx, path);
   const sensitive = SENSITIVE.test(String(path.at(-1) ?? ''));
-  const show = (kind: string, text: string): string => (sensitive ? kind : `${kind} (${text})`);
+  const show = (kind: string, text: string): string =>
+    written !== undefined ? `${kind} from ${written}` : sensitive ? kind : `${kind} (${text})`;
   if (v === null) return 'an empty value';
   if (Array.isArray(v)) return 'a list';
   switch (typeof v) {
@@ -152,7 +163,7 @@ function unknownType(ctx: IssueContext, kind: ComponentKind, path: YamlPath, val
   const guess = typeof value === 'string' ? didYouMean(value, types) : undefined;
   return {
     path,
-    message: `${formatPath(path)}: unknown ${kind} type ${JSON.stringify(value)}${guess ? ` (did you mean "${guess}"?)` : ''}`,
+    message: `${formatPath(path)}: unknown ${kind} type ${writtenAs(ctx, path) ?? JSON.stringify(value)}${guess ? ` (did you mean "${guess}"?)` : ''}`,
     hint: types.length
       ? `registered ${kind} types: ${types.join(', ')}`
       : `no ${kind} is registered in this build of sluice`,
@@ -190,7 +201,7 @@ function unionProblems(ctx: IssueContext, issue: Issue & { errors: Issue[][] }, 
   return [
     {
       path,
-      message: `${formatPath(path)}: expected ${expected.join(' or ') || 'another form'}, got ${describeValue(value, path)}`,
+      message: `${formatPath(path)}: expected ${expected.join(' or ') || 'another form'}, got ${describeValue(ctx, value, path)}`,
       hint: fieldHint(ctx, path),
     },
   ];
@@ -268,9 +279,13 @@ export function toProblems(ctx: IssueContext, issue: Issue): Problem[] {
       const kindHere = issue.expected === 'never' ? componentKindAt(path) : undefined;
       if (kindHere) return [unknownType(ctx, kindHere, [...path, 'type'], (value as { type?: unknown } | null)?.type)];
       const expected = EXPECTED[issue.expected] ?? issue.expected;
-      const ref = ctx.references.get(JSON.stringify(path));
-      const got = ref ? `${describeValue(value, path)} from ${ref}` : describeValue(value, path);
-      return [{ path, message: `${label}: expected ${expected}, got ${got}`, hint: rangeHint(ctx, path) }];
+      return [
+        {
+          path,
+          message: `${label}: expected ${expected}, got ${describeValue(ctx, value, path)}`,
+          hint: rangeHint(ctx, path),
+        },
+      ];
     }
     case 'invalid_value': {
       if (isMissing(ctx, path) && path.at(-1) !== 'type') return [missingKey(ctx, path)];
@@ -280,7 +295,7 @@ export function toProblems(ctx: IssueContext, issue: Issue): Problem[] {
         return [
           {
             path,
-            message: `${label}: must be ${list(issue.values)}, got ${describeValue(value, path)}`,
+            message: `${label}: must be ${list(issue.values)}, got ${describeValue(ctx, value, path)}`,
             hint: fieldHint(ctx, path),
           },
         ];
@@ -288,7 +303,7 @@ export function toProblems(ctx: IssueContext, issue: Issue): Problem[] {
       return [
         {
           path,
-          message: `${label}: ${describeValue(value, path)} is not allowed${guess ? ` (did you mean "${guess}"?)` : ''}`,
+          message: `${label}: ${describeValue(ctx, value, path)} is not allowed${guess ? ` (did you mean "${guess}"?)` : ''}`,
           hint: `use one of: ${list(issue.values)}`,
         },
       ];
@@ -303,7 +318,7 @@ export function toProblems(ctx: IssueContext, issue: Issue): Problem[] {
       return [
         {
           path,
-          message: `${label}: ${custom ? issue.message : `${describeValue(value, path)} is not a valid ${issue.format}`}`,
+          message: `${label}: ${custom ? issue.message : `${describeValue(ctx, value, path)} is not a valid ${issue.format}`}`,
           hint: fieldHint(ctx, path),
         },
       ];

@@ -2,7 +2,7 @@
  * Loading a pipeline file for a run: read it, validate it against the registered components (validate.ts), and
  * hand the engine the interpolated, defaulted config with the file's directory (relative paths resolve against it).
  */
-import { readFile } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { ConfigError } from '../core/errors.js';
 import type { Env } from './interpolate.js';
 import { registry, type Registry } from './registry.js';
@@ -33,8 +33,9 @@ export async function validatePipeline(
 ): Promise<Validation> {
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    text = await readLimited(file);
   } catch (err) {
+    if (err instanceof ConfigError) return { problems: [err] };
     const code = (err as NodeJS.ErrnoException).code;
     const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : (err as Error).message;
     return {
@@ -42,4 +43,36 @@ export async function validatePipeline(
     };
   }
   return validatePipelineText(file, text, env, opts.registry ?? registry);
+}
+
+/**
+ * Pipeline files are a few kilobytes (long value lists go in the files a filter or `queries_file` names): a larger
+ * one is a mistake — a data file passed instead, or something made to stall the parser — and is refused before it
+ * is read, or, from a device or pipe, once that much has been read.
+ */
+export const MAX_PIPELINE_BYTES = 1 << 20;
+
+async function readLimited(file: string): Promise<string> {
+  const fh = await open(file, 'r');
+  try {
+    const size = (await fh.stat()).size;
+    const buffer = Buffer.alloc(MAX_PIPELINE_BYTES + 1);
+    let read = 0;
+    while (size <= MAX_PIPELINE_BYTES && read < buffer.length) {
+      const { bytesRead } = await fh.read(buffer, read, buffer.length - read, null);
+      if (bytesRead === 0) break;
+      read += bytesRead;
+    }
+    if (size > MAX_PIPELINE_BYTES || read > MAX_PIPELINE_BYTES)
+      throw new ConfigError(
+        file,
+        1,
+        1,
+        `the pipeline file is larger than ${MAX_PIPELINE_BYTES / (1 << 20)} MiB (${size > MAX_PIPELINE_BYTES ? `${size} bytes` : 'and still going'}): not a pipeline file`,
+        'pass the pipeline YAML; put long lists of values in a file the pipeline names (a filter file, `queries_file`)',
+      );
+    return buffer.subarray(0, read).toString('utf8');
+  } finally {
+    await fh.close();
+  }
 }

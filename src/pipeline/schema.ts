@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import type { ComponentDef } from '../core/component.js';
 import { metricsSchema, notifySchema } from '../observe/config.js';
+import { secretOption } from '../core/secret-option.js';
 import { schemaContractOption } from '../schema/contract.js';
 import { resumePolicySchema } from '../sources/resume-policy.js';
 import { limitsSchema } from './limits-schema.js';
@@ -18,16 +19,22 @@ const ms = (what: string) => z.number().int().positive().optional().describe(wha
 
 export const serviceSchema = z
   .object({
-    base_url: z
-      .string()
-      .refine((s) => s === 'emulator' || /^https?:\/\/[^\s/]+/.test(s), {
-        message: 'must be an http(s) URL such as https://api.brightdata.com, or `emulator`',
-      })
-      .describe('Service address, e.g. https://api.brightdata.com; `emulator` starts the embedded emulator.'),
-    api_key: z
-      .string()
-      .min(1, 'api_key is empty')
-      .describe('Bearer API key; take it from the environment: ${SLUICE_API_KEY}. Never logged.'),
+    base_url: secretOption(
+      z
+        .string()
+        .refine((s) => s === 'emulator' || /^https?:\/\/[^\s/]+/.test(s), {
+          message: 'must be an http(s) URL such as https://api.brightdata.com, or `emulator`',
+        })
+        .describe('Service address, e.g. https://api.brightdata.com; `emulator` starts the embedded emulator.'),
+      'connection',
+    ),
+    api_key: secretOption(
+      z
+        .string()
+        .min(1, 'api_key is empty')
+        .describe('Bearer API key; take it from the environment: ${SLUICE_API_KEY}. Never logged.'),
+      'value',
+    ),
     connections: z
       .number()
       .int()

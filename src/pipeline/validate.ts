@@ -12,7 +12,7 @@
 import path from 'node:path';
 import type { z } from 'zod';
 import { ConfigError } from '../core/errors.js';
-import { redact, registerSecret } from '../core/redact.js';
+import { redact } from '../core/redact.js';
 import { interpolateDocument, type Env, type YamlPath } from './interpolate.js';
 import { toProblems, valueAt, type Problem } from './issues.js';
 import type { LoadedPipeline } from './loaded-pipeline.js';
@@ -20,8 +20,9 @@ import { mergeKeyProblems } from './merge-keys.js';
 import { referencedFileProblems } from './referenced-files.js';
 import type { Registry } from './registry.js';
 import { pipelineSchema } from './schema.js';
-import { isMap, isSeq } from 'yaml';
-import { locate, locateKey, parseYaml, positionAt } from './yaml-source.js';
+import { registerPipelineSecrets } from './secrets.js';
+import { isMap, isSeq, visit } from 'yaml';
+import { locate, locateKey, parseYaml, positionAt, type Position, type YamlSource } from './yaml-source.js';
 
 export interface Validation {
   /** Every problem of the file, in file order. */
@@ -118,22 +119,36 @@ export function validatePipelineText(file: string, text: string, env: Env, reg: 
     errors.push(new ConfigError(file, at.line, at.column, redact(p.error.message), redact(p.error.hint)));
   }
 
-  const data = source.doc.toJS({ maxAliasCount: 1000 }) as unknown;
-  const apiKey = valueAt(data, ['service', 'api_key']);
-  if (typeof apiKey === 'string') registerSecret(apiKey);
-
-  const references = new Map<string, string>();
-  for (const [key, node] of interpolation.wholeReferences) {
-    const range = node.range;
-    references.set(key, range ? `\`${source.text.slice(range[0], range[1]).trim()}\`` : 'a reference');
+  let data: unknown;
+  try {
+    data = source.doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT }) as unknown;
+  } catch (err) {
+    // The yaml library refuses aliases that expand past the count: a "billion laughs" file, not a bug of ours.
+    if (!/alias/i.test(err instanceof Error ? err.message : '')) throw err;
+    const at = firstAlias(source);
+    return {
+      problems: [
+        new ConfigError(
+          file,
+          at.line,
+          at.column,
+          `the file's aliases (\`*name\`) expand to more than ${MAX_ALIAS_COUNT} values: a pipeline file never needs that many, and expanding them would exhaust memory`,
+          'write the repeated parts out, or use fewer nested aliases',
+        ),
+      ],
+    };
   }
   const schema = pipelineSchema(reg);
+  // Before any message can quote a value of the file.
+  registerPipelineSecrets(data, schema as z.ZodType, [...interpolation.variables.values()].flat(), env);
+
+  const references = new Set(interpolation.wholeReferences.keys());
   let parsed = schema.safeParse(data);
   if (!parsed.success && coerceReferences(data, parsed.error.issues, references)) parsed = schema.safeParse(data);
 
   const problems: Problem[] = [];
   if (!parsed.success) {
-    const ctx = { schema: schema as z.ZodType, data, registry: reg, references };
+    const ctx = { schema: schema as z.ZodType, data, registry: reg, interpolated: interpolation.written };
     for (const issue of parsed.error.issues) problems.push(...toProblems(ctx, issue));
   }
   problems.push(...sinkProblems(data), ...serviceProblems(data, reg));
@@ -166,6 +181,20 @@ export function validatePipelineText(file: string, text: string, env: Env, reg: 
   };
 }
 
+/** Values that aliases may expand to in one file: generous for repeated settings, far below a YAML bomb's. */
+const MAX_ALIAS_COUNT = 1000;
+
+function firstAlias(source: YamlSource): Position {
+  let offset = 0;
+  visit(source.doc, {
+    Alias(_, node) {
+      offset = node.range?.[0] ?? 0;
+      return visit.BREAK;
+    },
+  });
+  return positionAt(source, offset);
+}
+
 const GENERIC_HINT =
   'see "Pipeline files" in README.md for the options; config/pipeline.schema.json gives editors completion';
 
@@ -184,7 +213,7 @@ function dedupe(errors: ConfigError[]): ConfigError[] {
 }
 
 /** Whole-reference values where the schema wants a number or boolean, converted in place. Returns whether any was. */
-function coerceReferences(data: unknown, issues: z.core.$ZodIssue[], references: Map<string, string>): boolean {
+function coerceReferences(data: unknown, issues: z.core.$ZodIssue[], references: ReadonlySet<string>): boolean {
   let changed = false;
   for (const issue of issues) {
     if (issue.code !== 'invalid_type' || !references.has(JSON.stringify(issue.path))) continue;

@@ -43,10 +43,12 @@ export function parseYaml(file: string, text: string): { source: YamlSource; pro
       .split('\n')[0]!
       .replace(/ at line \d+, column \d+:?\s*$/, '')
       .trim();
+    // The parser recurses per level: a file nested thousands deep ends its stack, which says nothing to a user.
+    const nested = /Maximum call stack size exceeded/.test(text);
     return {
       line,
       column: at?.col ?? 1,
-      message: `invalid YAML: ${text}`,
+      message: nested ? 'invalid YAML: nested too deeply (thousands of levels)' : `invalid YAML: ${text}`,
       sourceLine: text.length ? lineText(source, line) : '',
     };
   });

@@ -32,10 +32,14 @@ export const deepLookupSchema = z
       .regex(/^Find all/i, 'a deep lookup query starts with "Find all"')
       .optional()
       .describe('Natural-language query ("Find all …"); a preview is created, then the full request triggered.'),
-    preview_id: z.string().regex(/^dld_/).optional().describe('Trigger from an existing preview (`dld_…`).'),
+    preview_id: z
+      .string()
+      .regex(/^dld_[a-z0-9]{1,60}$/i, 'a preview id looks like dld_…, letters and digits')
+      .optional()
+      .describe('Trigger from an existing preview (`dld_…`).'),
     request_id: z
       .string()
-      .regex(/^ai_/)
+      .regex(/^ai_[a-z0-9]{1,60}$/i, 'a request id looks like ai_…, letters and digits')
       .optional()
       .describe('Download an existing request (`ai_…`); nothing is triggered.'),
     result_limit: z.number().int().positive().optional().describe('Maximum records the request may match.'),

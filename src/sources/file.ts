@@ -8,8 +8,8 @@
  * that was only touched or copied over with the same bytes is not loaded again.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { readdir, stat } from 'node:fs/promises';
+import { constants, createReadStream } from 'node:fs';
+import { lstat, open, readdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { SluiceError } from '../core/errors.js';
@@ -34,6 +34,12 @@ export const fileSchema = z
         'For `json`: dotted path of the array to read inside each document (e.g. `reviews`); default: the top-level array.',
       ),
     concurrency: z.number().int().min(1).max(64).default(2).describe('Files read at once.'),
+    follow_symlinks: z
+      .boolean()
+      .default(false)
+      .describe(
+        'Read symbolic links in a listed directory that point outside it. Default false: they are skipped with a warning (a link dropped into an inbox folder must not make sluice read, and dead-letter, any file the user can read).',
+      ),
     incremental: z
       .boolean()
       .default(true)
@@ -98,11 +104,10 @@ class FileSource implements Source {
 
   /** The file itself: nothing to download. A sink that cannot read `items_path` natively refuses it. */
   async rawFile(unit: WorkUnit, ctx: SourceContext): Promise<RawFile> {
-    return {
-      path: unit.params.path as string,
-      decode: { ...this.decodeOptions, bounds: localFileBounds(ctx) },
-      temporary: false,
-    };
+    const file = unit.params.path as string;
+    // The sink opens it by name: a file replaced by a link since it was planned is not handed over.
+    if ((await lstat(file)).isSymbolicLink()) throw replacedByLink(file);
+    return { path: file, decode: { ...this.decodeOptions, bounds: localFileBounds(ctx) }, temporary: false };
   }
 
   async plan(ctx: SourceContext): Promise<WorkUnit[]> {
@@ -116,20 +121,18 @@ class FileSource implements Source {
           hint: 'check source.paths (relative to the pipeline file)',
         });
       });
+      // A file named in `paths` is read wherever it is: the user named it.
       const files = st.isDirectory()
-        ? (await readdir(abs))
-            .filter((f) => !f.startsWith('.'))
-            .sort()
-            .map((f) => path.join(abs, f))
-        : [abs];
-      for (const f of files) {
-        const fst = await stat(f);
+        ? await this.listDirectory(abs, ctx)
+        : [{ listed: abs, read: await realpath(abs) }];
+      for (const { listed: f, read } of files) {
+        const fst = await stat(read);
         if (!fst.isFile()) continue;
         const size = fst.size;
         const mtimeMs = Math.floor(fst.mtimeMs);
         const id = `file:${f}:${size}:${mtimeMs}`;
         if (!this.cfg.incremental) {
-          units.push({ id, params: { path: f } });
+          units.push({ id, params: { path: read } });
           continue;
         }
         const rel = path.relative(this.deps.baseDir, f);
@@ -138,13 +141,13 @@ class FileSource implements Source {
           unchanged++;
           continue;
         }
-        const sha256 = await sha256Of(f);
+        const sha256 = await sha256Of(read);
         if (last !== undefined && last.size === size && last.sha256 === sha256) {
           unchanged++;
           continue;
         }
         const fingerprint: FileCheckpoint = { path: rel, size, mtimeMs, sha256 };
-        units.push({ id, params: { path: f, fingerprint } });
+        units.push({ id, params: { path: read, fingerprint } });
       }
     }
     ctx.report?.('note', `${units.length} file(s)`);
@@ -156,14 +159,57 @@ class FileSource implements Source {
     return units;
   }
 
+  /**
+   * The files of a listed directory, sorted, hidden ones left out, each with the path it is read through: a
+   * symbolic link is read through its target (opened without following links again), and one that leads outside
+   * the directory is skipped unless `follow_symlinks` says otherwise.
+   */
+  private async listDirectory(dir: string, ctx: SourceContext): Promise<{ listed: string; read: string }[]> {
+    const root = await realpath(dir);
+    const out: { listed: string; read: string }[] = [];
+    for (const name of (await readdir(dir)).filter((f) => !f.startsWith('.')).sort()) {
+      const listed = path.join(dir, name);
+      if (!(await lstat(listed)).isSymbolicLink()) {
+        out.push({ listed, read: listed });
+        continue;
+      }
+      const target = await realpath(listed).catch(() => undefined);
+      if (target === undefined) continue; // a dangling link: no file to read
+      const inside = target.startsWith(root + path.sep);
+      if (!inside && !this.cfg.follow_symlinks) {
+        const text = `skipped ${listed}: a symbolic link to ${target}, outside ${dir} (set source.follow_symlinks: true to read such links)`;
+        if (ctx.report) ctx.report('note', text);
+        else ctx.log.warn(text);
+        continue;
+      }
+      out.push({ listed, read: target });
+    }
+    return out;
+  }
+
   async *read(unit: WorkUnit, ctx: SourceContext): AsyncIterable<Batch> {
-    yield* decode(countBytes(createReadStream(unit.params.path as string, { highWaterMark: 1 << 16 }), ctx.counters), {
+    // Without following a link: the name was checked when the unit was planned, and what it names now is read.
+    const file = unit.params.path as string;
+    const handle = await open(file, READ_NO_FOLLOW).catch((err: unknown) => {
+      throw (err as NodeJS.ErrnoException).code === 'ELOOP' ? replacedByLink(file) : err;
+    });
+    const bytes = handle.createReadStream({ highWaterMark: 1 << 16 });
+    yield* decode(countBytes(bytes, ctx.counters), {
       ...this.decodeOptions,
       unit: unit.id,
       deadLetter: ctx.deadLetter,
       bounds: localFileBounds(ctx),
     });
   }
+}
+
+/** Opens a file for reading, failing (ELOOP) when its name is now a symbolic link; plain read where there is none. */
+const READ_NO_FOLLOW = constants.O_NOFOLLOW === undefined ? 'r' : constants.O_RDONLY | constants.O_NOFOLLOW;
+
+function replacedByLink(file: string): SluiceError {
+  return new SluiceError(`source file ${file} was replaced by a symbolic link since the run planned it`, {
+    hint: 'run again: the link is then judged like any other (see source.follow_symlinks)',
+  });
 }
 
 export const fileSource: ComponentDef<'source', FileConfig, Source> = {

@@ -4,6 +4,7 @@
  * paid for.
  */
 import { z } from 'zod';
+import { DEFAULT_MAX_AHEAD_S } from './cursor-bound.js';
 import { checkCursorFits, checkFilterFiles, filterSchema } from './filter.js';
 
 export const snapshotDownloadSchema = z
@@ -24,7 +25,7 @@ export const snapshotSchema = z
     type: z.literal('snapshot'),
     dataset_id: z
       .string()
-      .regex(/^gd_[a-z0-9]+$/i, 'a dataset id looks like gd_l1vikfnt1wgvvqz95w')
+      .regex(/^gd_[a-z0-9]{1,60}$/i, 'a dataset id looks like gd_l1vikfnt1wgvvqz95w')
       .optional()
       .describe('Dataset to filter (`gd_…`). Required with `filter`.'),
     filter: filterSchema
@@ -56,6 +57,14 @@ export const snapshotSchema = z
         initial: z
           .union([z.string(), z.number()])
           .describe('Load records whose cursor is above this on the first run, e.g. "2025-01-01T00:00:00Z".'),
+        max_ahead_s: z
+          .number()
+          .int()
+          .min(0)
+          .default(DEFAULT_MAX_AHEAD_S)
+          .describe(
+            "A date cursor value later than the run's start plus this many seconds is not taken as the cursor (the record is still loaded, with a warning): one bad date such as 9999-12-31 would otherwise make every later run load nothing. Default 86400 (a day: local times labelled UTC run up to 14 h ahead).",
+          ),
       })
       .strict()
       .optional()
@@ -64,7 +73,7 @@ export const snapshotSchema = z
       ),
     snapshot_id: z
       .string()
-      .regex(/^(snap|s)_[a-z0-9]+$/i, 'a snapshot id looks like snap_m2bxug4e2o352v1jv1')
+      .regex(/^(snap|s)_[a-z0-9]{1,60}$/i, 'a snapshot id looks like snap_m2bxug4e2o352v1jv1')
       .optional()
       .describe('Download this existing snapshot instead of filtering.'),
     download: snapshotDownloadSchema.default({ format: 'jsonl', compress: true, batch_size: 10_000 }),

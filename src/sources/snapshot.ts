@@ -33,6 +33,8 @@ import type { Batch, RawDecodeOptions, RawFile, Source, SourceContext, WorkUnit 
 import type { ComponentDef, ComponentDeps } from '../core/component.js';
 import { checkedBytes, decode } from '../decode/index.js';
 import { countBytes, downloadBounds } from './bytes.js';
+import { PRIVATE_FILE } from '../core/private-files.js';
+import { CursorBound, rejectedCursorWarning } from './cursor-bound.js';
 import { rawDecodeOptions } from './raw-decode.js';
 import { filterFieldNames, filterRefusal, matchesNothing, readFilterFiles, withCursor } from './filter.js';
 import { unknownId } from './unknown-id.js';
@@ -60,6 +62,8 @@ class SnapshotSource implements Source {
   readonly unitCheckpoint?: (unit: WorkUnit) => CursorCheckpoint | undefined;
   /** Largest cursor value read per unit, for `unitCheckpoint`. */
   private readonly maxima = new Map<string, string | number>();
+  /** The latest value a run takes as its cursor (cursor-bound.ts). */
+  private readonly bound: CursorBound;
   /** What a part's bytes are: the same for `read()` and `rawFile()`. */
   private readonly decodeOptions: RawDecodeOptions;
   /** The dataset's fields when its metadata answered in the preflight (a hint; most datasets have none). */
@@ -71,6 +75,7 @@ class SnapshotSource implements Source {
   ) {
     this.concurrency = cfg.concurrency;
     this.checkpointFromRows = cfg.incremental !== undefined;
+    this.bound = new CursorBound(cfg.incremental?.max_ahead_s);
     const cursor = cfg.incremental?.cursor;
     if (cursor !== undefined)
       this.unitCheckpoint = (unit) => {
@@ -100,6 +105,7 @@ class SnapshotSource implements Source {
   }
 
   async plan(ctx: SourceContext): Promise<WorkUnit[]> {
+    this.bound.start(ctx);
     const client = await this.deps.client();
     const job = await this.snapshotJob(client, ctx);
     if (job === undefined) return [];
@@ -265,7 +271,14 @@ class SnapshotSource implements Source {
     const key = `snapshot:cursor:${inc.cursor}`;
     let after = ctx.state.get<string | number>(key);
     if (after === undefined) {
-      after = lastCursorValue(ctx.checkpoints, inc.cursor) ?? inc.initial;
+      // A checkpoint from the future (committed before cursors were bounded) is not a lower bound either.
+      const future: string[] = [];
+      const accepts = (v: string | number): boolean => this.bound.accepts(v, ctx) || (future.push(String(v)), false);
+      after = lastCursorValue(ctx.checkpoints, inc.cursor, accepts) ?? inc.initial;
+      if (future.length > 0)
+        ctx.log.warn(
+          `incremental: committed ${inc.cursor} ${JSON.stringify(future.sort().at(-1))} is later than ${this.bound.describe()}: not used as the lower bound`,
+        );
       if (!ctx.dryRun) await ctx.state.set(key, after);
     }
     const filter = withCursor(this.cfg.filter, inc.cursor, after)!;
@@ -286,11 +299,12 @@ class SnapshotSource implements Source {
    * records than announced. Plain bytes on disk also spare the sink decompressing them again.
    */
   async rawFile(unit: WorkUnit, ctx: SourceContext, tmpDir: string): Promise<RawFile> {
-    const file = path.join(tmpDir, `${unit.id.replace(/[^a-zA-Z0-9_.-]/g, '_')}.${this.cfg.download.format}`);
+    const file = path.join(tmpDir, `${tempFileStem(unit.id)}.${this.cfg.download.format}`);
     const bounds = this.bounds(ctx);
     const body = countBytes((await this.download(unit, ctx)).body, ctx.counters);
     const checked = checkedBytes(body, { ...this.decodeOptions, unit: unit.id, deadLetter: ctx.deadLetter, bounds });
-    await pipeline(Readable.from(checked), createWriteStream(file));
+    // Raw records, until the unit is loaded: the user's alone.
+    await pipeline(Readable.from(checked), createWriteStream(file, { mode: PRIVATE_FILE }));
     return { path: file, decode: { ...this.decodeOptions, bounds }, temporary: true };
   }
 
@@ -328,17 +342,33 @@ class SnapshotSource implements Source {
     if (cursor === undefined) return yield* batches;
     // A read again (retry) starts over: its checkpoint is that of the rows it yields this time.
     this.maxima.delete(unit.id);
+    let rejected: { count: number; first: string } | undefined;
     for await (const batch of batches) {
       let max = this.maxima.get(unit.id);
       for (const row of batch) {
         const v = row[cursor];
-        if ((typeof v === 'string' || typeof v === 'number') && (max === undefined || compareCursor(v, max) > 0))
-          max = v;
+        if ((typeof v !== 'string' && typeof v !== 'number') || (max !== undefined && compareCursor(v, max) <= 0))
+          continue;
+        if (this.bound.accepts(v, ctx)) max = v;
+        else if (rejected) rejected.count++;
+        else rejected = { count: 1, first: String(v) };
       }
       if (max !== undefined) this.maxima.set(unit.id, max);
       yield batch;
     }
+    const part = `snapshot ${String(unit.params.snapshot_id)} part ${String(unit.params.part)}`;
+    if (rejected) ctx.log.warn(rejectedCursorWarning(part, cursor, rejected, this.bound));
   }
+}
+
+/**
+ * A unit's download file name: its id made safe, and short whatever the service answered as a snapshot id (an id of
+ * hundreds of characters would exceed the file system's name limit).
+ */
+function tempFileStem(unitId: string): string {
+  const safe = unitId.replace(/[^a-zA-Z0-9_.-]/g, '_');
+  if (safe.length <= 120) return safe;
+  return `${safe.slice(0, 100)}-${createHash('sha256').update(unitId).digest('hex').slice(0, 16)}`;
 }
 
 /** Cursor values compare as dates when both are date strings, as numbers when both are numbers, else as text. */
@@ -354,11 +384,13 @@ export function compareCursor(a: string | number, b: string | number): number {
 export function lastCursorValue(
   checkpoints: ReadonlyMap<string, unknown> | undefined,
   cursor: string,
+  accepts: (value: string | number) => boolean = () => true,
 ): string | number | undefined {
   let last: string | number | undefined;
   for (const cp of checkpoints?.values() ?? []) {
     const c = cp as Partial<CursorCheckpoint> | null;
     if (c?.cursor !== cursor || (typeof c.max !== 'string' && typeof c.max !== 'number')) continue;
+    if (!accepts(c.max)) continue;
     if (last === undefined || compareCursor(c.max, last) > 0) last = c.max;
   }
   return last;

@@ -65,6 +65,8 @@ describe('sluice runs', () => {
     expect(lines.slice(2)).toEqual([
       expect.stringMatching(/^ {4}dead letters: .+ ×1$/),
       expect.stringMatching(/^ {4}sink: jsonl .*out: 1 unit\(s\), 2 records committed$/),
+      // The run's warnings are kept with it: here the sink's refusal of the file with a bad line.
+      expect.stringMatching(/^ {4}warning: .*jsonl sink refused the file .*; decoding it in JS$/),
     ]);
     expect(more).toBe('(1 older runs: --limit 2)');
   });

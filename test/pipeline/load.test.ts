@@ -216,7 +216,7 @@ describe('typing of interpolated values', () => {
     const f = file('  type: serp\n  zone: z${N}\n  queries: ["${N}"]\n  concurrency: ${N}');
     const { problems } = await validatePipeline(f, { KEY: 'k', N: 'four' });
     expect(problems.map((p) => p.message.slice(f.length + 1))).toEqual([
-      '10:16: source.concurrency: expected a number, got a string ("four") from `${N}`',
+      '10:16: source.concurrency: expected a number, got a string from `${N}`',
     ]);
     const ok = await loadPipeline(f, { KEY: 'k', N: '8' });
     expect(ok.config.source.zone).toBe('z8');
@@ -227,5 +227,82 @@ describe('typing of interpolated values', () => {
     const f = file('  type: serp\n  zone: z\n  queries: [q]\n  concurrency: ${N}');
     const { problems } = await validatePipeline(f, { KEY: 'k' });
     expect(problems.map((p) => p.message.slice(f.length + 1))).toEqual(['10:16: environment variable N is not set']);
+  });
+});
+
+describe('a pipeline file that is hostile or huge is a config error, not a crash', () => {
+  const messages = async (file: string): Promise<string[]> =>
+    (await validatePipeline(file, {})).problems.map((p) => p.message.slice(file.length + 1));
+
+  it('a billion-laughs file: refused at its first alias, without expanding it', async () => {
+    const lines = ['version: 1', 'name: t', 'a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]'];
+    for (let i = 1; i < 10; i++)
+      lines.push(
+        `a${i}: &a${i} [${Array(9)
+          .fill(`*a${i - 1}`)
+          .join(', ')}]`,
+      );
+    const file = writeTemp(lines.join('\n') + '\n');
+    const problems = await messages(file);
+    expect(problems).toEqual([
+      "4:10: the file's aliases (`*name`) expand to more than 1000 values: a pipeline file never needs that many, and expanding them would exhaust memory",
+    ]);
+    await expect(loadPipeline(file, {})).rejects.toMatchObject({ exitCode: 2 });
+  });
+
+  it('a file over 1 MiB, and one nested thousands deep', async () => {
+    const huge = writeTemp(HEAD + `x: "${'a'.repeat(1 << 20)}"\n`);
+    expect(await messages(huge)).toEqual([
+      `1:1: the pipeline file is larger than 1 MiB (${(1 << 20) + HEAD.length + 6} bytes): not a pipeline file`,
+    ]);
+    await expect(loadPipeline(huge, {})).rejects.toBeInstanceOf(ConfigError);
+    const deep = writeTemp(HEAD + `x: ${'['.repeat(2000)}${']'.repeat(2000)}\n`);
+    expect(await messages(deep)).toEqual([expect.stringMatching(/^4:\d+: invalid YAML: nested too deeply/)]);
+  });
+
+  it('service ids in their documented shapes, short enough to name a file', async () => {
+    const snapshot = writeTemp(
+      HEAD + `source: { type: snapshot, snapshot_id: snap_${'a'.repeat(300)} }\nsink: { type: jsonl, path: a }\n`,
+    );
+    expect(await messages(snapshot)).toEqual([
+      '4:40: source.snapshot_id: a snapshot id looks like snap_m2bxug4e2o352v1jv1',
+    ]);
+    const lookup = writeTemp(
+      HEAD + 'source: { type: deep_lookup, request_id: "ai_../../x" }\nsink: { type: jsonl, path: a }\n',
+    );
+    expect(await messages(lookup)).toEqual([
+      '4:42: source.request_id: a request id looks like ai_…, letters and digits',
+    ]);
+    const dataset = writeTemp(
+      HEAD +
+        `source: { type: snapshot, dataset_id: gd_${'b'.repeat(61)}, filter: { name: x, operator: is_null }, records_limit: 10 }\nsink: { type: jsonl, path: a }\n`,
+    );
+    expect(await messages(dataset)).toEqual(['4:39: source.dataset_id: a dataset id looks like gd_l1vikfnt1wgvvqz95w']);
+  });
+
+  it('Postgres names over 63 bytes, which Postgres would cut silently (two sinks, one table)', async () => {
+    const long = `t_${'x'.repeat(62)}`;
+    const file = writeTemp(
+      HEAD +
+        'source: { type: countries }\nsinks:\n' +
+        `  - { type: postgres, table: ${long} }\n` +
+        `  - { type: postgres, table: ${'y'.repeat(51)}, write: replace }\n` +
+        `  - { type: postgres, table: ok, write: merge, primary_key: [${'k'.repeat(64)}] }\n`,
+    );
+    const problems = await validatePipeline(file, {});
+    expect(problems.problems.map((p) => [p.message.slice(file.length + 1), p.hint])).toEqual([
+      [
+        `6:30: sinks[0].table: the table name is 64 bytes; Postgres keeps 63 bytes of a name and cuts the rest silently`,
+        'use a table name of at most 63 bytes',
+      ],
+      [
+        `7:30: sinks[1].table: the table name is 51 bytes; Postgres keeps 63 bytes of a name and cuts the rest silently (this sink also names \`${'y'.repeat(51)}__sluice_next\`)`,
+        'use a table name of at most 50 bytes',
+      ],
+      [
+        `8:62: sinks[2].primary_key[0]: the column name is 64 bytes; Postgres keeps 63 and cuts the rest silently`,
+        'rename the column (a `rename` transform) to at most 63 bytes',
+      ],
+    ]);
   });
 });

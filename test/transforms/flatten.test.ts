@@ -34,3 +34,34 @@ describe('flatten', () => {
     expect(rows[0]).not.toHaveProperty('general');
   });
 });
+
+describe('flatten, two fields that become one name', () => {
+  const colliding = { id: 7, a: { b: 1 }, a__b: 2 };
+
+  it('dead-letters the record by default, naming both fields: neither value is dropped silently', async () => {
+    const { rows, deadLetters } = await run(build(flattenTransform, { type: 'flatten' }), [colliding, { id: 8 }]);
+    expect(rows).toEqual([{ id: 8 }]);
+    expect(deadLetters).toEqual([
+      {
+        unit: 'unit:test',
+        stage: 'transform:flatten',
+        reason:
+          'flatten: `a.b` and `a__b` both become `a__b`; set a separator no field name contains, or on_collision: rename',
+        raw: JSON.stringify(colliding),
+      },
+    ]);
+  });
+
+  it('with on_collision: rename keeps both values, the later renamed, and warns once per name', async () => {
+    const warnings: string[] = [];
+    const t = build(flattenTransform, { type: 'flatten', on_collision: 'rename' });
+    const log = { debug() {}, info() {}, warn: (m: string) => void warnings.push(m), error() {} };
+    const { rows, deadLetters } = await run(t, [colliding, { ...colliding, id: 9 }], { log });
+    expect(deadLetters).toEqual([]);
+    expect(rows).toEqual([
+      { id: 7, a__b: 1, a__b__2: 2 },
+      { id: 9, a__b: 1, a__b__2: 2 },
+    ]);
+    expect(warnings).toEqual(['flatten: `a.b` and `a__b` both become `a__b`: the later is `a__b__2` (said once)']);
+  });
+});

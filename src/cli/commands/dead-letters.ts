@@ -6,6 +6,7 @@ import type { LoadedPipeline } from '../../pipeline/load.js';
 import { parseShard } from '../args.js';
 import type { CliContext } from '../context.js';
 import { cliLogger, interruptible, printSummary, runOptions } from './run.js';
+import { printableLine } from '../../core/printable.js';
 
 interface DeadLetterArgs {
   pipeline: string;
@@ -21,8 +22,9 @@ const RAW_SHOWN = 160;
 
 export function formatDeadLetter(d: StoredDeadLetter): string {
   const at = d.offset !== undefined ? ` @${d.offset}` : '';
-  const raw = d.raw === undefined ? '' : `\n    ${d.raw.length > RAW_SHOWN ? d.raw.slice(0, RAW_SHOWN) + '…' : d.raw}`;
-  return `${d.at} ${d.unit} ${d.stage}${at}: ${d.reason}${raw}`;
+  const raw = d.raw === undefined ? [] : [`    ${d.raw.length > RAW_SHOWN ? d.raw.slice(0, RAW_SHOWN) + '…' : d.raw}`];
+  // The unit (a file's name), the reason and the record come from the data: each line stays one line.
+  return [`${d.at} ${d.unit} ${d.stage}${at}: ${d.reason}`, ...raw].map(printableLine).join('\n');
 }
 
 export function deadLettersCommand(ctx: CliContext): CommandModule<object, DeadLetterArgs> {

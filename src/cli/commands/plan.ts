@@ -3,6 +3,7 @@ import type { Argv, CommandModule } from 'yargs';
 import type { PlanReport, SinkColumns } from '../../engine/api.js';
 import { positiveInt } from '../args.js';
 import type { CliContext } from '../context.js';
+import { printableLine } from '../../core/printable.js';
 
 interface PlanArgs {
   pipeline: string;
@@ -25,7 +26,8 @@ export function formatPlan(plan: PlanReport, shown: number): string {
   if (plan.columns)
     lines.push('columns:', ...plan.columns.flatMap((c) => formatColumns(c, false).map((l) => `  ${l}`)));
   if (plan.notes.length) lines.push('notes:', ...plan.notes.map((n) => `  ${n}`));
-  return lines.join('\n');
+  // Unit ids name files and service ids: each stays one line.
+  return lines.map(printableLine).join('\n');
 }
 
 /**

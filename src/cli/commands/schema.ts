@@ -5,6 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import type { Argv, CommandModule } from 'yargs';
+import { printableLine } from '../../core/printable.js';
 import type { Sink } from '../../core/types.js';
 import type { SinkColumns } from '../../engine/api.js';
 import type { CliContext } from '../context.js';
@@ -50,7 +51,8 @@ function formatReport(r: SchemaReport): string {
       ...r.current.map((c) => `    ${c.name.padEnd(width)}  ${c.type}`),
     );
   } else if (!r.declared) lines.push('  nothing written yet');
-  return lines.join('\n');
+  // Column names come from the data: each stays one line.
+  return lines.map(printableLine).join('\n');
 }
 
 export function schemaCommand(ctx: CliContext): CommandModule<object, SchemaArgs> {

@@ -9,6 +9,7 @@ import type { CommittedCheckpoint } from '../../engine/cursor.js';
 import type { LoadedPipeline } from '../../pipeline/load.js';
 import { positiveInt } from '../args.js';
 import type { CliContext } from '../context.js';
+import { printableLine } from '../../core/printable.js';
 
 interface StateArgs {
   pipeline: string;
@@ -116,5 +117,6 @@ export function formatState(s: CursorState, limit: number): string {
     );
     for (const c of [...ahead].reverse().slice(0, limit)) lines.push(`    ahead: ${c.unit}  run ${c.run || '-'}`);
   }
-  return lines.join('\n');
+  // Units and checkpoints name files and values from the data: each stays one line.
+  return lines.map(printableLine).join('\n');
 }

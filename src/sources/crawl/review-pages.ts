@@ -11,6 +11,7 @@
  * for nothing — one wasted request per place instead of `max_pages`, each review loaded once.
  */
 import type { StateStore } from '../../core/types.js';
+import { CursorBound, rejectedCursorWarning } from '../cursor-bound.js';
 import { targetUrl, type PageOutcome, type PagePosition, type Pager } from './pager.js';
 import type { CrawlIncremental } from './source.js';
 
@@ -24,8 +25,8 @@ export const REVIEWS_FIRST_SIZE_KEY = 'reviews:first_page_size';
 /** The review ids of each place's first page, as last read, by fid. */
 export const REVIEWS_FIRST_IDS_KEY = 'reviews:first_page_ids';
 
-/** A feature id: two colon-joined hex values, each prefixed `0x`. */
-export const FID_PATTERN = /^0x[0-9a-f]+:0x[0-9a-f]+$/i;
+/** A feature id: two colon-joined 64-bit hex values, each prefixed `0x`. */
+export const FID_PATTERN = /^0x[0-9a-f]{1,16}:0x[0-9a-f]{1,16}$/i;
 
 export interface ReviewPagesOptions {
   /** Search engine URL the target URLs are built on. */
@@ -161,8 +162,12 @@ export function reviewsIncremental(maxPages: number): CrawlIncremental {
   const known = new Map<string, KnownPlace>();
   let saved = 0;
   let stopped = 0;
+  // A review dated in the future is loaded, but never becomes a place's newest date (cursor-bound.ts): every later
+  // run would take all of the place's reviews for ones loaded before and stop at its first page.
+  const bound = new CursorBound();
   return {
     async plan(subjects, ctx) {
+      bound.start(ctx);
       known.clear();
       const before: Record<string, PlaceBefore> = {};
       for (const cp of ctx.checkpoints?.values() ?? []) {
@@ -173,7 +178,8 @@ export function reviewsIncremental(maxPages: number): CrawlIncremental {
         for (const id of c.ids) place.ids.add(id);
         const b = (before[c.fid] ??= { loaded: 0 });
         if (typeof c.loaded === 'number') b.loaded = Math.max(b.loaded, c.loaded);
-        if (c.newest !== undefined && (b.newest === undefined || c.newest > b.newest)) b.newest = c.newest;
+        if (c.newest !== undefined && (b.newest === undefined || c.newest > b.newest) && bound.accepts(c.newest, ctx))
+          b.newest = c.newest;
       }
       // Dates and counts as they stood when the run started: a resumed run must not take the newest date its own
       // first pages committed for a bound, or the new reviews on its later pages would look old. Ids are safe.
@@ -186,7 +192,7 @@ export function reviewsIncremental(maxPages: number): CrawlIncremental {
       }
       return subjects;
     },
-    page(payload, at) {
+    page(payload, at, fetchedAt) {
       const reviews = Array.isArray(payload.reviews) ? (payload.reviews as Record<string, unknown>[]) : [];
       const place = known.get(at.subject);
       let fresh = reviews.length;
@@ -202,8 +208,14 @@ export function reviewsIncremental(maxPages: number): CrawlIncremental {
       if (fresh < 0) fresh = reviews.length;
       const kept = reviews.slice(0, fresh);
       let newest = place?.newest;
-      for (const r of kept)
-        if (typeof r.date === 'string' && (newest === undefined || r.date > newest)) newest = r.date;
+      let rejected: { count: number; first: string } | undefined;
+      const clock = { now: () => fetchedAt.getTime() };
+      for (const r of kept) {
+        if (typeof r.date !== 'string' || (newest !== undefined && r.date <= newest)) continue;
+        if (bound.accepts(r.date, clock)) newest = r.date;
+        else if (rejected) rejected.count++;
+        else rejected = { count: 1, first: r.date };
+      }
       const loaded = (place?.loaded ?? 0) + at.start + kept.length;
       if (stop) {
         stopped++;
@@ -217,7 +229,14 @@ export function reviewsIncremental(maxPages: number): CrawlIncremental {
         ...(newest !== undefined && { newest }),
         loaded,
       };
-      return { payload: stop ? { ...payload, reviews: kept } : payload, stop, checkpoint };
+      return {
+        payload: stop ? { ...payload, reviews: kept } : payload,
+        stop,
+        checkpoint,
+        ...(rejected && {
+          warning: rejectedCursorWarning(`reviews of ${at.subject} page ${at.page}`, 'date', rejected, bound),
+        }),
+      };
     },
     summary: () =>
       stopped === 0

@@ -56,6 +56,8 @@ export interface IncrementalPage {
   payload: Record<string, unknown>;
   stop: boolean;
   checkpoint: unknown;
+  /** Something the run should be told about the page (a value not taken as the cursor). */
+  warning?: string;
 }
 
 class CrawlSource implements Source {
@@ -132,6 +134,7 @@ class CrawlSource implements Source {
       this.next.set(unit.id, await this.successor(ctx, at, outcome));
     }
     if (inc) this.checkpoints.set(unit.id, inc.checkpoint);
+    if (inc?.warning !== undefined) ctx.log.warn(inc.warning);
     yield [this.pager.row(inc?.payload ?? payload, at, fetchedAt.toISOString())];
   }
 
