@@ -256,7 +256,8 @@ async function runAttempt(
             source,
             attempt: (unit, scoped, todo, read) =>
               loadUnit(unit, scoped, todo, {
-                source: read ?? source,
+                source: read.source,
+                commit: read.commit,
                 sctx,
                 log,
                 chain: { transforms: built.transforms, log, deadLetter, counters },

@@ -3,14 +3,14 @@
  * type). A unit that failed half-way committed nothing, so reading it again from the start loses and duplicates
  * nothing. Retrying a unit is a retry too: it follows the pipeline's retry timing and honours Retry-After.
  *
- * Each attempt reads through a view of the source that sets the unit's cursor checkpoint (engine/cursor.ts), so
- * the checkpoint the sinks commit is the one of the rows they commit.
+ * Each attempt reads through its own view of the source, with its own `UnitCommit` that hands the sinks the
+ * unit's cursor checkpoint (engine/cursor.ts), so the checkpoint the sinks commit is the one of the rows they commit.
  */
 import { DecodeError, SluiceError } from '../../core/errors.js';
 import type { RetryPolicy } from '../../core/retry.js';
 import { sleep } from '../../core/sleep.js';
 import type { Counters, Logger, Sink, Source, WorkUnit } from '../../core/types.js';
-import { checkpointingSource } from '../cursor.js';
+import { checkpointedRead, type CheckpointedRead } from '../cursor.js';
 import { errorText } from '../error-text.js';
 
 /** Tries per unit, the first included (the client already retried each request). */
@@ -22,20 +22,19 @@ export interface RunUnitOptions {
   counters: Counters;
   /** An aborted run tries nothing again. */
   signal: AbortSignal;
-  /** The pipeline's source: an incremental one's unit checkpoints are set on `sinkUnit` as it is read. */
-  source?: Source;
+  /** The pipeline's source. */
+  source: Source;
   /**
-   * One attempt: read the unit (from `source`, the view of the pipeline's source that sets the checkpoint, when
-   * `RunUnitOptions.source` is given) and commit it into `sinks` (stages/load-unit.ts).
+   * One attempt: read the unit from `read.source` (this attempt's view of the pipeline's source) and commit it into
+   * `sinks` with `read.commit` (stages/load-unit.ts).
    */
-  attempt(unit: WorkUnit, sinkUnit: WorkUnit, sinks: Sink[], source?: Source): Promise<void>;
+  attempt(unit: WorkUnit, sinkUnit: WorkUnit, sinks: Sink[], read: CheckpointedRead): Promise<void>;
 }
 
 export async function runUnit(u: WorkUnit, sinkUnit: WorkUnit, sinks: Sink[], opts: RunUnitOptions): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
-      const source = opts.source && checkpointingSource(opts.source, u, sinkUnit);
-      await opts.attempt(u, sinkUnit, sinks, source);
+      await opts.attempt(u, sinkUnit, sinks, checkpointedRead(opts.source, u));
       return;
     } catch (err) {
       if (opts.signal.aborted || !opts.retry.shouldRetry(attempt, err)) {

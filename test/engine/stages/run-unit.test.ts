@@ -3,7 +3,7 @@ import { DecodeError, SluiceError, TransientError } from '../../../src/core/erro
 import { RetryPolicy } from '../../../src/core/retry.js';
 import type { WorkUnit } from '../../../src/core/types.js';
 import { runUnit, type RunUnitOptions } from '../../../src/engine/stages/run-unit.js';
-import { counters, recordingLogger } from '../in-memory.js';
+import { counters, MemorySource, recordingLogger } from '../in-memory.js';
 
 const unit: WorkUnit = { id: 'u1', params: {} };
 const scoped: WorkUnit = { id: 'r/u1', params: {} };
@@ -18,6 +18,7 @@ function options(errors: unknown[], over: Partial<RunUnitOptions> = {}) {
     log,
     counters: counters(),
     signal: new AbortController().signal,
+    source: new MemorySource([]),
     attempt: async () => {
       attempts++;
       const err = queue.shift();
