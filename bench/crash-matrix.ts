@@ -27,7 +27,6 @@
  * cost more than many a cell's checks. An earlier run into DuckDB stays a child: the DuckDB sink keeps the file open
  * in DuckDB's cache of the process that wrote it (sinks/duckdb/database.ts), where the killed run must open it next.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -41,6 +40,7 @@ import { startEmulator, type EmulatorHandle } from '../src/emulator/server.js';
 import { runPipeline } from '../src/engine/run.js';
 import { loadPipeline } from '../src/pipeline/load.js';
 import { cliArg, inParallel, paidText } from './lib/matrix-common.js';
+import { endedAs, runKilledAt, spawnRun, type Exit } from './lib/sluice-child.js';
 import {
   isReplace,
   leftovers,
@@ -56,8 +56,6 @@ import {
 
 export type { Digest, PipelineKind, SinkKind } from './lib/crash-outputs.js';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
-const BIN = path.join(ROOT, 'bin/sluice.js');
 const API_KEY = 'crash-matrix-key';
 const DATA_SEED = 7;
 /** Four parts of 1,000 records, two read at a time: units commit before, during and after the kill. */
@@ -435,33 +433,6 @@ function pipelineYaml(name: string, p: PipelineKind, s: SinkKind, url: string, p
   return ['version: 1', `name: ${name}`, ...service, ...source, `sink: ${sink[s]}`, ''].join('\n');
 }
 
-interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stderr: string;
-}
-
-/**
- * `node bin/sluice.js run <file>` in a child process, spawned asynchronously: the emulator answers its requests on
- * this process's event loop. The child never inherits failpoints, a key or an address from this environment.
- */
-function spawnRun(file: string, env: Record<string, string>): { child: ChildProcess; done: Promise<Exit> } {
-  const inherited: Record<string, string | undefined> = { ...process.env };
-  for (const k of [FAILPOINTS_ENV, 'SLUICE_BASE_URL', 'SLUICE_API_KEY']) delete inherited[k];
-  const child = spawn(process.execPath, [BIN, 'run', file, '--no-progress'], {
-    cwd: path.dirname(file),
-    env: { ...inherited, ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-  const done = new Promise<Exit>((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code, signal) => resolve({ code, signal, stderr }));
-  });
-  return { child, done };
-}
-
 /**
  * `sluice run <file> --no-progress` as spawnRun runs it (same arguments, same environment, stdout dropped), but in
  * this process: the CLI's own entry with its stderr recorded. Never for the run a cell kills.
@@ -490,13 +461,7 @@ async function crashRun(
   kill: Kill,
   emu: EmulatorHandle,
 ): Promise<{ died: boolean; endedAs?: string; killDelayMs?: number; stderr: string }> {
-  const ended = (x: Exit): string => x.signal ?? `exit ${x.code}: ${lastLines(x.stderr)}`;
-  if ('failpoint' in kill) {
-    const x = await spawnRun(file, { [FAILPOINTS_ENV]: kill.failpoint }).done;
-    const name = kill.failpoint.split('=')[0]!;
-    const died = x.signal === 'SIGKILL' && x.stderr.includes(`failpoint ${name} reached`);
-    return { died, ...(!died && { endedAs: ended(x) }), stderr: x.stderr };
-  }
+  if ('failpoint' in kill) return runKilledAt(file, kill.failpoint);
   const { child, done } = spawnRun(file, {});
   const counted = (): number =>
     (emu.stats.routes['GET /datasets/snapshots/:id/download'] ?? 0) + (emu.stats.routes['POST /request'] ?? 0);
@@ -511,7 +476,7 @@ async function crashRun(
   const x = await done;
   clearInterval(watch);
   const died = killed && x.signal === 'SIGKILL';
-  return { died, ...(!died && { endedAs: ended(x) }), killDelayMs: delay, stderr: x.stderr };
+  return { died, ...(!died && { endedAs: endedAs(x) }), killDelayMs: delay, stderr: x.stderr };
 }
 
 /** A clean run in this process, into a directory of its own, and its digest. */

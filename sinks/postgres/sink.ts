@@ -159,10 +159,13 @@ export class PostgresSink implements Sink {
     );
   }
 
+  /**
+   * The target's: for `replace`, the new generation's only, as every sink gives them. The live table's would let
+   * an incremental source skip what it holds, and the new table that replaces it would lack those rows.
+   */
   async committedCheckpoints(): Promise<Map<string, unknown>> {
-    const keys = [...new Set([this.names.stateKey, this.names.targetStateKey])];
     return this.guard('could not read the committed checkpoints', () =>
-      committedCheckpoints(this.db(), this.names.schema, this.context().pipeline, keys),
+      committedCheckpoints(this.db(), this.names.schema, this.context().pipeline, [this.names.targetStateKey]),
     );
   }
 
