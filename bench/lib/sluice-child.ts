@@ -47,7 +47,11 @@ export interface KilledRun {
 }
 
 /** A run that must die by SIGKILL at `failpoint` (`name` or `name=N`). */
-export async function runKilledAt(file: string, failpoint: string, env: Record<string, string> = {}): Promise<KilledRun> {
+export async function runKilledAt(
+  file: string,
+  failpoint: string,
+  env: Record<string, string> = {},
+): Promise<KilledRun> {
   const x = await spawnRun(file, { ...env, [FAILPOINTS_ENV]: failpoint }).done;
   const name = failpoint.split('=')[0]!;
   const died = x.signal === 'SIGKILL' && x.stderr.includes(`failpoint ${name} reached`);

@@ -1,7 +1,11 @@
 /**
- * Incremental loads of the service's sources over simulated nights: one emulator whose clock is moved between runs
- * through `POST /_emulator/clock`, the CLI run in-process. After every night the table equals a full load of the
- * same data (no row lost, none duplicated), and the emulator's counters show that the night paid only for new data.
+ * SERP `refresh_after` over simulated nights, the CLI run in-process against one emulator. The runs' clock is set
+ * night by night (see the test: the engine does not take "now" from the service yet). After every night the table
+ * equals a full load of the same data (no row lost, none duplicated), and the emulator's counters show that the
+ * night paid only for new data.
+ *
+ * The snapshot cursor and the incremental review crawl are in the nightly soak of the sink conformance suite
+ * (test/sinks/conformance/soak.test.ts), into every sink.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,9 +13,6 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
-import { reviewIdsAt } from '../../src/emulator/data/reviews.js';
-import { COMPANY_PROFILES_ID, findDataset } from '../../src/emulator/data/datasets-catalogue.js';
-import { growingDataset, sizeAt } from '../../src/emulator/datasets/growth.js';
 import { memoryIo } from '../cli/memory-io.js';
 import { query, type Obj } from './harness.js';
 
@@ -19,7 +20,6 @@ const KEY = 'emulator-key';
 const DAY = 86_400_000;
 /** Half past an hour: records and reviews appear on whole hours, so none appears while a night's runs go on. */
 const NIGHT_1 = Date.parse('2025-03-01T02:30:00Z');
-const FIDS = ['0x89c259a9b3117469:0xd134e199a405a163', '0x47e66e2964e34e2d:0x8ddca9ee380ef7e0', '0x1:0x2a'];
 
 let emu: EmulatorHandle;
 let dir: string;
@@ -32,15 +32,6 @@ afterAll(async () => {
   await emu.close();
   rmSync(dir, { recursive: true, force: true });
 });
-
-async function clock(at: number): Promise<void> {
-  const res = await fetch(`${emu.url}/_emulator/clock`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ now: new Date(at).toISOString() }),
-  });
-  expect(res.status).toBe(200);
-}
 
 interface Counters {
   paid: Record<string, number>;
@@ -73,102 +64,6 @@ const db = (name: string): string => path.join(dir, `${name}.duckdb`);
 let fullLoads = 0;
 
 describe('incremental loads over simulated nights', () => {
-  it('snapshot with a cursor: each night filters and pays for the new records only', async () => {
-    const source = (incremental: boolean): string =>
-      'source: { type: snapshot, dataset_id: gd_l1vikfnt1wgvvqz95w, filter: { name: name, operator: is_not_null },' +
-      (incremental ? ' incremental: { cursor: timestamp, initial: "2025-01-01T00:00:00Z" },' : '') +
-      ' download: { batch_size: 1000 }, poll: { interval_ms: 20 } }';
-    const sink = (name: string): string =>
-      `sink: { type: duckdb, path: ${name}.duckdb, table: companies, write: merge, primary_key: [id] }`;
-    const table = (name: string): Promise<Obj[]> =>
-      query(`SELECT id, strftime(timestamp::TIMESTAMP, '%Y-%m-%dT%H:%M:%S.%gZ') AS ts FROM w.companies ORDER BY id`, {
-        duckdb: db(name),
-      });
-    const companies = growingDataset(findDataset(COMPANY_PROFILES_ID)!, 150);
-
-    let loaded = 0;
-    const nights = [NIGHT_1, NIGHT_1 + 2 * DAY];
-    for (const [night, at] of nights.entries()) {
-      await clock(at);
-      const before = await counters();
-      await run('nightly_snapshot', [source(true), sink('nightly_snapshot')]);
-      const after = await counters();
-      const rows = await table('nightly_snapshot');
-      expect(after.paid.filter! - (before.paid.filter ?? 0), `night ${night + 1}`).toBe(1);
-      // Charged for exactly the records this night added to the table: those collected since the last night.
-      expect(after.records_charged - before.records_charged, `night ${night + 1}`).toBe(rows.length - loaded);
-      expect(rows.length - loaded).toBe(
-        sizeAt(1, 150, at, true) - (night === 0 ? 0 : sizeAt(1, 150, nights[night - 1]!, true)),
-      );
-      loaded = rows.length;
-      // The whole dataset as it stands (every record has a name), by id and collection time.
-      const all = Array.from({ length: sizeAt(1, 150, at, true) }, (_, i) => companies.record(1, i));
-      expect(rows.map((r) => [r.id, Date.parse(r.ts as string)])).toEqual(
-        all.map((r) => [r.id, Date.parse(r.timestamp as string)]).sort((a, b) => (a[0]! < b[0]! ? -1 : 1)),
-      );
-    }
-    // And a full load run tonight gives the same table.
-    await run('full_snapshot', [source(false), sink('full_snapshot')]);
-    expect(await table('nightly_snapshot')).toEqual(await table('full_snapshot'));
-
-    // `plan` shows the filter a run would send, the cursor's condition included, and starts nothing.
-    const before = await counters();
-    const io = memoryIo({ SLUICE_API_KEY: KEY });
-    expect(await runCli(['plan', path.join(dir, 'nightly_snapshot.yaml')], io)).toBe(0);
-    expect(io.stdout.join('\n')).toContain(
-      'effective filter (incremental on timestamp): {"operator":"and","filters":[{"name":"name","operator":"is_not_null"},{"name":"timestamp","operator":">"',
-    );
-    // … from the cursor the sinks committed (the newest timestamp loaded), not from `initial`.
-    const newest = (await table('nightly_snapshot')).map((r) => Date.parse(r.ts as string)).sort((a, b) => b - a)[0]!;
-    const shown = /"name":"timestamp","operator":">","value":"([^"]+)"/.exec(io.stdout.join('\n'))?.[1];
-    expect(shown, io.stdout.join('\n')).toBeDefined();
-    expect(Date.parse(shown!)).toBe(newest);
-    expect((await counters()).paid).toEqual(before.paid);
-    expect(loaded).toBeGreaterThan(150);
-  });
-
-  it('reviews newest first: each night stops at the reviews loaded before', async () => {
-    const source = (incremental: boolean): string =>
-      `source: { type: reviews, zone: serp_zone, fids: [${FIDS.map((f) => `"${f}"`).join(', ')}], max_pages: 30,` +
-      ` sort: newestFirst, incremental: ${incremental} }`;
-    const body = (name: string, incremental: boolean): string[] => [
-      source(incremental),
-      'transforms: [{ type: normalize, preset: reviews }]',
-      `sink: { type: duckdb, path: ${name}.duckdb, table: reviews, write: append }`,
-    ];
-    const ids = (name: string): Promise<string[]> =>
-      query('SELECT review_id FROM w.reviews ORDER BY review_id', { duckdb: db(name) }).then((r) =>
-        r.map((x) => x.review_id as string),
-      );
-
-    const nights = [NIGHT_1, NIGHT_1 + DAY, NIGHT_1 + 5 * DAY];
-    for (const [night, at] of nights.entries()) {
-      await clock(at);
-      const before = await counters();
-      const log = await run('nightly_reviews', body('nightly_reviews', true));
-      const requests = (await counters()).requests - before.requests;
-      const loaded = await ids('nightly_reviews');
-      // A full crawl tonight: every review each place shows, its pages up to a short (or empty) last one.
-      const shown = FIDS.map((fid) => reviewIdsAt(1, fid, at));
-      expect(loaded, `night ${night + 1}`).toEqual(shown.flat().sort());
-      // Append only: a review loaded twice would be a second row.
-      expect(new Set(loaded).size).toBe(loaded.length);
-      const fullRequests = shown.reduce((n, list) => n + Math.floor(list.length / 10) + 1, 0);
-      if (night === 0) {
-        expect(requests).toBe(fullRequests);
-        continue;
-      }
-      // Per place: the pages holding its new reviews, up to the first page that shows an old one.
-      const expected = FIDS.reduce((n, fid, i) => {
-        const fresh = shown[i]!.length - reviewIdsAt(1, fid, nights[night - 1]!).length;
-        return n + Math.floor(fresh / 10) + 1;
-      }, 0);
-      expect(requests, `night ${night + 1}`).toBe(expected);
-      expect(requests).toBeLessThan(fullRequests);
-      expect(log).toMatch(new RegExp(`about ${fullRequests - requests} page request\\(s\\) saved`));
-    }
-  });
-
   it('SERP with refresh_after: queries fetched within the period are not fetched again', async () => {
     const body = (name: string, queries: string[]): string[] => [
       `source: { type: serp, zone: serp_zone, queries: [${queries.map((q) => `"${q}"`).join(', ')}], max_pages: 2, refresh_after: 7d }`,

@@ -81,6 +81,13 @@ export interface Target {
    * matrix) or at the first (npm test).
    */
   failpoints: Record<'append' | 'replace', CommitFailpoint[]>;
+  /** What a crash leaves that a successful run must have cleared: temp and staging files, spare generations. */
+  leftovers(o: Output): Promise<string[]>;
+  /**
+   * Transactional stores: the records of the units committed (their state rows), which the table must hold exactly
+   * at any moment, a kill -9 included.
+   */
+  committedRecords?(o: Output, pipeline: string): Promise<number>;
 }
 
 const BUCKET = 'conformance';
@@ -104,7 +111,15 @@ const duckdb: Target = {
     );
     return new Map(rows.filter((r) => r.checkpoint !== null).map((r) => [r.unit_id, JSON.parse(r.checkpoint)]));
   },
-  failpoints: { append: ['duckdb:after-data=2'], replace: ['duckdb:after-data=2', 'duckdb:replace-swap'] },
+  failpoints: { append: ['duckdb:after-data=2'], replace: ['duckdb:replace-swap', 'duckdb:after-data=2'] },
+  leftovers: async (o) => filesUnder(path.join(o.dir, 'out', `${o.name}.duckdb.sluice-tmp`)),
+  async committedRecords(o, pipeline) {
+    const rows = await duckRows(
+      path.join(o.dir, 'out', `${o.name}.duckdb`),
+      `SELECT coalesce(sum(records), 0)::BIGINT AS n FROM w.main._sluice_state WHERE pipeline = '${pipeline}' AND table_name = '${o.name}'`,
+    );
+    return Number(rows[0]?.n ?? 0);
+  },
 };
 
 const postgres: Target = {
@@ -114,7 +129,8 @@ const postgres: Target = {
   needs: ['postgres'],
   sink: (o, { publishEachUnit: _, ...opts } = {}) => ({
     type: 'postgres',
-    url: pg(o).socketUrl(DATABASE),
+    // Without the server (a config only looked at, not run): libpq's environment would say where.
+    ...(o.servers.postgres && { url: o.servers.postgres.socketUrl(DATABASE) }),
     table: o.name,
     ...opts,
   }),
@@ -137,14 +153,44 @@ const postgres: Target = {
     return new Map(rows.map((r) => [r.unit_id as string, r.checkpoint]));
   },
   failpoints: {
-    append: ['postgres:after-data=2', 'postgres:mid-copy=2000'],
+    append: ['postgres:mid-copy=2000', 'postgres:after-data=2'],
     replace: ['postgres:after-data=2'],
+  },
+  async leftovers(o) {
+    const r = await pg(o).query(DATABASE, `SELECT to_regclass('public."${o.name}__sluice_next"') IS NOT NULL AS e`);
+    return r[0]!.e ? [`${o.name}__sluice_next`] : [];
+  },
+  async committedRecords(o, pipeline) {
+    const exists = await pg(o).query(DATABASE, `SELECT to_regclass('public._sluice_state') IS NOT NULL AS e`);
+    if (!exists[0]!.e) return 0;
+    const r = await pg(o).query(
+      DATABASE,
+      'SELECT coalesce(sum(records), 0)::int AS n FROM public._sluice_state WHERE pipeline = $1 AND table_name = $2',
+      [pipeline, `public.${o.name}`],
+    );
+    return r[0]!.n as number;
   },
 };
 
-/** The file sinks' failpoints: their shared staging and publish (output-files/), then the sink's own. */
+/** The file sinks' failpoints: their shared staging and publish (output-files/). */
 const FILE_APPEND: CommitFailpoint[] = ['files:after-manifest=2', 'files:before-manifest=2', 'files:after-rename=2'];
-const FILE_REPLACE: CommitFailpoint[] = ['replace:before-swap', 'replace:after-swap', 'files:after-rename=1'];
+const FILE_REPLACE: CommitFailpoint[] = ['replace:after-swap', 'replace:before-swap', 'files:after-rename=1'];
+
+/** A file target's failpoints, the one `npm test` strikes first (see crash.test.ts). */
+function fileFailpoints(type: 'jsonl' | 'parquet', storage: 'local' | 's3'): Target['failpoints'] {
+  const upload: CommitFailpoint[] = storage === 's3' ? ['files:mid-upload=1'] : [];
+  const staged: CommitFailpoint[] = type === 'parquet' ? ['parquet:staged=2'] : [];
+  const append =
+    storage === 's3' && type === 'jsonl'
+      ? [...upload, ...FILE_APPEND]
+      : type === 'parquet' && storage === 'local'
+        ? [...staged, ...FILE_APPEND]
+        : [...FILE_APPEND, ...upload, ...staged];
+  return {
+    append,
+    replace: type === 'parquet' ? [FILE_REPLACE[1]!, FILE_REPLACE[0]!, FILE_REPLACE[2]!] : FILE_REPLACE,
+  };
+}
 
 function fileTarget(type: 'jsonl' | 'parquet', storage: 'local' | 's3'): Target {
   const ext = type === 'jsonl' ? /\.jsonl(\.gz)?$/ : /\.parquet$/;
@@ -185,11 +231,19 @@ function fileTarget(type: 'jsonl' | 'parquet', storage: 'local' | 's3'): Target 
       }
       return out;
     },
-    failpoints: {
-      append: [...(storage === 's3' ? (['files:mid-upload=1'] as const) : []), ...FILE_APPEND].concat(
-        type === 'parquet' ? ['parquet:staged=2'] : [],
-      ),
-      replace: FILE_REPLACE,
+    failpoints: fileFailpoints(type, storage),
+    async leftovers(o) {
+      if (storage === 's3') {
+        const keys = await o.servers.s3!.keys(BUCKET, `${o.name}/`);
+        return keys.filter((k) => /\/\.sluice-(tmp|staged)\//.test(k));
+      }
+      const root = path.join(o.dir, where(o));
+      const spare = readdirIfAny(path.join(o.dir, 'out', `.${o.name}.sluice-generations`));
+      return [
+        ...filesUnder(path.join(root, '.sluice-tmp')),
+        ...filesUnder(path.join(root, '.sluice-staged')),
+        ...(spare.length > 1 ? spare : []),
+      ];
     },
   };
 }
@@ -256,6 +310,15 @@ function jsonLines(file: string): Obj[] {
     .split('\n')
     .filter((l) => l !== '')
     .map((l) => canonical(JSON.parse(l)) as Obj);
+}
+
+function readdirIfAny(dir: string): string[] {
+  return existsSync(dir) ? readdirSync(dir) : [];
+}
+
+/** Every file below `dir` (none when it does not exist). */
+function filesUnder(dir: string): string[] {
+  return existsSync(dir) ? listFiles(dir) : [];
 }
 
 function listFiles(dir: string): string[] {

@@ -5,8 +5,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { knownCheckpoint, NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
-import type { WorkUnit } from '../../../src/core/types.js';
+import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import { DateOnly } from '../../../src/core/values.js';
 import type { DeclaredSchema } from '../../../src/schema/declared.js';
 import { BIGINT, DATE, DOUBLE, TIMESTAMP, VARCHAR, describeType, structOf } from '../../../src/schema/logical-type.js';
@@ -121,28 +120,5 @@ describe('jsonl sink: columns as committed, changes, checkpoints', () => {
       { column: 'n', change: 'added', to: 'boolean' },
     ]);
     await sink.close();
-  });
-
-  it('keeps each unit checkpoint with its commit, across a reopen', async () => {
-    const sink = await openSink();
-    const u: WorkUnit = unit('a');
-    await sink.writeUnit(u, batches([{ id: 1 }]), knownCheckpoint({ cursor: 'c1' }));
-    await sink.writeUnit(unit('none'), batches([{ id: 2 }]), NO_CHECKPOINT);
-    const raw = path.join(dir, 'raw.jsonl');
-    await writeFile(raw, '{"id":3}\n');
-    await sink.writeUnitFile(
-      unit('n'),
-      { path: raw, decode: { format: 'jsonl' }, temporary: false },
-      knownCheckpoint([1, 2]),
-    );
-    await sink.close();
-    const reopened = await openSink();
-    expect(await reopened.committedCheckpoints()).toEqual(
-      new Map<string, unknown>([
-        ['run1/a', { cursor: 'c1' }],
-        ['run1/n', [1, 2]],
-      ]),
-    );
-    await reopened.close();
   });
 });

@@ -6,8 +6,8 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { knownCheckpoint, NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
-import type { Row, Sink, WorkUnit } from '../../../src/core/types.js';
+import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
+import type { Row, Sink } from '../../../src/core/types.js';
 import { DateOnly } from '../../../src/core/values.js';
 import type { DeclaredSchema } from '../../../src/schema/declared.js';
 import {
@@ -289,26 +289,5 @@ describe('parquet sink: columns as committed, changes, checkpoints', () => {
     ]);
     await next.finish();
     await next.close();
-  });
-
-  it('keeps each unit checkpoint with its commit, staged and published, across a reopen', async () => {
-    const sink = parquetSink();
-    await sink.open(sinkContext(dir, { fresh: false }));
-    const u: WorkUnit = unit('a');
-    await sink.writeUnit(u, batches([{ id: 1 }]), knownCheckpoint({ cursor: '2024-01-02', n: 3 }));
-    await sink.writeUnit(unit('none'), batches([{ id: 2 }]), NO_CHECKPOINT);
-    await sink.writeUnit(unit('zero'), batches([]), knownCheckpoint(0));
-    await sink.close(); // the units stay staged: a crash before finish
-    const reopened = parquetSink();
-    await reopened.open(sinkContext(dir, { fresh: false }));
-    const want = new Map<string, unknown>([
-      ['run1/a', { cursor: '2024-01-02', n: 3 }],
-      ['run1/zero', 0],
-    ]);
-    expect(await reopened.committedCheckpoints()).toEqual(want);
-    await reopened.finish();
-    expect((await manifest()).units['run1/a']!.staged).toBeUndefined();
-    expect(await reopened.committedCheckpoints()).toEqual(want);
-    await reopened.close();
   });
 });

@@ -4,7 +4,7 @@
  * environment, and a password that never shows.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { knownCheckpoint, NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
+import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import { SluiceError } from '../../../src/core/errors.js';
 import type { Batch, DeadLetter, SinkContext, WorkUnit } from '../../../src/core/types.js';
 import type { DeclaredSchema } from '../../../src/schema/declared.js';
@@ -171,16 +171,6 @@ describe('postgres sink: append', () => {
     expect((broken as Error).message).toBe('source broke mid-unit');
     expect(await rows(`SELECT id::int AS id FROM ${table}`)).toEqual([{ id: 1 }]);
     expect(await sink.committedUnits()).toEqual(new Set(['run1/ok']));
-  });
-
-  it('keeps each unit’s checkpoint with its commit and hands them back', async () => {
-    const table = freshTable();
-    const { sink } = await openSink({ table });
-    const cp = { cursor: '2024-05-06T07:08:09Z', seen: [1, 2], nested: { a: null } };
-    await sink.writeUnit(unit('u1'), batches([{ id: 1 }]), knownCheckpoint(cp));
-    await sink.writeUnit(unit('u2'), batches([{ id: 2 }]), NO_CHECKPOINT);
-    const { sink: rerun } = await openSink({ table });
-    expect(await rerun.committedCheckpoints()).toEqual(new Map([['run1/u1', cp]]));
   });
 
   it('sends a row Postgres cannot store (NUL in text) to the dead letters and commits the others', async () => {
