@@ -196,18 +196,25 @@ export function runKilled(file: string, failpoint: CommitFailpoint): Promise<Kil
   return runKilledAt(file, failpoint, { SLUICE_API_KEY: API_KEY });
 }
 
+/** A sink that is to break mid-run: the sink of `type` whose config names `output`, at its `failAt`-th unit. */
+export interface Breakage {
+  type: string;
+  output: string;
+  failAt: number;
+}
+
 /**
- * The registry, with the sink of `type` whose config names `output` refusing its `failAt`-th unit: a sink that breaks
- * mid-run (a full disk, a revoked grant). Not transient: the run fails, and starts no more units.
+ * The registry, with each sink of `breakages` refusing a unit (a full disk, a revoked grant). Not transient: the run
+ * fails, and starts no more units.
  */
-export function failingRegistry(type: string, output: string, failAt: number): Registry {
-  const real = registry.sink.find((d) => d.type === type)!;
-  let calls = 0;
-  const failing: ComponentDef<'sink'> = {
+export function failingRegistry(breakages: readonly Breakage[]): Registry {
+  const wrap = (real: ComponentDef<'sink'>): ComponentDef<'sink'> => ({
     ...real,
     create(config, deps) {
       const sink = real.create(config, deps) as Sink;
-      if (!JSON.stringify(config).includes(output)) return sink;
+      const breakage = breakages.find((b) => b.type === real.type && JSON.stringify(config).includes(b.output));
+      if (!breakage) return sink;
+      let calls = 0;
       const refuse = (): never => {
         throw new SluiceError(`${sink.describe()}: no space left on device`, { hint: 'free some space' });
       };
@@ -216,11 +223,11 @@ export function failingRegistry(type: string, output: string, failAt: number): R
           const value = Reflect.get(target, prop, receiver) as unknown;
           if (typeof value !== 'function') return value;
           if (prop === 'writeUnit' || prop === 'writeUnitFile')
-            return (...args: unknown[]) => (++calls === failAt ? refuse() : value.apply(target, args));
+            return (...args: unknown[]) => (++calls === breakage.failAt ? refuse() : value.apply(target, args));
           return value.bind(target);
         },
       });
     },
-  };
-  return { ...registry, sink: registry.sink.map((d) => (d === real ? failing : d)) };
+  });
+  return { ...registry, sink: registry.sink.map(wrap) };
 }

@@ -146,7 +146,7 @@ async function soak(svc: Service): Promise<NightFigure[]> {
         figure.failed = target.name;
         const several = (s.name === 'snapshot' && night === 1) || s.name === 'reviews';
         const name = outputOf(s, target).name;
-        const failed = await runHere(file, {}, { registry: failingRegistry(target.type, name, several ? 2 : 1) });
+        const failed = await runHere(file, {}, { registry: failingRegistry([{ type: target.type, output: name, failAt: several ? 2 : 1 }]) });
         expect(String(failed.error), label).toMatch(/no space left on device/);
         await cursorBehind(s, target, outputOf);
       }
