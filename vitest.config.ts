@@ -8,6 +8,8 @@ import SlowFilesFirst from './test/slow-files-first.js';
 const PROCESS_TESTS = [
   'test/e2e/**/*.test.ts',
   'test/reliability/**/*.test.ts',
+  // Runs pipelines through the engine in-process and kills CLI children (its servers, DuckDB files, secrets).
+  'test/sinks/conformance/**/*.test.ts',
   // Loads example pipelines whose API key (`emulator…`) is then a registered secret for the rest of the process
   // (src/core/redact.ts keeps secrets process-wide on purpose), which would redact this file's expected messages.
   'test/pipeline/preflight.test.ts',

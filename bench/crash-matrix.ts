@@ -27,7 +27,6 @@
  * cost more than many a cell's checks. An earlier run into DuckDB stays a child: the DuckDB sink keeps the file open
  * in DuckDB's cache of the process that wrote it (sinks/duckdb/database.ts), where the killed run must open it next.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -41,6 +40,7 @@ import { startEmulator, type EmulatorHandle } from '../src/emulator/server.js';
 import { runPipeline } from '../src/engine/run.js';
 import { loadPipeline } from '../src/pipeline/load.js';
 import { cliArg, inParallel, paidText } from './lib/matrix-common.js';
+import { endedAs, runKilledAt, spawnRun, type Exit } from './lib/sluice-child.js';
 import {
   isReplace,
   leftovers,
@@ -56,8 +56,6 @@ import {
 
 export type { Digest, PipelineKind, SinkKind } from './lib/crash-outputs.js';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
-const BIN = path.join(ROOT, 'bin/sluice.js');
 const API_KEY = 'crash-matrix-key';
 const DATA_SEED = 7;
 /** Four parts of 1,000 records, two read at a time: units commit before, during and after the kill. */
@@ -167,20 +165,14 @@ export const CELLS: CellSpec[] = [
 ];
 
 /**
- * The cells `npm test` runs (test/reliability/crash-matrix/): 11 of the 34, to keep `npm test` inside its time
- * budget. Each sink kind (and the crawl) is killed at least once — in its commit (DuckDB's transaction, Parquet's
- * staging, JSONL's manifest, each replace swap) — a paid job is killed on both sides of its checkpoint, and the crawl
- * gets a kill from outside. The full matrix strikes every failpoint in every sink: `npx tsx
- * bench/crash-matrix.ts`, or `SLUICE_CRASH_MATRIX=full npm test` (CI runs it); `--quick` runs these.
+ * The cells `npm test` runs (test/reliability/crash-matrix/): the paid filter job killed on both sides of its
+ * checkpoint, and the SERP crawl killed as it discovers a page and from outside. A kill in a sink's commit path is the
+ * sink conformance suite's to strike, for every registered sink, in `npm test` (test/sinks/conformance/crash.test.ts
+ * and the soak); the full matrix here strikes every failpoint in every sink kind too: `npx tsx bench/crash-matrix.ts`,
+ * or `SLUICE_CRASH_MATRIX=full npm test` (CI runs it); `--quick` runs these.
  */
 const TEST_CELL_KILLS: Record<string, (FailpointSpec | 'external')[]> = {
-  'snapshot/duckdb': ['snapshot:job-started', 'snapshot:job-checkpointed', 'engine:after-commit=2'],
-  'snapshot/duckdb_merge': ['duckdb:after-data=3'],
-  'snapshot/parquet': ['parquet:staged=2'],
-  'snapshot/jsonl': ['files:after-manifest=2'],
-  'snapshot/duckdb_replace': ['duckdb:replace-swap'],
-  'snapshot/parquet_replace': ['replace:before-swap'],
-  'snapshot/jsonl_replace': ['replace:after-swap'],
+  'snapshot/duckdb': ['snapshot:job-started', 'snapshot:job-checkpointed'],
   'serp/duckdb': ['crawl:successor-recorded=4', 'external'],
 };
 
@@ -435,33 +427,6 @@ function pipelineYaml(name: string, p: PipelineKind, s: SinkKind, url: string, p
   return ['version: 1', `name: ${name}`, ...service, ...source, `sink: ${sink[s]}`, ''].join('\n');
 }
 
-interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stderr: string;
-}
-
-/**
- * `node bin/sluice.js run <file>` in a child process, spawned asynchronously: the emulator answers its requests on
- * this process's event loop. The child never inherits failpoints, a key or an address from this environment.
- */
-function spawnRun(file: string, env: Record<string, string>): { child: ChildProcess; done: Promise<Exit> } {
-  const inherited: Record<string, string | undefined> = { ...process.env };
-  for (const k of [FAILPOINTS_ENV, 'SLUICE_BASE_URL', 'SLUICE_API_KEY']) delete inherited[k];
-  const child = spawn(process.execPath, [BIN, 'run', file, '--no-progress'], {
-    cwd: path.dirname(file),
-    env: { ...inherited, ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-  const done = new Promise<Exit>((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code, signal) => resolve({ code, signal, stderr }));
-  });
-  return { child, done };
-}
-
 /**
  * `sluice run <file> --no-progress` as spawnRun runs it (same arguments, same environment, stdout dropped), but in
  * this process: the CLI's own entry with its stderr recorded. Never for the run a cell kills.
@@ -490,13 +455,7 @@ async function crashRun(
   kill: Kill,
   emu: EmulatorHandle,
 ): Promise<{ died: boolean; endedAs?: string; killDelayMs?: number; stderr: string }> {
-  const ended = (x: Exit): string => x.signal ?? `exit ${x.code}: ${lastLines(x.stderr)}`;
-  if ('failpoint' in kill) {
-    const x = await spawnRun(file, { [FAILPOINTS_ENV]: kill.failpoint }).done;
-    const name = kill.failpoint.split('=')[0]!;
-    const died = x.signal === 'SIGKILL' && x.stderr.includes(`failpoint ${name} reached`);
-    return { died, ...(!died && { endedAs: ended(x) }), stderr: x.stderr };
-  }
+  if ('failpoint' in kill) return runKilledAt(file, kill.failpoint);
   const { child, done } = spawnRun(file, {});
   const counted = (): number =>
     (emu.stats.routes['GET /datasets/snapshots/:id/download'] ?? 0) + (emu.stats.routes['POST /request'] ?? 0);
@@ -511,7 +470,7 @@ async function crashRun(
   const x = await done;
   clearInterval(watch);
   const died = killed && x.signal === 'SIGKILL';
-  return { died, ...(!died && { endedAs: ended(x) }), killDelayMs: delay, stderr: x.stderr };
+  return { died, ...(!died && { endedAs: endedAs(x) }), killDelayMs: delay, stderr: x.stderr };
 }
 
 /** A clean run in this process, into a directory of its own, and its digest. */

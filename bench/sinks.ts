@@ -30,6 +30,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { DuckDBDataChunk, DuckDBInstance, JSToDuckDBValueConverter, type JS } from '@duckdb/node-api';
 import pLimit from 'p-limit';
+import { NO_CHECKPOINT } from '../src/core/checkpoint.js';
 import type { Batch, Logger, Sink, SinkContext, WorkUnit } from '../src/core/types.js';
 import { duckdbType, quoteIdent } from '../src/schema/duckdb-types.js';
 import { InferredSchema } from '../src/schema/infer.js';
@@ -78,7 +79,7 @@ async function eachUnit(env: Env, fn: (file: string) => Promise<number>): Promis
 
 async function throughSink(env: Env, sink: Sink, rows: (file: string) => AsyncIterable<Batch>): Promise<number> {
   await sink.open(sinkContext(env.dir));
-  const n = await eachUnit(env, async (f) => (await sink.writeUnit(unitOf(f), rows(f))).records);
+  const n = await eachUnit(env, async (f) => (await sink.writeUnit(unitOf(f), rows(f), NO_CHECKPOINT)).records);
   await sink.finish();
   await sink.close();
   return n;
@@ -96,7 +97,8 @@ async function throughFiles(env: Env, sink: Sink): Promise<number> {
   const n = await eachUnit(
     env,
     async (f) =>
-      (await sink.writeUnitFile!(unitOf(f), { path: f, decode: { format: 'jsonl' }, temporary: false })).records,
+      (await sink.writeUnitFile!(unitOf(f), { path: f, decode: { format: 'jsonl' }, temporary: false }, NO_CHECKPOINT))
+        .records,
   );
   await sink.finish();
   await sink.close();

@@ -10,6 +10,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /** Where the files that take longest are (a path prefix), longest first. */
 const SLOW_FIRST = [
+  'test/sinks/conformance/',
   'test/reliability/crash-matrix/',
   'test/reliability/fault-matrix',
   'test/e2e/',

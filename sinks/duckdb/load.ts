@@ -4,7 +4,7 @@
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { failpoint } from '../../src/core/failpoints.js';
-import type { CommitResult } from '../../src/core/types.js';
+import type { CommitResult, UnitCommit } from '../../src/core/types.js';
 import { duckdbType, quoteIdent } from '../../src/schema/duckdb-types.js';
 import type { TableNames } from './config.js';
 import { mergeRows } from './merge.js';
@@ -18,8 +18,8 @@ export interface UnitLoad {
   pipeline: string;
   names: TableNames;
   unitId: string;
-  /** The unit's cursor checkpoint, read as the transaction commits (the engine sets it once the read drained). */
-  checkpoint?: () => unknown;
+  /** The unit's cursor checkpoint, asked for as the transaction commits (the rows are drained by then). */
+  commit: UnitCommit;
   unit: StagedUnit;
   /** The table's columns as the load starts (undefined: there is no table yet). */
   table: Columns | undefined;
@@ -40,7 +40,7 @@ export async function loadUnit(conn: DuckDBConnection, load: UnitLoad): Promise<
     const records = await insertRows(conn, load);
     await load.beforeCheckpoint?.(unitId);
     failpoint('duckdb:after-data');
-    await insertStateRow(conn, pipeline, names.targetStateKey, unitId, records, load.checkpoint?.());
+    await insertStateRow(conn, pipeline, names.targetStateKey, unitId, records, load.commit.checkpoint());
     return { committed: true, records };
   });
 }

@@ -32,6 +32,7 @@ import type {
   Sink,
   SinkCapabilities,
   SinkContext,
+  UnitCommit,
   WorkUnit,
 } from '../../src/core/types.js';
 import { ConflictLog } from '../../src/schema/conflicts.js';
@@ -164,18 +165,18 @@ export class DuckDBSink implements Sink {
     return this.read((conn) => readColumns(conn, this.names.schema, this.names.table));
   }
 
-  async writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult> {
+  async writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>, commit: UnitCommit): Promise<CommitResult> {
     if (await this.isCommitted(unit.id)) return { committed: false, records: 0 };
     const staged = await stageRows(batches, await this.stagingDir().file(unit.id));
     try {
-      return await this.commitUnit(unit, staged);
+      return await this.commitUnit(unit, staged, commit);
     } finally {
       await discard(staged);
     }
   }
 
   /** Native path: the unit's raw JSONL file (gzip or not), checked line by line and loaded by `read_json`. */
-  async writeUnitFile(unit: WorkUnit, file: RawFile): Promise<CommitResult> {
+  async writeUnitFile(unit: WorkUnit, file: RawFile, commit: UnitCommit): Promise<CommitResult> {
     refuseUnlessJsonl('duckdb sink', file);
     if (await this.isCommitted(unit.id)) return { committed: false, records: 0 };
     let staged: StagedUnit;
@@ -185,7 +186,7 @@ export class DuckDBSink implements Sink {
       throw asNativeRefusal('duckdb sink', err);
     }
     try {
-      return await this.commitUnit(unit, staged);
+      return await this.commitUnit(unit, staged, commit);
     } finally {
       await discard(staged);
     }
@@ -275,7 +276,7 @@ export class DuckDBSink implements Sink {
     });
   }
 
-  private async commitUnit(unit: WorkUnit, staged: StagedUnit): Promise<CommitResult> {
+  private async commitUnit(unit: WorkUnit, staged: StagedUnit, commit: UnitCommit): Promise<CommitResult> {
     const unitId = unit.id;
     staged = this.withDeclared(staged);
     this.checkNames(staged.schema.conflicts);
@@ -299,7 +300,7 @@ export class DuckDBSink implements Sink {
                 pipeline: this.context().pipeline,
                 names: this.names,
                 unitId,
-                checkpoint: () => unit.checkpoint,
+                commit,
                 unit: { ...staged, columns: incoming },
                 table: this.columns && new Map(this.columns),
                 ...(this.config.primary_key && { primaryKey: this.config.primary_key }),

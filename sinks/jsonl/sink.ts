@@ -33,6 +33,7 @@ import type {
   SinkCapabilities,
   SchemaChange,
   SinkContext,
+  UnitCommit,
   WorkUnit,
 } from '../../src/core/types.js';
 import { quoteString } from '../../src/schema/duckdb-types.js';
@@ -148,20 +149,20 @@ export class JsonlSink implements Sink {
     return manifestCheckpoints(this.dir().manifest);
   }
 
-  async writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult> {
+  async writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>, commit: UnitCommit): Promise<CommitResult> {
     if (this.dir().isCommitted(unit.id)) return { committed: false, records: 0 };
     const keys = this.ctx?.declared?.map((c) => c.name);
-    return this.stage(unit, async (file, schema) => {
+    return this.stage(unit, commit, async (file, schema) => {
       const { rows } = await writeNdjson(batches, file, { gzipLevel: this.gzipLevel, sync: true, schema, keys });
       return rows;
     });
   }
 
   /** Native path: the unit's JSONL file is checked line by line and copied, not parsed into rows and rewritten. */
-  async writeUnitFile(unit: WorkUnit, file: RawFile): Promise<CommitResult> {
+  async writeUnitFile(unit: WorkUnit, file: RawFile, commit: UnitCommit): Promise<CommitResult> {
     refuseUnlessJsonl('jsonl sink', file);
     if (this.dir().isCommitted(unit.id)) return { committed: false, records: 0 };
-    return this.stage(unit, async (staged, schema) => {
+    return this.stage(unit, commit, async (staged, schema) => {
       try {
         return await copyCheckedJsonl(file.path, staged, this.gzipLevel, schema);
       } catch (err) {
@@ -187,10 +188,11 @@ export class JsonlSink implements Sink {
    */
   private stage(
     unit: WorkUnit,
+    commit: UnitCommit,
     write: (file: string, schema: InferredSchema) => Promise<number>,
   ): Promise<CommitResult> {
     const out = this.dir();
-    return stageUnit(out, unit, {
+    return stageUnit(out, unit, commit, {
       name: stagedName(unit.id),
       write: async (file, schema) => {
         const rows = await write(file, schema);

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import type { CommitResult, Logger, SchemaChange, SinkContext, WorkUnit } from '../../src/core/types.js';
+import type { CommitResult, Logger, SchemaChange, SinkContext, UnitCommit, WorkUnit } from '../../src/core/types.js';
 import { InferredSchema } from '../../src/schema/infer.js';
 import type { SerializedColumns } from './dataset-schema.js';
 import type { Manifest, ManifestUnit, ShardRef } from './manifest.js';
@@ -101,12 +101,17 @@ export interface StageUnitOptions {
 
 /**
  * Commits `unit` by staging it: its lines go to a synced file in the staging directory and the manifest records the
- * unit with that file in one swap (exactly once from that moment), unless a commit of the same unit (another
+ * unit with that file and `commit`'s checkpoint (asked for once the lines are written) in one swap (exactly once from that moment), unless a commit of the same unit (another
  * attempt, another shard's run) got there first. A unit without records is recorded too (it is not read again) and
  * stages nothing. Once enough is staged the staged units are published; the unit is committed either way, and a
  * publish that fails now is retried by the sink's `finish()`, which reports it.
  */
-export async function stageUnit(out: OutputDir, unit: WorkUnit, o: StageUnitOptions): Promise<CommitResult> {
+export async function stageUnit(
+  out: OutputDir,
+  unit: WorkUnit,
+  commit: UnitCommit,
+  o: StageUnitOptions,
+): Promise<CommitResult> {
   const file = path.join(out.stagedDir, o.name);
   const schema = new InferredSchema({ temporalText: true });
   let committed = false;
@@ -114,7 +119,8 @@ export async function stageUnit(out: OutputDir, unit: WorkUnit, o: StageUnitOpti
     const { rows, bytes } = await o.write(file, schema);
     const entry: ManifestUnit = { records: rows, files: [], committed_at: new Date().toISOString() };
     if (rows > 0) entry.staged = { file: `${out.stagedRel}/${o.name}`, bytes, schema: o.stagedColumns(schema) };
-    if (unit.checkpoint !== undefined) entry.checkpoint = unit.checkpoint;
+    const checkpoint = commit.checkpoint();
+    if (checkpoint !== undefined) entry.checkpoint = checkpoint;
     let changes: SchemaChange[] = [];
     committed = await out.commit({
       moves: [],

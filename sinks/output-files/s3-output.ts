@@ -114,7 +114,13 @@ export class S3Output {
     shard?: ShardRef;
   }): Promise<S3Output> {
     const store = new S3Store(s3Client(opts.s3), parseS3Url(opts.url), opts.label);
-    if (opts.mode === 'append') return new S3Output(store, '', opts.label, opts.log, opts.shard);
+    if (opts.mode === 'append') {
+      // An append onto a `replace` output (a dead-letter replay, engine/dead-letters.ts) joins its live generation,
+      // where readers that follow the pointer look, as a local output's link to its generation makes it do there.
+      const live = (await readPointer(store))?.generation;
+      const dataPrefix = live === undefined ? '' : `${S3_GENERATIONS}${live}/`;
+      return new S3Output(store, dataPrefix, opts.label, opts.log, opts.shard);
+    }
     const live = (await readPointer(store))?.generation;
     let next = (await store.getText(NEXT))?.trim() || undefined;
     if (next !== undefined && next === live) next = undefined; // crashed after the swap, before NEXT was deleted

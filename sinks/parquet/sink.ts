@@ -35,6 +35,7 @@ import type {
   Sink,
   SinkCapabilities,
   SinkContext,
+  UnitCommit,
   WorkUnit,
 } from '../../src/core/types.js';
 import { duckdbType, quoteString } from '../../src/schema/duckdb-types.js';
@@ -147,10 +148,10 @@ export class ParquetSink implements Sink {
     return this.dir().committedUnits();
   }
 
-  async writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult> {
+  async writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>, commit: UnitCommit): Promise<CommitResult> {
     const out = this.dir();
     if (out.isCommitted(unit.id)) return { committed: false, records: 0 };
-    return stageUnit(out, unit, {
+    return stageUnit(out, unit, commit, {
       name: `${unitFileStem(unit.id)}.${randomBytes(4).toString('hex')}.staged`,
       write: async (file, schema) => {
         const written = await writeNdjson(batches, file, { schema, sync: true });

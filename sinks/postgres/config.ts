@@ -22,11 +22,12 @@ export const postgresSinkSchema = z
     url: secretOption(
       z
         .string()
+        .optional()
         .describe(
           "libpq connection string: a URL, e.g. `${DATABASE_URL:-}` or `postgres://user@host:5432/db?sslmode=require`, or libpq's `key=value` form (`host=db port=5432 user=app password='…' dbname=app`). Parts it leaves out come from the libpq environment (`PGHOST`, `PGPORT`, `PGUSER`, `PGPASSWORD`, `PGDATABASE`, `PGSSLMODE`) and ~/.pgpass; unset or empty: all of them do. The password is never logged.",
         ),
       'connection',
-    ).optional(),
+    ),
     schema: z
       .string()
       .min(1)

@@ -12,7 +12,7 @@
  */
 import type pg from 'pg';
 import { failpoint } from '../../src/core/failpoints.js';
-import type { Batch, CommitResult, Row } from '../../src/core/types.js';
+import type { Batch, CommitResult, Row, UnitCommit } from '../../src/core/types.js';
 import type { InferredSchema } from '../../src/schema/infer.js';
 import { decidedColumns, type LogicalType } from '../../src/schema/logical-type.js';
 import type { TableNames } from './config.js';
@@ -28,7 +28,8 @@ export interface UnitLoad {
   pipeline: string;
   names: TableNames;
   unitId: string;
-  checkpoint: unknown;
+  /** The unit's cursor checkpoint, asked for as its `_sluice_state` row is written (the rows are drained by then). */
+  commit: UnitCommit;
   batches: readonly Batch[];
   rows: number;
   /** The unit's decided columns. */
@@ -158,7 +159,7 @@ async function beginUnit(
 
 async function commitState(
   c: pg.PoolClient,
-  load: Pick<UnitLoad, 'pipeline' | 'names' | 'unitId' | 'checkpoint' | 'beforeCheckpoint' | 'beforeCommit'>,
+  load: Pick<UnitLoad, 'pipeline' | 'names' | 'unitId' | 'commit' | 'beforeCheckpoint' | 'beforeCommit'>,
   records: number,
 ): Promise<CommitResult> {
   await load.beforeCheckpoint?.(load.unitId);
@@ -168,7 +169,7 @@ async function commitState(
     table: load.names.targetStateKey,
     unitId: load.unitId,
     records,
-    checkpoint: load.checkpoint,
+    checkpoint: load.commit.checkpoint(),
   };
   if (!(await insertStateRow(c, load.names.schema, row))) throw new CommittedElsewhere();
   await load.beforeCommit?.(load.unitId);

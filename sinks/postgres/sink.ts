@@ -33,6 +33,7 @@ import type {
   Sink,
   SinkCapabilities,
   SinkContext,
+  UnitCommit,
   WorkUnit,
 } from '../../src/core/types.js';
 import { ConflictLog } from '../../src/schema/conflicts.js';
@@ -167,10 +168,13 @@ export class PostgresSink implements Sink {
     );
   }
 
+  /**
+   * The target's: for `replace`, the new generation's only, as every sink gives them. The live table's would let
+   * an incremental source skip what it holds, and the new table that replaces it would lack those rows.
+   */
   async committedCheckpoints(): Promise<Map<string, unknown>> {
-    const keys = [...new Set([this.names.stateKey, this.names.targetStateKey])];
     return this.reading('could not read the committed checkpoints', () =>
-      committedCheckpoints(this.db(), this.names.schema, this.context().pipeline, keys),
+      committedCheckpoints(this.db(), this.names.schema, this.context().pipeline, [this.names.targetStateKey]),
     );
   }
 
@@ -182,8 +186,8 @@ export class PostgresSink implements Sink {
     });
   }
 
-  async writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult> {
-    const r = await this.loadRows(unit, batches);
+  async writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>, commit: UnitCommit): Promise<CommitResult> {
+    const r = await this.loadRows(unit, batches, commit);
     if (r.committed) {
       this.load.units++;
       this.load.records += r.records;
@@ -191,7 +195,7 @@ export class PostgresSink implements Sink {
     return r;
   }
 
-  private async loadRows(unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult> {
+  private async loadRows(unit: WorkUnit, batches: AsyncIterable<Batch>, commit: UnitCommit): Promise<CommitResult> {
     if (await this.isCommitted(unit.id)) return { committed: false, records: 0 };
     // Objects are jsonb here whatever their fields: typing the fields would only cost time.
     const schema = new InferredSchema({ temporalText: true, objectsAsJson: true });
@@ -201,10 +205,10 @@ export class PostgresSink implements Sink {
       // Read ahead until the rows type a column: the table must exist and fit them before the COPY starts.
       for (;;) {
         const next = await rest.next();
-        if (next.done) return await this.commitUnit(unit, head, schema);
+        if (next.done) return await this.commitUnit(unit, commit, head, schema);
         schema.observe(next.value);
         head.push(next.value);
-        if (decidedColumns(schema.columns).size > 0) return await this.streamUnit(unit, head, rest, schema);
+        if (decidedColumns(schema.columns).size > 0) return await this.streamUnit(unit, commit, head, rest, schema);
       }
     } catch (err) {
       // The source is left where it stopped: let it release what it holds.
@@ -258,6 +262,7 @@ export class PostgresSink implements Sink {
    */
   private async streamUnit(
     unit: WorkUnit,
+    commit: UnitCommit,
     head: Batch[],
     rest: AsyncIterator<Batch>,
     schema: InferredSchema,
@@ -270,7 +275,7 @@ export class PostgresSink implements Sink {
         for (let round = 0; round < MAX_FIT_ROUNDS; round++) {
           if (!fitsTable(this.columns, incoming)) changes.push(...(await this.prepareTable(incoming)));
           const r = await streamUnit(this.db(), {
-            ...this.loadOptions(unit),
+            ...this.loadOptions(unit, commit),
             incoming,
             head,
             rest,
@@ -291,7 +296,7 @@ export class PostgresSink implements Sink {
         schema.observe(next.value);
         remaining.push(next.value);
       }
-      const more = await this.commitUnit(unit, remaining, schema, r.diverged.prefix);
+      const more = await this.commitUnit(unit, commit, remaining, schema, r.diverged.prefix);
       return withChanges(more, [...changes, ...(more.schemaChanges ?? [])]);
     } finally {
       this.spools.give(spool);
@@ -307,13 +312,13 @@ export class PostgresSink implements Sink {
     return incoming;
   }
 
-  private loadOptions(unit: WorkUnit) {
+  private loadOptions(unit: WorkUnit, commit: UnitCommit) {
     const ctx = this.context();
     return {
       pipeline: ctx.pipeline,
       names: this.names,
       unitId: unit.id,
-      checkpoint: unit.checkpoint,
+      commit,
       ...(this.config.primary_key && { primaryKey: this.config.primary_key }),
       ...(this.hooks.beforeCheckpoint && { beforeCheckpoint: this.hooks.beforeCheckpoint }),
       ...(this.hooks.beforeCommit && { beforeCommit: this.hooks.beforeCommit }),
@@ -332,6 +337,7 @@ export class PostgresSink implements Sink {
   /** The unit's rows from memory (and `prefix`, rows an earlier attempt spooled), after the table fits them all. */
   private async commitUnit(
     unit: WorkUnit,
+    commit: UnitCommit,
     batches: Batch[],
     schema: InferredSchema,
     prefix?: Prefix,
@@ -344,7 +350,7 @@ export class PostgresSink implements Sink {
         const needsTable = incoming.size > 0 || (ctx.declared !== undefined && schema.rows > 0);
         if (needsTable && !fitsTable(this.columns, incoming)) changes.push(...(await this.prepareTable(incoming)));
         const r = await loadUnit(this.db(), {
-          ...this.loadOptions(unit),
+          ...this.loadOptions(unit, commit),
           batches,
           rows: schema.rows,
           incoming,

@@ -14,20 +14,32 @@ export type Batch = Row[];
 /**
  * A unit of work with a stable id: snapshot part k, SERP query q page p, reviews fid f page p, a deep-lookup
  * download. Sinks commit a unit's records together with the unit's id, which is what makes reruns exactly-once.
+ *
+ * An immutable value: nobody writes into a unit once a source planned it. What reading the unit learns (its cursor
+ * checkpoint) is handed to the sink with the rows (`UnitCommit`), never written into the unit for a sink to read
+ * later, so no sink depends on when it reads a field of the unit.
  */
 export interface WorkUnit {
   /** Stable across runs of the same pipeline: e.g. `snapshot:snap_x:part:3`, `serp:<query>:start:20`. */
-  id: string;
+  readonly id: string;
   /** What the unit reads; sources put whatever they need here (JSON-serialisable). */
-  params: Record<string, unknown>;
+  readonly params: Readonly<Record<string, unknown>>;
   /** For `plan` and progress; undefined when unknown. */
-  estimatedRecords?: number;
+  readonly estimatedRecords?: number;
+}
+
+/**
+ * What the engine hands a sink beside a unit's rows, to commit with them (`Sink.writeUnit`, `writeUnitFile`).
+ */
+export interface UnitCommit {
   /**
-   * What the unit advanced a source's cursor to (incremental loads): JSON-serialisable, set by the engine while the
-   * unit's batches flow and final once they are drained. A sink stores it with the unit's commit, in the same
-   * transaction / manifest swap, and hands it back through `committedCheckpoints()`.
+   * What the unit advanced the source's cursor to (incremental loads; undefined: nothing), JSON-serialisable. The
+   * sink calls it when it commits — after it drained the unit's batches — and stores the value in the same
+   * transaction / manifest swap as the rows, handing it back through `committedCheckpoints()`. Called before the
+   * batches were drained it throws `CheckpointNotFinal` (core/checkpoint.ts): the value depends on rows not yet
+   * read, and an early read would silently store nothing.
    */
-  checkpoint?: unknown;
+  checkpoint(): unknown;
 }
 
 /** A record that could not be decoded or transformed. It goes to the dead-letter file, never silently away. */
@@ -136,8 +148,8 @@ export interface Source {
   preflight?(ctx: SourceContext): Promise<void>;
   /**
    * Optional (incremental sources): the unit's checkpoint — what the unit advanced the cursor to — once `read(unit)`
-   * has yielded its last batch (or, when `checkpointFromRows` is false, at any time). The engine sets it as the
-   * committed unit's `checkpoint`; undefined = none. The next run's `plan()` sees it in `ctx.checkpoints`.
+   * has yielded its last batch (or, when `checkpointFromRows` is false, at any time). The engine hands it to the
+   * sinks with the unit's rows (`UnitCommit`); undefined = none. The next run's `plan()` sees it in `ctx.checkpoints`.
    */
   unitCheckpoint?(unit: WorkUnit): unknown;
   /** The checkpoint depends on the rows `read()` yields: the engine then never loads the unit from its raw file. */
@@ -176,7 +188,7 @@ export interface TransformContext {
   /** Id of the unit being transformed (for dead letters and derived columns). */
   unitId: string;
   /** The unit's params (e.g. query, page, fetch time), for normalizers that add context columns. */
-  unitParams: Record<string, unknown>;
+  unitParams: Readonly<Record<string, unknown>>;
 }
 
 /** Batches in, batches out; pure where it can be. */
@@ -287,15 +299,18 @@ export interface Sink {
   currentColumns?(): Promise<ReadonlyMap<string, LogicalType> | undefined>;
   /** The sink's own name for a column type (`TIMESTAMP`, `timestamptz`, `string`), for `sluice schema` and reports. */
   typeName(t: LogicalType): string;
-  /** Consume the unit's batches and commit them atomically with the unit id. No-op if already committed. */
-  writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult>;
+  /**
+   * Consume the unit's batches and commit them atomically with the unit id and `commit.checkpoint()` (called once
+   * the batches are drained). No-op if already committed.
+   */
+  writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>, commit: UnitCommit): Promise<CommitResult>;
   /**
    * Optional fast path for the formats in `capabilities.nativeFormats`: load a unit's file (gzip or not) natively,
-   * atomically with the unit id, giving exactly the rows `writeUnit` would give for the file decoded with
-   * `file.decode`. Throws `NativeLoadRefused` when the file cannot be loaded as a whole (the engine then decodes it
-   * in JS); any other error fails the unit like an error of `writeUnit`.
+   * atomically with the unit id and `commit.checkpoint()`, giving exactly the rows `writeUnit` would give for the
+   * file decoded with `file.decode`. Throws `NativeLoadRefused` when the file cannot be loaded as a whole (the
+   * engine then decodes it in JS); any other error fails the unit like an error of `writeUnit`.
    */
-  writeUnitFile?(unit: WorkUnit, file: RawFile): Promise<CommitResult>;
+  writeUnitFile?(unit: WorkUnit, file: RawFile, commit: UnitCommit): Promise<CommitResult>;
   /** Called once after every unit succeeded (e.g. `replace` swaps the new generation in here). */
   finish(): Promise<void>;
   /** Optional: what the sink committed, for checks after the load; called after `finish()`, before `close()`. */

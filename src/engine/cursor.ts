@@ -1,14 +1,17 @@
 /**
  * Cursor state of incremental loads: what a source remembers between runs (a cursor value, the files seen) lives in
- * the sinks, committed with the unit whose rows advanced it (`WorkUnit.checkpoint`), never beside them — so a crash
- * can leave the cursor behind the data (the unit is read again) but never ahead of it.
+ * the sinks, committed with the unit whose rows advanced it, never beside them — so a crash can leave the cursor
+ * behind the data (the unit is read again) but never ahead of it.
  *
- * Going in, the engine sets each unit's checkpoint from `source.unitCheckpoint` once the source's read is drained.
+ * Going in, each attempt at a unit hands the sinks a `UnitCommit` with its rows (`checkpointedRead`): its
+ * `checkpoint()` is the source's `unitCheckpoint` as it was once this attempt's read drained, asked for by each sink
+ * when it commits.
  * Coming out, before `plan()`, it gives the source the checkpoints of the units EVERY sink committed: with several
  * sinks the cursor advances only as far as the slowest one, so a sink that failed mid-run gets its units again.
  */
+import { CheckpointNotFinal, knownCheckpoint, NO_CHECKPOINT } from '../core/checkpoint.js';
 import { SluiceError, EXIT_CODES } from '../core/errors.js';
-import type { Batch, Logger, Sink, Source, SourceContext, WorkUnit } from '../core/types.js';
+import type { Batch, Logger, Sink, Source, SourceContext, UnitCommit, WorkUnit } from '../core/types.js';
 
 /** A source that hands over unit checkpoints keeps a cursor; one that does not loads everything every run. */
 export function isIncremental(source: Source): boolean {
@@ -134,35 +137,39 @@ export async function cursorForRun(
   return cursor;
 }
 
+/** One attempt at a unit: the source as the attempt reads it, and what the sinks commit with its rows. */
+export interface CheckpointedRead {
+  source: Source;
+  commit: UnitCommit;
+}
+
 /**
- * The source as one attempt at `u` reads it, setting `sinkUnit.checkpoint` — which the sinks store at commit time —
- * to what the unit advanced the cursor to. When the checkpoint depends on the rows, it is set once the read is
- * drained (after the last batch, before the sinks see the end of the stream and commit) and the raw-file path is
- * off, since the engine would not see the rows; otherwise it is set before the attempt.
+ * One attempt at `u`: the source to read it from, and the `UnitCommit` the sinks store with its rows. When the
+ * checkpoint depends on the rows, it is taken once the read is drained (after the last batch, before the sinks see
+ * the end of the stream), `checkpoint()` throws `CheckpointNotFinal` until then, and the raw-file path is off (the
+ * engine would not see the rows); otherwise it is known before the attempt. Each attempt has its own: one cut
+ * short never hands over an earlier attempt's value.
  */
-export function checkpointingSource(source: Source, u: WorkUnit, sinkUnit: WorkUnit): Source {
+export function checkpointedRead(source: Source, u: WorkUnit): CheckpointedRead {
   const checkpointOf = source.unitCheckpoint?.bind(source);
-  if (checkpointOf === undefined) return source;
-  if (source.checkpointFromRows !== true) {
-    setCheckpoint(sinkUnit, checkpointOf(u));
-    return source;
-  }
-  // An attempt cut short must not commit the checkpoint of an earlier attempt's rows.
-  delete sinkUnit.checkpoint;
+  if (checkpointOf === undefined) return { source, commit: NO_CHECKPOINT };
+  if (source.checkpointFromRows !== true) return { source, commit: knownCheckpoint(checkpointOf(u)) };
+  let final: { value: unknown } | undefined;
   const view: Source = {
     plan: (ctx) => source.plan(ctx),
-    read: (unit, ctx) => drained(source.read(unit, ctx), () => setCheckpoint(sinkUnit, checkpointOf(unit))),
+    read: (unit, ctx) => drained(source.read(unit, ctx), () => (final = { value: checkpointOf(unit) })),
     ...(source.concurrency !== undefined && { concurrency: source.concurrency }),
     checkpointFromRows: true,
     unitCheckpoint: (unit) => checkpointOf(unit),
   };
   if (source.discover) view.discover = (unit, ctx: SourceContext) => source.discover!(unit, ctx);
-  return view;
-}
-
-function setCheckpoint(unit: WorkUnit, checkpoint: unknown): void {
-  if (checkpoint === undefined) delete unit.checkpoint;
-  else unit.checkpoint = checkpoint;
+  const commit: UnitCommit = {
+    checkpoint: () => {
+      if (final === undefined) throw new CheckpointNotFinal(u.id);
+      return final.value;
+    },
+  };
+  return { source: view, commit };
 }
 
 async function* drained(batches: AsyncIterable<Batch>, onDrained: () => void): AsyncIterable<Batch> {

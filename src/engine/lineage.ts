@@ -8,7 +8,7 @@
  * on the fast path, the price of the columns.
  */
 import { z } from 'zod';
-import type { Batch, CommitResult, Sink, WorkUnit } from '../core/types.js';
+import type { Batch, CommitResult, Sink, UnitCommit, WorkUnit } from '../core/types.js';
 import { column, type DeclaredSchema } from '../schema/declared.js';
 import { TIMESTAMP, VARCHAR } from '../schema/logical-type.js';
 
@@ -37,8 +37,8 @@ export function withLineage(sink: Sink, runId: string): Sink {
     open: (ctx) => sink.open(ctx.declared ? { ...ctx, declared: [...ctx.declared, ...LINEAGE_COLUMNS] } : ctx),
     committedUnits: () => sink.committedUnits(),
     typeName: (t) => sink.typeName(t),
-    writeUnit: (unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult> =>
-      sink.writeUnit(unit, stamped(batches, runId, new Date().toISOString())),
+    writeUnit: (unit: WorkUnit, batches: AsyncIterable<Batch>, commit: UnitCommit): Promise<CommitResult> =>
+      sink.writeUnit(unit, stamped(batches, runId, new Date().toISOString()), commit),
     finish: () => sink.finish(),
     close: () => sink.close(),
   };

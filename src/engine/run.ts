@@ -296,7 +296,8 @@ async function runAttempt(
             source,
             attempt: (unit, scoped, todo, read, signal) =>
               loadUnit(unit, scoped, todo, {
-                source: read ?? source,
+                source: read.source,
+                commit: read.commit,
                 sctx: { ...sctx, signal },
                 log,
                 chain: { transforms: built.transforms, log, deadLetter, counters },

@@ -2,7 +2,8 @@
  * Incremental loads of the service's sources over simulated nights: one emulator whose clock is moved between runs
  * through `POST /_emulator/clock`, the CLI run in-process. After every night the table equals a full load of the
  * same data (no row lost, none duplicated), and the emulator's counters show that the night paid only for new data.
- * (Snapshots over nights, quiet nights and an expired job included: snapshot-nights.test.ts.)
+ * (Snapshots over nights, quiet nights and an expired job included: snapshot-nights.test.ts; the snapshot cursor
+ * and the incremental review crawl into every sink: the nightly soak, test/sinks/conformance/soak.test.ts.)
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

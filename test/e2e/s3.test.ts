@@ -4,9 +4,8 @@
  *
  * - a snapshot into Parquet and JSONL on S3 beside the same sinks on local disk, in one run, append and replace,
  *   partitioned and not: the objects read back through the S3 client hold the local files' rows (count, checksum);
- * - `sluice run` killed with -9 mid-upload, after the upload before the manifest, and after the manifest: a listing
- *   reader sees only objects the manifest lists, the rerun gives the clean run's rows, and nothing is left under the
- *   temp and staging prefixes;
+ * - (`sluice run` killed with -9 at each failpoint of the S3 commit path is the sink conformance suite's, for the
+ *   JSONL and Parquet sinks on S3 alike: test/sinks/conformance/crash.test.ts and its nightly soak);
  * - a commit killed inside a multipart upload (a 12 MB file): no object appears but the upload's journal, and the
  *   next open aborts exactly that upload (on a server that cannot list uploads) and leaves no object;
  */
@@ -22,7 +21,7 @@ import type { EmulatorHandle } from '../../src/emulator/server.js';
 import { runPipeline } from '../../src/engine/run.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
 import { startS3Server, type S3TestServer } from '../support/s3-server.js';
-import { API_KEY, ROOT, emulator, query, sluice, variant, workspace, type Obj, type Workspace } from './harness.js';
+import { API_KEY, ROOT, emulator, query, variant, workspace, type Obj, type Workspace } from './harness.js';
 
 const BUCKET = 'lake';
 let s3: S3TestServer;
@@ -189,66 +188,6 @@ describe('Parquet and JSONL sinks on S3', () => {
 });
 
 describe('kill -9 of a run writing to S3', () => {
-  /** A listing reader's view right after the kill: every data object is one the manifest lists. */
-  async function uncommittedVisible(prefix: string): Promise<string[]> {
-    const text = await s3.get(BUCKET, `${prefix}_sluice_manifest.json`).catch(() => undefined);
-    const listed = new Set(
-      text
-        ? Object.values((JSON.parse(text.toString()) as { units: Record<string, { files: string[] }> }).units).flatMap(
-            (u) => u.files.map((f) => `${prefix}${f}`),
-          )
-        : [],
-    );
-    return (await s3.keys(BUCKET, prefix)).filter((k) => (isParquet(k) || isJsonl(k)) && !listed.has(k));
-  }
-
-  let clean: { pq: Digest; js: Digest } | undefined;
-  async function cleanRun(): Promise<{ pq: Digest; js: Digest }> {
-    if (clean) return clean;
-    const ws = workspace();
-    const file = ws.write(
-      'clean.yaml',
-      pipelineText(ws, [`{ type: parquet, path: ../out/pq }`, `{ type: jsonl, path: ../out/js }`]),
-    );
-    await runInProcess(file);
-    clean = { pq: await parquetDigest(path.join(ws.out, 'pq')), js: await jsonlDigest(path.join(ws.out, 'js')) };
-    return clean;
-  }
-
-  // `npm test` strikes the commit point's far side; CI (SLUICE_CRASH_MATRIX=full) strikes all three.
-  const failpoints =
-    process.env.SLUICE_CRASH_MATRIX === 'full'
-      ? ['files:mid-upload=1', 'files:before-manifest=2', 'files:after-manifest=2']
-      : ['files:after-manifest=2'];
-  for (const failpoint of failpoints) {
-    it(`${failpoint}: nothing uncommitted visible, the rerun gives the clean rows, no leftovers`, async () => {
-      const ws = workspace();
-      const tag = failpoint.replace(/[^a-z0-9]+/g, '-');
-      const file = ws.write(
-        `${tag}.yaml`,
-        pipelineText(ws, [
-          `{ type: parquet, path: 's3://${BUCKET}/crash/${tag}/pq/', target_file_mb: 0.05 }`,
-          `{ type: jsonl, path: 's3://${BUCKET}/crash/${tag}/js/' }`,
-        ]),
-      );
-      const killed = await sluice(['run', file, '--no-progress'], {
-        service: emu,
-        env: { ...s3.env, SLUICE_FAILPOINTS: failpoint },
-      });
-      expect(killed.signal, `exit ${killed.code}: ${killed.stderr}\n${killed.stdout}`).toBe('SIGKILL');
-      expect(killed.stderr).toContain(`failpoint ${failpoint.split('=')[0]} reached`);
-      for (const sink of ['pq', 'js']) expect(await uncommittedVisible(`crash/${tag}/${sink}/`)).toEqual([]);
-
-      // The rerun in this process, its store found through the same environment (startS3Server sets it here).
-      await runInProcess(file);
-      const expected = await cleanRun();
-      expect(await parquetDigest(await download(`crash/${tag}/pq/`, isParquet))).toEqual(expected.pq);
-      expect(await jsonlDigest(await download(`crash/${tag}/js/`, isJsonl))).toEqual(expected.js);
-      const keys = await s3.keys(BUCKET, `crash/${tag}/`);
-      expect(keys.filter((k) => k.includes('.sluice-tmp/') || k.includes('.sluice-staged/'))).toEqual([]);
-    });
-  }
-
   it('files:mid-upload inside a multipart upload: no object appears, and the next open aborts the journaled upload and leaves nothing behind', async () => {
     // A commit of one 12 MB file (two 8 MB parts) in a child process, killed once the first part is sent.
     const dir = await mkdtemp(path.join(tmpdir(), 'sluice-s3-mpu-'));

@@ -5,7 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { SluiceError } from '../../src/core/errors.js';
 import type { Batch, SourceContext, WorkUnit } from '../../src/core/types.js';
-import { checkpointingSource, effectiveCheckpoints, sinkCheckpoints } from '../../src/engine/cursor.js';
+import { CheckpointNotFinal } from '../../src/core/checkpoint.js';
+import { checkpointedRead, effectiveCheckpoints, sinkCheckpoints } from '../../src/engine/cursor.js';
 import { runPipeline } from '../../src/engine/run.js';
 import {
   MemorySource,
@@ -191,31 +192,48 @@ describe('cursor state in runPipeline', () => {
   });
 });
 
-describe('checkpointingSource', () => {
-  it('sets the checkpoint after the last batch, and an attempt cut short clears an earlier one', async () => {
+describe('checkpointedRead', () => {
+  it('hands over the checkpoint once the read drained, refuses it before, and gives each attempt its own', async () => {
+    let n = 0;
     class RowSource extends MemorySource {
       readonly checkpointFromRows = true;
       unitCheckpoint(): unknown {
-        return 'drained';
+        return `drained ${++n}`;
       }
     }
     const source = new RowSource([{ id: 'u1', rows: [{ id: 1 }] }]);
     const u: WorkUnit = { id: 'u1', params: {} };
-    const sinkUnit: WorkUnit = { id: 'r/u1', params: {} };
     const ctx = sourceContext();
-    const view = checkpointingSource(source, u, sinkUnit);
-    expect(view.rawFile).toBeUndefined();
-    const it = view.read(u, ctx)[Symbol.asyncIterator]();
+    const first = checkpointedRead(source, u);
+    expect(first.source.rawFile).toBeUndefined();
+    const it = first.source.read(u, ctx)[Symbol.asyncIterator]();
     await it.next();
-    expect(sinkUnit.checkpoint).toBeUndefined();
+    // A sink that asks before the last batch would store nothing (or an earlier value): a programming error.
+    expect(() => first.commit.checkpoint()).toThrow(CheckpointNotFinal);
     expect((await it.next()).done).toBe(true);
-    expect(sinkUnit.checkpoint).toBe('drained');
+    expect(first.commit.checkpoint()).toBe('drained 1');
+    // Taken when the read drained, not when asked: the source's later state does not change it.
+    source.unitCheckpoint();
+    expect(first.commit.checkpoint()).toBe('drained 1');
 
-    // The next attempt reads again: until it is drained, the unit carries no checkpoint.
-    const again = checkpointingSource(source, u, sinkUnit).read(u, ctx)[Symbol.asyncIterator]();
-    expect(sinkUnit.checkpoint).toBeUndefined();
-    await again.next();
-    await again.return?.();
-    expect(sinkUnit.checkpoint).toBeUndefined();
+    // The next attempt reads again: cut short, it hands over nothing, and never the first attempt's value.
+    const again = checkpointedRead(source, u);
+    const it2 = again.source.read(u, ctx)[Symbol.asyncIterator]();
+    await it2.next();
+    await it2.return?.();
+    expect(() => again.commit.checkpoint()).toThrow(/before the unit's batches were drained/);
+  });
+
+  it('hands over a checkpoint that does not depend on the rows before the read, and none for other sources', () => {
+    class FileLike extends MemorySource {
+      unitCheckpoint(unit: WorkUnit): unknown {
+        return { file: unit.id };
+      }
+    }
+    const u: WorkUnit = { id: 'u1', params: {} };
+    const read = checkpointedRead(new FileLike([{ id: 'u1', rows: [] }], { rawFormat: 'jsonl' }), u);
+    expect(read.commit.checkpoint()).toEqual({ file: 'u1' });
+    expect(read.source.rawFile).toBeDefined();
+    expect(checkpointedRead(new MemorySource([]), u).commit.checkpoint()).toBeUndefined();
   });
 });

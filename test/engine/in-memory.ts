@@ -22,6 +22,7 @@ import type {
   SinkContext,
   Source,
   SourceContext,
+  UnitCommit,
   WorkUnit,
 } from '../../src/core/types.js';
 import { MemoryStateStore } from '../../src/engine/state-store.js';
@@ -192,7 +193,7 @@ export class MemorySink implements Sink {
   finished = false;
   closed = false;
   closeError?: Error;
-  readonly writeUnitFile?: (unit: WorkUnit, file: RawFile) => Promise<CommitResult>;
+  readonly writeUnitFile?: (unit: WorkUnit, file: RawFile, commit: UnitCommit) => Promise<CommitResult>;
   readonly lockPath?: () => string;
 
   constructor(
@@ -201,7 +202,7 @@ export class MemorySink implements Sink {
   ) {
     this.capabilities = { nativeFormats: opts.nativeFormats ?? [] };
     this.committed = new Set(opts.committed ?? []);
-    if ((opts.nativeFormats ?? []).length > 0) this.writeUnitFile = (u, f) => this.loadFile(u, f);
+    if ((opts.nativeFormats ?? []).length > 0) this.writeUnitFile = (u, f, c) => this.loadFile(u, f, c);
     if (opts.lockPath !== undefined) this.lockPath = () => opts.lockPath!;
     if (opts.noCheckpoints !== true) this.committedCheckpoints = async () => new Map(this.checkpoints);
   }
@@ -226,13 +227,13 @@ export class MemorySink implements Sink {
     return new Set(this.committed);
   }
 
-  async writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>): Promise<CommitResult> {
+  async writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>, commit: UnitCommit): Promise<CommitResult> {
     this.writes.push({ id: unit.id, path: 'rows' });
     if (this.committed.has(unit.id)) return { committed: false, records: 0 };
     const rows: Row[] = [];
     for await (const b of batches) rows.push(...b);
     await this.opts.beforeCommit?.(unit.id);
-    return this.commit(unit, rows);
+    return this.commit(unit, rows, commit);
   }
 
   async finish(): Promise<void> {
@@ -244,7 +245,7 @@ export class MemorySink implements Sink {
     if (this.closeError) throw this.closeError;
   }
 
-  private async loadFile(unit: WorkUnit, file: RawFile): Promise<CommitResult> {
+  private async loadFile(unit: WorkUnit, file: RawFile, commit: UnitCommit): Promise<CommitResult> {
     this.writes.push({ id: unit.id, path: 'native' });
     if (this.opts.failNative) throw this.opts.failNative;
     const reason = this.opts.refuse?.(file);
@@ -255,15 +256,16 @@ export class MemorySink implements Sink {
       .split('\n')
       .filter((l) => l !== '')
       .map((l) => JSON.parse(l) as Row);
-    return this.commit(unit, rows);
+    return this.commit(unit, rows, commit);
   }
 
-  /** The unit's checkpoint is read at commit time, as a real sink stores it in the commit's transaction. */
-  private commit(unit: WorkUnit, rows: Row[]): CommitResult {
+  /** The unit's checkpoint is asked for at commit time, as a real sink stores it in the commit's transaction. */
+  private commit(unit: WorkUnit, rows: Row[], commit: UnitCommit): CommitResult {
     const id = unit.id;
+    const checkpoint = commit.checkpoint();
     this.committed.add(id);
     this.rows.set(id, rows);
-    if (unit.checkpoint !== undefined) this.checkpoints.set(id, structuredClone(unit.checkpoint));
+    if (checkpoint !== undefined) this.checkpoints.set(id, structuredClone(checkpoint));
     return { committed: true, records: rows.length };
   }
 }

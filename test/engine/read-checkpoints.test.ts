@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { knownCheckpoint } from '../../src/core/checkpoint.js';
 import { runCli } from '../../src/cli/cli.js';
 import type { WorkUnit } from '../../src/core/types.js';
 import { LockedError, acquireRunLock } from '../../src/engine/run-lock.js';
@@ -48,8 +49,8 @@ async function commit(sink: JsonlSink | DuckDBSink, seqs: number[]): Promise<voi
   await sink.open(sinkContext(dir, { pipeline: PIPELINE, fresh: false }));
   try {
     for (const seq of seqs) {
-      const unit: WorkUnit = { id: `run1/u${seq}`, params: {}, checkpoint: { seq } };
-      await sink.writeUnit(unit, batches([{ id: seq }]));
+      const unit: WorkUnit = { id: `run1/u${seq}`, params: {} };
+      await sink.writeUnit(unit, batches([{ id: seq }]), knownCheckpoint({ seq }));
     }
     await sink.finish?.();
   } finally {

@@ -127,7 +127,7 @@ async function postgresCommands(url: (db: string) => string, env: Record<string,
   expect(first.stdout).toMatch(/^ {2}dead letters 1 /m);
   // The describe() line names where the sink writes, without the password.
   expect(first.stdout).toMatch(/postgres 127\.0\.0\.1:\d+\/canary table public\.t/);
-  await run(['run', p, '--no-progress', '--log-format', 'json', '--fresh'], 0);
+  await run(['run', p, '--no-progress', '--log-format', 'json', '--fresh', '--allow-duplicates'], 0);
   await run(['plan', p], 0);
   await run(['schema', p], 0);
   await run(['runs', p], 0);
@@ -195,7 +195,7 @@ describe('other credentials never reach an output, a log or a file', () => {
     const p = path.join(dir, 'p.yaml');
     const commands = [
       await sluice(['run', p, '--no-progress', '--debug'], env),
-      await sluice(['run', p, '--no-progress', '--log-format', 'json', '--fresh'], env),
+      await sluice(['run', p, '--no-progress', '--log-format', 'json', '--fresh', '--allow-duplicates'], env),
       await sluice(['plan', p], env),
     ];
     for (const c of commands) expect(c.code, c.stderr).toBe(0);

@@ -5,6 +5,7 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { NO_CHECKPOINT } from '../../src/core/checkpoint.js';
 import { NativeLoadRefused } from '../../src/core/errors.js';
 import type { Sink } from '../../src/core/types.js';
 import { sinkDefs } from '../../sinks/index.js';
@@ -99,7 +100,9 @@ describe('NativeLoadRefused is the only refusal', () => {
       const bad = path.join(dir, 'bad.jsonl');
       await writeFile(bad, '{"id":1}\n{"id": oops}\n');
       const load = (id: string, file: string, format: 'jsonl' | 'csv' | 'json' = 'jsonl') =>
-        sink.writeUnitFile!(unit(id), { path: file, decode: { format }, temporary: false }).catch((e: unknown) => e);
+        sink.writeUnitFile!(unit(id), { path: file, decode: { format }, temporary: false }, NO_CHECKPOINT).catch(
+          (e: unknown) => e,
+        );
 
       for (const format of ['csv', 'json'] as const)
         expect(await load(`as-${format}`, good, format), format).toBeInstanceOf(NativeLoadRefused);

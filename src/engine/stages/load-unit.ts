@@ -14,14 +14,27 @@
 import { createReadStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { NativeLoadRefused } from '../../core/errors.js';
-import type { Batch, CommitResult, Logger, RawFile, Sink, Source, SourceContext, WorkUnit } from '../../core/types.js';
+import type {
+  Batch,
+  CommitResult,
+  Logger,
+  RawFile,
+  Sink,
+  Source,
+  SourceContext,
+  UnitCommit,
+  WorkUnit,
+} from '../../core/types.js';
 import { decode } from '../../decode/index.js';
 import { isEvolve } from '../../schema/contract.js';
 import { transformed, type TransformChainOptions } from './transform-chain.js';
 import { contractOf, writeToSinks, type SinkWriting } from './write-sinks.js';
 
 export interface LoadUnitOptions {
+  /** The source as this attempt reads it (engine/cursor.ts `checkpointedRead`). */
   source: Source;
+  /** What every sink commits with the unit's rows: its cursor checkpoint. */
+  commit: UnitCommit;
   sctx: SourceContext;
   log: Logger;
   chain: Omit<TransformChainOptions, 'first'>;
@@ -62,6 +75,7 @@ export async function loadUnit(u: WorkUnit, sinkUnit: WorkUnit, sinks: Sink[], o
     sinkUnit,
     sinks,
     transformed(u, source.read(u, opts.sctx), { ...opts.chain, first }),
+    opts.commit,
     opts.writing,
     u.id,
   );
@@ -77,10 +91,10 @@ async function loadRawFile(
   const format = raw.decode.format;
   const native = sinks.every((s) => s.capabilities.nativeFormats.includes(format));
   if (!native) {
-    await writeToSinks(sinkUnit, sinks, decodedInJs(u, raw, opts), opts.writing, u.id);
+    await writeToSinks(sinkUnit, sinks, decodedInJs(u, raw, opts), opts.commit, opts.writing, u.id);
     return;
   }
-  const outcomes = await Promise.allSettled(sinks.map((s) => s.writeUnitFile!(sinkUnit, raw)));
+  const outcomes = await Promise.allSettled(sinks.map((s) => s.writeUnitFile!(sinkUnit, raw, opts.commit)));
   const failed = outcomes.find(
     (o): o is PromiseRejectedResult => o.status === 'rejected' && !(o.reason instanceof NativeLoadRefused),
   );
@@ -98,7 +112,7 @@ async function loadRawFile(
   }
   const refusals = outcomes.flatMap((o) => (o.status === 'rejected' ? [o.reason as NativeLoadRefused] : []));
   opts.onNativeFallback?.(u, refusals);
-  await writeToSinks(sinkUnit, refused, decodedInJs(u, raw, opts), opts.writing, u.id);
+  await writeToSinks(sinkUnit, refused, decodedInJs(u, raw, opts), opts.commit, opts.writing, u.id);
 }
 
 function decodedInJs(u: WorkUnit, raw: RawFile, opts: LoadUnitOptions): AsyncIterable<Batch> {

@@ -3,8 +3,8 @@
  * type). A unit that failed half-way committed nothing, so reading it again from the start loses and duplicates
  * nothing. Retrying a unit is a retry too: it follows the pipeline's retry timing and honours Retry-After.
  *
- * Each attempt reads through a view of the source that sets the unit's cursor checkpoint (engine/cursor.ts), so
- * the checkpoint the sinks commit is the one of the rows they commit.
+ * Each attempt reads through its own view of the source, with its own `UnitCommit` that hands the sinks the
+ * unit's cursor checkpoint (engine/cursor.ts), so the checkpoint the sinks commit is the one of the rows they commit.
  *
  * Each attempt has a signal of its own, handed to the source (and through it to the HTTP body and the decoder):
  * it aborts when the attempt has run for `limits.unit_timeout_s` (a body that drips forever), or when an
@@ -15,7 +15,7 @@ import { LIMIT_OPTIONS, LimitExceeded, formatSeconds } from '../../core/limits.j
 import type { RetryPolicy } from '../../core/retry.js';
 import { sleep } from '../../core/sleep.js';
 import type { Counters, Logger, Sink, Source, WorkUnit } from '../../core/types.js';
-import { checkpointingSource } from '../cursor.js';
+import { checkpointedRead, type CheckpointedRead } from '../cursor.js';
 import { errorText } from '../error-text.js';
 
 /** Tries per unit, the first included (the client already retried each request). */
@@ -31,18 +31,17 @@ export interface RunUnitOptions {
   cancel?: AbortSignal;
   /** Wall-clock limit of one attempt in ms (`limits.unit_timeout_s`); none when absent. */
   timeoutMs?: number;
-  /** The pipeline's source: an incremental one's unit checkpoints are set on `sinkUnit` as it is read. */
-  source?: Source;
+  /** The pipeline's source. */
+  source: Source;
   /**
-   * One attempt: read the unit (from `source`, the view of the pipeline's source that sets the checkpoint, when
-   * `RunUnitOptions.source` is given) and commit it into `sinks` (stages/load-unit.ts). `signal` is the attempt's
-   * own: the source reads under it.
+   * One attempt: read the unit from `read.source` (this attempt's view of the pipeline's source) and commit it into
+   * `sinks` with `read.commit` (stages/load-unit.ts). `signal` is the attempt's own: the source reads under it.
    */
   attempt(
     unit: WorkUnit,
     sinkUnit: WorkUnit,
     sinks: Sink[],
-    source: Source | undefined,
+    read: CheckpointedRead,
     signal: AbortSignal,
   ): Promise<void>;
 }
@@ -52,8 +51,7 @@ export async function runUnit(u: WorkUnit, sinkUnit: WorkUnit, sinks: Sink[], op
     const limit = attemptLimit(u, opts);
     let err: unknown;
     try {
-      const source = opts.source && checkpointingSource(opts.source, u, sinkUnit);
-      await opts.attempt(u, sinkUnit, sinks, source, limit.signal);
+      await opts.attempt(u, sinkUnit, sinks, checkpointedRead(opts.source, u), limit.signal);
       return;
     } catch (thrown) {
       // Out of time, whatever the read made of its abort (a transport error, a sink's rollback).

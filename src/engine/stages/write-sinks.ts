@@ -2,7 +2,7 @@
  * One stream of a unit's batches into several sinks at once, each committing it on its own, each through its own
  * schema-contract gate (schema-gate.ts) when its contract is not `evolve`.
  */
-import type { Batch, CommitResult, DeadLetterFn, Sink, WorkUnit } from '../../core/types.js';
+import type { Batch, CommitResult, DeadLetterFn, Sink, UnitCommit, WorkUnit } from '../../core/types.js';
 import { EVOLVE, isEvolve, type SchemaContract } from '../../schema/contract.js';
 import { tee } from '../tee.js';
 import { gated, SchemaContractError } from './schema-gate.js';
@@ -20,11 +20,15 @@ export function contractOf(sink: Sink, writing: SinkWriting | undefined): Schema
   return writing?.contractOf?.(sink) ?? EVOLVE;
 }
 
-/** `unit`: the sink-side unit; `sourceUnitId`: the source's id of it, which dead letters carry. */
+/**
+ * `unit`: the sink-side unit; `commit`: what every sink commits with its rows; `sourceUnitId`: the source's id of
+ * it, which dead letters carry.
+ */
 export async function writeToSinks(
   unit: WorkUnit,
   sinks: readonly Sink[],
   batches: AsyncIterable<Batch>,
+  commit: UnitCommit,
   writing?: SinkWriting,
   sourceUnitId: string = unit.id,
 ): Promise<void> {
@@ -48,7 +52,7 @@ export async function writeToSinks(
             });
         let result: CommitResult;
         try {
-          result = await sink.writeUnit(unit, input);
+          result = await sink.writeUnit(unit, input, commit);
         } catch (err) {
           // Whatever the sink made of the gate's refusal, the refusal is the cause.
           throw contractRefusal(err) ?? err;

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import type { NativeLoadRefused } from '../../../src/core/errors.js';
 import type { Batch, Row, TransformContext, WorkUnit } from '../../../src/core/types.js';
 import { loadUnit, type LoadUnitOptions } from '../../../src/engine/stages/load-unit.js';
@@ -20,6 +21,7 @@ function options(source: MemorySource, over: Partial<LoadUnitOptions> = {}) {
   const nativeLoads: string[] = [];
   const opts: LoadUnitOptions = {
     source,
+    commit: NO_CHECKPOINT,
     sctx,
     log: recordingLogger(),
     chain: { transforms: [], log: sctx.log, deadLetter: (d) => letters.push(d), counters: sctx.counters },

@@ -4,7 +4,7 @@ import { LimitExceeded } from '../../../src/core/limits.js';
 import { RetryPolicy } from '../../../src/core/retry.js';
 import type { WorkUnit } from '../../../src/core/types.js';
 import { runUnit, type RunUnitOptions } from '../../../src/engine/stages/run-unit.js';
-import { counters, recordingLogger } from '../in-memory.js';
+import { counters, MemorySource, recordingLogger } from '../in-memory.js';
 
 const unit: WorkUnit = { id: 'u1', params: {} };
 const scoped: WorkUnit = { id: 'r/u1', params: {} };
@@ -19,6 +19,7 @@ function options(errors: unknown[], over: Partial<RunUnitOptions> = {}) {
     log,
     counters: counters(),
     signal: new AbortController().signal,
+    source: new MemorySource([]),
     attempt: async () => {
       attempts++;
       const err = queue.shift();

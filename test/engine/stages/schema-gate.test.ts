@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import { EXIT_CODES, SluiceError } from '../../../src/core/errors.js';
 import type { Batch, DeadLetter, Row, Sink, WorkUnit } from '../../../src/core/types.js';
 import { gated, SchemaContractError, type GateOptions } from '../../../src/engine/stages/schema-gate.js';
@@ -187,6 +188,7 @@ describe('loadUnit with contracts', () => {
     const load = (contract: SchemaContractOption) =>
       loadUnit({ id: 'u1', params: {} }, { id: `${String(contract)}/u1`, params: {} }, [sink], {
         source,
+        commit: NO_CHECKPOINT,
         sctx,
         log: recordingLogger(),
         chain: { transforms: [], log: sctx.log, deadLetter: () => undefined, counters: sctx.counters },
@@ -226,8 +228,8 @@ describe('writeToSinks with contracts', () => {
     // A sink that wraps what its input threw, as a sink's own error handling might.
     const wrapping = new ColumnsSink('wrapping', new Map([['v', BIGINT]]));
     const inner = wrapping.writeUnit.bind(wrapping);
-    wrapping.writeUnit = (u, b) =>
-      inner(u, b).catch((e: unknown) => {
+    wrapping.writeUnit = (u, b, c) =>
+      inner(u, b, c).catch((e: unknown) => {
         throw new SluiceError('wrapping sink: could not write', { cause: e });
       });
     const contracts = new Map<Sink, SchemaContractOption>([
@@ -235,7 +237,7 @@ describe('writeToSinks with contracts', () => {
       [wrapping, 'freeze'],
     ]);
     const commits: string[] = [];
-    const err = await writeToSinks(unit, [frozen, free, wrapping], stream([{ v: 1 }], [{ v: 'x' }]), {
+    const err = await writeToSinks(unit, [frozen, free, wrapping], stream([{ v: 1 }], [{ v: 'x' }]), NO_CHECKPOINT, {
       contractOf: (s) => resolveContract(undefined, contracts.get(s)),
       onCommit: (s) => commits.push(s.describe()),
     }).then(

@@ -1,7 +1,8 @@
 /**
  * The crash matrix (bench/crash-matrix.ts) without running it: the checks it applies to an output right after a kill
- * and after the rerun see what they must, and the cells `npm test` runs (TEST_CELLS, in the groups of the other test
- * files here) still strike every failpoint and kill every sink kind. The full matrix: `npx tsx bench/crash-matrix.ts`.
+ * and after the rerun see what they must, and the cells `npm test` runs (TEST_CELLS, in the halves of the other test
+ * files here) still kill the paid job and the crawl, while every failpoint is struck by the full matrix or the sink
+ * conformance suite. The full matrix: `npx tsx bench/crash-matrix.ts`.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,7 +11,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { CELLS, TEST_CELLS, cellLabel } from '../../../bench/crash-matrix.js';
 import { leftovers, outputDigest, visibleAfterKill, type Output } from '../../../bench/lib/crash-outputs.js';
 import { FAILPOINTS } from '../../../src/core/failpoints.js';
-import { GROUPS, MATRIX } from './run-cells.js';
+import { TARGETS } from '../../sinks/conformance/targets.js';
+import { HALVES, MATRIX } from './run-cells.js';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -77,21 +79,29 @@ describe('the checks the crash matrix relies on', () => {
 });
 
 describe('the cells npm test runs', () => {
-  it('(with the full matrix: strike every failpoint) kill every sink kind and the crawl, and kill from outside', () => {
-    // Every failpoint is struck by the full matrix (CI); npm test's cells kill every sink kind and the crawl.
-    const struck = new Set(CELLS.flatMap((c) => ('failpoint' in c.kill ? [c.kill.failpoint.split('=')[0]] : [])));
-    // The postgres sink's and S3's failpoints need a server: test/e2e/postgres.test.ts and s3.test.ts strike them.
-    const needServer = (f: string): boolean => f.startsWith('postgres:') || f === 'files:mid-upload';
-    expect(Object.keys(FAILPOINTS).filter((f) => !struck.has(f) && !needServer(f))).toEqual([]);
-    const kinds = (cells: typeof CELLS): string[] => [...new Set(cells.map((c) => `${c.pipeline}/${c.sink}`))].sort();
-    expect(kinds(TEST_CELLS)).toEqual(kinds(CELLS));
-    expect(TEST_CELLS.filter((c) => 'external' in c.kill).length).toBeGreaterThanOrEqual(1);
+  it('with the sink conformance suite, strike every failpoint; in npm test, the paid job and the crawl', () => {
+    // Every failpoint is struck by the full matrix (CI) or, in a sink's commit path, by the conformance suite's
+    // targets (test/sinks/conformance/targets.ts), which strike each of theirs in CI and the first in npm test.
+    const struck = new Set([
+      ...CELLS.flatMap((c) => ('failpoint' in c.kill ? [c.kill.failpoint.split('=')[0]] : [])),
+      ...TARGETS.flatMap((t) =>
+        Object.values(t.failpoints)
+          .flat()
+          .map((f) => f.split('=')[0]),
+      ),
+    ]);
+    expect(Object.keys(FAILPOINTS).filter((f) => !struck.has(f))).toEqual([]);
+    const kills = TEST_CELLS.map((c) => ('external' in c.kill ? 'external' : c.kill.failpoint.split('=')[0]));
+    expect(kills).toEqual(
+      expect.arrayContaining(['snapshot:job-started', 'snapshot:job-checkpointed', 'crawl:successor-recorded']),
+    );
+    expect(kills).toContain('external');
   });
 
-  it('are cells of the full matrix, each in exactly one of the groups the test files run', () => {
+  it('are cells of the full matrix, each in exactly one of the halves the test files run', () => {
     const full = new Set(CELLS.map(cellLabel));
     expect(TEST_CELLS.map(cellLabel).filter((l) => !full.has(l))).toEqual([]);
-    const grouped = Object.values(GROUPS).flat().map(cellLabel).sort();
-    expect(grouped).toEqual(MATRIX.map(cellLabel).sort());
+    const halved = HALVES.flat().map(cellLabel).sort();
+    expect(halved).toEqual(MATRIX.map(cellLabel).sort());
   });
 });

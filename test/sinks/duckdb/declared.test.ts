@@ -5,7 +5,8 @@
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { WorkUnit } from '../../../src/core/types.js';
+import { knownCheckpoint, NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
+import type { UnitCommit, WorkUnit } from '../../../src/core/types.js';
 import type { DeclaredSchema } from '../../../src/schema/declared.js';
 import {
   BIGINT,
@@ -73,7 +74,11 @@ describe('duckdb sink: declared columns', () => {
 
   it('loads whole numbers and all-null columns with the declared types', async () => {
     const sink = await openSink(declared);
-    await sink.writeUnit(unit('u1'), batches([{ id: 1, rating: 9, registry_url: null, funding: { amount: 5 } }]));
+    await sink.writeUnit(
+      unit('u1'),
+      batches([{ id: 1, rating: 9, registry_url: null, funding: { amount: 5 } }]),
+      NO_CHECKPOINT,
+    );
     await closeAll();
     expect(await columnTypes('SELECT * FROM t', db)).toMatchObject({ rating: 'DOUBLE', registry_url: 'VARCHAR' });
     expect(await query('SELECT id, rating, registry_url FROM t', db)).toEqual([
@@ -86,7 +91,7 @@ describe('duckdb sink: declared columns', () => {
       { name: 'id', type: BIGINT, nullable: false, description: 'id' },
       { name: 'tags', type: listOf(VARCHAR), nullable: true, description: 'often empty' },
     ]);
-    await sink.writeUnit(unit('u1'), batches([{ id: 1, tags: [] }, { id: 2 }]));
+    await sink.writeUnit(unit('u1'), batches([{ id: 1, tags: [] }, { id: 2 }]), NO_CHECKPOINT);
     await closeAll();
     expect(await query('SELECT id, tags FROM t ORDER BY id', db)).toEqual([
       { id: 1, tags: [] },
@@ -96,11 +101,11 @@ describe('duckdb sink: declared columns', () => {
 
   it('adds the declared columns an existing table lacks, and reports them with the first commit', async () => {
     const first = await openSink();
-    await first.writeUnit(unit('u1'), batches([{ id: 1, rating: 4 }]));
+    await first.writeUnit(unit('u1'), batches([{ id: 1, rating: 4 }]), NO_CHECKPOINT);
     await closeAll();
     const sink = await openSink(declared);
     expect(await sink.currentColumns()).toBeDefined();
-    const r = await sink.writeUnit(unit('u2'), batches([{ id: 2 }]));
+    const r = await sink.writeUnit(unit('u2'), batches([{ id: 2 }]), NO_CHECKPOINT);
     expect(r.schemaChanges).toEqual(
       expect.arrayContaining([
         { column: 'rating', change: 'widened', from: 'BIGINT', to: 'DOUBLE' },
@@ -122,7 +127,7 @@ describe('duckdb sink: columns and schema changes', () => {
   it('reports no columns before the table exists, then the committed ones', async () => {
     const sink = await openSink();
     expect(await sink.currentColumns()).toBeUndefined();
-    await sink.writeUnit(unit('u1'), batches([{ id: 1, s: { a: 1 } }]));
+    await sink.writeUnit(unit('u1'), batches([{ id: 1, s: { a: 1 } }]), NO_CHECKPOINT);
     const cols = await sink.currentColumns();
     expect(new Map([...cols!].map(([k, t]) => [k, describeType(t)]))).toEqual(
       new Map([
@@ -134,7 +139,7 @@ describe('duckdb sink: columns and schema changes', () => {
 
   it("`replace`: before the new table exists, the live table's columns", async () => {
     const first = await openSink(undefined, { write: 'replace' });
-    await first.writeUnit(unit('u1'), batches([{ id: 1 }]));
+    await first.writeUnit(unit('u1'), batches([{ id: 1 }]), NO_CHECKPOINT);
     await first.finish();
     await closeAll();
     const sink = await openSink(undefined, { write: 'replace' });
@@ -143,11 +148,12 @@ describe('duckdb sink: columns and schema changes', () => {
 
   it('names each added field and widened column, nested ones by path; a new table is no change', async () => {
     const sink = await openSink();
-    const created = await sink.writeUnit(unit('u1'), batches([{ id: 1, s: { a: 1 }, l: [{ a: 1 }] }]));
+    const created = await sink.writeUnit(unit('u1'), batches([{ id: 1, s: { a: 1 }, l: [{ a: 1 }] }]), NO_CHECKPOINT);
     expect(created.schemaChanges).toBeUndefined();
     const r = await sink.writeUnit(
       unit('u2'),
       batches([{ id: 1.5, s: { a: 2, b: 'x' }, l: [{ a: 2, c: true }], extra: 'e' }]),
+      NO_CHECKPOINT,
     );
     expect(r.schemaChanges).toEqual([
       { column: 'id', change: 'widened', from: 'BIGINT', to: 'DOUBLE' },
@@ -161,16 +167,23 @@ describe('duckdb sink: columns and schema changes', () => {
 describe('duckdb sink: unit checkpoints', () => {
   it('stores each unit checkpoint with the unit and gives them back after a reopen', async () => {
     const sink = await openSink();
-    const u1: WorkUnit = { ...unit('u1'), checkpoint: { cursor: '2024-01-02T00:00:00Z', n: 3 } };
+    const u1: WorkUnit = unit('u1');
     const u2: WorkUnit = unit('u2');
+    // Final only once the rows are drained, as the engine hands it over: asked for at commit time.
+    let drained = false;
+    const late: UnitCommit = {
+      checkpoint: () => {
+        if (!drained) throw new Error('asked for before the rows were drained');
+        return 42;
+      },
+    };
     const batchesThenCheckpoint = async function* () {
       yield [{ id: 1 }];
-      // Set while the rows flow, as the engine does once the read drained: read at commit time.
-      u2.checkpoint = 42;
+      drained = true;
     };
-    await sink.writeUnit(u1, batches([{ id: 1 }]));
-    await sink.writeUnit(u2, batchesThenCheckpoint());
-    await sink.writeUnit(unit('u3'), batches([{ id: 3 }]));
+    await sink.writeUnit(u1, batches([{ id: 1 }]), knownCheckpoint({ cursor: '2024-01-02T00:00:00Z', n: 3 }));
+    await sink.writeUnit(u2, batchesThenCheckpoint(), late);
+    await sink.writeUnit(unit('u3'), batches([{ id: 3 }]), NO_CHECKPOINT);
     await closeAll();
     const again = await openSink();
     expect(await again.committedCheckpoints()).toEqual(
@@ -190,7 +203,7 @@ describe('duckdb sink: unit checkpoints', () => {
     await conn.run(`INSERT INTO main._sluice_state VALUES ('test', 't', 'old', 0, now()::TIMESTAMP)`);
     conn.closeSync();
     const sink = await openSink();
-    await sink.writeUnit({ ...unit('new'), checkpoint: ['a'] }, batches([{ id: 1 }]));
+    await sink.writeUnit(unit('new'), batches([{ id: 1 }]), knownCheckpoint(['a']));
     expect(await sink.committedUnits()).toEqual(new Set(['old', unit('new').id]));
     expect(await sink.committedCheckpoints()).toEqual(new Map([[unit('new').id, ['a']]]));
   });

@@ -7,6 +7,7 @@ import { readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import { duckdbSinkSchema, type DuckDBSinkConfig } from '../../../sinks/duckdb/config.js';
 import { DuckDBSink, type DuckDBSinkHooks } from '../../../sinks/duckdb/sink.js';
 import { NativeLoadRefused } from '../../../src/core/errors.js';
@@ -44,7 +45,7 @@ async function jsonlFile(name: string, rows: unknown[], gzip: boolean, eol = '\n
 }
 
 const load = (sink: DuckDBSink, id: string, file: string) =>
-  sink.writeUnitFile(unit(id), { path: file, decode: { format: 'jsonl' }, temporary: false });
+  sink.writeUnitFile(unit(id), { path: file, decode: { format: 'jsonl' }, temporary: false }, NO_CHECKPOINT);
 
 describe('duckdb sink, native file loads', () => {
   it('keeps keys and values that only the last of thousands of lines has, nested ones too', async () => {
@@ -175,16 +176,17 @@ describe('duckdb sink, native file loads', () => {
 
   it('checks text against list elements of an existing table the same way', async () => {
     const sink = await openSink();
-    await sink.writeUnit(unit('a'), batches([{ id: 1, l: [{ d: new Date('2024-01-01T00:00:00Z') }] }]));
+    await sink.writeUnit(unit('a'), batches([{ id: 1, l: [{ d: new Date('2024-01-01T00:00:00Z') }] }]), NO_CHECKPOINT);
     await sink.writeUnit(
       unit('b'),
       batches([
         { id: 2, l: [{ d: '2024-01-02T00:00:00Z' }, { d: null }] },
         { id: 3, l: [] },
       ]),
+      NO_CHECKPOINT,
     );
     expect(await columnTypes('SELECT l FROM t', db)).toEqual({ l: 'STRUCT(d TIMESTAMP)[]' });
-    await sink.writeUnit(unit('c'), batches([{ id: 4, l: [{ d: 'never' }] }]));
+    await sink.writeUnit(unit('c'), batches([{ id: 4, l: [{ d: 'never' }] }]), NO_CHECKPOINT);
     expect(await columnTypes('SELECT l FROM t', db)).toEqual({ l: 'STRUCT(d VARCHAR)[]' });
     expect(await query('SELECT count(*) AS n FROM t', db)).toEqual([{ n: 4 }]);
   });

@@ -2,6 +2,7 @@ import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import { NativeLoadRefused, SluiceError } from '../../../src/core/errors.js';
 import type { Row } from '../../../src/core/types.js';
 import { unitFileStem } from '../../../sinks/output-files/unit-file-name.js';
@@ -56,7 +57,7 @@ const count = async (sql: string): Promise<number> => Number((await query(sql, d
 describe('duckdb sink', () => {
   it('creates the table with native nested types and reads back exact values', async () => {
     const sink = await openSink();
-    const r = await sink.writeUnit(unit('u1'), batches(richRows().slice(0, 1), richRows().slice(1)));
+    const r = await sink.writeUnit(unit('u1'), batches(richRows().slice(0, 1), richRows().slice(1)), NO_CHECKPOINT);
     expect(r).toEqual({ committed: true, records: 2 });
     expect(await columnTypes('SELECT * FROM t', db)).toEqual({
       id: 'VARCHAR',
@@ -75,8 +76,14 @@ describe('duckdb sink', () => {
 
   it('commits a unit with its _sluice_state row; committing it again is a no-op', async () => {
     const sink = await openSink();
-    expect(await sink.writeUnit(unit('u1'), batches(richRows()))).toEqual({ committed: true, records: 2 });
-    expect(await sink.writeUnit(unit('u1'), batches(richRows()))).toEqual({ committed: false, records: 0 });
+    expect(await sink.writeUnit(unit('u1'), batches(richRows()), NO_CHECKPOINT)).toEqual({
+      committed: true,
+      records: 2,
+    });
+    expect(await sink.writeUnit(unit('u1'), batches(richRows()), NO_CHECKPOINT)).toEqual({
+      committed: false,
+      records: 0,
+    });
     expect(await sink.committedUnits()).toEqual(new Set(['run1/u1']));
     expect(await count('SELECT count(*) AS n FROM t')).toBe(2);
     expect(await query('SELECT pipeline, table_name, unit_id, records FROM _sluice_state', db)).toEqual([
@@ -87,7 +94,10 @@ describe('duckdb sink', () => {
     open.pop();
     const again = await openSink();
     expect(await again.committedUnits()).toEqual(new Set(['run1/u1']));
-    expect(await again.writeUnit(unit('u1'), batches(richRows()))).toEqual({ committed: false, records: 0 });
+    expect(await again.writeUnit(unit('u1'), batches(richRows()), NO_CHECKPOINT)).toEqual({
+      committed: false,
+      records: 0,
+    });
   });
 
   it('a failure between the data and the checkpoint leaves neither; the retry commits exactly once', async () => {
@@ -97,30 +107,37 @@ describe('duckdb sink', () => {
         if (fail) throw new Error('crash between data and checkpoint');
       },
     });
-    await expect(sink.writeUnit(unit('u1'), batches(richRows()))).rejects.toThrow(/crash between data/);
+    await expect(sink.writeUnit(unit('u1'), batches(richRows()), NO_CHECKPOINT)).rejects.toThrow(/crash between data/);
     expect(await count('SELECT count(*) AS n FROM t')).toBe(0);
     expect(await count('SELECT count(*) AS n FROM _sluice_state')).toBe(0);
     expect(await sink.committedUnits()).toEqual(new Set());
     fail = false;
-    expect(await sink.writeUnit(unit('u1'), batches(richRows()))).toEqual({ committed: true, records: 2 });
-    expect(await sink.writeUnit(unit('u1'), batches(richRows()))).toEqual({ committed: false, records: 0 });
+    expect(await sink.writeUnit(unit('u1'), batches(richRows()), NO_CHECKPOINT)).toEqual({
+      committed: true,
+      records: 2,
+    });
+    expect(await sink.writeUnit(unit('u1'), batches(richRows()), NO_CHECKPOINT)).toEqual({
+      committed: false,
+      records: 0,
+    });
     expect(await count('SELECT count(*) AS n FROM t')).toBe(2);
     expect(await count('SELECT count(*) AS n FROM _sluice_state')).toBe(1);
   });
 
   it('commits nothing of a unit whose source fails half-way', async () => {
     const sink = await openSink();
-    await expect(sink.writeUnit(unit('u1'), failingBatches(richRows()))).rejects.toThrow(/source broke/);
+    await expect(sink.writeUnit(unit('u1'), failingBatches(richRows()), NO_CHECKPOINT)).rejects.toThrow(/source broke/);
     expect(await sink.committedUnits()).toEqual(new Set());
     expect(await readdir(`${db}.sluice-tmp`)).toEqual([]);
   });
 
   it('adds columns and struct fields that appear later, widens int to double, keeps the values', async () => {
     const sink = await openSink();
-    await sink.writeUnit(unit('u1'), batches([{ id: 1, v: 1, o: { a: 1 }, l: [{ x: 1 }] }]));
+    await sink.writeUnit(unit('u1'), batches([{ id: 1, v: 1, o: { a: 1 }, l: [{ x: 1 }] }]), NO_CHECKPOINT);
     await sink.writeUnit(
       unit('u2'),
       batches([{ id: 2, v: 2.5, o: { a: 2, b: 'new' }, l: [{ x: 1.5, y: true }], added: new Date(0) }]),
+      NO_CHECKPOINT,
     );
     expect(await columnTypes('SELECT * FROM t', db)).toEqual({
       id: 'BIGINT',
@@ -138,8 +155,8 @@ describe('duckdb sink', () => {
   it('falls back to JSON for shapes that conflict, converting stored values, and logs the conflict list', async () => {
     const ctx = sinkContext(dir);
     const sink = await openSink({}, ctx);
-    await sink.writeUnit(unit('u1'), batches([{ id: 1, d: { a: 1 }, p: 'cheap' }]));
-    await sink.writeUnit(unit('u2'), batches([{ id: 2, d: 'none', p: 10 }]));
+    await sink.writeUnit(unit('u1'), batches([{ id: 1, d: { a: 1 }, p: 'cheap' }]), NO_CHECKPOINT);
+    await sink.writeUnit(unit('u2'), batches([{ id: 2, d: 'none', p: 10 }]), NO_CHECKPOINT);
     expect(await columnTypes('SELECT d, p FROM t', db)).toEqual({ d: 'JSON', p: 'VARCHAR' });
     expect(await query('SELECT id, d::VARCHAR AS d, p FROM t ORDER BY id', db)).toEqual([
       { id: 1, d: '{"a":1}', p: 'cheap' },
@@ -152,14 +169,14 @@ describe('duckdb sink', () => {
 
   it('parses ISO text into an existing TIMESTAMP column, and widens it only for text that is not a timestamp', async () => {
     const sink = await openSink();
-    await sink.writeUnit(unit('u1'), batches([{ id: 1, at: new Date('2024-01-01T00:00:00Z') }]));
-    await sink.writeUnit(unit('u2'), batches([{ id: 2, at: '2024-01-02T03:00:00+02:00' }]));
+    await sink.writeUnit(unit('u1'), batches([{ id: 1, at: new Date('2024-01-01T00:00:00Z') }]), NO_CHECKPOINT);
+    await sink.writeUnit(unit('u2'), batches([{ id: 2, at: '2024-01-02T03:00:00+02:00' }]), NO_CHECKPOINT);
     expect(await columnTypes('SELECT "at" FROM t', db)).toEqual({ at: 'TIMESTAMP' });
     expect(await query('SELECT id, "at" FROM t ORDER BY id', db)).toEqual([
       { id: 1, at: '2024-01-01T00:00:00.000Z' },
       { id: 2, at: '2024-01-02T01:00:00.000Z' },
     ]);
-    await sink.writeUnit(unit('u3'), batches([{ id: 3, at: 'yesterday' }]));
+    await sink.writeUnit(unit('u3'), batches([{ id: 3, at: 'yesterday' }]), NO_CHECKPOINT);
     expect(await columnTypes('SELECT "at" FROM t', db)).toEqual({ at: 'VARCHAR' });
     expect(await count('SELECT count(*) AS n FROM t')).toBe(3);
   });
@@ -172,10 +189,12 @@ describe('duckdb sink', () => {
         { k1: 'a', k2: 1, v: 'old', extra: 1 },
         { k1: 'b', k2: 1, v: 'keep' },
       ]),
+      NO_CHECKPOINT,
     );
     await sink.writeUnit(
       unit('u2'),
       batches([{ k1: 'a', k2: 1, v: 'first' }], [{ k1: 'a', k2: 1, v: 'last' }], [{ k1: 'a', k2: 2, v: 'other' }]),
+      NO_CHECKPOINT,
     );
     expect(await query('SELECT k1, k2, v, extra FROM t ORDER BY k1, k2', db)).toEqual([
       { k1: 'a', k2: 1, v: 'last', extra: null },
@@ -190,21 +209,21 @@ describe('duckdb sink', () => {
 
   it('merge says which primary key column the data lacks', async () => {
     const sink = await openSink({ write: 'merge', primary_key: ['id'] });
-    await expect(sink.writeUnit(unit('u1'), batches([{ name: 'x' }]))).rejects.toThrow(
+    await expect(sink.writeUnit(unit('u1'), batches([{ name: 'x' }]), NO_CHECKPOINT)).rejects.toThrow(
       /primary key column "id" is not in the data/,
     );
   });
 
   it('replace is atomic: readers see the old table during the run and the new one after finish', async () => {
     const first = await openSink({ write: 'replace' });
-    await first.writeUnit(unit('u1'), batches([{ id: 1, gen: 'old' }]));
+    await first.writeUnit(unit('u1'), batches([{ id: 1, gen: 'old' }]), NO_CHECKPOINT);
     await first.finish();
     await first.close();
     open.pop();
 
     const sink = await openSink({ write: 'replace' }, sinkContext(dir, { fresh: true }));
-    await sink.writeUnit(unit('u2'), batches([{ id: 2, gen: 'new', more: true }]));
-    await sink.writeUnit(unit('u3'), batches([{ id: 3, gen: 'new', more: false }]));
+    await sink.writeUnit(unit('u2'), batches([{ id: 2, gen: 'new', more: true }]), NO_CHECKPOINT);
+    await sink.writeUnit(unit('u3'), batches([{ id: 3, gen: 'new', more: false }]), NO_CHECKPOINT);
     expect(await query('SELECT id, gen FROM t', db)).toEqual([{ id: 1, gen: 'old' }]);
     await sink.finish();
     expect(await query('SELECT id, gen, more FROM t ORDER BY id', db)).toEqual([
@@ -222,14 +241,14 @@ describe('duckdb sink', () => {
 
   it('a failed replace run leaves the old table; a resumed run continues its generation; a fresh one restarts', async () => {
     const first = await openSink({ write: 'replace' });
-    await first.writeUnit(unit('u1'), batches([{ id: 1 }]));
+    await first.writeUnit(unit('u1'), batches([{ id: 1 }]), NO_CHECKPOINT);
     await first.finish();
     await first.close();
     open.pop();
 
     // Run 2 commits one unit, then dies before finish().
     const failed = await openSink({ write: 'replace' }, sinkContext(dir, { fresh: true }));
-    await failed.writeUnit(unit('a'), batches([{ id: 10 }]));
+    await failed.writeUnit(unit('a'), batches([{ id: 10 }]), NO_CHECKPOINT);
     await failed.close();
     open.pop();
     expect(await query('SELECT id FROM t', db)).toEqual([{ id: 1 }]);
@@ -237,14 +256,14 @@ describe('duckdb sink', () => {
     // Resumed: unit a is known, unit b is added, finish swaps both in.
     const resumed = await openSink({ write: 'replace' }, sinkContext(dir, { fresh: false }));
     expect(await resumed.committedUnits()).toEqual(new Set(['run1/a']));
-    await resumed.writeUnit(unit('b'), batches([{ id: 11 }]));
+    await resumed.writeUnit(unit('b'), batches([{ id: 11 }]), NO_CHECKPOINT);
     await resumed.close();
     open.pop();
 
     // A fresh run drops that unfinished generation.
     const fresh = await openSink({ write: 'replace' }, sinkContext(dir, { fresh: true }));
     expect(await fresh.committedUnits()).toEqual(new Set());
-    await fresh.writeUnit(unit('c'), batches([{ id: 20 }]));
+    await fresh.writeUnit(unit('c'), batches([{ id: 20 }]), NO_CHECKPOINT);
     await fresh.finish();
     expect(await query('SELECT id FROM t', db)).toEqual([{ id: 20 }]);
   });
@@ -257,7 +276,11 @@ describe('duckdb sink', () => {
     const file = path.join(dir, 'unit.jsonl.data');
     await writeFile(file, gzipSync(lines.map((l) => JSON.stringify(l)).join('\n') + '\n'));
     const sink = await openSink();
-    const r = await sink.writeUnitFile(unit('f1'), { path: file, decode: { format: 'jsonl' }, temporary: false });
+    const r = await sink.writeUnitFile(
+      unit('f1'),
+      { path: file, decode: { format: 'jsonl' }, temporary: false },
+      NO_CHECKPOINT,
+    );
     expect(r).toEqual({ committed: true, records: 2 });
     expect(await columnTypes('SELECT * FROM t', db)).toEqual({
       id: 'BIGINT',
@@ -269,12 +292,16 @@ describe('duckdb sink', () => {
       { id: 1, at: '2024-01-02T01:00:00.000Z', day: '2024-02-29T00:00:00.000Z', o: { a: [1, 2] } },
       { id: 2, at: '2024-01-02T03:00:00.000Z', day: null, o: { a: [] } },
     ]);
-    expect(await sink.writeUnitFile(unit('f1'), { path: file, decode: { format: 'jsonl' }, temporary: false })).toEqual(
-      {
-        committed: false,
-        records: 0,
-      },
-    );
+    expect(
+      await sink.writeUnitFile(
+        unit('f1'),
+        { path: file, decode: { format: 'jsonl' }, temporary: false },
+        NO_CHECKPOINT,
+      ),
+    ).toEqual({
+      committed: false,
+      records: 0,
+    });
   });
 
   it('refuses a file with a line that is not a JSON object, committing nothing (the engine then decodes it)', async () => {
@@ -282,7 +309,9 @@ describe('duckdb sink', () => {
     await writeFile(file, '{"id":1}\n{"id":\n');
     const sink = await openSink();
     const load = (id: string, format: 'jsonl' | 'csv' = 'jsonl') =>
-      sink.writeUnitFile(unit(id), { path: file, decode: { format }, temporary: false }).catch((e: unknown) => e);
+      sink
+        .writeUnitFile(unit(id), { path: file, decode: { format }, temporary: false }, NO_CHECKPOINT)
+        .catch((e: unknown) => e);
     const notJson = await load('f1');
     expect(notJson).toBeInstanceOf(NativeLoadRefused);
     expect((notJson as Error).message).toMatch(/not JSON/);
@@ -303,8 +332,8 @@ describe('duckdb sink', () => {
       Array.from({ length: 50 }, (_, i) => ({ id: u * 100 + i, u, v: i % 2 ? 1 : 1.5 }));
     const results = await Promise.all(
       Array.from({ length: 8 }, (_, u) => [
-        a.writeUnit(unit(`u${u}`), batches(rows(u).slice(0, 20), rows(u).slice(20))),
-        b.writeUnit(unit(`u${u}`), batches(rows(u))),
+        a.writeUnit(unit(`u${u}`), batches(rows(u).slice(0, 20), rows(u).slice(20)), NO_CHECKPOINT),
+        b.writeUnit(unit(`u${u}`), batches(rows(u)), NO_CHECKPOINT),
       ]).flat(),
     );
     expect(results.every((r) => r.committed && r.records === 50)).toBe(true);
@@ -320,7 +349,7 @@ describe('duckdb sink', () => {
 
   it('puts the table in its own schema when asked', async () => {
     const sink = await openSink({ schema: 'raw' });
-    await sink.writeUnit(unit('u1'), batches([{ id: 1 }]));
+    await sink.writeUnit(unit('u1'), batches([{ id: 1 }]), NO_CHECKPOINT);
     expect(await query('SELECT id FROM raw.t', db)).toEqual([{ id: 1 }]);
     expect(await query('SELECT table_name FROM _sluice_state', db)).toEqual([{ table_name: 'raw.t' }]);
   });

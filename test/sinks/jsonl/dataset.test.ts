@@ -5,7 +5,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import type { WorkUnit } from '../../../src/core/types.js';
+import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import { DateOnly } from '../../../src/core/values.js';
 import type { DeclaredSchema } from '../../../src/schema/declared.js';
 import { BIGINT, DATE, DOUBLE, TIMESTAMP, VARCHAR, describeType, structOf } from '../../../src/schema/logical-type.js';
@@ -56,6 +56,7 @@ describe('jsonl sink: declared keys', () => {
         { id: 2, at: new Date('2024-01-02T03:04:05Z'), day: new DateOnly('2024-01-02'), price: 2, info: { a: 'x' } },
         { id: 3, at: undefined },
       ]),
+      NO_CHECKPOINT,
     );
     await sink.finish();
     expect(await lines('u1')).toEqual([
@@ -80,9 +81,13 @@ describe('jsonl sink: columns as committed, changes, checkpoints', () => {
   it('currentColumns follows committed units, leaves out null-only columns, and survives a reopen', async () => {
     const sink = await openSink();
     expect(await sink.currentColumns()).toBeUndefined();
-    await sink.writeUnit(unit('empty'), batches([]));
+    await sink.writeUnit(unit('empty'), batches([]), NO_CHECKPOINT);
     expect(await sink.currentColumns()).toBeUndefined();
-    await sink.writeUnit(unit('a'), batches([{ id: 1, none: null, at: '2024-01-02T03:04:05+02:00', s: { b: null } }]));
+    await sink.writeUnit(
+      unit('a'),
+      batches([{ id: 1, none: null, at: '2024-01-02T03:04:05+02:00', s: { b: null } }]),
+      NO_CHECKPOINT,
+    );
     expect(types(await sink.currentColumns())).toEqual({ id: 'BIGINT', at: 'TIMESTAMP' });
     await sink.close();
     const reopened = await openSink();
@@ -92,42 +97,28 @@ describe('jsonl sink: columns as committed, changes, checkpoints', () => {
 
   it('reports added and widened columns in JSON type names, on the JS and the native path alike', async () => {
     const sink = await openSink();
-    const first = await sink.writeUnit(unit('a'), batches([{ id: 1, v: 1, s: { a: 1 } }]));
+    const first = await sink.writeUnit(unit('a'), batches([{ id: 1, v: 1, s: { a: 1 } }]), NO_CHECKPOINT);
     expect(first.schemaChanges).toBeUndefined();
-    const r = await sink.writeUnit(unit('b'), batches([{ id: 2, v: 2.5, s: { a: 1, b: 'x' }, n: null }]));
+    const r = await sink.writeUnit(
+      unit('b'),
+      batches([{ id: 2, v: 2.5, s: { a: 1, b: 'x' }, n: null }]),
+      NO_CHECKPOINT,
+    );
     expect(r.schemaChanges).toEqual([
       { column: 'v', change: 'widened', from: 'integer', to: 'number' },
       { column: 's.b', change: 'added', to: 'string' },
     ]);
     const raw = path.join(dir, 'raw.jsonl');
     await writeFile(raw, '{"id":3,"v":"text","n":true}\n');
-    const native = await sink.writeUnitFile(unit('c'), { path: raw, decode: { format: 'jsonl' }, temporary: false });
+    const native = await sink.writeUnitFile(
+      unit('c'),
+      { path: raw, decode: { format: 'jsonl' }, temporary: false },
+      NO_CHECKPOINT,
+    );
     expect(native.schemaChanges).toEqual([
       { column: 'v', change: 'widened', from: 'number', to: 'string' },
       { column: 'n', change: 'added', to: 'boolean' },
     ]);
     await sink.close();
-  });
-
-  it('keeps each unit checkpoint with its commit, across a reopen', async () => {
-    const sink = await openSink();
-    const u: WorkUnit = { ...unit('a'), checkpoint: { cursor: 'c1' } };
-    await sink.writeUnit(u, batches([{ id: 1 }]));
-    await sink.writeUnit(unit('none'), batches([{ id: 2 }]));
-    const raw = path.join(dir, 'raw.jsonl');
-    await writeFile(raw, '{"id":3}\n');
-    await sink.writeUnitFile(
-      { ...unit('n'), checkpoint: [1, 2] },
-      { path: raw, decode: { format: 'jsonl' }, temporary: false },
-    );
-    await sink.close();
-    const reopened = await openSink();
-    expect(await reopened.committedCheckpoints()).toEqual(
-      new Map<string, unknown>([
-        ['run1/a', { cursor: 'c1' }],
-        ['run1/n', [1, 2]],
-      ]),
-    );
-    await reopened.close();
   });
 });

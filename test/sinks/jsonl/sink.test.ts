@@ -2,6 +2,7 @@ import { lstat, mkdir, readFile, readdir, readlink, writeFile } from 'node:fs/pr
 import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import { NativeLoadRefused, SluiceError } from '../../../src/core/errors.js';
 import type { Manifest } from '../../../sinks/output-files/manifest.js';
 import { jsonlSinkSchema, type JsonlSinkConfig } from '../../../sinks/jsonl/config.js';
@@ -68,7 +69,10 @@ async function visible(sub = 'out'): Promise<string[]> {
 describe('jsonl sink', () => {
   it('stages a unit until finish() publishes it: ISO timestamps and YYYY-MM-DD dates, listed in the manifest', async () => {
     const sink = await openSink();
-    expect(await sink.writeUnit(unit('u1'), batches(richRows()))).toEqual({ committed: true, records: 2 });
+    expect(await sink.writeUnit(unit('u1'), batches(richRows()), NO_CHECKPOINT)).toEqual({
+      committed: true,
+      records: 2,
+    });
     // Committed (a rerun skips it), not visible: it waits for more units to fill a file of the target size.
     expect(await visible()).toEqual([]);
     expect((await manifest()).units['run1/u1']).toMatchObject({ records: 2, files: [], staged: {} });
@@ -105,7 +109,7 @@ describe('jsonl sink', () => {
   it('gzips when asked or when the path ends in .gz, and DuckDB reads the files back', async () => {
     const sink = new JsonlSink(config({ path: 'out.gz' }));
     await sink.open(sinkContext(dir));
-    await sink.writeUnit(unit('u1'), batches(richRows()));
+    await sink.writeUnit(unit('u1'), batches(richRows()), NO_CHECKPOINT);
     await sink.finish();
     const files = await visible('out.gz');
     expect(files).toEqual([expect.stringMatching(/^part-.*\.jsonl\.gz$/)]);
@@ -119,9 +123,15 @@ describe('jsonl sink', () => {
 
   it('records a unit without records without writing a file, and commits a unit only once', async () => {
     const sink = await openSink();
-    expect(await sink.writeUnit(unit('empty'), batches([]))).toEqual({ committed: true, records: 0 });
-    expect(await sink.writeUnit(unit('u1'), batches(richRows()))).toEqual({ committed: true, records: 2 });
-    expect(await sink.writeUnit(unit('u1'), batches(richRows()))).toEqual({ committed: false, records: 0 });
+    expect(await sink.writeUnit(unit('empty'), batches([]), NO_CHECKPOINT)).toEqual({ committed: true, records: 0 });
+    expect(await sink.writeUnit(unit('u1'), batches(richRows()), NO_CHECKPOINT)).toEqual({
+      committed: true,
+      records: 2,
+    });
+    expect(await sink.writeUnit(unit('u1'), batches(richRows()), NO_CHECKPOINT)).toEqual({
+      committed: false,
+      records: 0,
+    });
     expect(await left('.sluice-staged')).toHaveLength(1);
     await sink.finish();
     expect(await visible()).toHaveLength(1);
@@ -132,7 +142,7 @@ describe('jsonl sink', () => {
 
   it('commits nothing of a unit whose source fails half-way, and leaves no temp or staged file', async () => {
     const sink = await openSink();
-    await expect(sink.writeUnit(unit('u1'), failingBatches(richRows()))).rejects.toThrow(/source broke/);
+    await expect(sink.writeUnit(unit('u1'), failingBatches(richRows()), NO_CHECKPOINT)).rejects.toThrow(/source broke/);
     await sink.finish();
     expect(await visible()).toEqual([]);
     expect(await left('.sluice-tmp')).toEqual([]);
@@ -146,9 +156,12 @@ describe('jsonl sink', () => {
         throw new Error('crash before the manifest');
       },
     });
-    await crashing.writeUnit(unit('ok'), batches([])); // nothing staged: no publish, no hook
+    await crashing.writeUnit(unit('ok'), batches([]), NO_CHECKPOINT); // nothing staged: no publish, no hook
     // The unit is committed by staging; the publish it starts fails, and is left to the end of the run.
-    expect(await crashing.writeUnit(unit('u1'), batches(richRows()))).toEqual({ committed: true, records: 2 });
+    expect(await crashing.writeUnit(unit('u1'), batches(richRows()), NO_CHECKPOINT)).toEqual({
+      committed: true,
+      records: 2,
+    });
     expect(ctx.logs.join('\n')).toMatch(
       /warn: jsonl sink: publishing staged units failed, retried at the end: .*crash/,
     );
@@ -162,7 +175,10 @@ describe('jsonl sink', () => {
     const sink = await openSink(EACH_UNIT, false);
     expect(await left('.sluice-tmp')).toEqual([]);
     expect(await sink.committedUnits()).toEqual(new Set(['run1/ok', 'run1/u1']));
-    expect(await sink.writeUnit(unit('u1'), batches(richRows()))).toEqual({ committed: false, records: 0 });
+    expect(await sink.writeUnit(unit('u1'), batches(richRows()), NO_CHECKPOINT)).toEqual({
+      committed: false,
+      records: 0,
+    });
     await sink.finish();
     expect(await visible()).toEqual(await unitFiles('u1'));
     expect((await readFile(path.join(dir, 'out', (await visible())[0]!), 'utf8')).trim().split('\n')).toHaveLength(2);
@@ -175,7 +191,10 @@ describe('jsonl sink', () => {
         throw new Error('crash after the manifest');
       },
     });
-    expect(await crashing.writeUnit(unit('u1'), batches(richRows()))).toEqual({ committed: true, records: 2 });
+    expect(await crashing.writeUnit(unit('u1'), batches(richRows()), NO_CHECKPOINT)).toEqual({
+      committed: true,
+      records: 2,
+    });
     expect(ctx.logs.join('\n')).toMatch(/recorded but its files are not all in place: crash after the manifest/);
     // Committed, not yet visible: a reader listing the directory sees no file the manifest does not commit.
     expect(await visible()).toEqual([]);
@@ -189,7 +208,10 @@ describe('jsonl sink', () => {
     expect(await left('.sluice-tmp')).toEqual([]);
     // The published unit's staging file is no longer the manifest's: removed, not published again.
     expect(await left('.sluice-staged')).toEqual([]);
-    expect(await sink.writeUnit(unit('u1'), batches(richRows()))).toEqual({ committed: false, records: 0 });
+    expect(await sink.writeUnit(unit('u1'), batches(richRows()), NO_CHECKPOINT)).toEqual({
+      committed: false,
+      records: 0,
+    });
     await sink.finish();
     expect(await visible()).toEqual([name]);
     expect((await readFile(path.join(dir, 'out', name!), 'utf8')).trim().split('\n')).toHaveLength(2);
@@ -202,7 +224,7 @@ describe('jsonl sink', () => {
         if (fail) throw new Error('disk full');
       },
     });
-    await sink.writeUnit(unit('u1'), batches(richRows()));
+    await sink.writeUnit(unit('u1'), batches(richRows()), NO_CHECKPOINT);
     expect(ctx.logs.join('\n')).toMatch(/disk full/);
     fail = false;
     expect(await visible()).toEqual([]);
@@ -222,20 +244,20 @@ describe('jsonl sink', () => {
 
     const zipped = new JsonlSink(config({ path: 'z', compress: true, ...EACH_UNIT }));
     await zipped.open(sinkContext(dir));
-    expect(await zipped.writeUnitFile(unit('g'), raw(gz))).toEqual({ committed: true, records: 2 });
+    expect(await zipped.writeUnitFile(unit('g'), raw(gz), NO_CHECKPOINT)).toEqual({ committed: true, records: 2 });
     expect(await readFile(path.join(dir, 'z', (await unitFiles('g', 'z'))[0]!))).toEqual(await readFile(gz));
-    await zipped.writeUnitFile(unit('p'), raw(plain));
+    await zipped.writeUnitFile(unit('p'), raw(plain), NO_CHECKPOINT);
     expect(gunzipSync(await readFile(path.join(dir, 'z', (await unitFiles('p', 'z'))[0]!))).toString()).toBe(text);
 
     const sink = await openSink(EACH_UNIT);
-    await sink.writeUnitFile(unit('g'), raw(gz));
+    await sink.writeUnitFile(unit('g'), raw(gz), NO_CHECKPOINT);
     expect(await readFile(path.join(dir, 'out', (await unitFiles('g'))[0]!), 'utf8')).toBe(text);
 
     await writeFile(plain, '{"id":1}\nnot json\n');
-    const bad = sink.writeUnitFile(unit('bad'), raw(plain));
+    const bad = sink.writeUnitFile(unit('bad'), raw(plain), NO_CHECKPOINT);
     await expect(bad).rejects.toThrow(NativeLoadRefused);
     await expect(bad).rejects.toThrow(/not JSON at byte 9/);
-    const csv = sink.writeUnitFile(unit('csv'), raw(plain, 'csv'));
+    const csv = sink.writeUnitFile(unit('csv'), raw(plain, 'csv'), NO_CHECKPOINT);
     await expect(csv).rejects.toThrow(NativeLoadRefused);
     await expect(csv).rejects.toThrow(/JSONL natively, not csv/);
     expect(await sink.committedUnits()).toEqual(new Set(['run1/g']));
@@ -245,20 +267,20 @@ describe('jsonl sink', () => {
 
   it('replace swaps a whole new generation in at finish; a failed run leaves the old one; resume continues', async () => {
     const first = await openSink({ write: 'replace' });
-    await first.writeUnit(unit('old'), batches([{ gen: 'old' }]));
+    await first.writeUnit(unit('old'), batches([{ gen: 'old' }]), NO_CHECKPOINT);
     await first.finish();
     expect((await lstat(path.join(dir, 'out'))).isSymbolicLink()).toBe(true);
     const oldFiles = await visible();
     expect(oldFiles).toHaveLength(1);
 
     const failed = await openSink({ write: 'replace' }, true);
-    await failed.writeUnit(unit('a'), batches([{ gen: 'new' }]));
+    await failed.writeUnit(unit('a'), batches([{ gen: 'new' }]), NO_CHECKPOINT);
     // During the run (and after it failed) readers see exactly the old generation.
     expect(await visible()).toEqual(oldFiles);
 
     const resumed = await openSink({ write: 'replace' }, false);
     expect(await resumed.committedUnits()).toEqual(new Set(['run1/a']));
-    await resumed.writeUnit(unit('b'), batches([{ gen: 'new' }]));
+    await resumed.writeUnit(unit('b'), batches([{ gen: 'new' }]), NO_CHECKPOINT);
     expect(await visible()).toEqual(oldFiles);
     await resumed.finish();
     // Both units, the one the failed run staged among them, in one file.
@@ -278,9 +300,9 @@ describe('jsonl sink', () => {
 
   it('replace takes over a plain directory written by an earlier append run', async () => {
     const append = await openSink();
-    await append.writeUnit(unit('old'), batches([{ x: 1 }]));
+    await append.writeUnit(unit('old'), batches([{ x: 1 }]), NO_CHECKPOINT);
     const replace = await openSink({ write: 'replace' });
-    await replace.writeUnit(unit('new'), batches([{ x: 2 }]));
+    await replace.writeUnit(unit('new'), batches([{ x: 2 }]), NO_CHECKPOINT);
     await replace.finish();
     expect(await visible()).toEqual(await unitFiles('new'));
     expect(await readFile(path.join(dir, 'out', (await visible())[0]!), 'utf8')).toBe('{"x":2}\n');

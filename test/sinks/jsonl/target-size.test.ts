@@ -6,6 +6,7 @@ import { readFile, readdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import type { Row } from '../../../src/core/types.js';
 import { jsonlSinkSchema, type JsonlSinkConfig } from '../../../sinks/jsonl/config.js';
 import { JsonlSink } from '../../../sinks/jsonl/sink.js';
@@ -78,7 +79,7 @@ describe('jsonl sink: files of about the target size', () => {
     const sink = await openSink({}, { fresh: true });
     let unitBytes = 0;
     for (const u of range(0, 20)) {
-      await sink.writeUnit(unit(`u${u}`), batches(rowsOf(u)));
+      await sink.writeUnit(unit(`u${u}`), batches(rowsOf(u)), NO_CHECKPOINT);
       unitBytes = Math.max(unitBytes, (await manifest()).units[`run1/u${u}`]?.staged?.bytes ?? 0);
       // Readers see full files only: every unit not in one waits, staged.
       for (const f of await visible()) expect(f.bytes).toBeGreaterThanOrEqual(TARGET);
@@ -120,8 +121,8 @@ describe('jsonl sink: files of about the target size', () => {
     const plain = await openSink({ path: 'plain' }, { fresh: true });
     for (const u of range(0, 6)) {
       const file = { path: path.join(dir, `raw${u}.gz`), decode: { format: 'jsonl' as const }, temporary: false };
-      expect(await zipped.writeUnitFile(unit(`u${u}`), file)).toEqual({ committed: true, records: 10 });
-      expect(await plain.writeUnitFile(unit(`u${u}`), file)).toEqual({ committed: true, records: 10 });
+      expect(await zipped.writeUnitFile(unit(`u${u}`), file, NO_CHECKPOINT)).toEqual({ committed: true, records: 10 });
+      expect(await plain.writeUnitFile(unit(`u${u}`), file, NO_CHECKPOINT)).toEqual({ committed: true, records: 10 });
     }
     await zipped.finish();
     await plain.finish();
@@ -140,7 +141,7 @@ describe('jsonl sink: files of about the target size', () => {
   it('interrupted between staging and publish: the next run skips the staged units and publishes each row once', async () => {
     // The target is never reached: every unit stays staged, and the run dies before finish() (kill -9: no close).
     const first = await openSink({ target_file_mb: 1 }, { fresh: true });
-    for (const u of range(0, 7)) await first.writeUnit(unit(`u${u}`), batches(rowsOf(u)));
+    for (const u of range(0, 7)) await first.writeUnit(unit(`u${u}`), batches(rowsOf(u)), NO_CHECKPOINT);
     expect(await visible()).toEqual([]);
     expect(await leftIn('.sluice-staged')).toHaveLength(7);
     // The staging file of a unit the kill cut before the manifest recorded it.
@@ -150,7 +151,7 @@ describe('jsonl sink: files of about the target size', () => {
     expect(await leftIn('.sluice-staged')).toHaveLength(7);
     expect(await rerun.committedUnits()).toEqual(new Set(range(0, 7).map((u) => `run1/u${u}`)));
     for (const u of range(0, 10)) {
-      const r = await rerun.writeUnit(unit(`u${u}`), batches(rowsOf(u)));
+      const r = await rerun.writeUnit(unit(`u${u}`), batches(rowsOf(u)), NO_CHECKPOINT);
       expect(r.committed).toBe(u >= 7);
     }
     await rerun.finish();
@@ -162,7 +163,7 @@ describe('jsonl sink: files of about the target size', () => {
   it('a publish of several files killed after the manifest records it: rolled forward on open, never redone', async () => {
     // A run with a larger target staged twelve units and died; the next one publishes them as several files at once.
     const first = await openSink({ target_file_mb: 1 }, { fresh: true });
-    for (const u of range(0, 12)) await first.writeUnit(unit(`u${u}`), batches(rowsOf(u)));
+    for (const u of range(0, 12)) await first.writeUnit(unit(`u${u}`), batches(rowsOf(u)), NO_CHECKPOINT);
     const dying = await openSink(
       {},
       {
@@ -182,7 +183,7 @@ describe('jsonl sink: files of about the target size', () => {
     expect((await visible()).map((f) => f.name)).toEqual([...recorded].sort());
     expect(await leftIn('.sluice-staged')).toEqual([]);
     expect(await leftIn('.sluice-tmp')).toEqual([]);
-    for (const u of range(0, 13)) await reopened.writeUnit(unit(`u${u}`), batches(rowsOf(u)));
+    for (const u of range(0, 13)) await reopened.writeUnit(unit(`u${u}`), batches(rowsOf(u)), NO_CHECKPOINT);
     await reopened.finish();
     expect(await keysSeen()).toEqual(allKeys(range(0, 13)));
     expect((await visible()).length).toBe(recorded.size + 1);

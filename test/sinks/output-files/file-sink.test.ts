@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { knownCheckpoint, NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import {
   fileSinkLockPath,
   manifestCheckpoints,
@@ -77,7 +78,7 @@ describe('stageUnit', () => {
   it('records the unit with its staged file once; a second commit of the unit stages nothing and reports it', async () => {
     const out = await openFileSinkOutput({ path: 'out', write: 'append' }, ctx(tempDir()), {}, 'jsonl');
     const first = options(out, ['{"n":1}\n', '{"n":2}\n']);
-    const r = await stageUnit(out, { id: 'u1', params: {}, checkpoint: { at: 1 } }, first.o);
+    const r = await stageUnit(out, { id: 'u1', params: {} }, knownCheckpoint({ at: 1 }), first.o);
     expect(r).toMatchObject({
       committed: true,
       records: 2,
@@ -88,7 +89,10 @@ describe('stageUnit', () => {
     expect(first.published()).toBe(1);
 
     const again = options(out, ['{"n":3}\n']);
-    expect(await stageUnit(out, { id: 'u1', params: {} }, again.o)).toEqual({ committed: false, records: 0 });
+    expect(await stageUnit(out, { id: 'u1', params: {} }, NO_CHECKPOINT, again.o)).toEqual({
+      committed: false,
+      records: 0,
+    });
     expect(again.published()).toBe(0);
     expect(readdirSync(out.stagedDir)).toEqual([first.o.name]);
   });
@@ -96,7 +100,10 @@ describe('stageUnit', () => {
   it('records a unit without records but keeps no file; a failed write or publish loses nothing committed', async () => {
     const out = await openFileSinkOutput({ path: 'out', write: 'append' }, ctx(tempDir()), {}, 'jsonl');
     const empty = options(out, []);
-    expect(await stageUnit(out, { id: 'empty', params: {} }, empty.o)).toEqual({ committed: true, records: 0 });
+    expect(await stageUnit(out, { id: 'empty', params: {} }, NO_CHECKPOINT, empty.o)).toEqual({
+      committed: true,
+      records: 0,
+    });
     expect(out.manifest.units.empty).toMatchObject({ records: 0, files: [] });
     expect(out.manifest.units.empty!.staged).toBeUndefined();
     expect(existsSync(path.join(out.stagedDir, empty.o.name))).toBe(false);
@@ -107,7 +114,9 @@ describe('stageUnit', () => {
         throw new Error('refused by the sink');
       },
     });
-    await expect(stageUnit(out, { id: 'bad', params: {} }, refused.o)).rejects.toThrow('refused by the sink');
+    await expect(stageUnit(out, { id: 'bad', params: {} }, NO_CHECKPOINT, refused.o)).rejects.toThrow(
+      'refused by the sink',
+    );
     expect(out.manifest.units.bad).toBeUndefined();
     expect(existsSync(path.join(out.stagedDir, refused.o.name))).toBe(false);
 
@@ -116,7 +125,7 @@ describe('stageUnit', () => {
         throw new Error('disk full');
       },
     });
-    expect(await stageUnit(out, { id: 'kept', params: {} }, unpublished.o)).toMatchObject({
+    expect(await stageUnit(out, { id: 'kept', params: {} }, NO_CHECKPOINT, unpublished.o)).toMatchObject({
       committed: true,
       records: 1,
     });

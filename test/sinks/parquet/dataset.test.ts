@@ -6,7 +6,8 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import type { Row, Sink, WorkUnit } from '../../../src/core/types.js';
+import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
+import type { Row, Sink } from '../../../src/core/types.js';
 import { DateOnly } from '../../../src/core/values.js';
 import type { DeclaredSchema } from '../../../src/schema/declared.js';
 import {
@@ -47,7 +48,7 @@ function duckdbSink(): DuckDBSink {
 /** One run of `sink`: open, one unit per batch of rows, finish, close. */
 async function run(sink: Sink, runId: string, units: Row[][], declared?: DeclaredSchema): Promise<void> {
   await sink.open({ ...sinkContext(dir, { fresh: false }), ...(declared && { declared }) });
-  for (const [i, rows] of units.entries()) await sink.writeUnit(unit(`${runId}-${i}`), batches(rows));
+  for (const [i, rows] of units.entries()) await sink.writeUnit(unit(`${runId}-${i}`), batches(rows), NO_CHECKPOINT);
   await sink.finish();
   await sink.close();
 }
@@ -152,7 +153,7 @@ describe('parquet output across runs reads as the DuckDB table', () => {
       const sink = parquetSink({ partition_by: ['cc'] });
       const ctx = sinkContext(dir, { fresh: false });
       await sink.open(ctx);
-      await sink.writeUnit(unit(runId), batches(rows));
+      await sink.writeUnit(unit(runId), batches(rows), NO_CHECKPOINT);
       await sink.finish();
       await sink.close();
       logs.push(ctx.logs.join('\n'));
@@ -244,9 +245,9 @@ describe('parquet sink: columns as committed, changes, checkpoints', () => {
     const sink = parquetSink();
     await sink.open(sinkContext(dir, { fresh: false }));
     expect(await sink.currentColumns()).toBeUndefined();
-    await sink.writeUnit(unit('empty'), batches([]));
+    await sink.writeUnit(unit('empty'), batches([]), NO_CHECKPOINT);
     expect(await sink.currentColumns()).toBeUndefined();
-    await sink.writeUnit(unit('a'), batches([{ id: 1, nothing: null, s: { a: 1, b: null } }]));
+    await sink.writeUnit(unit('a'), batches([{ id: 1, nothing: null, s: { a: 1, b: null } }]), NO_CHECKPOINT);
     const staged = await sink.currentColumns();
     expect(Object.fromEntries([...staged!].map(([k, t]) => [k, describeType(t)]))).toEqual({
       id: 'BIGINT',
@@ -263,17 +264,22 @@ describe('parquet sink: columns as committed, changes, checkpoints', () => {
   it('reports the columns a commit added or widened, in DuckDB type names, nested paths included', async () => {
     const sink = parquetSink();
     await sink.open(sinkContext(dir, { fresh: false }));
-    const first = await sink.writeUnit(unit('a'), batches([{ id: 1, v: 1, s: { a: 1 }, l: [{ x: 1 }] }]));
+    const first = await sink.writeUnit(
+      unit('a'),
+      batches([{ id: 1, v: 1, s: { a: 1 }, l: [{ x: 1 }] }]),
+      NO_CHECKPOINT,
+    );
     expect(first.schemaChanges).toBeUndefined();
     await sink.finish();
     await sink.close();
     const next = parquetSink();
     await next.open(sinkContext(dir, { fresh: false }));
-    const same = await next.writeUnit(unit('b'), batches([{ id: 2, v: 3 }]));
+    const same = await next.writeUnit(unit('b'), batches([{ id: 2, v: 3 }]), NO_CHECKPOINT);
     expect(same.schemaChanges).toBeUndefined();
     const r = await next.writeUnit(
       unit('c'),
       batches([{ id: 3, v: 1.5, s: { a: 1, b: 'x' }, l: [{ x: 'y' }], n: true }]),
+      NO_CHECKPOINT,
     );
     expect(r.schemaChanges).toEqual([
       { column: 'v', change: 'widened', from: 'BIGINT', to: 'DOUBLE' },
@@ -283,26 +289,5 @@ describe('parquet sink: columns as committed, changes, checkpoints', () => {
     ]);
     await next.finish();
     await next.close();
-  });
-
-  it('keeps each unit checkpoint with its commit, staged and published, across a reopen', async () => {
-    const sink = parquetSink();
-    await sink.open(sinkContext(dir, { fresh: false }));
-    const u: WorkUnit = { ...unit('a'), checkpoint: { cursor: '2024-01-02', n: 3 } };
-    await sink.writeUnit(u, batches([{ id: 1 }]));
-    await sink.writeUnit(unit('none'), batches([{ id: 2 }]));
-    await sink.writeUnit({ ...unit('zero'), checkpoint: 0 }, batches([]));
-    await sink.close(); // the units stay staged: a crash before finish
-    const reopened = parquetSink();
-    await reopened.open(sinkContext(dir, { fresh: false }));
-    const want = new Map<string, unknown>([
-      ['run1/a', { cursor: '2024-01-02', n: 3 }],
-      ['run1/zero', 0],
-    ]);
-    expect(await reopened.committedCheckpoints()).toEqual(want);
-    await reopened.finish();
-    expect((await manifest()).units['run1/a']!.staged).toBeUndefined();
-    expect(await reopened.committedCheckpoints()).toEqual(want);
-    await reopened.close();
   });
 });

@@ -1,6 +1,7 @@
 import { readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import type { Row } from '../../../src/core/types.js';
 import type { Manifest } from '../../../sinks/output-files/manifest.js';
 import type { FileSinkHooks } from '../../../sinks/output-files/output-dir.js';
@@ -70,7 +71,10 @@ function rows(from: number, n: number, pad = 0): Row[] {
 describe('parquet sink', () => {
   it('writes native STRUCT/LIST/TIMESTAMP/DATE columns that read_parquet reads back exactly', async () => {
     const sink = await openSink();
-    expect(await sink.writeUnit(unit('u1'), batches(richRows()))).toEqual({ committed: true, records: 2 });
+    expect(await sink.writeUnit(unit('u1'), batches(richRows()), NO_CHECKPOINT)).toEqual({
+      committed: true,
+      records: 2,
+    });
     await sink.finish();
     await sink.close();
     const files = await parquetFiles();
@@ -93,9 +97,12 @@ describe('parquet sink', () => {
 
   it('keeps committed units staged and invisible until finish publishes them together', async () => {
     const sink = await openSink();
-    await sink.writeUnit(unit('u1'), batches(rows(0, 10)));
-    await sink.writeUnit(unit('u2'), batches(rows(10, 10)));
-    expect(await sink.writeUnit(unit('u2'), batches(rows(10, 10)))).toEqual({ committed: false, records: 0 });
+    await sink.writeUnit(unit('u1'), batches(rows(0, 10)), NO_CHECKPOINT);
+    await sink.writeUnit(unit('u2'), batches(rows(10, 10)), NO_CHECKPOINT);
+    expect(await sink.writeUnit(unit('u2'), batches(rows(10, 10)), NO_CHECKPOINT)).toEqual({
+      committed: false,
+      records: 0,
+    });
     expect(await parquetFiles()).toEqual([]);
     expect(await sink.committedUnits()).toEqual(new Set(['run1/u1', 'run1/u2']));
     expect((await manifest()).units['run1/u1']?.staged?.file).toMatch(/^\.sluice-staged\//);
@@ -113,10 +120,10 @@ describe('parquet sink', () => {
   it('publishes during the run once staged rows make a file of the target size', async () => {
     // ~25 KB of JSON per unit; the first publish waits for ~6 × 10 KB.
     const sink = await openSink({ file_size_bytes: 10_000 });
-    for (let u = 0; u < 4; u++) await sink.writeUnit(unit(`u${u}`), batches(rows(u * 10, 10, 2_000)));
+    for (let u = 0; u < 4; u++) await sink.writeUnit(unit(`u${u}`), batches(rows(u * 10, 10, 2_000)), NO_CHECKPOINT);
     const early = await parquetFiles();
     expect(early.length).toBeGreaterThan(0);
-    await sink.writeUnit(unit('u9'), batches(rows(90, 10, 2_000)));
+    await sink.writeUnit(unit('u9'), batches(rows(90, 10, 2_000)), NO_CHECKPOINT);
     await sink.finish();
     expect(await query(`SELECT count(*) AS n, count(DISTINCT id) AS d FROM read_parquet('${glob()}')`)).toEqual([
       { n: 50, d: 50 },
@@ -128,7 +135,7 @@ describe('parquet sink', () => {
     // 2,000 rows make one full row group (DuckDB groups rows 2,048 at a time) that takes the file past 1 KB: DuckDB
     // then opens a next file for rows that never come.
     const sink = await openSink({ file_size_bytes: 1_000, row_group_size: 1_000 });
-    await sink.writeUnit(unit('u1'), batches(rows(0, 2_000)));
+    await sink.writeUnit(unit('u1'), batches(rows(0, 2_000)), NO_CHECKPOINT);
     await sink.finish();
     const files = await parquetFiles();
     expect(files).toHaveLength(1);
@@ -138,7 +145,7 @@ describe('parquet sink', () => {
 
   it('partitions hive style, with the values in the directory names', async () => {
     const sink = await openSink({ partition_by: ['cc'] });
-    await sink.writeUnit(unit('u1'), batches(rows(0, 9)));
+    await sink.writeUnit(unit('u1'), batches(rows(0, 9)), NO_CHECKPOINT);
     await sink.finish();
     const files = await parquetFiles();
     expect(files.map((f) => f.split('/')[0])).toEqual(['cc=DE', 'cc=FR', 'cc=US']);
@@ -153,7 +160,7 @@ describe('parquet sink', () => {
     ]);
 
     const nested = await openSink({ partition_by: ['o'], path: 'nested' });
-    await nested.writeUnit(unit('u1'), batches([{ o: { a: 1 } }]));
+    await nested.writeUnit(unit('u1'), batches([{ o: { a: 1 } }]), NO_CHECKPOINT);
     await expect(nested.finish()).rejects.toThrow(/partition column "o" is a STRUCT/);
   });
 
@@ -163,7 +170,7 @@ describe('parquet sink', () => {
         throw new Error('crash while publishing');
       },
     });
-    await crashing.writeUnit(unit('u1'), batches(rows(0, 5)));
+    await crashing.writeUnit(unit('u1'), batches(rows(0, 5)), NO_CHECKPOINT);
     await expect(crashing.finish()).rejects.toThrow(/crash while publishing/);
     expect(await parquetFiles()).toEqual([]); // nothing is in place before the manifest records it
     await writeFile(path.join(dir, 'out', '.sluice-staged', 'orphan.1234.staged'), '{"id":1}\n');
@@ -185,8 +192,8 @@ describe('parquet sink', () => {
         throw new Error('crash after the manifest');
       },
     });
-    await crashing.writeUnit(unit('u1'), batches(rows(0, 5)));
-    await crashing.writeUnit(unit('u2'), batches(rows(5, 3)));
+    await crashing.writeUnit(unit('u1'), batches(rows(0, 5)), NO_CHECKPOINT);
+    await crashing.writeUnit(unit('u2'), batches(rows(5, 3)), NO_CHECKPOINT);
     await expect(crashing.finish()).rejects.toThrow(/not all in place: crash after the manifest/);
     expect(await parquetFiles()).toEqual([]);
 
@@ -203,11 +210,11 @@ describe('parquet sink', () => {
 
   it('keeps one column and struct-field order across publishes, whichever unit a field first appeared in', async () => {
     const first = await openSink();
-    await first.writeUnit(unit('u1'), batches([{ id: 1, s: { a: 1, b: 'x' } }]));
+    await first.writeUnit(unit('u1'), batches([{ id: 1, s: { a: 1, b: 'x' } }]), NO_CHECKPOINT);
     await first.finish();
     await first.close();
     const second = await openSink({}, false);
-    await second.writeUnit(unit('u2'), batches([{ extra: true, s: { c: 2.5, b: 'y', a: 2 }, id: 2 }]));
+    await second.writeUnit(unit('u2'), batches([{ extra: true, s: { c: 2.5, b: 'y', a: 2 }, id: 2 }]), NO_CHECKPOINT);
     await second.finish();
     await second.close();
     const files = await parquetFiles();
@@ -232,10 +239,10 @@ describe('parquet sink', () => {
 
   it('replace publishes into a new generation that finish swaps in', async () => {
     const first = await openSink({ write: 'replace' });
-    await first.writeUnit(unit('old'), batches(rows(0, 3)));
+    await first.writeUnit(unit('old'), batches(rows(0, 3)), NO_CHECKPOINT);
     await first.finish();
     const second = await openSink({ write: 'replace' });
-    await second.writeUnit(unit('new'), batches(rows(100, 2)));
+    await second.writeUnit(unit('new'), batches(rows(100, 2)), NO_CHECKPOINT);
     expect(await query(`SELECT min(id) AS m FROM read_parquet('${glob()}')`)).toEqual([{ m: 0 }]);
     await second.finish();
     expect(await query(`SELECT min(id) AS m, count(*) AS n FROM read_parquet('${glob()}')`)).toEqual([
@@ -245,7 +252,7 @@ describe('parquet sink', () => {
 
   it('refuses field names that differ only in case, and both size options at once', async () => {
     const sink = await openSink();
-    await expect(sink.writeUnit(unit('u1'), batches([{ Name: 'a' }, { name: 'b' }]))).rejects.toThrow(
+    await expect(sink.writeUnit(unit('u1'), batches([{ Name: 'a' }, { name: 'b' }]), NO_CHECKPOINT)).rejects.toThrow(
       /differ only in case/,
     );
     expect(await sink.committedUnits()).toEqual(new Set());
@@ -271,7 +278,10 @@ describe('parquet sink: shards', () => {
       return sink;
     };
     const [a, b] = await Promise.all([shard(0), shard(1)]);
-    await Promise.all([a.writeUnit(unit('u0'), batches(rows(0, 9))), b.writeUnit(unit('u1'), batches(rows(9, 9)))]);
+    await Promise.all([
+      a.writeUnit(unit('u0'), batches(rows(0, 9)), NO_CHECKPOINT),
+      b.writeUnit(unit('u1'), batches(rows(9, 9)), NO_CHECKPOINT),
+    ]);
     await Promise.all([a.finish(), b.finish()]);
     const files = await parquetFiles();
     expect(new Set(files.map((f) => path.dirname(f)))).toEqual(new Set(['cc=DE', 'cc=FR', 'cc=US']));

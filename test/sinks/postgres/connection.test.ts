@@ -6,6 +6,7 @@
  * `_sluice_state` and not loaded again.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import { RetryPolicy, isTransient } from '../../../src/core/retry.js';
 import { UNIT_ATTEMPTS } from '../../../src/engine/stages/run-unit.js';
 import type { Batch, Row, WorkUnit } from '../../../src/core/types.js';
@@ -57,7 +58,7 @@ function manyRows(n: number, tag = 'a'): Row[] {
 }
 
 function unitOf(id: string): WorkUnit {
-  return { id: `run1/${id}`, params: {}, checkpoint: { offset: id } };
+  return { id: `run1/${id}`, params: {} };
 }
 
 /** Two batches, so the unit's rows arrive while the COPY is open. */
@@ -103,55 +104,64 @@ async function tableState(table: string): Promise<{ rows: number; ids: number; u
 describe('postgres sink: a connection reset', () => {
   it('mid-COPY: the attempt fails transiently and commits nothing; the next attempt loads the unit once', async () => {
     const { sink, table } = await openSink();
-    await sink.writeUnit(unitOf('first'), batches(manyRows(10, 'f')));
+    await sink.writeUnit(unitOf('first'), batches(manyRows(10, 'f')), NO_CHECKPOINT);
     const rows = manyRows(2000);
     proxy.cutAt('copy');
     const before = proxy.cuts.copy;
-    const err = await failsTransiently(sink.writeUnit(unitOf('u1'), twoBatches(rows)));
+    const err = await failsTransiently(sink.writeUnit(unitOf('u1'), twoBatches(rows), NO_CHECKPOINT));
     expect(proxy.cuts.copy - before, 'the cut came mid-COPY').toBe(1);
     expect(err.message).toContain('postgres sink');
     expect(await tableState(table)).toEqual({ rows: 10, ids: 10, units: 1 });
 
-    expect(await sink.writeUnit(unitOf('u1'), twoBatches(rows))).toMatchObject({ committed: true, records: 2000 });
+    expect(await sink.writeUnit(unitOf('u1'), twoBatches(rows), NO_CHECKPOINT)).toMatchObject({
+      committed: true,
+      records: 2000,
+    });
     expect(await tableState(table)).toEqual({ rows: 2010, ids: 2010, units: 2 });
   });
 
   it('before COMMIT reaches the server: nothing committed; the next attempt loads the unit once', async () => {
     const { sink, table } = await openSink();
-    await sink.writeUnit(unitOf('first'), batches(manyRows(10, 'f')));
+    await sink.writeUnit(unitOf('first'), batches(manyRows(10, 'f')), NO_CHECKPOINT);
     const rows = manyRows(500);
     proxy.cutAt('query', /^COMMIT/);
     const before = proxy.cuts.query;
-    await failsTransiently(sink.writeUnit(unitOf('u1'), twoBatches(rows)));
+    await failsTransiently(sink.writeUnit(unitOf('u1'), twoBatches(rows), NO_CHECKPOINT));
     expect(proxy.cuts.query - before).toBe(1);
     expect(await tableState(table)).toEqual({ rows: 10, ids: 10, units: 1 });
 
-    expect(await sink.writeUnit(unitOf('u1'), twoBatches(rows))).toMatchObject({ committed: true, records: 500 });
+    expect(await sink.writeUnit(unitOf('u1'), twoBatches(rows), NO_CHECKPOINT)).toMatchObject({
+      committed: true,
+      records: 500,
+    });
     expect(await tableState(table)).toEqual({ rows: 510, ids: 510, units: 2 });
   });
 
   it('after N bytes of a unit’s COPY: the same, wherever in a message the cut falls', async () => {
     const { sink, table } = await openSink();
-    await sink.writeUnit(unitOf('first'), batches(manyRows(10, 'f')));
+    await sink.writeUnit(unitOf('first'), batches(manyRows(10, 'f')), NO_CHECKPOINT);
     const rows = manyRows(2000);
     proxy.cutAfterBytes(150_003);
     const before = proxy.cuts.bytes;
-    await failsTransiently(sink.writeUnit(unitOf('u1'), twoBatches(rows)));
+    await failsTransiently(sink.writeUnit(unitOf('u1'), twoBatches(rows), NO_CHECKPOINT));
     expect(proxy.cuts.bytes - before).toBe(1);
     expect(await tableState(table)).toEqual({ rows: 10, ids: 10, units: 1 });
 
-    expect(await sink.writeUnit(unitOf('u1'), twoBatches(rows))).toMatchObject({ committed: true, records: 2000 });
+    expect(await sink.writeUnit(unitOf('u1'), twoBatches(rows), NO_CHECKPOINT)).toMatchObject({
+      committed: true,
+      records: 2000,
+    });
     expect(await tableState(table)).toEqual({ rows: 2010, ids: 2010, units: 2 });
   });
 
   for (const write of ['append', 'merge'] as const)
     it(`after the server committed, before the client heard (${write}): the next attempt finds the unit in _sluice_state and loads nothing`, async () => {
       const { sink, table } = await openSink(write === 'merge' ? { write, primary_key: ['id'] } : {});
-      await sink.writeUnit(unitOf('first'), batches(manyRows(10, 'f')));
+      await sink.writeUnit(unitOf('first'), batches(manyRows(10, 'f')), NO_CHECKPOINT);
       const rows = manyRows(1000);
       proxy.cutAt('commit');
       const before = proxy.cuts.commit;
-      const err = await failsTransiently(sink.writeUnit(unitOf('u1'), twoBatches(rows)));
+      const err = await failsTransiently(sink.writeUnit(unitOf('u1'), twoBatches(rows), NO_CHECKPOINT));
       expect(proxy.cuts.commit - before, 'the COMMIT’s answer was withheld').toBe(1);
       // The message does not claim what it cannot know.
       expect(err.message).toMatch(/may have committed/);
@@ -159,17 +169,20 @@ describe('postgres sink: a connection reset', () => {
       expect(await tableState(table)).toEqual({ rows: 1010, ids: 1010, units: 2 });
 
       // The engine's next attempt: the unit is found committed, nothing is written again.
-      expect(await sink.writeUnit(unitOf('u1'), twoBatches(rows))).toEqual({ committed: false, records: 0 });
+      expect(await sink.writeUnit(unitOf('u1'), twoBatches(rows), NO_CHECKPOINT)).toEqual({
+        committed: false,
+        records: 0,
+      });
       expect(await sink.committedUnits()).toContain('run1/u1');
       expect(await tableState(table)).toEqual({ rows: 1010, ids: 1010, units: 2 });
     });
 
   it('every live connection cut at once (on command): the unit is loaded once, by the engine’s retry if need be', async () => {
     const { sink, table } = await openSink();
-    await sink.writeUnit(unitOf('first'), batches(manyRows(10, 'f')));
+    await sink.writeUnit(unitOf('first'), batches(manyRows(10, 'f')), NO_CHECKPOINT);
     expect(proxy.cutAll()).toBeGreaterThan(0);
     // A pooled connection cut while idle fails its next query (transient) unless the pool saw it die first.
-    const attempts = await asTheEngine(() => sink.writeUnit(unitOf('u1'), batches(manyRows(20))));
+    const attempts = await asTheEngine(() => sink.writeUnit(unitOf('u1'), batches(manyRows(20)), NO_CHECKPOINT));
     expect(attempts).toBeLessThanOrEqual(2);
     expect(await tableState(table)).toEqual({ rows: 30, ids: 30, units: 2 });
   });

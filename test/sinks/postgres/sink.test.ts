@@ -4,6 +4,7 @@
  * environment, and a password that never shows.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import { SluiceError } from '../../../src/core/errors.js';
 import type { Batch, DeadLetter, SinkContext, WorkUnit } from '../../../src/core/types.js';
 import type { DeclaredSchema } from '../../../src/schema/declared.js';
@@ -32,8 +33,8 @@ function freshTable(): string {
   return `t${++tables}`;
 }
 
-function unit(id: string, checkpoint?: unknown): WorkUnit {
-  return { id: `run1/${id}`, params: {}, ...(checkpoint !== undefined && { checkpoint }) };
+function unit(id: string): WorkUnit {
+  return { id: `run1/${id}`, params: {} };
 }
 
 async function openSink(
@@ -73,7 +74,7 @@ describe('postgres sink: append', () => {
   it('creates the table with Postgres types and stores every kind of value as it was', async () => {
     const table = freshTable();
     const { sink } = await openSink({ table });
-    const r = await sink.writeUnit(unit('u1'), batches(richRows()));
+    const r = await sink.writeUnit(unit('u1'), batches(richRows()), NO_CHECKPOINT);
     expect(r).toMatchObject({ committed: true, records: 2 });
     expect(await columnTypes(table)).toEqual({
       id: 'text',
@@ -125,7 +126,11 @@ describe('postgres sink: append', () => {
     const table = freshTable();
     const { sink } = await openSink({ table });
     const nasty = 'tab\there\nnew line\r\\N back\\slash "q" {a,b} \\.';
-    await sink.writeUnit(unit('u1'), batches([{ s: nasty, list: [nasty, null, 'NULL', ''], n: [1, 2, null] }]));
+    await sink.writeUnit(
+      unit('u1'),
+      batches([{ s: nasty, list: [nasty, null, 'NULL', ''], n: [1, 2, null] }]),
+      NO_CHECKPOINT,
+    );
     const back = await rows(`SELECT s, list, n::int[] AS n FROM ${table}`);
     expect(back).toEqual([{ s: nasty, list: [nasty, null, 'NULL', ''], n: [1, 2, null] }]);
   });
@@ -133,11 +138,17 @@ describe('postgres sink: append', () => {
   it('commits a unit once: again in the same run or in a rerun it is a no-op', async () => {
     const table = freshTable();
     const { sink } = await openSink({ table });
-    expect((await sink.writeUnit(unit('u1'), batches([{ id: 1 }, { id: 2 }]))).committed).toBe(true);
-    expect(await sink.writeUnit(unit('u1'), batches([{ id: 1 }, { id: 2 }]))).toEqual({ committed: false, records: 0 });
+    expect((await sink.writeUnit(unit('u1'), batches([{ id: 1 }, { id: 2 }]), NO_CHECKPOINT)).committed).toBe(true);
+    expect(await sink.writeUnit(unit('u1'), batches([{ id: 1 }, { id: 2 }]), NO_CHECKPOINT)).toEqual({
+      committed: false,
+      records: 0,
+    });
     const { sink: rerun } = await openSink({ table });
     expect(await rerun.committedUnits()).toEqual(new Set(['run1/u1']));
-    expect(await rerun.writeUnit(unit('u1'), batches([{ id: 1 }]))).toEqual({ committed: false, records: 0 });
+    expect(await rerun.writeUnit(unit('u1'), batches([{ id: 1 }]), NO_CHECKPOINT)).toEqual({
+      committed: false,
+      records: 0,
+    });
     expect(await rows(`SELECT count(*)::int AS n FROM ${table}`)).toEqual([{ n: 2 }]);
   });
 
@@ -147,25 +158,19 @@ describe('postgres sink: append', () => {
       if (id.endsWith('boom')) throw new Error('crash before the checkpoint');
     };
     const { sink } = await openSink({ table }, {}, { hooks: { beforeCheckpoint } });
-    await sink.writeUnit(unit('ok'), batches([{ id: 1 }]));
-    await expect(sink.writeUnit(unit('boom'), batches([{ id: 2 }, { id: 3 }]))).rejects.toThrow(/crash before/);
-    const broken = await sink.writeUnit(unit('broken'), failingBatches([{ id: 4 }])).catch((e: unknown) => e);
+    await sink.writeUnit(unit('ok'), batches([{ id: 1 }]), NO_CHECKPOINT);
+    await expect(sink.writeUnit(unit('boom'), batches([{ id: 2 }, { id: 3 }]), NO_CHECKPOINT)).rejects.toThrow(
+      /crash before/,
+    );
+    const broken = await sink
+      .writeUnit(unit('broken'), failingBatches([{ id: 4 }]), NO_CHECKPOINT)
+      .catch((e: unknown) => e);
     // The source's own error, not a sink failure: whether the unit is tried again is the source's to say.
     expect(broken).toBeInstanceOf(Error);
     expect(broken).not.toBeInstanceOf(SluiceError);
     expect((broken as Error).message).toBe('source broke mid-unit');
     expect(await rows(`SELECT id::int AS id FROM ${table}`)).toEqual([{ id: 1 }]);
     expect(await sink.committedUnits()).toEqual(new Set(['run1/ok']));
-  });
-
-  it('keeps each unit’s checkpoint with its commit and hands them back', async () => {
-    const table = freshTable();
-    const { sink } = await openSink({ table });
-    const cp = { cursor: '2024-05-06T07:08:09Z', seen: [1, 2], nested: { a: null } };
-    await sink.writeUnit(unit('u1', cp), batches([{ id: 1 }]));
-    await sink.writeUnit(unit('u2'), batches([{ id: 2 }]));
-    const { sink: rerun } = await openSink({ table });
-    expect(await rerun.committedCheckpoints()).toEqual(new Map([['run1/u1', cp]]));
   });
 
   it('sends a row Postgres cannot store (NUL in text) to the dead letters and commits the others', async () => {
@@ -177,6 +182,7 @@ describe('postgres sink: append', () => {
         { id: 1, s: 'ok' },
         { id: 2, s: 'a\0b' },
       ]),
+      NO_CHECKPOINT,
     );
     expect(r.records).toBe(1);
     expect(letters).toHaveLength(1);
@@ -195,7 +201,7 @@ describe('postgres sink: schema', () => {
       { name: 'tags', type: listOf(VARCHAR), nullable: true, description: 'tags' },
     ];
     const { sink } = await openSink({ table }, { declared });
-    await sink.writeUnit(unit('u1'), batches([{ extra: true, id: 1 }]));
+    await sink.writeUnit(unit('u1'), batches([{ extra: true, id: 1 }]), NO_CHECKPOINT);
     expect(await columnTypes(table)).toEqual({
       id: 'bigint',
       name: 'text',
@@ -216,13 +222,14 @@ describe('postgres sink: schema', () => {
   it('adds columns and widens types in place, reports them, and reads its columns back as logical types', async () => {
     const table = freshTable();
     const { sink } = await openSink({ table });
-    await sink.writeUnit(unit('u1'), batches([{ id: 1, n: 1, day: '2024-01-02', tags: [1, 2] }]));
+    await sink.writeUnit(unit('u1'), batches([{ id: 1, n: 1, day: '2024-01-02', tags: [1, 2] }]), NO_CHECKPOINT);
     const r = await sink.writeUnit(
       unit('u2'),
       batches([
         { id: 2, n: 2.5, day: '2024-01-03T04:05:06Z', tags: [1.5], extra: 'x', odd: 1 },
         { id: 4, odd: 'x' },
       ]),
+      NO_CHECKPOINT,
     );
     expect(r.schemaChanges).toEqual([
       { column: 'n', change: 'widened', from: 'bigint', to: 'double precision' },
@@ -231,7 +238,7 @@ describe('postgres sink: schema', () => {
       { column: 'extra', change: 'added', to: 'text' },
       { column: 'odd', change: 'added', to: 'text' },
     ]);
-    const r3 = await sink.writeUnit(unit('u3'), batches([{ id: 3, n: { nested: true } }]));
+    const r3 = await sink.writeUnit(unit('u3'), batches([{ id: 3, n: { nested: true } }]), NO_CHECKPOINT);
     expect(r3.schemaChanges).toEqual([{ column: 'n', change: 'widened', from: 'double precision', to: 'jsonb' }]);
     expect(await rows(`SELECT id::int AS id, n, day, tags FROM ${table} ORDER BY id`)).toEqual([
       { id: 1, n: 1, day: '2024-01-02T00:00:00.000Z', tags: [1, 2] },
@@ -265,6 +272,7 @@ describe('postgres sink: schema', () => {
         [{ id: 4, n: 4.5, tags: [{ deep: 1 }], s: { o: 1 }, extra: true }],
         [{ id: 5, n: 5, extra: false }],
       ),
+      NO_CHECKPOINT,
     );
     expect(r.records).toBe(5);
     expect(r.schemaChanges).toEqual([
@@ -298,6 +306,7 @@ describe('postgres sink: schema', () => {
         [{ id: 1, v: 'second', more: 1 }],
         [{ id: 1, v: 'last' }],
       ),
+      NO_CHECKPOINT,
     );
     expect(await rows(`SELECT id::int AS id, v, more::int AS more FROM ${table} ORDER BY id`)).toEqual([
       { id: 1, v: 'last', more: null },
@@ -316,7 +325,7 @@ describe('postgres sink: schema', () => {
         id: i * 100 + k,
         [`c${i % 4}`]: i % 3 === 0 ? 1.5 : 1,
       }));
-      work.push(sink.writeUnit(unit(`u${i}`), batches(batch)));
+      work.push(sink.writeUnit(unit(`u${i}`), batches(batch), NO_CHECKPOINT));
     }
     await Promise.all(work);
     expect(await rows(`SELECT count(DISTINCT id)::int AS n FROM ${table}`)).toEqual([{ n: 600 }]);
@@ -335,6 +344,7 @@ describe('postgres sink: merge and replace', () => {
         { id: 2, v: 'b', w: 2 },
         { id: null, v: 'n1' },
       ]),
+      NO_CHECKPOINT,
     );
     const r = await sink.writeUnit(
       unit('u2'),
@@ -348,6 +358,7 @@ describe('postgres sink: merge and replace', () => {
           { id: null, v: 'n2' },
         ],
       ),
+      NO_CHECKPOINT,
     );
     expect(r).toMatchObject({ committed: true, records: 4 });
     expect(await rows(`SELECT id::int AS id, v, w::int AS w FROM ${table} ORDER BY id NULLS FIRST`)).toEqual([
@@ -361,7 +372,7 @@ describe('postgres sink: merge and replace', () => {
   it('merge refuses data without the key column before writing anything', async () => {
     const table = freshTable();
     const { sink } = await openSink({ table, write: 'merge', primary_key: ['id'] });
-    const err = await sink.writeUnit(unit('u1'), batches([{ other: 1 }])).catch((e: unknown) => e);
+    const err = await sink.writeUnit(unit('u1'), batches([{ other: 1 }]), NO_CHECKPOINT).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SluiceError);
     expect((err as Error).message).toMatch(/primary key column "id" is not in the data/);
   });
@@ -369,10 +380,10 @@ describe('postgres sink: merge and replace', () => {
   it('replace leaves the old table to readers until finish, then swaps the new one in with its checkpoints', async () => {
     const table = freshTable();
     const first = (await openSink({ table, write: 'replace' }, { fresh: true })).sink;
-    await first.writeUnit(unit('a'), batches([{ id: 1 }, { id: 2 }]));
+    await first.writeUnit(unit('a'), batches([{ id: 1 }, { id: 2 }]), NO_CHECKPOINT);
     await first.finish();
     const second = (await openSink({ table, write: 'replace' })).sink;
-    await second.writeUnit({ id: 'run2/b', params: {} }, batches([{ id: 3, extra: 'x' }]));
+    await second.writeUnit({ id: 'run2/b', params: {} }, batches([{ id: 3, extra: 'x' }]), NO_CHECKPOINT);
     expect(await rows(`SELECT id::int AS id FROM ${table} ORDER BY id`)).toEqual([{ id: 1 }, { id: 2 }]);
     await second.finish();
     expect(await rows(`SELECT id::int AS id, extra FROM ${table}`)).toEqual([{ id: 3, extra: 'x' }]);
@@ -398,7 +409,7 @@ describe('postgres sink: connection', () => {
       opened.push(sink);
       expect(sink.describe()).toBe(`postgres ${server.socketDir} (socket):${server.port}/${DB} table public.${table}`);
       await sink.open(sinkContext('/nowhere'));
-      await sink.writeUnit(unit('u1'), batches([{ id: 1 }]));
+      await sink.writeUnit(unit('u1'), batches([{ id: 1 }]), NO_CHECKPOINT);
       expect(await rows(`SELECT count(*)::int AS n FROM ${table}`)).toEqual([{ n: 1 }]);
     } finally {
       for (const k of ['PGHOST', 'PGPORT', 'PGUSER', 'PGDATABASE']) delete process.env[k];
@@ -410,7 +421,7 @@ describe('postgres sink: connection', () => {
     const table = freshTable();
     const { sink, ctx } = await openSink({ table, url: server.url(DB) });
     expect(sink.describe()).toBe(`postgres 127.0.0.1:${server.port}/${DB} table public.${table}`);
-    await sink.writeUnit(unit('u1'), batches([{ id: 1 }]));
+    await sink.writeUnit(unit('u1'), batches([{ id: 1 }]), NO_CHECKPOINT);
     // A wrong database, and a wrong password that differs from the right one only at its end.
     const texts: string[] = [sink.describe(), ...ctx.logs];
     for (const url of [server.url('no_such_db'), server.url(DB).replace(PG_PASSWORD, `${PG_PASSWORD}x`)]) {
