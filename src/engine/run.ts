@@ -43,8 +43,10 @@ import { openRunState } from './stages/open-state.js';
 import { planLine, planUnits } from './stages/plan.js';
 import { runUnit, UNIT_ATTEMPTS } from './stages/run-unit.js';
 import { scheduleRun, type UnitCounts } from './stages/schedule.js';
+import { SinkJudges } from './stages/store-gate.js';
 import { buildSummary, newRunCounters, runFailure, SchemaChangeLog } from './summary.js';
 import { EVOLVE, isEvolve, resolveContract, type SchemaContractOption } from '../schema/contract.js';
+import { unstorablePolicy } from '../schema/storable.js';
 import { errorText } from './error-text.js';
 
 export { pipelinePaths, type PipelinePaths } from './paths.js';
@@ -187,6 +189,7 @@ async function runAttempt(
         resolveContract(p.config.schema_contract, sinkConfigList[i]?.schema_contract as SchemaContractOption),
       ]),
     );
+    const judges = new SinkJudges((s) => unstorablePolicy(sinkConfigList[sinks.indexOf(s)]));
     const schemaChanges = new SchemaChangeLog();
     warnIfPoolCapsConcurrency(p, source, log);
     const sctx: SourceContext = {
@@ -268,6 +271,8 @@ async function runAttempt(
                 writing: {
                   contractOf: (s) => contracts.get(s) ?? EVOLVE,
                   deadLetter,
+                  judges,
+                  log,
                   onCommit: (s, r) => schemaChanges.note(s.describe(), r.schemaChanges),
                 },
                 onNativeFallback: (unit, refusals) => {
