@@ -302,10 +302,11 @@ export class RecordJudge implements RecordCheck {
 
   /** `<key>_<8 hex of its hash>`, NULs as `_`, shortened to the store's longest name; not a key `obj` has. */
   private newName(key: string, obj: Record<string, unknown>): string {
+    const max = this.limits.maxNameBytes;
+    const hex = max === undefined ? 8 : Math.max(1, Math.min(8, max - 1));
     for (let salt = 0; ; salt++) {
-      const suffix = `_${createHash('sha256').update(`${salt}:${key}`).digest('hex').slice(0, 8)}`;
+      const suffix = `_${createHash('sha256').update(`${salt}:${key}`).digest('hex').slice(0, hex)}`;
       let base = key.replace(/\0/g, '_');
-      const max = this.limits.maxNameBytes;
       if (max !== undefined)
         while (base.length > 0 && Buffer.byteLength(base + suffix) > max) base = dropLastChar(base);
       const name = base + suffix;

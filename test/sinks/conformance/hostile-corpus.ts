@@ -30,9 +30,9 @@ function nested(levels: number): unknown {
 const line = (o: Record<string, unknown>): string => JSON.stringify(o);
 
 /** DuckDB's memory_limit in the scenario: its largest record is an eighth of it (sinks/duckdb/config.ts). */
-export const DUCKDB_MEMORY_LIMIT = '64MB';
+export const DUCKDB_MEMORY_LIMIT = '48MB';
 /** A value over the DuckDB sink's record size at that memory limit, under every other sink's. */
-const OVER_DUCKDB_RECORD = 9 * 2 ** 20;
+const OVER_DUCKDB_RECORD = 6.5 * 2 ** 20;
 /** Over DuckDB's default `maximum_object_size` (16 MB), which stopped Parquet's publish (issue 23). */
 const OVER_DUCKDB_OBJECT = 40 * 2 ** 20;
 
@@ -158,9 +158,23 @@ export const CORPUS: readonly HostileCase[] = [
   },
   {
     id: 27,
-    what: '1,601 keys (Postgres holds 1,600 columns; DuckDB as many as its memory_limit has room for)',
-    line: line(Object.fromEntries([['id', 27], ...Array.from({ length: 1600 }, (_, i) => [`w${i}`, i])])),
+    what: '220 keys (DuckDB holds as many columns as its memory_limit has room for: 200 at 48MB)',
+    line: line(Object.fromEntries([['id', 27], ...Array.from({ length: 219 }, (_, i) => [`w${i}`, i])])),
+    refused: { duckdb: /columns/ },
+  },
+  {
+    id: 29,
+    what: '1,601 keys (a Postgres table holds 1,600 columns, 1,599 under merge)',
+    line: line(Object.fromEntries([['id', 29], ...Array.from({ length: 1600 }, (_, i) => [`c${i}`, `v${i}`])])),
     refused: { postgres: /columns/, duckdb: /columns/ },
+    full: true,
+  },
+  {
+    id: 30,
+    what: '1,100 numbers (8.8 KB of a Postgres row, which holds 8,160 bytes)',
+    line: line(Object.fromEntries([['id', 30], ...Array.from({ length: 1099 }, (_, i) => [`n${i}`, i])])),
+    refused: { postgres: /row of about/, duckdb: /columns/ },
+    full: true,
   },
   {
     id: 28,
