@@ -24,13 +24,6 @@ async function readBack(dir: string): Promise<Record<string, unknown>[]> {
   try {
     const glob = path.join(dir, 'out', '**', '*.parquet');
     const r = await conn.runAndReadAll(
-      `SELECT id::INT AS id, cc, Name, name FROM read_parquet('${glob}', hive_partitioning = true, union_by_name = true, hive_types_autocast = false) ORDER BY id`,
-    );
-    return r.getRowObjectsJS() as Record<string, unknown>[];
-  } catch (err) {
-    // `Name` and `name` are one column to DuckDB: read what there is.
-    if (!/Name|name/.test(String(err))) throw err;
-    const r = await conn.runAndReadAll(
       `SELECT id::INT AS id, cc FROM read_parquet('${glob}', hive_partitioning = true, union_by_name = true, hive_types_autocast = false) ORDER BY id`,
     );
     return r.getRowObjectsJS() as Record<string, unknown>[];
