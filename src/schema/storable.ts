@@ -68,8 +68,11 @@ interface Walk {
   /** Characters of keys and strings, and other values: a bound on the record's JSON size. */
   chars: number;
   values: number;
-  /** The row's bytes in a table page (`maxRowBytes`), top-level values only. */
+  /** The row's bytes in a table page (`maxRowBytes`), top-level values only, and its values that are not null. */
   rowBytes: number;
+  topValues: number;
+  /** Where the walk is: the keys and indexes down to the value it looks at (copied only into a problem). */
+  at: Path;
 }
 
 /** Bytes an out-of-line value leaves in a Postgres row (a TOAST pointer, aligned): longer values are moved out. */
@@ -133,13 +136,11 @@ export class RecordJudge implements RecordCheck {
   }
 
   private walk(row: Row): Walk {
-    const walk: Walk = { problems: [], added: [], chars: 0, values: 0, rowBytes: 0 };
-    this.walkObject(row, this.root, 0, [], walk);
+    const walk: Walk = { problems: [], added: [], chars: 0, values: 0, rowBytes: 0, topValues: 0, at: [] };
+    this.walkObject(row, this.root, 0, walk);
     const l = this.limits;
     if (l.maxRowBytes !== undefined) {
-      let n = 0;
-      for (const k in row) if (row[k] !== null && row[k] !== undefined) n++;
-      const bytes = 24 + Math.ceil(n / 8) + walk.rowBytes;
+      const bytes = 24 + Math.ceil(walk.topValues / 8) + walk.rowBytes;
       if (bytes > l.maxRowBytes)
         walk.problems.push({
           text: `a row of about ${bytes} bytes in the table's page: ${l.store} fits at most ${l.maxRowBytes} (numbers, booleans and timestamps take 8 bytes each; longer values are moved out of the row)`,
@@ -160,7 +161,7 @@ export class RecordJudge implements RecordCheck {
   }
 
   /** `obj` is at nesting `depth` (the record is 0); `place` is where its keys are remembered. */
-  private walkObject(obj: Record<string, unknown>, place: Place, depth: number, at: Path, walk: Walk): void {
+  private walkObject(obj: Record<string, unknown>, place: Place, depth: number, walk: Walk): void {
     const naming = place !== FREE;
     const reserved = depth === 0 ? this.limits.reservedNames : undefined;
     for (const k in obj) {
@@ -170,13 +171,13 @@ export class RecordJudge implements RecordCheck {
       if (reserved !== undefined && Object.hasOwn(reserved, k)) {
         walk.problems.push({
           text: `key ${quote(k)} is reserved by ${this.limits.store} (${reserved[k]})`,
-          rename: { at, key: k },
+          rename: { at: walk.at.slice(), key: k },
         });
         continue;
       }
       let child = naming ? place.fields.get(k) : FREE;
       if (child === undefined) {
-        const problem = this.nameProblem(place, k, depth === 0, at);
+        const problem = this.nameProblem(place, k, depth === 0, walk.at);
         if (problem !== undefined) {
           walk.problems.push(problem);
           continue;
@@ -188,13 +189,16 @@ export class RecordJudge implements RecordCheck {
           if (place.folded.get(fold) === k) place.folded.delete(fold);
         });
       }
-      if (depth === 0 && this.limits.maxRowBytes !== undefined) walk.rowBytes += rowBytes(v);
-      this.walkValue(v, child, depth, at, k, walk);
+      if (depth === 0 && this.limits.maxRowBytes !== undefined) {
+        walk.rowBytes += rowBytes(v);
+        walk.topValues++;
+      }
+      this.walkValue(v, child, depth, k, walk);
     }
   }
 
-  /** A value held at nesting `depth` (by the key or index `key` of the container at `at`). */
-  private walkValue(v: unknown, place: Place, depth: number, at: Path, key: string | number, walk: Walk): void {
+  /** A value held at nesting `depth` (by the key or index `key` of the container at `walk.at`). */
+  private walkValue(v: unknown, place: Place, depth: number, key: string | number, walk: Walk): void {
     if (typeof v === 'string') {
       walk.chars += v.length;
       return;
@@ -208,29 +212,28 @@ export class RecordJudge implements RecordCheck {
       walk.values++; // a Date, a DateOnly: a scalar
       return;
     }
+    walk.at.push(key);
     if (depth + 1 > this.limits.maxNesting) {
       walk.problems.push({
-        text: `nested more than ${this.limits.maxNesting} levels deep (at ${formatPath(pathText([...at, key]))}): ${this.limits.store} holds at most ${this.limits.maxNesting} levels of objects and lists`,
+        text: `nested more than ${this.limits.maxNesting} levels deep (at ${formatPath(pathText(walk.at))}): ${this.limits.store} holds at most ${this.limits.maxNesting} levels of objects and lists`,
       });
-      return;
+    } else {
+      walk.values++;
+      if (list) {
+        const element = place === FREE ? FREE : (place.element ??= new Place());
+        for (let i = 0; i < v.length; i++) {
+          const x: unknown = v[i];
+          if (x !== null && x !== undefined) this.walkValue(x, element, depth + 1, i, walk);
+        }
+      } else this.walkObject(v as Record<string, unknown>, place, depth + 1, walk);
     }
-    walk.values++;
-    const here = [...at, key];
-    if (list) {
-      const element = place === FREE ? FREE : (place.element ??= new Place());
-      for (let i = 0; i < v.length; i++) {
-        const x: unknown = v[i];
-        if (x !== null && x !== undefined) this.walkValue(x, element, depth + 1, here, i, walk);
-      }
-      return;
-    }
-    this.walkObject(v as Record<string, unknown>, place, depth + 1, here, walk);
+    walk.at.pop();
   }
 
   private nameProblem(place: Place, k: string, top: boolean, at: Path): Problem | undefined {
     const l = this.limits;
     const where = top ? '' : ` (in ${formatPath(pathText(at))})`;
-    const named = (text: string): Problem => ({ text, rename: { at, key: k } });
+    const named = (text: string): Problem => ({ text, rename: { at: at.slice(), key: k } });
     if (k === '') return named(`an empty key${where}: ${l.store} names cannot be empty`);
     if (k.includes('\0')) return named(`key ${quote(k)}${where} holds a NUL character: ${l.store} names cannot`);
     if (l.maxNameBytes !== undefined && k.length * 3 > l.maxNameBytes) {

@@ -185,5 +185,12 @@ export const CORPUS: readonly HostileCase[] = [
   },
 ];
 
-/** Day 2: clean records only; the run after the hostile one must be green and publish. */
-export const DAY_TWO: readonly string[] = [line({ id: 100, cc: 'US', v: 'next day' }), line({ id: 101, cc: 'DE' })];
+/**
+ * Day 2: clean records only; the run after the hostile one must be green and publish. The file reaches the native
+ * loads (DuckDB, JSONL) whole: its key twice in one object is what DuckDB's `read_json` itself refuses.
+ */
+export const DAY_TWO: readonly string[] = [
+  line({ id: 100, cc: 'US', v: 'next day' }),
+  line({ id: 101, cc: 'DE' }),
+  '{"id":102,"cc":"US","dup":3,"dup":4}',
+];
