@@ -3,10 +3,12 @@
  * names derived from it. The rule that `write: merge` goes with `primary_key` lives here and nowhere else.
  */
 import { z } from 'zod';
+import type { StoreLimits } from '../../src/core/types.js';
 import { mergeKeyRule } from '../merge-key-rule.js';
 import { lineageOption } from '../../src/engine/lineage.js';
 import { checksOption } from '../../src/observe/checks/config.js';
 import { schemaContractOption } from '../../src/schema/contract.js';
+import { onUnstorableOption } from '../../src/schema/storable.js';
 
 /**
  * DuckDB's own default is 80% of RAM, and it keeps that much of the written table cached: a 200k-record load
@@ -59,6 +61,7 @@ export const duckdbSinkSchema = z
     lineage: lineageOption,
     schema_contract: schemaContractOption,
     checks: checksOption,
+    on_unstorable: onUnstorableOption,
   })
   .strict()
   .superRefine(mergeKeyRule);
@@ -91,5 +94,61 @@ export function tableNames(config: DuckDBSinkConfig): TableNames {
     stateKey,
     targetStateKey: replace ? `${stateKey}${NEXT_SUFFIX}` : stateKey,
     lockKey: `${schema}.${config.table}`,
+  };
+}
+
+/**
+ * Deepest nesting DuckDB's writer reads: a STRUCT or LIST type 166 levels deep fails CREATE TABLE, `read_json` and
+ * Parquet's COPY ("Max expression depth limit of 1000 exceeded", DuckDB 1.5, measured); 100 leaves room for the
+ * conversions a widening ALTER nests around each level (table.ts `convertExpr`).
+ */
+export const DUCKDB_MAX_NESTING = 100;
+
+/** DuckDB's size units: KB = 1000 bytes, KiB = 1024. */
+const UNITS: Record<string, number> = {
+  b: 1,
+  kb: 1e3,
+  mb: 1e6,
+  gb: 1e9,
+  tb: 1e12,
+  kib: 2 ** 10,
+  mib: 2 ** 20,
+  gib: 2 ** 30,
+  tib: 2 ** 40,
+};
+
+/** `128MB` → bytes, as DuckDB reads a memory limit. */
+export function sizeBytes(size: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*([a-z]+)$/i.exec(size.trim());
+  const unit = m ? UNITS[m[2]!.toLowerCase()] : undefined;
+  if (!m || unit === undefined) throw new Error(`not a size: ${size}`);
+  return Math.floor(Number(m[1]) * unit);
+}
+
+/**
+ * Memory a load takes per column of the table beside a base (DuckDB 1.5, one thread, measured): inserting a row
+ * through `read_json` into a table of BIGINT columns ran out of memory beyond 438 columns at a 64MB limit, 1,383 at
+ * 128MB and ~3,175 at 256MB — about 70 KB a column over ~30 MB.
+ */
+const BYTES_PER_COLUMN = 80_000;
+const BASE_BYTES = 32e6;
+
+/**
+ * What a DuckDB table holds: names (columns and struct fields) neither empty nor holding NUL, one per spelling in
+ * any case; nesting up to `DUCKDB_MAX_NESTING`; records up to an eighth of `memory_limit` as JSON text —
+ * `read_json` reads a staged unit with two buffers of twice its longest line (read.ts), within the memory limit:
+ * at 128MB a 24 MB line loaded and a 32 MB one ran out of memory (measured); as many columns as a load has memory
+ * for (`BYTES_PER_COLUMN`: 1,200 at the default 128MB).
+ */
+export function duckdbLimits(config: Pick<DuckDBSinkConfig, 'memory_limit'>): StoreLimits {
+  const memory = sizeBytes(config.memory_limit);
+  return {
+    store: 'DuckDB',
+    names: 'all',
+    caseInsensitive: true,
+    maxColumns: Math.max(100, Math.floor((memory - BASE_BYTES) / BYTES_PER_COLUMN)),
+    maxNesting: DUCKDB_MAX_NESTING,
+    maxRecordBytes: Math.floor(memory / 8),
+    maxRecordBytesWhy: `an eighth of the sink's memory_limit ${config.memory_limit}`,
   };
 }

@@ -19,7 +19,7 @@
  */
 import path from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { SluiceError } from '../../src/core/errors.js';
+import { NativeLoadRefused, SluiceError } from '../../src/core/errors.js';
 import type { ComponentDef, ComponentDeps } from '../../src/core/component.js';
 import type {
   Batch,
@@ -28,6 +28,7 @@ import type {
   QueryableOutput,
   Row,
   RawFile,
+  RecordCheck,
   SchemaChange,
   Sink,
   SinkCapabilities,
@@ -39,10 +40,11 @@ import { ConflictLog } from '../../src/schema/conflicts.js';
 import { duckdbType, quoteIdent, quoteString } from '../../src/schema/duckdb-types.js';
 import { declaredTypes } from '../../src/schema/declared.js';
 import type { LogicalType } from '../../src/schema/logical-type.js';
+import { RecordJudge } from '../../src/schema/storable.js';
 import { displayPath } from '../display-path.js';
 import { Mutex } from '../output-files/mutex.js';
 import { asNativeRefusal, refuseUnlessJsonl } from '../raw-jsonl/refusal.js';
-import { duckdbSinkSchema, tableNames, type DuckDBSinkConfig, type TableNames } from './config.js';
+import { duckdbLimits, duckdbSinkSchema, tableNames, type DuckDBSinkConfig, type TableNames } from './config.js';
 import { DuckDBDatabase } from './database.js';
 import { loadUnit } from './load.js';
 import { checkKeysPresent } from './merge.js';
@@ -66,7 +68,7 @@ export interface DuckDBSinkOptions {
 }
 
 export class DuckDBSink implements Sink {
-  readonly capabilities: SinkCapabilities = { nativeFormats: ['jsonl'] };
+  readonly capabilities: SinkCapabilities;
   private ctx: SinkContext | undefined;
   private db: DuckDBDatabase | undefined;
   private conn: DuckDBConnection | undefined;
@@ -94,6 +96,7 @@ export class DuckDBSink implements Sink {
     this.names = tableNames(config);
     this.baseDir = options.baseDir;
     this.hooks = options.hooks ?? {};
+    this.capabilities = { nativeFormats: ['jsonl'], limits: duckdbLimits(config) };
   }
 
   typeName(t: LogicalType): string {
@@ -175,18 +178,27 @@ export class DuckDBSink implements Sink {
     }
   }
 
-  /** Native path: the unit's raw JSONL file (gzip or not), checked line by line and loaded by `read_json`. */
-  async writeUnitFile(unit: WorkUnit, file: RawFile, commit: UnitCommit): Promise<CommitResult> {
+  /**
+   * Native path: the unit's raw JSONL file (gzip or not), checked line by line — each record judged by `check` —
+   * and loaded by `read_json`. What `read_json` itself refuses in the file's text (duplicate keys in an object, which
+   * JSON.parse reads as the last) refuses the file too: the engine decodes it in JS.
+   */
+  async writeUnitFile(unit: WorkUnit, file: RawFile, commit: UnitCommit, check?: RecordCheck): Promise<CommitResult> {
     refuseUnlessJsonl('duckdb sink', file);
     if (await this.isCommitted(unit.id)) return { committed: false, records: 0 };
     let staged: StagedUnit;
     try {
-      staged = await stageRawJsonl(file.path, await this.stagingDir().file(unit.id));
+      const judge = check ?? new RecordJudge(duckdbLimits(this.config));
+      staged = await stageRawJsonl(file.path, await this.stagingDir().file(unit.id), judge);
     } catch (err) {
       throw asNativeRefusal('duckdb sink', err);
     }
     try {
       return await this.commitUnit(unit, staged, commit);
+    } catch (err) {
+      const text = readJsonRefusal(err);
+      if (text !== undefined) throw new NativeLoadRefused('duckdb sink', text, err);
+      throw err;
     } finally {
       await discard(staged);
     }
@@ -427,6 +439,19 @@ export class DuckDBSink implements Sink {
     if (!this.staging) throw new Error('duckdb sink used before open()');
     return this.staging;
   }
+}
+
+/**
+ * `read_json`'s refusal of a raw file's text (a failure of the native load, not of the table or the database): the
+ * first line of its message, or undefined for any other error.
+ */
+function readJsonRefusal(err: unknown): string | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
+    const line = e.message.split('\n')[0] ?? '';
+    if (/^Invalid Input Error: JSON transform error/.test(line) || /has duplicate key/.test(line))
+      return `read_json refused it: ${line.replace(/^Invalid Input Error: /, '').slice(0, 300)}`;
+  }
+  return undefined;
 }
 
 export const duckdbSink: ComponentDef<'sink', DuckDBSinkConfig, Sink> = {

@@ -22,14 +22,14 @@ import path from 'node:path';
 import { pipeline } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
-import type { Batch, Row } from '../../src/core/types.js';
+import type { Batch, RecordCheck, Row } from '../../src/core/types.js';
 import { InferredSchema } from '../../src/schema/infer.js';
 import { decidedColumns, type LogicalType } from '../../src/schema/logical-type.js';
 import { ensureWritableDir } from '../output-files/fs-durable.js';
 import { writeNdjson } from '../output-files/ndjson-writer.js';
 import { unitFileStem } from '../output-files/unit-file-name.js';
 import { isGzipFile } from '../raw-jsonl/gzip.js';
-import { parseObjectLine } from '../raw-jsonl/line.js';
+import { checkedObjectLine } from '../raw-jsonl/line.js';
 
 /** A unit's rows in a plain newline-delimited JSON file, with their schema. */
 export interface StagedUnit {
@@ -82,8 +82,8 @@ export class StagingDir {
 export async function stageRows(batches: AsyncIterable<Batch>, file: string): Promise<StagedUnit> {
   const schema = new InferredSchema({ temporalText: true });
   try {
-    const { rows } = await writeNdjson(batches, file, { schema });
-    return { path: file, columns: decidedColumns(schema.columns), schema, rows, staged: true };
+    const { rows, longestLine } = await writeNdjson(batches, file, { schema });
+    return { path: file, columns: decidedColumns(schema.columns), schema, rows, longestLine, staged: true };
   } catch (err) {
     await rm(file, { force: true });
     throw err;
@@ -93,11 +93,11 @@ export async function stageRows(batches: AsyncIterable<Batch>, file: string): Pr
 /**
  * A unit's raw JSONL file (gzip or not) → its schema, and for gzip input a decompressed staging file at
  * `stagingPath` (removed again when the scan fails). Throws `BadJsonlLine` or zlib's error for a file that is not
- * JSONL as a whole.
+ * JSONL as a whole, or that holds a record `check` refuses.
  */
-export async function stageRawJsonl(file: string, stagingPath: string): Promise<StagedUnit> {
+export async function stageRawJsonl(file: string, stagingPath: string, check?: RecordCheck): Promise<StagedUnit> {
   const schema = new InferredSchema({ temporalText: true });
-  const scan = await scanJsonl(file, schema, stagingPath);
+  const scan = await scanJsonl(file, schema, stagingPath, check);
   return {
     path: scan.path,
     columns: decidedColumns(schema.columns),
@@ -133,9 +133,14 @@ export interface ScannedJsonl {
  * Scans `file` into `schema` (create it with `temporalText`); gzip input is decompressed into `stagingPath`, which
  * is removed again when the scan fails.
  */
-export async function scanJsonl(file: string, schema: InferredSchema, stagingPath: string): Promise<ScannedJsonl> {
+export async function scanJsonl(
+  file: string,
+  schema: InferredSchema,
+  stagingPath: string,
+  check?: RecordCheck,
+): Promise<ScannedJsonl> {
   const gzip = await isGzipFile(file);
-  const lines = new LineScanner((row) => schema.observeRow(row));
+  const lines = new LineScanner((row) => schema.observeRow(row), check);
   const source = createReadStream(file, { highWaterMark: CHUNK });
   // `pipeline` destroys both streams when either fails or the loop below stops early.
   const chunks = gzip ? pipeline(source, createGunzip({ chunkSize: CHUNK }), () => undefined) : source;
@@ -173,7 +178,10 @@ class LineScanner {
   /** Byte offset of the first line not yet complete. */
   private lineOffset = 0;
 
-  constructor(private readonly onRow: (row: Row) => void) {}
+  constructor(
+    private readonly onRow: (row: Row) => void,
+    private readonly check: RecordCheck | undefined,
+  ) {}
 
   push(chunk: Buffer): void {
     let pos = 0;
@@ -207,7 +215,7 @@ class LineScanner {
 
   private line(buf: Buffer, start: number, end: number, offset: number): void {
     if (end - start > this.longest) this.longest = end - start;
-    const row = parseObjectLine(buf, start, end, offset);
+    const row = checkedObjectLine(buf, start, end, offset, this.check);
     if (row === undefined) return;
     this.records++;
     this.onRow(row);

@@ -1,8 +1,10 @@
 /** The jsonl sink's configuration schema, validated once by the registry before the sink is built. */
 import { z } from 'zod';
+import type { StoreLimits } from '../../src/core/types.js';
 import { lineageOption } from '../../src/engine/lineage.js';
 import { checksOption } from '../../src/observe/checks/config.js';
 import { schemaContractOption } from '../../src/schema/contract.js';
+import { onUnstorableOption } from '../../src/schema/storable.js';
 import { s3Option } from '../output-files/s3.js';
 
 /**
@@ -58,7 +60,22 @@ export const jsonlSinkSchema = z
     lineage: lineageOption,
     schema_contract: schemaContractOption,
     checks: checksOption,
+    on_unstorable: onUnstorableOption,
   })
   .strict();
+
+/**
+ * What a JSONL output holds: any key (keys are JSON text, not names). Nesting: the manifest keeps the dataset's
+ * columns as JSON, three levels of JSON per level of a record, and JSON.stringify ran out of stack on a record
+ * nested 1,500 levels deep (measured); 500 keeps well within it. Size: a record is one JS string on the way out,
+ * and V8's strings end at 2^29 characters.
+ */
+export const JSONL_LIMITS: StoreLimits = Object.freeze({
+  store: 'a JSONL output',
+  names: 'none',
+  maxNesting: 500,
+  maxRecordBytes: 256 * 2 ** 20,
+  maxRecordBytesWhy: 'a line is one JavaScript string on its way out, and those end at 2^29 characters',
+});
 
 export type JsonlSinkConfig = z.infer<typeof jsonlSinkSchema>;

@@ -9,23 +9,25 @@ import { appendFile, copyFile } from 'node:fs/promises';
 import { Transform, Writable, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip, createGzip, gzipSync } from 'node:zlib';
+import type { RecordCheck } from '../../src/core/types.js';
 import type { InferredSchema } from '../../src/schema/infer.js';
 import { fsyncFile } from '../output-files/fs-durable.js';
 import { isGzipFile } from '../raw-jsonl/gzip.js';
-import { parseObjectLine } from '../raw-jsonl/line.js';
+import { checkedObjectLine } from '../raw-jsonl/line.js';
 
 /**
- * Copies `src` (gzip or not) to `dest` (gzip when `gzipLevel` is set), checking every line, and observing it into
- * `schema` when given. Returns the records.
+ * Copies `src` (gzip or not) to `dest` (gzip when `gzipLevel` is set), checking every line (with `check`, the sink's
+ * record judge, when given), and observing it into `schema` when given. Returns the records.
  */
 export async function copyCheckedJsonl(
   src: string,
   dest: string,
   gzipLevel: number | undefined,
   schema?: InferredSchema,
+  check?: RecordCheck,
 ): Promise<number> {
   const srcGzip = await isGzipFile(src);
-  const checker = new LineChecker(schema);
+  const checker = new LineChecker(schema, check);
   const streams: (NodeJS.ReadableStream | NodeJS.WritableStream)[] = [
     createReadStream(src, { highWaterMark: 1 << 16 }),
   ];
@@ -50,7 +52,10 @@ export async function copyCheckedJsonl(
 class LineChecker extends Transform {
   records = 0;
 
-  constructor(private readonly schema?: InferredSchema) {
+  constructor(
+    private readonly schema?: InferredSchema,
+    private readonly judge?: RecordCheck,
+  ) {
     super();
   }
 
@@ -87,7 +92,7 @@ class LineChecker extends Transform {
   }
 
   private check(buf: Buffer, start: number, end: number): void {
-    const row = parseObjectLine(buf, start, end, this.offset + start);
+    const row = checkedObjectLine(buf, start, end, this.offset + start, this.judge);
     if (row === undefined) return;
     this.records++;
     this.schema?.observeRow(row);

@@ -29,6 +29,7 @@ import type {
   OutputQuery,
   QueryableOutput,
   RawFile,
+  RecordCheck,
   Sink,
   SinkCapabilities,
   SchemaChange,
@@ -39,6 +40,7 @@ import type {
 import { quoteString } from '../../src/schema/duckdb-types.js';
 import { InferredSchema } from '../../src/schema/infer.js';
 import { jsonTypeName, type LogicalType } from '../../src/schema/logical-type.js';
+import { RecordJudge } from '../../src/schema/storable.js';
 import { displayPath } from '../display-path.js';
 import { datasetColumns, deserializeColumns, schemaChanges, serializeColumns } from '../output-files/dataset-schema.js';
 import type { Manifest } from '../output-files/manifest.js';
@@ -57,7 +59,7 @@ import { CommitIncompleteError, type OutputDir, type Move } from '../output-file
 import { publishedFilesQueryable } from '../output-files/queryable.js';
 import { unitFileStem } from '../output-files/unit-file-name.js';
 import { asNativeRefusal, refuseUnlessJsonl } from '../raw-jsonl/refusal.js';
-import { DEFAULT_TARGET_FILE_MB, jsonlSinkSchema, type JsonlSinkConfig } from './config.js';
+import { DEFAULT_TARGET_FILE_MB, JSONL_LIMITS, jsonlSinkSchema, type JsonlSinkConfig } from './config.js';
 import { concatFiles, copyCheckedJsonl } from './copy.js';
 
 /** How the registry (or a test) makes the sink. */
@@ -72,7 +74,7 @@ interface StagedUnit {
 
 export class JsonlSink implements Sink {
   /** Copying a raw JSONL file's bytes is this sink's native path. */
-  readonly capabilities: SinkCapabilities = { nativeFormats: ['jsonl'] };
+  readonly capabilities: SinkCapabilities = { nativeFormats: ['jsonl'], limits: JSONL_LIMITS };
   private ctx: SinkContext | undefined;
   private out: OutputDir | undefined;
   private readonly publishing = new Mutex();
@@ -158,13 +160,18 @@ export class JsonlSink implements Sink {
     });
   }
 
-  /** Native path: the unit's JSONL file is checked line by line and copied, not parsed into rows and rewritten. */
-  async writeUnitFile(unit: WorkUnit, file: RawFile, commit: UnitCommit): Promise<CommitResult> {
+  /**
+   * Native path: the unit's JSONL file is checked line by line (each record judged by `check`) and copied, not
+   * parsed into rows and rewritten. A line is copied as it came: one with a key twice in an object stays so (JSON
+   * readers take the last value, as the JS path would have written it).
+   */
+  async writeUnitFile(unit: WorkUnit, file: RawFile, commit: UnitCommit, check?: RecordCheck): Promise<CommitResult> {
     refuseUnlessJsonl('jsonl sink', file);
     if (this.dir().isCommitted(unit.id)) return { committed: false, records: 0 };
+    const judge = check ?? new RecordJudge(JSONL_LIMITS);
     return this.stage(unit, commit, async (staged, schema) => {
       try {
-        return await copyCheckedJsonl(file.path, staged, this.gzipLevel, schema);
+        return await copyCheckedJsonl(file.path, staged, this.gzipLevel, schema, judge);
       } catch (err) {
         throw asNativeRefusal('jsonl sink', err);
       }

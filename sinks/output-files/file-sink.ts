@@ -82,8 +82,11 @@ export function newPublishId(out: OutputDir): string {
 export interface StageUnitOptions {
   /** The staged file's name in the staging directory (no glob for data files may list it). */
   name: string;
-  /** Writes the unit's lines into `file`, observing its rows into `schema`; checks may throw (nothing commits). */
-  write(file: string, schema: InferredSchema): Promise<{ rows: number; bytes: number }>;
+  /**
+   * Writes the unit's lines into `file`, observing its rows into `schema`; checks may throw (nothing commits).
+   * `longest`: bytes of its longest line, kept with the staged entry when given.
+   */
+  write(file: string, schema: InferredSchema): Promise<{ rows: number; bytes: number; longest?: number }>;
   /** What the staged entry keeps of the unit's columns, for the publish that writes its file. */
   stagedColumns(schema: InferredSchema): SerializedColumns;
   /**
@@ -116,9 +119,15 @@ export async function stageUnit(
   const schema = new InferredSchema({ temporalText: true });
   let committed = false;
   try {
-    const { rows, bytes } = await o.write(file, schema);
+    const { rows, bytes, longest } = await o.write(file, schema);
     const entry: ManifestUnit = { records: rows, files: [], committed_at: new Date().toISOString() };
-    if (rows > 0) entry.staged = { file: `${out.stagedRel}/${o.name}`, bytes, schema: o.stagedColumns(schema) };
+    if (rows > 0)
+      entry.staged = {
+        file: `${out.stagedRel}/${o.name}`,
+        bytes,
+        schema: o.stagedColumns(schema),
+        ...(longest !== undefined && { longest }),
+      };
     const checkpoint = commit.checkpoint();
     if (checkpoint !== undefined) entry.checkpoint = checkpoint;
     let changes: SchemaChange[] = [];

@@ -43,7 +43,16 @@ export interface ManifestUnit {
    * Parquet only: the unit is committed but its rows still wait in a staging file (not visible to readers) until
    * enough have gathered for a full-size Parquet file, or the run finishes.
    */
-  staged?: { file: string; bytes: number; schema: [string, SerializedType][] };
+  staged?: {
+    file: string;
+    bytes: number;
+    schema: [string, SerializedType][];
+    /**
+     * Bytes of the file's longest line (Parquet: DuckDB's reader is sized to it). Absent: staged by a sluice before
+     * 2026-11-26, whose records were not judged before staging: the sink judges them when it opens.
+     */
+    longest?: number;
+  };
   /** The unit's `checkpoint` (incremental loads), recorded by the same manifest swap as its rows. */
   checkpoint?: unknown;
 }

@@ -17,7 +17,17 @@ export interface NdjsonResult {
   rows: number;
   /** Size on disk (compressed when gzip). */
   bytes: number;
+  /**
+   * Bytes of the longest line (newline excluded), exact when over `LONG_LINE` (DuckDB's read buffers are sized to
+   * it: a line longer than its `maximum_object_size` fails the read); shorter lines count as `LONG_LINE`.
+   */
+  longestLine: number;
 }
+
+/** Lines up to this many bytes need no exact measure: DuckDB reads them with its smallest buffer (1 MB). */
+export const LONG_LINE = 1 << 20;
+/** Characters of lines joined into one write: a string a few MB long, never near V8's limit (2^29). */
+const CHUNK_CHARS = 8 << 20;
 
 export interface NdjsonOptions {
   /** gzip at this level (1–9); plain text when undefined. */
@@ -39,6 +49,7 @@ export async function writeNdjson(
   opts: NdjsonOptions = {},
 ): Promise<NdjsonResult> {
   let rows = 0;
+  const longest = { bytes: LONG_LINE };
   const schema = opts.schema;
   const keys = opts.keys && opts.keys.length > 0 ? opts.keys : undefined;
   async function* lines(): AsyncGenerator<string> {
@@ -46,7 +57,7 @@ export async function writeNdjson(
       if (batch.length === 0) continue;
       schema?.observe(batch);
       rows += batch.length;
-      yield ndjsonLines(keys ? withKeys(batch, keys) : batch);
+      yield* ndjsonChunks(keys ? withKeys(batch, keys) : batch, longest);
     }
   }
   const out = createWriteStream(file, { highWaterMark: 1 << 16 });
@@ -54,7 +65,7 @@ export async function writeNdjson(
     await pipeline(Readable.from(lines()), createGzip({ level: opts.gzipLevel, chunkSize: 1 << 16 }), out);
   else await pipeline(Readable.from(lines()), out);
   if (opts.sync) await fsyncFile(file);
-  return { rows, bytes: (await stat(file)).size };
+  return { rows, bytes: (await stat(file)).size, longestLine: longest.bytes };
 }
 
 /** The batch's rows with `keys` first, null where absent. */
@@ -70,11 +81,23 @@ function withKeys(batch: Batch, keys: readonly string[]): Batch {
   return out;
 }
 
-/** One JSON text per row, each followed by a newline. */
-export function ndjsonLines(batch: Batch): string {
+/**
+ * One JSON text per row, each followed by a newline, joined into strings of a few MB; `longest.bytes` grows to the
+ * longest line over `LONG_LINE` bytes.
+ */
+function* ndjsonChunks(batch: Batch, longest: { bytes: number }): Generator<string> {
   let s = '';
-  for (let i = 0; i < batch.length; i++) s += stringifyRow(batch[i]!) + '\n';
-  return s;
+  for (let i = 0; i < batch.length; i++) {
+    const line = stringifyRow(batch[i]!);
+    // A UTF-8 byte is at most 3 per UTF-16 unit: only lines that may be long are measured.
+    if (line.length * 3 > longest.bytes) longest.bytes = Math.max(longest.bytes, Buffer.byteLength(line));
+    if (s.length + line.length > CHUNK_CHARS && s.length > 0) {
+      yield s;
+      s = '';
+    }
+    s += line + '\n';
+  }
+  if (s.length > 0) yield s;
 }
 
 function stringifyRow(row: Row): string {

@@ -1,9 +1,12 @@
 /** The parquet sink's configuration schema, validated once by the registry before the sink is built. */
 import { z } from 'zod';
+import type { StoreLimits } from '../../src/core/types.js';
 import { lineageOption } from '../../src/engine/lineage.js';
 import { checksOption } from '../../src/observe/checks/config.js';
 import { schemaContractOption } from '../../src/schema/contract.js';
-import { s3Option } from '../output-files/s3.js';
+import { onUnstorableOption } from '../../src/schema/storable.js';
+import { DUCKDB_MAX_NESTING } from '../duckdb/config.js';
+import { isS3Url, parseS3Url, s3Option } from '../output-files/s3.js';
 
 export const DEFAULT_TARGET_FILE_MB = 128;
 /**
@@ -31,6 +34,7 @@ export const parquetSinkSchema = z
     lineage: lineageOption,
     schema_contract: schemaContractOption,
     checks: checksOption,
+    on_unstorable: onUnstorableOption,
     compression: z
       .enum(['zstd', 'snappy', 'gzip', 'lz4', 'brotli', 'uncompressed'])
       .default('zstd')
@@ -82,3 +86,31 @@ export const parquetSinkSchema = z
   });
 
 export type ParquetSinkConfig = z.infer<typeof parquetSinkSchema>;
+
+/**
+ * What a Parquet output holds, written by DuckDB: DuckDB's names and nesting (Parquet readers match names ignoring
+ * case too); records up to 64 MiB as JSON text (a publish reads the staged units with buffers of twice the longest
+ * line, and no memory limit); with `partition_by`, values that make a directory name (`<column>=<value>`, escaped
+ * `%XX` but for `A-Za-z0-9-._~`) of at most 255 bytes — the longest file name (DuckDB failed to create one of 300) —
+ * and whose directories, with the output's own path, the temp directory a publish writes in and the file name, stay
+ * within a path (4,096 bytes on disk) or an S3 key (1,024 bytes). A value that a reader takes for null (`NULL` in any
+ * case, `__HIVE_DEFAULT_PARTITION__`) would share null's directory: refused too (`partitions`, schema/storable.ts).
+ */
+export function parquetLimits(config: Pick<ParquetSinkConfig, 'path' | 'partition_by'>, root: string): StoreLimits {
+  // Room for the temp and generation directories a publish writes through, and a data file's name.
+  const room = 256;
+  const budget = isS3Url(root)
+    ? 1024 - Buffer.byteLength(parseS3Url(root).prefix) - room
+    : 4096 - Buffer.byteLength(root) - room;
+  return {
+    store: 'Parquet (written by DuckDB)',
+    names: 'all',
+    caseInsensitive: true,
+    maxNesting: DUCKDB_MAX_NESTING,
+    maxRecordBytes: 64 * 2 ** 20,
+    maxRecordBytesWhy: 'a publish reads staged records with buffers of twice the longest',
+    ...(config.partition_by && {
+      partitions: { columns: config.partition_by, maxSegmentBytes: 255, maxPathBytes: Math.max(0, budget) },
+    }),
+  };
+}

@@ -24,7 +24,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import { SluiceError } from '../../src/core/errors.js';
+import { EXIT_CODES, SluiceError } from '../../src/core/errors.js';
 import { failpoint } from '../../src/core/failpoints.js';
 import type { ComponentDef, ComponentDeps } from '../../src/core/component.js';
 import type {
@@ -39,7 +39,8 @@ import type {
   WorkUnit,
 } from '../../src/core/types.js';
 import { duckdbType, quoteString } from '../../src/schema/duckdb-types.js';
-import type { LogicalType } from '../../src/schema/logical-type.js';
+import { VARCHAR, type LogicalType } from '../../src/schema/logical-type.js';
+import { RecordJudge, unstorablePolicy } from '../../src/schema/storable.js';
 import { displayPath } from '../display-path.js';
 import {
   deserializeColumns,
@@ -59,11 +60,12 @@ import {
 } from '../output-files/file-sink.js';
 import type { Manifest } from '../output-files/manifest.js';
 import { Mutex } from '../output-files/mutex.js';
-import { writeNdjson } from '../output-files/ndjson-writer.js';
-import { CommitIncompleteError, type OutputDir, type Move } from '../output-files/output-dir.js';
+import { LONG_LINE, writeNdjson } from '../output-files/ndjson-writer.js';
+import { CommitIncompleteError, outputRoot, type OutputDir, type Move } from '../output-files/output-dir.js';
 import { publishedFilesQueryable } from '../output-files/queryable.js';
 import { unitFileStem } from '../output-files/unit-file-name.js';
-import { DEFAULT_TARGET_FILE_MB, parquetSinkSchema, type ParquetSinkConfig } from './config.js';
+import { DEFAULT_TARGET_FILE_MB, parquetLimits, parquetSinkSchema, type ParquetSinkConfig } from './config.js';
+import { restageUnjudged } from './restage.js';
 import { copyToParquet, emptyFiles, listFiles, rewriteIfNeeded } from './write-files.js';
 
 /** Staged NDJSON bytes per Parquet byte before any publish has measured it (company profiles, zstd: ~6). */
@@ -74,7 +76,7 @@ export type ParquetSinkOptions = FileSinkOptions;
 
 export class ParquetSink implements Sink {
   /** Rows only: Parquet is written by DuckDB from staged NDJSON that sluice wrote itself. */
-  readonly capabilities: SinkCapabilities = { nativeFormats: [] };
+  readonly capabilities: SinkCapabilities;
   private ctx: SinkContext | undefined;
   private out: OutputDir | undefined;
   private db: DuckDBInstance | undefined;
@@ -96,6 +98,10 @@ export class ParquetSink implements Sink {
     this.targetBytes =
       config.file_size_bytes ?? Math.round((config.target_file_mb ?? DEFAULT_TARGET_FILE_MB) * 2 ** 20);
     this.baseDir = options.baseDir;
+    this.capabilities = {
+      nativeFormats: [],
+      limits: parquetLimits(config, outputRoot(path.resolve(options.baseDir ?? '.'), config.path)),
+    };
   }
 
   typeName(t: LogicalType): string {
@@ -130,6 +136,7 @@ export class ParquetSink implements Sink {
 
   async open(ctx: SinkContext): Promise<void> {
     this.ctx = ctx;
+    this.refuseDeclaredPartitions(ctx);
     this.out = await openFileSinkOutput(this.config, ctx, this.options, 'parquet');
     // An in-memory database of its own: it only converts files, and must not lock any database file.
     this.db = await DuckDBInstance.create(':memory:');
@@ -142,6 +149,33 @@ export class ParquetSink implements Sink {
     // ran out of memory; 192 MB spilled, 1.6× slower).
     await this.conn.run('SET threads = 1');
     await this.conn.run(`SET allocator_flush_threshold = '32MB'`);
+    await restageUnjudged(this.out, {
+      judge: this.judge(),
+      deadLetter: ctx.deadLetter,
+      log: ctx.log,
+      stage: `sink:${this.describe()}`,
+      label: 'parquet sink',
+    });
+  }
+
+  /** A judge of this sink's limits that knows the published columns, for units staged without one. */
+  private judge(): RecordJudge {
+    const judge = new RecordJudge(this.capabilities.limits!, unstorablePolicy(this.config));
+    const published = this.dir().manifest.schema;
+    if (published) judge.know(deserializeColumns(published));
+    return judge;
+  }
+
+  /** A declared partition column that is a list or struct could never be published: said before anything is. */
+  private refuseDeclaredPartitions(ctx: SinkContext): void {
+    for (const col of this.config.partition_by ?? []) {
+      const t = ctx.declared?.find((c) => c.name === col)?.type;
+      if (t?.kind === 'list' || t?.kind === 'struct')
+        throw new SluiceError(`parquet sink: partition column "${col}" is declared a ${t.kind.toUpperCase()}`, {
+          hint: 'partition by top-level scalar fields (e.g. `partition_by: [country_code]`), or flatten the field first',
+          exitCode: EXIT_CODES.config,
+        });
+    }
   }
 
   async committedUnits(): Promise<Set<string>> {
@@ -155,6 +189,8 @@ export class ParquetSink implements Sink {
       name: `${unitFileStem(unit.id)}.${randomBytes(4).toString('hex')}.staged`,
       write: async (file, schema) => {
         const written = await writeNdjson(batches, file, { schema, sync: true });
+        // The engine's store gate judged every record (schema/storable.ts): this is a last guard.
+
         const cases = schema.conflicts.caseConflicts();
         if (cases.length > 0)
           throw new SluiceError(
@@ -164,7 +200,7 @@ export class ParquetSink implements Sink {
         if (schema.conflicts.size > 0)
           this.context().log.warn(`parquet sink: unit ${unit.id}: ${schema.conflicts.format()}`);
         failpoint('parquet:staged');
-        return written;
+        return { rows: written.rows, bytes: written.bytes, longest: written.longestLine };
       },
       // Each staged unit keeps its columns: the publish that writes its file joins them.
       stagedColumns: (schema) => serializeColumns(schema.columns),
@@ -243,6 +279,9 @@ export class ParquetSink implements Sink {
       const parts = [...(published ? [published] : []), ...staged.map(([, u]) => deserializeColumns(u.staged!.schema))];
       const { columns: joined, conflicts } = joinDataset(parts, this.context().declared);
       const columns = joined ?? new Map<string, LogicalType>();
+      // A partition column no record filled yet: null for all of them (the default partition), as DuckDB names it.
+      if (columns.size > 0)
+        for (const col of this.config.partition_by ?? []) if (!columns.has(col)) columns.set(col, VARCHAR);
       const cases = conflicts.caseConflicts();
       if (cases.length > 0)
         throw new SluiceError(
@@ -272,6 +311,8 @@ export class ParquetSink implements Sink {
         if (columns.size > 0) {
           await copyToParquet(this.connection(), this.config, {
             files: stagedPaths,
+            // Units staged without it were measured when the output opened (restage.ts).
+            longestLine: Math.max(...staged.map(([, u]) => u.staged!.longest ?? LONG_LINE)),
             columns,
             dir: tmpOut,
             publishId,

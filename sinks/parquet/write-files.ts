@@ -26,6 +26,8 @@ export async function emptyFiles(conn: DuckDBConnection, dir: string, written: s
 export interface ParquetWrite {
   /** Staged NDJSON files, read together. */
   files: string[];
+  /** Bytes of their longest line: `read_json` fails on an object larger than its `maximum_object_size`. */
+  longestLine: number;
   /** The columns every file gets, with the dataset's types (dataset-schema.ts). */
   columns: ReadonlyMap<string, LogicalType>;
   /** Directory the Parquet files are written to (a temp directory, moved into place by the caller). */
@@ -67,7 +69,7 @@ export async function copyToParquet(conn: DuckDBConnection, config: ParquetSinkC
   const list = `[${files.map(quoteString).join(', ')}]`;
   try {
     await conn.run(
-      `COPY (SELECT ${select.join(', ')} FROM read_json(${list}, format = 'newline_delimited', columns = {${specs.join(', ')}})) TO ${quoteString(dir)} (${options.join(', ')})`,
+      `COPY (SELECT ${select.join(', ')} FROM read_json(${list}, format = 'newline_delimited', columns = {${specs.join(', ')}}, maximum_object_size = ${2 * w.longestLine + 2})) TO ${quoteString(dir)} (${options.join(', ')})`,
     );
   } catch (err) {
     throw new SluiceError(`parquet sink: could not write Parquet: ${(err as Error).message.split('\n')[0]}`, {

@@ -3,6 +3,7 @@
  * Option names follow the duckdb sink's (`table`, `schema`, `write`, `primary_key`); `url` replaces `path`.
  */
 import { z } from 'zod';
+import type { StoreLimits } from '../../src/core/types.js';
 import { mergeKeyRule } from '../merge-key-rule.js';
 import { lineageOption } from '../../src/engine/lineage.js';
 import { checksOption } from '../../src/observe/checks/config.js';
@@ -10,6 +11,7 @@ import { schemaContractOption } from '../../src/schema/contract.js';
 import { SluiceError } from '../../src/core/errors.js';
 import { isKeyValueConnectionString, parseKeyValueConnectionString } from '../../src/core/redact.js';
 import { secretOption } from '../../src/core/secret-option.js';
+import { onUnstorableOption } from '../../src/schema/storable.js';
 
 /** Suffix of the table a `replace` run fills before it is swapped in (as in the duckdb sink). */
 export const NEXT_SUFFIX = '__sluice_next';
@@ -53,6 +55,7 @@ export const postgresSinkSchema = z
     lineage: lineageOption,
     schema_contract: schemaContractOption,
     checks: checksOption,
+    on_unstorable: onUnstorableOption,
   })
   .strict()
   .superRefine(mergeKeyRule)
@@ -60,6 +63,34 @@ export const postgresSinkSchema = z
   .superRefine(connectionStringRule);
 
 export type PostgresSinkConfig = z.infer<typeof postgresSinkSchema>;
+
+/** Column names Postgres refuses in a table (its system columns) or sluice uses beside the data. */
+const RESERVED: Readonly<Record<string, string>> = {
+  _sluice_seq: 'the merge staging table numbers rows in it',
+  ...Object.fromEntries(
+    ['ctid', 'xmin', 'xmax', 'cmin', 'cmax', 'tableoid'].map((c) => [c, 'a Postgres system column']),
+  ),
+};
+
+/**
+ * What a Postgres table holds: column names (top-level keys; objects are jsonb, whose keys are data) of 1–63 bytes
+ * without NUL, not a system column; at most 1,600 columns (1,599 under `merge`, whose staging table adds one) and
+ * 8,160 bytes of a row in a page ("row is too big"); jsonb values up to 255 MB, nested as deep as its parser
+ * recurses within `max_stack_depth` (1,000 keeps far from it, and from JSON.stringify's own limit on the way).
+ */
+export function postgresLimits(config: Pick<PostgresSinkConfig, 'write'>): StoreLimits {
+  return {
+    store: 'Postgres',
+    names: 'top',
+    maxNameBytes: 63,
+    reservedNames: RESERVED,
+    maxColumns: config.write === 'merge' ? 1599 : 1600,
+    maxRowBytes: 8160,
+    maxNesting: 1000,
+    maxRecordBytes: 255 * 2 ** 20,
+    maxRecordBytesWhy: 'jsonb holds at most 255 MB',
+  };
+}
 
 /**
  * The URL to connect with; an empty one (`${DATABASE_URL:-}` with the variable unset) means the environment's.

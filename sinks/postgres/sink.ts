@@ -40,7 +40,14 @@ import { ConflictLog } from '../../src/schema/conflicts.js';
 import { declaredTypes } from '../../src/schema/declared.js';
 import { InferredSchema } from '../../src/schema/infer.js';
 import { decidedColumns, type LogicalType } from '../../src/schema/logical-type.js';
-import { connectionUrl, postgresSinkSchema, tableNames, type PostgresSinkConfig, type TableNames } from './config.js';
+import {
+  connectionUrl,
+  postgresLimits,
+  postgresSinkSchema,
+  tableNames,
+  type PostgresSinkConfig,
+  type TableNames,
+} from './config.js';
 import {
   PostgresSinkError,
   connectFailure,
@@ -91,7 +98,7 @@ export interface PostgresSinkOptions {
 const MAX_FIT_ROUNDS = 5;
 
 export class PostgresSink implements Sink {
-  readonly capabilities: SinkCapabilities = { nativeFormats: [] };
+  readonly capabilities: SinkCapabilities;
   private ctx: SinkContext | undefined;
   private pool: pg.Pool | undefined;
   private readonly names: TableNames;
@@ -111,6 +118,7 @@ export class PostgresSink implements Sink {
     options: PostgresSinkOptions = {},
   ) {
     this.names = tableNames(config);
+    this.capabilities = { nativeFormats: [], limits: postgresLimits(config) };
     // Resolved (and the password registered as a secret) before anything can log or fail.
     this.target = resolveTarget(connectionUrl(config));
     this.hooks = options.hooks ?? {};

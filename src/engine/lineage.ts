@@ -31,7 +31,14 @@ export const LINEAGE_COLUMNS: DeclaredSchema = [
 
 export function withLineage(sink: Sink, runId: string): Sink {
   const wrapped: Sink = {
-    capabilities: { nativeFormats: [] },
+    // The sink's limits, read when asked (after open), with the two columns this wrapper fills reserved.
+    get capabilities() {
+      const limits = sink.capabilities.limits;
+      return {
+        nativeFormats: [],
+        ...(limits && { limits: { ...limits, reservedNames: { ...limits.reservedNames, ...LINEAGE_RESERVED } } }),
+      };
+    },
     describe: () => sink.describe(),
     outputQuery: (limit) => sink.outputQuery(limit),
     open: (ctx) => sink.open(ctx.declared ? { ...ctx, declared: [...ctx.declared, ...LINEAGE_COLUMNS] } : ctx),
@@ -48,6 +55,12 @@ export function withLineage(sink: Sink, runId: string): Sink {
   if (sink.queryable) wrapped.queryable = () => sink.queryable!();
   return wrapped;
 }
+
+/** A record's own field of a lineage column's name would be overwritten: the store gate refuses it. */
+const LINEAGE_RESERVED: Readonly<Record<string, string>> = {
+  [RUN_ID_COLUMN]: 'the lineage column naming the run that loaded the row',
+  [LOADED_AT_COLUMN]: 'the lineage column telling when the row was loaded',
+};
 
 async function* stamped(batches: AsyncIterable<Batch>, runId: string, loadedAt: string): AsyncIterable<Batch> {
   for await (const b of batches) yield b.map((r) => ({ ...r, [RUN_ID_COLUMN]: runId, [LOADED_AT_COLUMN]: loadedAt }));

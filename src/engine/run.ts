@@ -47,8 +47,10 @@ import { openRunState } from './stages/open-state.js';
 import { planLine, planUnits } from './stages/plan.js';
 import { runUnit, UNIT_ATTEMPTS } from './stages/run-unit.js';
 import type { UnitCounts } from './stages/schedule.js';
+import { SinkJudges } from './stages/store-gate.js';
 import { buildSummary, CommittedRecords, newRunCounters, runFailure, SchemaChangeLog } from './summary.js';
 import { EVOLVE, isEvolve, resolveContract, type SchemaContractOption } from '../schema/contract.js';
+import { unstorablePolicy } from '../schema/storable.js';
 import { errorText } from './error-text.js';
 import { RunWatch } from './run-watch.js';
 
@@ -203,6 +205,7 @@ async function runAttempt(
         resolveContract(p.config.schema_contract, sinkConfigList[i]?.schema_contract as SchemaContractOption),
       ]),
     );
+    const judges = new SinkJudges((s) => unstorablePolicy(sinkConfigList[sinks.indexOf(s)]));
     const schemaChanges = new SchemaChangeLog();
     const committedRecords = new CommittedRecords();
     warnIfPoolCapsConcurrency(p, source, log);
@@ -308,6 +311,7 @@ async function runAttempt(
                 writing: {
                   contractOf: (s) => contracts.get(s) ?? EVOLVE,
                   deadLetter,
+                  judges,
                   onCommit: (s, r) => {
                     schemaChanges.note(s.describe(), r.schemaChanges);
                     committedRecords.note(scoped.id, s, r);

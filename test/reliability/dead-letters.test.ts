@@ -340,12 +340,11 @@ describe('dead letters: listed, then replayed exactly once after a fix', () => {
   });
 
   it('is refused while the last run has not finished', async () => {
-    const { ws, file } = setup();
-    // A unit the DuckDB sink refuses (two fields differing only in case) fails the run after others committed.
-    writeFileSync(file, pipeline({ select: false }));
-    ws.write('data/d.jsonl', '{"id": 900, "n_raw": 1, "X": 1, "x": 2}\n');
+    const { file } = setup();
+    // A run stopped by its failure budget (the inputs' bad lines are over `max_dead_letters: 0`) has not finished.
+    writeFileSync(file, `${pipeline()}max_dead_letters: 0\n`);
     const failed = await cli(['run', file, '--no-progress', '--quiet'], {});
-    expect(failed.code).toBe(1);
+    expect(failed.code).toBe(4);
     const r = await cli(['dead-letters', file, '--replay', '--no-progress'], {});
     expect(r.code).toBe(1);
     expect(r.stderr.at(-2)).toMatch(/^error: the last run of dl \(\S+\) has not finished$/);

@@ -28,7 +28,7 @@ import type {
 import { decode } from '../../decode/index.js';
 import { isEvolve } from '../../schema/contract.js';
 import { transformed, type TransformChainOptions } from './transform-chain.js';
-import { contractOf, writeToSinks, type SinkWriting } from './write-sinks.js';
+import { contractOf, judgesOf, writeToSinks, type SinkWriting } from './write-sinks.js';
 
 export interface LoadUnitOptions {
   /** The source as this attempt reads it (engine/cursor.ts `checkpointedRead`). */
@@ -94,7 +94,11 @@ async function loadRawFile(
     await writeToSinks(sinkUnit, sinks, decodedInJs(u, raw, opts), opts.commit, opts.writing, u.id);
     return;
   }
-  const outcomes = await Promise.allSettled(sinks.map((s) => s.writeUnitFile!(sinkUnit, raw, opts.commit)));
+  // Each sink's native load checks every record with the sink's judge, and refuses the file at the first it refuses.
+  const judges = judgesOf(opts.writing);
+  const outcomes = await Promise.allSettled(
+    sinks.map(async (s) => s.writeUnitFile!(sinkUnit, raw, opts.commit, await judges.for(s))),
+  );
   const failed = outcomes.find(
     (o): o is PromiseRejectedResult => o.status === 'rejected' && !(o.reason instanceof NativeLoadRefused),
   );

@@ -1,11 +1,14 @@
 /**
  * One stream of a unit's batches into several sinks at once, each committing it on its own, each through its own
- * schema-contract gate (schema-gate.ts) when its contract is not `evolve`.
+ * store gate (store-gate.ts: what its store cannot hold goes to the dead letters) and its own schema-contract gate
+ * (schema-gate.ts) when its contract is not `evolve`.
  */
-import type { Batch, CommitResult, DeadLetterFn, Sink, UnitCommit, WorkUnit } from '../../core/types.js';
+import type { Batch, CommitResult, DeadLetterFn, Logger, Sink, UnitCommit, WorkUnit } from '../../core/types.js';
 import { EVOLVE, isEvolve, type SchemaContract } from '../../schema/contract.js';
+import { silentLogger } from '../logger.js';
 import { tee } from '../tee.js';
 import { gated, SchemaContractError } from './schema-gate.js';
+import { judged, SinkJudges } from './store-gate.js';
 
 /** What the engine knows about the sinks beyond their contract (core/types.ts). */
 export interface SinkWriting {
@@ -14,6 +17,14 @@ export interface SinkWriting {
   deadLetter?: DeadLetterFn;
   /** Told of every commit (the schema changes it made go into the run's summary). */
   onCommit?(sink: Sink, result: CommitResult): void;
+  /** The run's record judge of each sink; absent: each unit is judged on its own, refusing what it cannot store. */
+  judges?: SinkJudges;
+  /** Where repairs (`on_unstorable: repair`) are reported. */
+  log?: Logger;
+}
+
+export function judgesOf(writing: SinkWriting | undefined): SinkJudges {
+  return writing?.judges ?? new SinkJudges();
 }
 
 export function contractOf(sink: Sink, writing: SinkWriting | undefined): SchemaContract {
@@ -33,6 +44,7 @@ export async function writeToSinks(
   sourceUnitId: string = unit.id,
 ): Promise<void> {
   const streams = tee(batches, sinks.length);
+  const judges = judgesOf(writing);
   // Every sink is let finish (commit or fail) before the unit's outcome is told: a sink still writing when the run
   // closes its sinks would be cut off mid-commit.
   const outcomes = await Promise.allSettled(
@@ -40,15 +52,20 @@ export async function writeToSinks(
       const stream = streams[k]!;
       try {
         const contract = contractOf(sink, writing);
-        // Under `evolve` the stream goes to the sink untouched: the gate costs nothing there.
+        const deadLetter = writing?.deadLetter ?? (() => undefined);
+        const judge = await judges.for(sink);
+        const storable = judge
+          ? judged(stream, judge, { sink, unitId: sourceUnitId, deadLetter, log: writing?.log ?? silentLogger })
+          : stream;
+        // Under `evolve` the stream goes to the sink without a contract gate: it costs nothing there.
         const input = isEvolve(contract)
-          ? stream
-          : gated(stream, {
+          ? storable
+          : gated(storable, {
               contract,
               columns: await sink.currentColumns?.(),
               sink,
               unitId: sourceUnitId,
-              deadLetter: writing?.deadLetter ?? (() => undefined),
+              deadLetter,
             });
         let result: CommitResult;
         try {

@@ -131,6 +131,22 @@ describe('duckdb sink, native file loads', () => {
     expect(await readdir(`${db}.sluice-tmp`)).toEqual([]);
   });
 
+  it('refuses a file holding a record the store cannot hold (the engine’s judge), or one read_json refuses', async () => {
+    const sink = await openSink();
+    const prefix = `${JSON.stringify({ id: 1, Name: 'a' })}\n`;
+    const file = path.join(dir, 'hostile.jsonl');
+    await writeFile(file, `${prefix}${JSON.stringify({ id: 2, name: 'b' })}\n`);
+    const refusal = load(sink, 'u', file);
+    await expect(refusal).rejects.toThrow(NativeLoadRefused);
+    await expect(refusal).rejects.toThrow(
+      `the record at byte ${prefix.length}: key "name" differs only in case from "Name": DuckDB names ignore case`,
+    );
+    // A key twice in one object: JSON.parse takes the last, read_json refuses the object; the JS path stores the last.
+    await writeFile(file, '{"id":3,"d":1,"d":2}\n');
+    await expect(load(sink, 'u', file)).rejects.toThrow(/read_json refused it: .*duplicate key "d"/);
+    expect(await sink.committedUnits()).toEqual(new Set());
+  });
+
   it('refuses gzip that does not decompress, and fails (without refusing) on a file it cannot open', async () => {
     const sink = await openSink();
     const good = gzipSync('{"id":1}\n'.repeat(100));

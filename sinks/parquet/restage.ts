@@ -1,0 +1,130 @@
+/**
+ * Units an earlier sluice staged without judging their records (before 2026-11-26): one record a publish cannot
+ * write — a partition value too long for a directory name, a 40 MB text, names that differ only in case — made
+ * every publish of the output fail, and every later run with it, while new units piled up staged. When the output
+ * opens, each such unit's staged file is read again, in commit order, and judged as the engine judges records now
+ * (schema/storable.ts): the records the store cannot hold go to the dead letters (the reason says the record's
+ * index in the staged file) and the unit is staged again without them, in one manifest swap; a unit that holds none
+ * just has its longest line recorded. Its other records stay committed, exactly once.
+ */
+import { createReadStream } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import type { Batch, DeadLetter, DeadLetterFn, Logger, Row } from '../../src/core/types.js';
+import { InferredSchema } from '../../src/schema/infer.js';
+import type { RecordJudge } from '../../src/schema/storable.js';
+import { serializeColumns } from '../output-files/dataset-schema.js';
+import type { ManifestUnit } from '../output-files/manifest.js';
+import { LONG_LINE, writeNdjson } from '../output-files/ndjson-writer.js';
+import type { OutputDir } from '../output-files/output-dir.js';
+
+export interface RestageOptions {
+  judge: RecordJudge;
+  deadLetter: DeadLetterFn;
+  log: Logger;
+  /** The dead letters' stage: `sink:<describe()>`. */
+  stage: string;
+  label: string;
+}
+
+type Staged = NonNullable<ManifestUnit['staged']>;
+
+/** Judges and, where needed, restages every unit staged without a judge. */
+export async function restageUnjudged(out: OutputDir, o: RestageOptions): Promise<void> {
+  const legacy = Object.entries(out.manifest.units).filter(([, u]) => u.staged && u.staged.longest === undefined);
+  if (legacy.length === 0) return;
+  const changed = new Map<string, { staged?: Staged; records: number }>();
+  const replaced: string[] = [];
+  let refused = 0;
+  for (const [id, u] of legacy) {
+    const staged = u.staged!;
+    const file = path.join(out.dataDir, staged.file);
+    const kept: Batch = [];
+    let index = 0;
+    let longest = LONG_LINE;
+    let dropped = 0;
+    let repaired = false;
+    for await (const { row, bytes } of stagedRows(file)) {
+      longest = Math.max(longest, bytes);
+      const verdict = o.judge.judge(row);
+      if ('refused' in verdict) {
+        const letter: DeadLetter & { index: number } = {
+          unit: id,
+          stage: o.stage,
+          reason: `record ${index} (staged by an earlier sluice): ${verdict.refused}`,
+          raw: JSON.stringify(row),
+          index,
+        };
+        o.deadLetter(letter);
+        dropped++;
+      } else {
+        kept.push(verdict.row);
+        repaired ||= verdict.row !== row;
+      }
+      index++;
+    }
+    refused += dropped;
+    if (dropped === 0 && !repaired) {
+      changed.set(id, { staged: { ...staged, longest }, records: u.records });
+      continue;
+    }
+    if (kept.length === 0) {
+      changed.set(id, { records: 0 });
+      replaced.push(file);
+      continue;
+    }
+    const name = `${path.basename(staged.file).replace(/\.staged$/, '')}-judged.staged`;
+    const schema = new InferredSchema({ temporalText: true });
+    const written = await writeNdjson(
+      (async function* () {
+        yield kept;
+      })(),
+      path.join(out.stagedDir, name),
+      { schema, sync: true },
+    );
+    changed.set(id, {
+      staged: {
+        file: `${out.stagedRel}/${name}`,
+        bytes: written.bytes,
+        schema: serializeColumns(schema.columns),
+        longest: written.longestLine,
+      },
+      records: written.rows,
+    });
+    replaced.push(file);
+  }
+  await out.commit({
+    moves: [],
+    apply: (m) => {
+      for (const [id, c] of changed) {
+        const unit = m.units[id];
+        if (!unit) continue;
+        unit.records = c.records;
+        if (c.staged === undefined) delete unit.staged;
+        else unit.staged = c.staged;
+      }
+    },
+    after: async () => {
+      await Promise.all(replaced.map((f) => rm(f, { force: true })));
+    },
+  });
+  o.log.warn(
+    `${o.label}: judged ${legacy.length} unit(s) an earlier sluice staged without judging their records: ${refused} record(s) it cannot publish went to the dead letters`,
+  );
+}
+
+/** The rows of a staged NDJSON file (written by sluice: one JSON object per line), with each line's bytes. */
+async function* stagedRows(file: string): AsyncIterable<{ row: Row; bytes: number }> {
+  let rest: Buffer | undefined;
+  for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
+    let buf = rest ? Buffer.concat([rest, chunk]) : chunk;
+    let start = 0;
+    for (let nl = buf.indexOf(10); nl !== -1; nl = buf.indexOf(10, start)) {
+      if (nl > start) yield { row: JSON.parse(buf.toString('utf8', start, nl)) as Row, bytes: nl - start };
+      start = nl + 1;
+    }
+    buf = buf.subarray(start);
+    rest = buf.length > 0 ? Buffer.from(buf) : undefined;
+  }
+  if (rest && rest.length > 0) yield { row: JSON.parse(rest.toString('utf8')) as Row, bytes: rest.length };
+}
