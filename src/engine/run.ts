@@ -312,6 +312,7 @@ async function runAttempt(
                   contractOf: (s) => contracts.get(s) ?? EVOLVE,
                   deadLetter,
                   judges,
+                  log,
                   onCommit: (s, r) => {
                     schemaChanges.note(s.describe(), r.schemaChanges);
                     committedRecords.note(scoped.id, s, r);

@@ -41,10 +41,11 @@ const sinkLine: Record<SinkKind, (name: string) => string> = {
 
 /** The held SERP crawl into `sinks`, whose outputs are named after `outputsOf` (another pipeline's, to share them). */
 function pipelineText(name: string, sinks: SinkKind[], outputsOf = name): string {
-  return serpCrawl(
+  // A held read is abandoned when the interrupt's grace is spent: a short one, so the SIGINT test does not wait 20 s.
+  return `${serpCrawl(
     name,
     sinks.map((s) => sinkLine[s](outputsOf)),
-  );
+  )}limits: { interrupt_grace_s: 2 }\n`;
 }
 
 /** The results a sink holds (query and link), sorted: what "the same rows" is checked on. */

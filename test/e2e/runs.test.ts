@@ -23,10 +23,11 @@ import {
 
 const served = emulatorBehindProxy({ seed: 17 });
 
-const PIPELINE = serpCrawl('nightly', [
+// A held read is abandoned when the interrupt's grace is spent: a short one, so the test does not wait 20 s.
+const PIPELINE = `${serpCrawl('nightly', [
   '{ type: jsonl, path: out/nightly_jsonl }',
   '{ type: duckdb, path: out/nightly.duckdb, table: serp_organic }',
-]);
+])}limits: { interrupt_grace_s: 2 }\n`;
 
 describe('sluice runs', () => {
   it('lists an interrupted, a failed and a resumed successful attempt of one run, newest first', async () => {

@@ -171,7 +171,8 @@ describe('runPipeline records each attempt', () => {
       onRead: (id) => id === 'u2' && controller.abort('SIGTERM'),
     });
     const w = memoryPipeline(source, { a: {} });
-    const p = w.pipeline();
+    // A held read is abandoned when the interrupt's grace is spent: a short one, so the test does not wait 20 s.
+    const p = w.pipeline({ limits: { interrupt_grace_s: 0.5 } });
     await expect(
       runPipeline(p, { ...quiet, signal: controller.signal }, { registry: w.registry, log: recordingLogger() }),
     ).rejects.toThrow(/interrupted/);

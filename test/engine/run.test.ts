@@ -168,7 +168,8 @@ describe('runPipeline', () => {
     const reading = new Promise<void>((resolve) => (started = resolve));
     const source = new MemorySource(units, { concurrency: 1, hang: ['u2'], onRead: (id) => id === 'u2' && started() });
     const w = world(source, { a: {} });
-    const p = w.pipeline();
+    // A held read is abandoned when the interrupt's grace is spent: a short one, so the test does not wait 20 s.
+    const p = w.pipeline({ limits: { interrupt_grace_s: 0.5 } });
     const first = runPipeline(
       p,
       { ...quiet, signal: controller.signal, command: 'sluice run first' },
@@ -213,7 +214,8 @@ describe('runPipeline', () => {
       onRead: (id) => id === 'u2' && controller.abort('SIGTERM'),
     });
     const w = world(source, { a: {} });
-    const p = w.pipeline();
+    // A held read is abandoned when the interrupt's grace is spent: a short one, so the test does not wait 20 s.
+    const p = w.pipeline({ limits: { interrupt_grace_s: 0.5 } });
     const log = recordingLogger();
     const err = (await runPipeline(p, { ...quiet, signal: controller.signal }, { registry: w.registry, log }).catch(
       (e: unknown) => e,
