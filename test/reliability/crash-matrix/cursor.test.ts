@@ -8,7 +8,7 @@
  * The killed run is the real CLI (dist/) in a child process; the other commands run the CLI in this process
  * (sluiceInProcess). The DuckDB sink keeps a database open for the process that opened it, so this process only
  * opens a cell's database once its child is dead. The first night runs once; each cell starts from a copy of its
- * outcome (a copy: the first night's file stays open here).
+ * outcome (a copy: the first night's file stays open here). CI only (SLUICE_CRASH_MATRIX=full).
  */
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -143,7 +143,9 @@ async function cell(
 }
 
 describe('crash matrix: the cursor of an incremental file load', () => {
-  it(
+  // CI (SLUICE_CRASH_MATRIX=full): in `npm test` the conformance soak kills incremental runs at every sink's commit
+  // failpoints in turn and checks each cursor against its data (test/sinks/conformance/soak.test.ts).
+  it.runIf(process.env.SLUICE_CRASH_MATRIX === 'full')(
     'kill -9 after a unit’s data commit: the cursor never passes the data, and a rerun equals a clean run',
     { timeout: 600_000 },
     async () => {
