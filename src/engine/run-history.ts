@@ -100,13 +100,14 @@ export async function readRunHistory(file: string, opts: { asWritten?: boolean }
   const byAttempt = new Map<string, RunRecord>();
   for (const line of text.split('\n')) {
     if (!line.trim()) continue;
-    let r: RunRecord;
+    let r: RunRecord | null;
     try {
-      r = JSON.parse(line) as RunRecord;
+      r = JSON.parse(line) as RunRecord | null;
     } catch {
       continue;
     }
-    if (typeof r.run !== 'string' || typeof r.attempt !== 'number') continue;
+    // A line cut short by a crash or edited by hand (`null`, a number) is skipped like one that does not parse.
+    if (typeof r !== 'object' || r === null || typeof r.run !== 'string' || typeof r.attempt !== 'number') continue;
     const key = `${r.run}#${r.attempt}`;
     // Re-inserted so the order is the order of each attempt's first line (its start).
     const first = byAttempt.get(key);

@@ -67,6 +67,15 @@ describe('RunHistory', () => {
     expect(mine.start, 'the attempt records its start time beside its pid').toBeDefined();
   });
 
+  it('skips lines that are not a run record (cut short, `null`, a number, a list) and reads the rest', async () => {
+    const file = path.join(tempDir(), 'runs.jsonl');
+    const h = new RunHistory(file);
+    const a = await h.start({ run: 'r1', pipeline: 'p', resumed: false });
+    appendFileSync(file, 'null\n42\n[]\n"text"\n{"run": "r1", "attem\n');
+    await h.end({ ...a, status: 'succeeded' });
+    expect((await readRunHistory(file)).map((r) => [r.run, r.attempt, r.status])).toEqual([['r1', 1, 'succeeded']]);
+  });
+
   it('reads a missing file as no runs', async () => {
     expect(await readRunHistory(path.join(tempDir(), 'none.jsonl'))).toEqual([]);
   });
