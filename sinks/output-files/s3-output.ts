@@ -26,7 +26,7 @@
  * again by a later run that needs them, and deleted once published.
  *
  * The manifest is written with last-writer-wins semantics: only one run writes a prefix at a time (the engine's
- * run lock, which is local for S3: see the README), and S3-compatible stores differ on conditional writes.
+ * run lock, which is local for S3: see docs/guides/s3.md), and S3-compatible stores differ on conditional writes.
  *
  * `replace`: generation prefixes `<prefix>.sluice-generations/<gen>/` (data and manifest), `NEXT` naming the one
  * being written, and the pointer object `<prefix>_sluice_current.json` naming the live one, replaced in `finish()`:

@@ -121,7 +121,7 @@ function alive(pid: number): boolean {
 
 /**
  * The run lock of an S3 output: a local file in this user's private working directory, so it keeps apart this
- * user's runs on this machine (see README "Object storage (S3)": S3 has no lock that is safe on every S3-compatible
+ * user's runs on this machine (see docs/guides/s3.md: S3 has no lock that is safe on every S3-compatible
  * store), and no other user can plant one.
  */
 export function s3LockPath(url: string, shard?: ShardRef): string {

@@ -108,7 +108,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const parser = yargs()
     .scriptName('sluice')
     .usage(
-      '$0 <command> [options]\n\nStreams web data from the data-collection service into DuckDB, Parquet and JSONL.',
+      '$0 <command> [options]\n\nStreams web data from the data-collection service into DuckDB, Postgres, Parquet and JSONL.',
     );
   for (const command of await commandsFor(argv, ctx)) parser.command(command);
   parser
@@ -124,7 +124,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     .example('$0 run pipelines/company_profiles.yaml', 'Run a pipeline (resumes a failed run)')
     .example('$0 validate pipelines/*.yaml', 'Check pipeline files')
     .example('$0 emulator --port 8080', 'Serve the emulated service')
-    .epilogue('Every command has --help with examples. Pipelines: see README.md "Pipeline files".')
+    .epilogue('Every command has --help with examples. Pipeline options: docs/reference/; guides: docs/README.md.')
     // Throwing stops yargs before it runs the command's handler with the bad arguments.
     .fail((message, err) => {
       throw err && !(err.name === 'YError') ? err : usageError(message ?? err?.message ?? 'bad arguments', argv);

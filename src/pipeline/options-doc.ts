@@ -1,7 +1,8 @@
 /**
- * The README's option tables, generated from the same zod schemas that validate pipeline files (through their
+ * The reference's option tables, generated from the same zod schemas that validate pipeline files (through their
  * JSON Schema, which already says type, default, bounds and description): one table per component, nested options
- * as dotted names. `npm run docs` rewrites the README section between the markers; a test fails when it is stale.
+ * as dotted names; and the preset column tables, from the presets' declarations. reference-pages.ts lays them out
+ * as the pages of docs/reference/; a test fails when a committed page is stale.
  */
 import { z } from 'zod';
 import type { ComponentDef } from '../core/component.js';
@@ -11,11 +12,6 @@ import type { ComponentKind, Registry } from './registry.js';
 import { pipelineSchema, serviceSchema } from './schema.js';
 
 type Json = Record<string, any>;
-
-export const OPTIONS_START = '<!-- options:start -->';
-export const OPTIONS_END = '<!-- options:end -->';
-export const PRESET_COLUMNS_START = '<!-- preset-columns:start -->';
-export const PRESET_COLUMNS_END = '<!-- preset-columns:end -->';
 
 interface Row {
   name: string;
@@ -130,60 +126,29 @@ function table(r: Row[]): string {
   return lines.join('\n') + '\n';
 }
 
-function componentSection(def: ComponentDef<ComponentKind>): string {
+/** The options table of one component, `type` left out (its page's title names it). */
+export function componentOptionsTable(def: ComponentDef<ComponentKind>): string {
   const s = jsonSchemaOf(def.schema as z.ZodType);
-  return `##### \`${def.type}\`\n\n${def.description}\n\n${table(rows(s, (s.definitions ?? {}) as Json, '', ['type']))}`;
+  return table(rows(s, (s.definitions ?? {}) as Json, '', ['type']));
 }
 
-const KIND_TITLES: [ComponentKind, string, string][] = [
-  ['source', 'Sources', '`source:` — exactly one; `type` picks it.'],
-  ['transform', 'Transforms', '`transforms:` — a list, applied in order; `type` picks each.'],
-  ['sink', 'Sinks', '`sink:` (one) or `sinks:` (a list); `type` picks each.'],
-];
+/** The options table of a pipeline file's top level, the component blocks and `service` left out. */
+export function topLevelOptionsTable(reg: Registry): string {
+  return table(rows(jsonSchemaOf(pipelineSchema(reg)), {}, '', ['service', 'source', 'transforms', 'sink', 'sinks']));
+}
 
-/** The markdown between the README markers (without the markers). */
-export function optionsMarkdown(reg: Registry): string {
-  const top = jsonSchemaOf(pipelineSchema(reg));
+/** The options table of the `service` block. */
+export function serviceOptionsTable(): string {
   const service = jsonSchemaOf(serviceSchema);
-  const parts = [
-    'Generated from the component schemas by `npm run docs` (do not edit by hand). Every option is also in ' +
-      '`config/pipeline.schema.json` for editor completion. Relative paths resolve against the pipeline file. ' +
-      'A number or boolean option may be given as a lone reference (`concurrency: ${N:-4}`): the text of the ' +
-      'variable is converted; references inside longer text stay text.\n',
-    `#### Top level\n\n${table(rows(top, {}, '', ['service', 'source', 'transforms', 'sink', 'sinks']))}`,
-    `#### \`service\`\n\n${table(rows(service, (service.definitions ?? {}) as Json))}`,
-  ];
-  for (const [kind, title, intro] of KIND_TITLES) {
-    parts.push(`#### ${title}\n\n${intro}\n`);
-    for (const def of reg[kind]) parts.push(componentSection(def));
-  }
-  return parts.join('\n');
+  return table(rows(service, (service.definitions ?? {}) as Json));
 }
 
-/** README text with the options section replaced; throws when the markers are missing. */
-export function replaceOptionsSection(readme: string, markdown: string): string {
-  return replaceSection(readme, OPTIONS_START, OPTIONS_END, markdown);
-}
-
-/** README text with the section between `startMarker` and `endMarker` replaced; throws when they are missing. */
-export function replaceSection(readme: string, startMarker: string, endMarker: string, markdown: string): string {
-  const start = readme.indexOf(startMarker);
-  const end = readme.indexOf(endMarker);
-  if (start < 0 || end < start) throw new Error(`README.md lacks the ${startMarker} … ${endMarker} markers`);
-  return readme.slice(0, start + startMarker.length) + '\n\n' + markdown + '\n' + readme.slice(end);
-}
-
-/** The README's column table of every `normalize` preset, from the presets' declarations. */
-export function presetColumnsMarkdown(): string {
-  const parts = [
-    "Generated from the presets' declarations by `npm run docs` (do not edit by hand). Every sink creates each " +
-      'column from the first run, with this type (in its own type names: `sluice schema <pipeline.yaml>` shows ' +
-      'them), whether or not a row fills it. Not null: every row has a value.\n',
-  ];
-  for (const preset of Object.keys(PRESETS) as PresetName[]) {
+/** One section per `normalize` preset: its columns with type, nullability and description, from its declaration. */
+export function presetColumnsSections(): { preset: PresetName; markdown: string }[] {
+  return (Object.keys(PRESETS) as PresetName[]).map((preset) => {
     const all = presetDeclared(preset, true);
     const base = new Set(presetDeclared(preset, false).map((c) => c.name));
-    const rows = all.map((c) => {
+    const lines = all.map((c) => {
       const note = base.has(c.name) ? '' : ' With `keep_image_data: true` only.';
       const type = code(describeType(c.type));
       return `| ${code(c.name)} | ${type} | ${c.nullable ? '' : 'not null'} | ${c.description}${note} |`;
@@ -192,9 +157,9 @@ export function presetColumnsMarkdown(): string {
       preset === 'company_profile'
         ? ' Fields of the record that are not declared here pass through after these columns, typed from the data.'
         : '';
-    parts.push(
-      `##### \`${preset}\`\n\n${all.length} columns.${intro}\n\n| column | type | | description |\n|---|---|---|---|\n${rows.join('\n')}\n`,
-    );
-  }
-  return parts.join('\n');
+    return {
+      preset,
+      markdown: `${all.length} columns.${intro}\n\n| column | type | | description |\n|---|---|---|---|\n${lines.join('\n')}\n`,
+    };
+  });
 }

@@ -195,8 +195,7 @@ function firstAlias(source: YamlSource): Position {
   return positionAt(source, offset);
 }
 
-const GENERIC_HINT =
-  'see "Pipeline files" in README.md for the options; config/pipeline.schema.json gives editors completion';
+const GENERIC_HINT = 'see docs/reference/ for the options; config/pipeline.schema.json gives editors completion';
 
 const YAML_HINT = 'fix the YAML syntax (indentation with spaces, `key: value`, quotes around values with `: ` or `#`)';
 

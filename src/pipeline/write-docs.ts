@@ -1,21 +1,16 @@
 /**
- * `npm run docs`: rewrites the option tables in README.md (between the options markers) from the schemas, and the
- * preset column tables (between the preset-columns markers) from the presets' declarations.
+ * `npm run docs`: rewrites the reference in docs/reference/ — the option tables from the component schemas, the
+ * preset column tables from the presets' declarations — and deletes pages of components that no longer exist.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import {
-  PRESET_COLUMNS_END,
-  PRESET_COLUMNS_START,
-  optionsMarkdown,
-  presetColumnsMarkdown,
-  replaceOptionsSection,
-  replaceSection,
-} from './options-doc.js';
+import { referencePages, writeReference } from './reference-pages.js';
 import { registry } from './registry.js';
 
-const readme = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../README.md');
-const withOptions = replaceOptionsSection(readFileSync(readme, 'utf8'), optionsMarkdown(registry));
-writeFileSync(readme, replaceSection(withOptions, PRESET_COLUMNS_START, PRESET_COLUMNS_END, presetColumnsMarkdown()));
-process.stdout.write('wrote the options and preset column sections of README.md\n');
+const dir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../docs/reference');
+const changed = writeReference(dir, referencePages(registry));
+process.stdout.write(
+  changed.length === 0
+    ? 'docs/reference/ was up to date\n'
+    : `rewrote docs/reference/:\n${changed.map((line) => `  ${line}\n`).join('')}`,
+);

@@ -123,7 +123,7 @@ export function scaffold(req: ScaffoldRequest): ScaffoldFile[] {
     ...(t.cost ? commentLines(t.cost, 0) : []),
     ...(s.needs ? [`# The sink needs ${s.needs}.`] : []),
     '# Each option has its description above it; commented-out options are left at the default shown.',
-    '# All options: README.md "Pipeline files", or config/pipeline.schema.json in your editor.',
+    '# All options: docs/reference/ in the sluice repository, or config/pipeline.schema.json in your editor.',
     '',
   ];
   const text = [...header, ...body].join('\n') + '\n';
