@@ -79,6 +79,22 @@ sink: { type: duckdb, path: ${name}.duckdb, table: companies, ${sink} }
   return file;
 }
 
+function serpPipeline(): string {
+  const file = path.join(dir, 'serp.yaml');
+  writeFileSync(
+    file,
+    `version: 1
+name: serp
+service:
+  base_url: ${emu.url}
+  api_key: \${SLUICE_API_KEY}
+source: { type: serp, zone: serp_zone, queries: [coffee], refresh_after: 1d }
+sink: { type: duckdb, path: serp.duckdb, table: serp, write: merge, primary_key: [query] }
+`,
+  );
+  return file;
+}
+
 async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
   const io = memoryIo({ SLUICE_API_KEY: KEY });
   const code = await runCli(args, io);
@@ -176,7 +192,7 @@ describe('sluice run --from/--to: a backfill of an incremental snapshot', () => 
     expect(await table('nightly')).toEqual(fullLoad(night3));
   });
 
-  it('refuses (exit 2, nothing paid) an appending or replacing sink, a source without a cursor, --to alone, a bad value', async () => {
+  it('refuses (exit 2, nothing paid) an appending or replacing sink, a source without a cursor, a crawl, --to alone, a bad value', async () => {
     const before = await counters();
     const cases: [string[], RegExp][] = [
       [
@@ -190,6 +206,10 @@ describe('sluice run --from/--to: a backfill of an incremental snapshot', () => 
       [
         ['run', pipeline('whole', undefined, '# not incremental'), '--from', FROM],
         /this snapshot source is not incremental \(no `incremental: \{ cursor \}`\)/,
+      ],
+      [
+        ['run', serpPipeline(), '--from', FROM],
+        /a serp source cannot backfill a window; backfills are for snapshot sources[\s\S]*a SERP crawl with `refresh_after` fetches every query again now/,
       ],
       [['run', pipeline('nightly'), '--to', TO], /--to needs --from/],
       [

@@ -44,7 +44,9 @@ export function backfillWindow(
   if (def.backfill === undefined)
     throw refused(
       `--from: a ${config.source.type} source cannot backfill a window; backfills are for snapshot sources with \`incremental: { cursor }\``,
-      'run without --from (and --to); to load everything again, `--reset-cursor` starts an incremental source over',
+      'run without --from (and --to); `--reset-cursor` starts an incremental source over: a review crawl ' +
+        "(`incremental: true`) then reloads every place's reviews fully, a SERP crawl with `refresh_after` fetches " +
+        'every query again now',
     );
   const window = def.backfill(config.source, {
     from: request.from,
