@@ -177,6 +177,11 @@ class SnapshotSource implements Source {
     const inc = this.cfg.incremental;
     if (inc === undefined)
       ctx.log.info(`snapshot ${snapshotId} holds records_limit (${limit}) records: the filter may match more`);
+    else if (this.window !== undefined)
+      ctx.log.warn(
+        `snapshot ${snapshotId} holds records_limit (${limit}) records: the window may hold more, which this backfill ` +
+          'does not load: narrow the window (--from/--to) or raise source.records_limit',
+      );
     else
       ctx.log.warn(
         `snapshot ${snapshotId} holds records_limit (${limit}) records: more may match, and the next run starts after ` +
