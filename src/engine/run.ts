@@ -146,8 +146,9 @@ async function runAttempt(
   let lockHandedOver = false;
   try {
     let outputLocks: RunLock[] = [];
-    log.info(`${resumed ? 'resuming' : 'starting'} ${p.name} (run ${runId})`);
+    // Before the run says it starts: a backfill refused over an unfinished run leaves that run as it was.
     const window = await backfillOfRun(askedWindow, { state, runId, resumed, log });
+    log.info(`${resumed ? 'resuming' : 'starting'} ${p.name} (run ${runId})`);
     if (prepared && opts.shard) await seedPrepared(state, prepared, opts.shard, log);
     await startOver(state, restart ?? staleRestart(opened.stale), p.config, log);
     const history = new RunHistory(runHistoryFile(paths.stateDir));
