@@ -2,6 +2,7 @@
  * The run history as a table for people: one line per attempt, newest first, in human units; below a line, what
  * only some runs have (why it did not succeed, the paid jobs it started, what each sink committed).
  */
+import { describeWindow } from '../core/checkpoint.js';
 import { printableLine } from '../core/printable.js';
 import type { RunRecord } from '../engine/run-history.js';
 import { formatBytes, formatDuration } from '../engine/progress.js';
@@ -51,6 +52,7 @@ function cells(r: RunRecord): string[] {
 
 function details(r: RunRecord): string[] {
   const out: string[] = [];
+  if (r.kind === 'backfill' && r.window) out.push(`backfill: ${describeWindow(r.window)}`);
   if (r.cause !== undefined) out.push(`cause: ${r.cause}${r.exitCode !== undefined ? ` (exit ${r.exitCode})` : ''}`);
   // RECORDS is what the attempt committed; what it read beyond that was read by tries that failed.
   if (r.recordsRead !== undefined && r.records !== undefined && r.recordsRead > r.records)

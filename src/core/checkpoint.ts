@@ -2,7 +2,7 @@
  * The checkpoint a sink commits with a unit (`UnitCommit`, core/types.ts): handed over as a value the sink asks for
  * when it commits, not read from the unit, so that when a sink reads it can never decide what it stores.
  */
-import type { UnitCommit } from './types.js';
+import type { BackfillWindow, UnitCommit } from './types.js';
 
 /**
  * A sink asked for a unit's checkpoint before it drained the unit's batches: a bug in the sink (the value depends
@@ -24,4 +24,9 @@ export const NO_CHECKPOINT: UnitCommit = Object.freeze({ checkpoint: () => undef
 /** A checkpoint known before the unit is read (it does not depend on the rows). */
 export function knownCheckpoint(value: unknown): UnitCommit {
   return { checkpoint: () => value };
+}
+
+/** `timestamp > "2025-03-01T00:00:00.000Z" and ≤ "2025-03-02T00:00:00.000Z"`: a backfill's window as logs say it. */
+export function describeWindow(w: BackfillWindow): string {
+  return `${w.of} > ${JSON.stringify(w.from)}${w.to !== undefined ? ` and ≤ ${JSON.stringify(w.to)}` : ''}`;
 }

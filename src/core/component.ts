@@ -6,7 +6,7 @@
 import type { z } from 'zod';
 import type { ServiceClient } from '../client/index.js';
 import type { DeclaredSchema } from '../schema/declared.js';
-import type { Logger } from './types.js';
+import type { BackfillWindow, Logger } from './types.js';
 
 /** Shared services a component may need when it is built. */
 export interface ComponentDeps {
@@ -39,4 +39,10 @@ export interface ComponentDef<K extends 'source' | 'transform' | 'sink', C = any
    * that reshapes rows in ways it cannot tell returns undefined (the sinks then infer). Absent = undefined.
    */
   declares?(config: C, input: DeclaredSchema | undefined): DeclaredSchema | undefined;
+  /**
+   * Sources only: the window a backfill (`sluice run --from … [--to …]`) loads, its values as the user typed them
+   * parsed to the cursor's type, checked against the config before anything is locked or paid. Throws a
+   * SluiceError (exit 2) naming the fix. Absent: the source cannot backfill.
+   */
+  backfill?(config: C, window: { from: string; to?: string }): BackfillWindow;
 }

@@ -117,6 +117,19 @@ export interface SourceContext {
   now?: () => number;
   /** The pipeline's bounds on answers (core/limits.ts); absent: the defaults. */
   limits?: Limits;
+  /**
+   * A backfill run (`sluice run --from … [--to …]`): the source loads this window of its cursor instead of what is
+   * new, and its units' checkpoints must not move the nightly cursor back (nor forward past records it skipped).
+   */
+  backfill?: BackfillWindow;
+}
+
+/** A window of a source's cursor to load again: the values after `from`, up to `to` included (none: up to now). */
+export interface BackfillWindow {
+  /** What the values are of, e.g. the cursor field `timestamp`: for the log and the run history. */
+  of: string;
+  from: string | number;
+  to?: string | number;
 }
 
 export interface Source {

@@ -12,6 +12,11 @@ export interface RunOptions {
   allowDuplicates?: boolean;
   /** `--reset-cursor`: an incremental source starts from its initial cursor (`fresh` implies it). */
   resetCursor?: boolean;
+  /**
+   * `--from <v> [--to <v>]`: a backfill, a run that loads this window of the source's cursor again and leaves the
+   * nightly cursor where it was (stages/backfill.ts). `allowDuplicates` lets it load into `write: append` outputs.
+   */
+  backfill?: { from: string; to?: string };
   /** Run only the units whose stable hash falls in shard `index` of `count` (0-based index). */
   shard?: { index: number; count: number };
   logFormat: 'text' | 'json';

@@ -12,6 +12,7 @@ import { open, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { EXIT_CODES, InterruptedError, SluiceError } from '../core/errors.js';
 import { PRIVATE_FILE } from '../core/private-files.js';
+import type { BackfillWindow } from '../core/types.js';
 import { redact } from '../core/redact.js';
 import { PAID_JOBS_KEY, type PaidJob } from '../sources/saved-job.js';
 import { errorText } from './error-text.js';
@@ -58,6 +59,9 @@ export interface RunRecord {
   pidns?: string;
   start?: string;
   command?: string;
+  /** A backfill (`sluice run --from`), with the window it loaded; absent: a nightly run. */
+  kind?: 'backfill';
+  window?: BackfillWindow;
   units?: { committed: number; skipped: number; failed: number; total: number };
   /** Records this attempt committed (summary.ts `CommittedRecords`). */
   records?: number;

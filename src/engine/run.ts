@@ -43,6 +43,7 @@ import { closeRun, finishRun } from './stages/finish.js';
 import { loadUnit } from './stages/load-unit.js';
 import { lockOutputs, releaseLocks } from './stages/lock-outputs.js';
 import { refuseFreshDuplicates } from './stages/fresh-guard.js';
+import { backfillOfRun, backfillWindow } from './stages/backfill.js';
 import { openRunState } from './stages/open-state.js';
 import { planLine, planUnits } from './stages/plan.js';
 import { runUnit, UNIT_ATTEMPTS } from './stages/run-unit.js';
@@ -96,6 +97,9 @@ async function runAttempt(
   const log = warnings.wrap(progress.wrap(withContext(baseLog, identity)));
   // Before any state, lock or paid call: no sink can take `replace` from shards (core/sharded-replace.ts).
   refuseShardedReplaceSinks(p.config, opts.shard);
+  const askedWindow =
+    opts.backfill &&
+    backfillWindow(p.config, { ...opts.backfill, allowDuplicates: opts.allowDuplicates }, hooks.registry);
   // A shard keeps its state, temp files and lock apart from the other shards (paths.ts).
   const paths = pipelinePaths(p, opts.shard);
   // A shard of a prepared job downloads that job and runs under its id (prepare.ts).
@@ -142,6 +146,8 @@ async function runAttempt(
   let lockHandedOver = false;
   try {
     let outputLocks: RunLock[] = [];
+    // Before the run says it starts: a backfill refused over an unfinished run leaves that run as it was.
+    const window = await backfillOfRun(askedWindow, { state, runId, resumed, log });
     log.info(`${resumed ? 'resuming' : 'starting'} ${p.name} (run ${runId})`);
     if (prepared && opts.shard) await seedPrepared(state, prepared, opts.shard, log);
     await startOver(state, restart ?? staleRestart(opened.stale), p.config, log);
@@ -153,6 +159,7 @@ async function runAttempt(
         resumed,
         startedAt: new Date(startedAt).toISOString(),
         ...(opts.command !== undefined && { command: opts.command }),
+        ...(window && { kind: 'backfill' as const, window }),
       })
       .catch(async (err: unknown) => {
         await releaseLocks([lock], log);
@@ -220,6 +227,7 @@ async function runAttempt(
       now: () => service.now(),
       dryRun: false,
       sharded: opts.shard !== undefined,
+      ...(window && { backfill: window }),
     };
     const sinkCtx: SinkContext = {
       log,

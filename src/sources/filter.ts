@@ -319,21 +319,26 @@ export function filterDepth(filter: unknown): number {
 }
 
 /**
- * The filter with the incremental cursor's condition `<cursor> > <after>` added under `and`: into the user's `and`
- * group when the top level is one (no deeper), else both under a new `and` group. Undefined when that new group
- * would nest deeper than the service allows (`cursorFits` reports it when the pipeline loads).
+ * The filter with the incremental cursor's condition `<cursor> > <after>` (and `<cursor> <= <upTo>` for a
+ * backfill's window) added under `and`: into the user's `and` group when the top level is one (no deeper), else
+ * all under a new `and` group. Undefined when that new group would nest deeper than the service allows
+ * (`cursorFits` reports it when the pipeline loads).
  */
 export function withCursor(
   filter: Record<string, unknown> | undefined,
   cursor: string,
   after: string | number,
+  upTo?: string | number,
 ): Record<string, unknown> | undefined {
-  const condition = { name: cursor, operator: '>', value: after };
-  if (filter === undefined) return condition;
+  const conditions: Record<string, unknown>[] = [
+    { name: cursor, operator: '>', value: after },
+    ...(upTo !== undefined ? [{ name: cursor, operator: '<=', value: upTo }] : []),
+  ];
+  if (filter === undefined) return conditions.length === 1 ? conditions[0] : { operator: 'and', filters: conditions };
   if (filter.operator === 'and' && Array.isArray(filter.filters))
-    return { ...filter, filters: [...(filter.filters as unknown[]), condition] };
+    return { ...filter, filters: [...(filter.filters as unknown[]), ...conditions] };
   if (filterDepth(filter) + 1 > MAX_GROUP_DEPTH) return undefined;
-  return { operator: 'and', filters: [filter, condition] };
+  return { operator: 'and', filters: [filter, ...conditions] };
 }
 
 /** Refinement: the incremental cursor's condition fits in the filter within the service's nesting limit. */

@@ -10,7 +10,8 @@
  *
  * `incremental: {cursor, initial}` adds `<cursor> > <last value>` to the filter, so the service builds (and charges
  * for) only records newer than those loaded: the last value is the largest cursor value the sinks committed
- * (each part's checkpoint is the largest it held), `initial` on a first run.
+ * (each part's checkpoint is the largest it held), `initial` on a first run. A backfill (`sluice run --from`) filters
+ * a window of the cursor instead and leaves the nightly cursor where it was (snapshot-cursor.ts).
  */
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
@@ -29,12 +30,21 @@ import {
 import { SluiceError } from '../core/errors.js';
 import { failpoint } from '../core/failpoints.js';
 import type { DecodeBounds } from '../core/limits.js';
-import type { Batch, RawDecodeOptions, RawFile, Source, SourceContext, WorkUnit } from '../core/types.js';
+import type {
+  BackfillWindow,
+  Batch,
+  RawDecodeOptions,
+  RawFile,
+  Source,
+  SourceContext,
+  WorkUnit,
+} from '../core/types.js';
 import type { ComponentDef, ComponentDeps } from '../core/component.js';
 import { checkedBytes, decode } from '../decode/index.js';
 import { countBytes, downloadBounds } from './bytes.js';
 import { PRIVATE_FILE } from '../core/private-files.js';
 import { CursorBound, rejectedCursorWarning } from './cursor-bound.js';
+import { describeWindow } from '../core/checkpoint.js';
 import { rawDecodeOptions } from './raw-decode.js';
 import { filterFieldNames, filterRefusal, matchesNothing, readFilterFiles, withCursor } from './filter.js';
 import { unknownId } from './unknown-id.js';
@@ -43,17 +53,13 @@ import { startFilterJobOnce, type FilterAttempt } from './snapshot-reconcile.js'
 import { missingJob, readSavedJob, saveJob, type SavedJob } from './saved-job.js';
 
 import { snapshotSchema, type SnapshotConfig } from './snapshot-schema.js';
+import { compareCursor, lastCursorValue, snapshotBackfill, type CursorCheckpoint } from './snapshot-cursor.js';
 
 export { snapshotDownloadSchema, snapshotSchema, type SnapshotConfig } from './snapshot-schema.js';
+export { compareCursor, lastCursorValue } from './snapshot-cursor.js';
 
 const SNAPSHOT_ID_HINT =
   'the id of a snapshot of this account (`sluice datasets snapshot <id>` looks one up; snapshots are kept 30 days)';
-
-/** A part's checkpoint: the largest cursor value among its records. */
-interface CursorCheckpoint {
-  cursor: string;
-  max: string | number;
-}
 
 class SnapshotSource implements Source {
   readonly concurrency: number;
@@ -68,6 +74,8 @@ class SnapshotSource implements Source {
   private readonly decodeOptions: RawDecodeOptions;
   /** The dataset's fields when its metadata answered in the preflight (a hint; most datasets have none). */
   private knownFields: DatasetFieldNames;
+  /** A backfill run's window (`SourceContext.backfill`), which its parts' checkpoints carry. */
+  private window: BackfillWindow | undefined;
 
   constructor(
     private readonly cfg: SnapshotConfig,
@@ -80,7 +88,9 @@ class SnapshotSource implements Source {
     if (cursor !== undefined)
       this.unitCheckpoint = (unit) => {
         const max = this.maxima.get(unit.id);
-        return max === undefined ? undefined : { cursor, max };
+        if (max === undefined) return undefined;
+        const w = this.window;
+        return { cursor, max, ...(w && { backfill: { from: w.from, ...(w.to !== undefined && { to: w.to }) } }) };
       };
     this.decodeOptions = rawDecodeOptions(cfg.download.format);
   }
@@ -106,6 +116,7 @@ class SnapshotSource implements Source {
 
   async plan(ctx: SourceContext): Promise<WorkUnit[]> {
     this.bound.start(ctx);
+    this.window = ctx.backfill;
     const client = await this.deps.client();
     const job = await this.snapshotJob(client, ctx);
     if (job === undefined) return [];
@@ -166,6 +177,11 @@ class SnapshotSource implements Source {
     const inc = this.cfg.incremental;
     if (inc === undefined)
       ctx.log.info(`snapshot ${snapshotId} holds records_limit (${limit}) records: the filter may match more`);
+    else if (this.window !== undefined)
+      ctx.log.warn(
+        `snapshot ${snapshotId} holds records_limit (${limit}) records: the window may hold more, which this backfill ` +
+          'does not load: narrow the window (--from/--to) or raise source.records_limit',
+      );
     else
       ctx.log.warn(
         `snapshot ${snapshotId} holds records_limit (${limit}) records: more may match, and the next run starts after ` +
@@ -268,13 +284,20 @@ class SnapshotSource implements Source {
   private async effectiveFilter(ctx: SourceContext): Promise<Record<string, unknown> | undefined> {
     const inc = this.cfg.incremental;
     if (inc === undefined) return this.cfg.filter;
+    const w = ctx.backfill;
+    if (w !== undefined) {
+      const filter = withCursor(this.cfg.filter, inc.cursor, w.from, w.to)!;
+      ctx.log.info(`backfill: ${describeWindow(w)}; the nightly cursor stays where it is`);
+      ctx.report?.('note', `effective filter (backfill on ${inc.cursor}): ${JSON.stringify(filter)}`);
+      return filter;
+    }
     const key = `snapshot:cursor:${inc.cursor}`;
     let after = ctx.state.get<string | number>(key);
     if (after === undefined) {
       // A checkpoint from the future (committed before cursors were bounded) is not a lower bound either.
       const future: string[] = [];
       const accepts = (v: string | number): boolean => this.bound.accepts(v, ctx) || (future.push(String(v)), false);
-      after = lastCursorValue(ctx.checkpoints, inc.cursor, accepts) ?? inc.initial;
+      after = lastCursorValue(ctx.checkpoints, inc.cursor, accepts, inc.initial) ?? inc.initial;
       if (future.length > 0)
         ctx.log.warn(
           `incremental: committed ${inc.cursor} ${JSON.stringify(future.sort().at(-1))} is later than ${this.bound.describe()}: not used as the lower bound`,
@@ -371,35 +394,11 @@ function tempFileStem(unitId: string): string {
   return `${safe.slice(0, 100)}-${createHash('sha256').update(unitId).digest('hex').slice(0, 16)}`;
 }
 
-/** Cursor values compare as dates when both are date strings, as numbers when both are numbers, else as text. */
-export function compareCursor(a: string | number, b: string | number): number {
-  if (typeof a === 'number' && typeof b === 'number') return a - b;
-  const da = typeof a === 'string' ? Date.parse(a) : NaN;
-  const db = typeof b === 'string' ? Date.parse(b) : NaN;
-  if (!Number.isNaN(da) && !Number.isNaN(db)) return da - db;
-  return String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0;
-}
-
-/** The largest value of `cursor` among the committed checkpoints; undefined when none has one. */
-export function lastCursorValue(
-  checkpoints: ReadonlyMap<string, unknown> | undefined,
-  cursor: string,
-  accepts: (value: string | number) => boolean = () => true,
-): string | number | undefined {
-  let last: string | number | undefined;
-  for (const cp of checkpoints?.values() ?? []) {
-    const c = cp as Partial<CursorCheckpoint> | null;
-    if (c?.cursor !== cursor || (typeof c.max !== 'string' && typeof c.max !== 'number')) continue;
-    if (!accepts(c.max)) continue;
-    if (last === undefined || compareCursor(c.max, last) > 0) last = c.max;
-  }
-  return last;
-}
-
 export const snapshotSource: ComponentDef<'source', SnapshotConfig, Source> = {
   kind: 'source',
   type: 'snapshot',
   description: 'A dataset snapshot: filter job → poll → download in parts (each part one work unit).',
   schema: snapshotSchema as unknown as z.ZodType<SnapshotConfig>,
   create: (cfg, deps) => new SnapshotSource(cfg, deps),
+  backfill: snapshotBackfill,
 };

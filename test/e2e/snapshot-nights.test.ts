@@ -12,6 +12,11 @@
  * After every successful night the table equals a full load of the data as it stands; the emulator's counters say
  * what each night paid for; `plan` then shows the filter from the committed cursor. The figures are printed.
  *
+ * Between the regular nights and the failing one, a backfill of a past window (`sluice run --from … --to …`): one
+ * filter job charged for the window's records alone, merged into the table (every record once), recorded in the
+ * history as a backfill; the failing night then filters from the cursor as it was before the backfill and pays for
+ * the records new since alone. Then the backfills the CLI refuses (exit 2, nothing paid).
+ *
  * `npm test` plays three nights (a load, a quiet night, a load) before the failing one; SLUICE_SNAPSHOT_NIGHTS=full
  * (CI, `.ci/run`) plays thirty.
  */
@@ -76,13 +81,29 @@ const counters = async (): Promise<Counters> =>
 
 const db = (): string => path.join(dir, 'nightly.duckdb');
 
+/** A past window for the backfill, inside the original records (collected 6 January to 5 February 2025). */
+const FROM = '2025-01-15T00:00:00Z';
+const TO = '2025-01-25T00:00:00Z';
+
 /** Writes the pipeline (pointed at the emulator as it is now) and runs it in-process. */
-async function run(): Promise<{ code: number; log: string }> {
-  const file = path.join(dir, 'nightly.yaml');
+async function run(...extra: string[]): Promise<{ code: number; log: string }> {
+  const file = pipeline();
+  const io = memoryIo({ SLUICE_API_KEY: KEY });
+  const code = await runCli(['run', file, '--no-progress', ...extra], io);
+  return { code, log: io.stderr.join('\n') };
+}
+
+/** The pipeline file, `nightly` unless a variant's name, sink options and incremental line are given. */
+function pipeline(
+  name = 'nightly',
+  sink = 'write: merge, primary_key: [id]',
+  incremental = 'incremental: { cursor: timestamp, initial: "2025-01-01T00:00:00Z" }',
+): string {
+  const file = path.join(dir, `${name}.yaml`);
   writeFileSync(
     file,
     `version: 1
-name: nightly_companies
+name: ${name === 'nightly' ? 'nightly_companies' : name}
 service:
   base_url: ${emu.url}
   api_key: \${SLUICE_API_KEY}
@@ -91,17 +112,15 @@ source:
   type: snapshot
   dataset_id: ${COMPANY_PROFILES_ID}
   filter: { name: followers, operator: '>=', value: ${FOLLOWERS} }
-  incremental: { cursor: timestamp, initial: "2025-01-01T00:00:00Z" }
+  ${incremental}
   records_limit: 10000
   download: { batch_size: 1000 }
   poll: { interval_ms: 20 }
 resume: { on_missing_job: restart }
-sink: { type: duckdb, path: nightly.duckdb, table: companies, write: merge, primary_key: [id] }
+sink: { type: duckdb, path: ${name}.duckdb, table: companies, ${sink} }
 `,
   );
-  const io = memoryIo({ SLUICE_API_KEY: KEY });
-  const code = await runCli(['run', file, '--no-progress'], io);
-  return { code, log: io.stderr.join('\n') };
+  return file;
 }
 
 const companies = growingDataset(findDataset(COMPANY_PROFILES_ID)!, SIZE);
@@ -191,6 +210,35 @@ describe('an incremental snapshot over emulated nights, against the live behavio
       expect(quiet).toBeGreaterThan(0);
       expect(played.filter((p) => p.committed > 0).length).toBeGreaterThan(1);
 
+      // A backfill of a past window, the same night: it pays for the window's records alone and merges them.
+      const inWindow = (ts: number): boolean => ts > Date.parse(FROM) && ts <= Date.parse(TO);
+      const window = fullLoad(lastNight!).filter(([, ts]) => inWindow(ts)).length;
+      expect(window).toBeGreaterThan(0);
+      const beforeBackfill = await counters();
+      const backfill = await run('--from', FROM, '--to', TO);
+      expect(backfill.code, backfill.log).toBe(0);
+      expect(backfill.log).toContain(
+        'backfill: timestamp > "2025-01-15T00:00:00.000Z" and ≤ "2025-01-25T00:00:00.000Z"; the nightly cursor stays where it is',
+      );
+      const afterBackfill = await counters();
+      expect(afterBackfill.records_charged - beforeBackfill.records_charged).toBe(window);
+      expect((afterBackfill.paid.filter ?? 0) - (beforeBackfill.paid.filter ?? 0)).toBe(1);
+      expect(await table()).toEqual(fullLoad(lastNight!));
+      const history = new Array<string>();
+      for (const args of [['--json', '--limit', '1'], []]) {
+        const io = memoryIo({ SLUICE_API_KEY: KEY });
+        expect(await runCli(['runs', pipeline(), ...args], io)).toBe(0);
+        history.push(io.stdout.join('\n'));
+      }
+      expect(JSON.parse(history[0]!)).toMatchObject({
+        status: 'succeeded',
+        kind: 'backfill',
+        window: { of: 'timestamp', from: '2025-01-15T00:00:00.000Z', to: '2025-01-25T00:00:00.000Z' },
+        records: window,
+      });
+      expect(history[1]).toContain('backfill: timestamp > "2025-01-15T00:00:00.000Z" and ≤ "2025-01-25T00:00:00.000Z"');
+      const cursor = Math.max(...fullLoad(lastNight!).map(([, ts]) => ts));
+
       // The next night with new records: its filter job is started and checkpointed, then the service's parts
       // endpoint fails (503) until the run gives up. The job was built, and charged.
       let failDay = REGULAR_NIGHTS;
@@ -198,6 +246,10 @@ describe('an incremental snapshot over emulated nights, against the live behavio
       const expiredRecords = newMatches(lastNight, NIGHT_1 + failDay * DAY);
       await restartEmulator({ rules: [{ route: 'GET /datasets/snapshots/*/parts', rate: 1, faults: { '503': 1 } }] });
       const failed = await night(failDay);
+      // From the cursor as it was before the backfill: it pays for the records new since the last night alone.
+      expect(failed.log).toContain(
+        `incremental: timestamp > "${new Date(cursor).toISOString()}", the last value loaded`,
+      );
       expect(failed.n.exit, failed.log).toBe(1);
       expect(failed.log).toMatch(/parts: 503/);
       expect(failed.n).toMatchObject({ filter_jobs: 1, records_charged: expiredRecords, committed: 0 });
@@ -234,6 +286,7 @@ describe('an incremental snapshot over emulated nights, against the live behavio
 
       console.log(
         [
+          `backfill ${FROM} – ${TO}: 1 filter job, ${window} records charged`,
           '| night | exit | filter jobs | records charged | committed |',
           '|---|---:|---:|---:|---:|',
           ...played.map((p) => `| ${p.night} | ${p.exit} | ${p.filter_jobs} | ${p.records_charged} | ${p.committed} |`),
@@ -241,4 +294,51 @@ describe('an incremental snapshot over emulated nights, against the live behavio
       );
     },
   );
+
+  it('refuses a backfill (exit 2, nothing paid) into an appending or replacing sink, of a source without a cursor, of a crawl, with --to alone, of a bad value', async () => {
+    const serp = path.join(dir, 'serp.yaml');
+    writeFileSync(
+      serp,
+      `version: 1
+name: serp
+service:
+  base_url: ${emu.url}
+  api_key: \${SLUICE_API_KEY}
+source: { type: serp, zone: serp_zone, queries: [coffee], refresh_after: 1d }
+sink: { type: duckdb, path: serp.duckdb, table: serp, write: merge, primary_key: [query] }
+`,
+    );
+    const before = await counters();
+    const cases: [string[], RegExp][] = [
+      [
+        ['run', pipeline('append', 'write: append'), '--from', FROM],
+        /the duckdb sink \(companies\) has `write: append`: the window's records it already holds would be appended a second time[\s\S]*--allow-duplicates/,
+      ],
+      [
+        ['run', pipeline('replace', 'write: replace'), '--from', FROM],
+        /`write: replace`: the backfill would replace everything it holds by the window's records alone/,
+      ],
+      [
+        ['run', pipeline('whole', undefined, '# not incremental'), '--from', FROM],
+        /this snapshot source is not incremental \(no `incremental: \{ cursor \}`\)/,
+      ],
+      [
+        ['run', serp, '--from', FROM],
+        /a serp source cannot backfill a window; backfills are for snapshot sources[\s\S]*a SERP crawl with `refresh_after` fetches every query again now/,
+      ],
+      [['run', pipeline(), '--to', TO], /--to needs --from/],
+      [
+        ['run', pipeline(), '--from', 'last tuesday'],
+        /--from "last tuesday" is not a date, and the cursor timestamp holds dates/,
+      ],
+      [['run', pipeline(), '--from', TO, '--to', FROM], /--to "2025-01-15T00:00:00.000Z" is not after --from/],
+      [['run', pipeline(), '--from', FROM, '--reset-cursor'], /--from does not go with --reset-cursor/],
+    ];
+    for (const [args, message] of cases) {
+      const io = memoryIo({ SLUICE_API_KEY: KEY });
+      expect(await runCli(args, io)).toBe(2);
+      expect(io.stderr.join('\n')).toMatch(message);
+    }
+    expect(await counters()).toEqual(before);
+  });
 });

@@ -14,6 +14,9 @@ export interface RunArgs {
   fresh: boolean;
   'allow-duplicates': boolean;
   'reset-cursor': boolean;
+  /** `--from <v> [--to <v>]`: a backfill of that window of the source's cursor. */
+  from?: string;
+  to?: string;
   /** `--shard i/n`, or `auto`: from the orchestrator's environment (resolveShard). */
   shard?: { index: number; count: number } | 'auto';
   'shard-count'?: number;
@@ -101,12 +104,21 @@ export function runCommand(ctx: CliContext): CommandModule<object, RunArgs> {
             type: 'boolean',
             default: false,
             describe:
-              'With --fresh: load every unit again even into `write: append` outputs that hold what earlier runs committed (their records then appear twice)',
+              'With --fresh or --from: load every unit again even into `write: append` outputs that hold what earlier runs committed (their records then appear twice)',
           })
           .option('reset-cursor', {
             type: 'boolean',
             default: false,
             describe: 'Incremental sources start from their initial cursor: load everything again (--fresh implies it)',
+          })
+          .option('from', {
+            type: 'string',
+            describe:
+              "Backfill: load the records whose cursor is after this value again (an incremental snapshot's `cursor`), as a run of its own; the nightly cursor stays where it is",
+          })
+          .option('to', {
+            type: 'string',
+            describe: 'With --from: only up to this cursor value (included); default: up to now',
           })
           .option('wait', {
             type: 'string',
@@ -139,9 +151,14 @@ export function runCommand(ctx: CliContext): CommandModule<object, RunArgs> {
         )
         .example('$0 run nightly.yaml --wait=30m', 'From cron: wait up to 30 min for a run still going')
         .example('$0 run nightly.yaml --reset-cursor', 'Load everything again, not only what is new')
+        .example(
+          '$0 run nightly.yaml --from 2025-03-01 --to 2025-03-08',
+          'Reload one week (a backfill), pay for it alone',
+        )
         .strict() as unknown as Argv<RunArgs>,
     handler: async (args) => {
       const shard = resolveShard(args.shard, args['shard-count'], ctx.io.env);
+      const backfill = backfillArgs(args, shard !== undefined);
       const { loadPipeline } = await import('../../pipeline/load.js');
       const pipeline = await loadPipeline(args.pipeline, ctx.io.env);
       const { formatSummary, runPipeline } = await import('../../engine/run.js');
@@ -155,12 +172,13 @@ export function runCommand(ctx: CliContext): CommandModule<object, RunArgs> {
               fresh: args.fresh,
               ...(args['allow-duplicates'] && { allowDuplicates: true }),
               resetCursor: args['reset-cursor'],
+              ...(backfill && { backfill }),
               ...(shard !== undefined && { shard }),
               logFormat: args['log-format'],
               quiet: args.quiet,
               progress: args.progress,
               ...(args.wait !== undefined && { waitForLockMs: args.wait }),
-              command: `sluice run ${args.pipeline}${shard ? ` --shard ${shard.index}/${shard.count}` : ''}`,
+              command: `sluice run ${args.pipeline}${shard ? ` --shard ${shard.index}/${shard.count}` : ''}${backfillCommand(backfill)}`,
               signal,
             },
             { log: cliLogger(ctx, args) },
@@ -174,6 +192,32 @@ export function runCommand(ctx: CliContext): CommandModule<object, RunArgs> {
       }
     },
   };
+}
+
+/** `--from`/`--to` as the engine takes them; what cannot go with them refused before the pipeline loads (exit 2). */
+function backfillArgs(args: RunArgs, sharded: boolean): { from: string; to?: string } | undefined {
+  if (args.from === undefined) {
+    if (args.to !== undefined)
+      throw new SluiceError('--to needs --from: a backfill window starts after a cursor value', {
+        hint: 'add --from <value> (the window is the values after it, up to --to), or drop --to',
+        exitCode: EXIT_CODES.config,
+      });
+    return undefined;
+  }
+  const clash = args['reset-cursor'] ? '--reset-cursor' : sharded ? '--shard' : undefined;
+  if (clash !== undefined)
+    throw new SluiceError(`--from does not go with ${clash}`, {
+      hint:
+        clash === '--shard'
+          ? 'run the backfill unsharded: it starts its own filter job for the window'
+          : 'a backfill loads a window and keeps the cursor; --reset-cursor loads everything again: choose one',
+      exitCode: EXIT_CODES.config,
+    });
+  return { from: args.from, ...(args.to !== undefined && { to: args.to }) };
+}
+
+function backfillCommand(b: { from: string; to?: string } | undefined): string {
+  return b === undefined ? '' : ` --from ${b.from}${b.to !== undefined ? ` --to ${b.to}` : ''}`;
 }
 
 /** Where `--shard auto` finds the index: Kubernetes Indexed Jobs set the first, anything else may set the second. */
