@@ -202,8 +202,20 @@ describe('sluice state: a file source into a local JSONL output', () => {
     expect(set.code).toBe(2);
     expect(set.err).toContain("the file source's cursor is the units it has loaded, not one value");
 
-    const dropped = await cli('state', 'drop', file, '--sink', 'jsonl', '--yes');
-    expect(dropped.code, dropped.err).toBe(0);
+    // At a terminal, the question stands in for --yes: a no changes nothing, a yes drops.
+    const asked: string[] = [];
+    const atTerminal = (answer: boolean): ReturnType<typeof memoryIo> => ({
+      ...memoryIo({}),
+      confirm: async (q: string) => (asked.push(q), answer),
+    });
+    expect(await runCli(['state', 'drop', file, '--sink', 'jsonl'], atTerminal(false))).toBe(2);
+    expect(readdirSync(out).filter((f) => !f.startsWith('.sluice'))).toHaveLength(2);
+    const io = atTerminal(true);
+    expect(await runCli(['state', 'drop', file, '--sink', 'jsonl'], io), io.stderr.join('\n')).toBe(0);
+    expect(asked[0]).toMatch(
+      /^sluice will remove jsonl .*out \(its table or files\) and its committed checkpoints\. Go on\?$/,
+    );
+    const dropped = { out: io.stdout.join('\n') };
     expect(dropped.out).toContain('state-drop: dropped 1 file(s) in');
     expect(readdirSync(out).filter((f) => !f.startsWith('.sluice'))).toEqual([]);
     expect(existsSync(path.join(out, '_sluice_manifest.json'))).toBe(false);

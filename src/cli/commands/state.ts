@@ -120,9 +120,12 @@ export function stateCommand(ctx: CliContext): CommandModule<object, StateArgs> 
     ),
   ];
 
-  /** Without --yes: says what it would do, and stops with exit 2 (nothing is asked: cron and CI have no terminal). */
+  /**
+   * Without --yes: asked at a terminal; elsewhere (cron, CI, a pipe) it says what it would do and stops with exit 2.
+   */
   async function confirm(args: StateArgs, would: string): Promise<void> {
     if (args.yes) return;
+    if (ctx.io.confirm && (await ctx.io.confirm(`sluice ${would.replace(/^would /, 'will ')}. Go on?`))) return;
     const { UsageError } = await import('../report.js');
     throw new UsageError(`${would}: not done without --yes`, 'add --yes to confirm');
   }
