@@ -181,12 +181,22 @@ export function parseCursorValue(text: string, f: CursorField, now = Date.now())
   return text;
 }
 
-/** A mark every earlier run's id sorts below (the lock is held: no run starts meanwhile). */
-async function sinceMark(t: StateTarget): Promise<{ since: string; unfinished?: string }> {
+/**
+ * A mark every earlier run's id sorts below (the lock is held: no run starts meanwhile). `taken()` records it as
+ * the last run's id, completed, when no unfinished run is waiting to resume: the next run's id is made to sort
+ * after it (stages/open-state.ts `newRunId`) even if the clock went back meanwhile.
+ */
+async function sinceMark(t: StateTarget): Promise<{ since: string; unfinished?: string; taken(): Promise<void> }> {
   const state = await FileStateStore.open(pipelinePaths(t.pipeline).stateFile);
   const last = state.get<string>('run:id');
   const unfinished = last !== undefined && state.get('run:complete') !== true ? last : undefined;
-  return { since: newRunId(new Date(), last), ...(unfinished !== undefined && { unfinished }) };
+  const since = newRunId(new Date(), last);
+  const taken = async (): Promise<void> => {
+    if (unfinished !== undefined) return;
+    await state.set('run:id', since);
+    await state.set('run:complete', true);
+  };
+  return { since, taken, ...(unfinished !== undefined && { unfinished }) };
 }
 
 export interface Change {
@@ -200,10 +210,13 @@ async function change(
   entry: Omit<CursorBaseEntry, 'since'> | undefined,
   rec: (since: string) => Promise<Omit<StateChange, 'at' | 'by' | 'pid' | 'pipeline' | 'command'>>,
 ): Promise<Change> {
-  const { since, unfinished } = await sinceMark(t);
+  const { since, unfinished, taken } = await sinceMark(t);
   const what = await rec(since);
   const paths = pipelinePaths(t.pipeline);
-  if (entry) await addCursorBase(paths.rootStateDir, { since, ...entry });
+  if (entry) {
+    await addCursorBase(paths.rootStateDir, { since, ...entry });
+    await taken();
+  }
   const record = await recordStateChange(runHistoryFile(paths.stateDir), {
     ...what,
     pipeline: t.pipeline.name,
