@@ -183,15 +183,15 @@ sink: { type: duckdb, path: out.duckdb, table: companies, write: merge, primary_
   }, 60_000);
 });
 
-describe('sluice state: a file source into a local JSONL output', () => {
-  it('drops the output files with their manifest; refuses a cursor value for a source whose cursor is its units', async () => {
+describe('sluice state: a file source into local JSONL and Parquet outputs', () => {
+  it('drops an output’s files with its manifest; refuses a cursor value for a source whose cursor is its units', async () => {
     const dir = tempDir();
-    writeFileSync(path.join(dir, 'in.jsonl'), '{"id":1}\n{"id":2}\n');
+    writeFileSync(path.join(dir, 'in.jsonl'), '{"id":1,"a":"x"}\n{"id":2,"a":"y"}\n');
     const file = path.join(dir, 'p.yaml');
     writeFileSync(
       file,
       'version: 1\nname: state_files\nsource: { type: file, paths: [in.jsonl], format: jsonl, incremental: true }\n' +
-        'sinks: [{ type: jsonl, path: out }]\n',
+        'sinks: [{ type: jsonl, path: out }, { type: parquet, path: pq, partition_by: [id] }]\n',
     );
     expect(await runCli(['run', file, '--no-progress', '--quiet'], memoryIo({}))).toBe(0);
     const out = path.join(dir, 'out');
@@ -220,12 +220,24 @@ describe('sluice state: a file source into a local JSONL output', () => {
     expect(readdirSync(out).filter((f) => !f.startsWith('.sluice'))).toEqual([]);
     expect(existsSync(path.join(out, '_sluice_manifest.json'))).toBe(false);
     expect((await cli('state', file)).out).toContain('next run skips: 0 unit(s)');
+    // Parquet: the partition directories its files leave empty go too.
+    const pq = path.join(dir, 'pq');
+    expect(
+      readdirSync(pq)
+        .filter((f) => !f.startsWith('.sluice'))
+        .sort(),
+    ).toEqual(['_sluice_manifest.json', 'id=1', 'id=2']);
+    const droppedPq = await cli('state', 'drop', file, '--sink', 'parquet', '--yes');
+    expect(droppedPq.code, droppedPq.err).toBe(0);
+    expect(droppedPq.out).toContain('state-drop: dropped 2 file(s) in');
+    expect(readdirSync(pq).filter((f) => !f.startsWith('.sluice'))).toEqual([]);
 
     // The next run loads the file again.
     expect(await runCli(['run', file, '--no-progress', '--quiet'], memoryIo({}))).toBe(0);
-    const last = await cli('runs', file, '--json', '--limit', '2');
+    const last = await cli('runs', file, '--json', '--limit', '3');
     expect(last.out.split('\n').map((l) => JSON.parse(l) as object)).toMatchObject([
-      { status: 'succeeded', records: 2 },
+      { status: 'succeeded', records: 2, sinks: [{ records: 2 }, { records: 2 }] },
+      { kind: 'state-drop', sinks: [expect.stringMatching(/^parquet /)] },
       {
         kind: 'state-drop',
         removed: [expect.stringMatching(/^1 file\(s\) in /), 'its manifest _sluice_manifest.json'],
