@@ -1,7 +1,8 @@
 /**
  * `sluice state` and its changes by hand, in-process against real runs: an incremental snapshot into DuckDB through
- * the emulator (where the next run’s filter starts, and what it is charged for), local JSONL and Parquet outputs (Postgres: test/sinks/postgres/sink.test.ts), the run
- * history's entries, and the refusals (a run holding the lock, a wrong value, no confirmation, no cursor).
+ * the emulator (where the next run's filter starts, and what it is charged for), local JSONL and Parquet outputs
+ * (Postgres: test/sinks/postgres/sink.test.ts), the run history's entries, and the refusals (a run holding the lock,
+ * a wrong value, no confirmation, no cursor).
  */
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
