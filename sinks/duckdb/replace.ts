@@ -34,3 +34,19 @@ export async function swapInNextGeneration(conn: DuckDBConnection, names: TableN
     failpoint('duckdb:replace-swap');
   });
 }
+
+/**
+ * `sluice state drop`: the table (and any next generation) with its checkpoints, in one transaction: a crash leaves
+ * both or neither.
+ */
+export async function dropTableAndState(conn: DuckDBConnection, names: TableNames, pipeline: string): Promise<void> {
+  await inTransaction(conn, async () => {
+    for (const [table, key] of new Map([
+      [names.table, names.stateKey],
+      [names.target, names.targetStateKey],
+    ])) {
+      await conn.run(`DROP TABLE IF EXISTS ${qualified(names.schema, table)}`);
+      await deleteStateRows(conn, pipeline, key);
+    }
+  });
+}

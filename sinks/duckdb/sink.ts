@@ -48,10 +48,10 @@ import { duckdbLimits, duckdbSinkSchema, tableNames, type DuckDBSinkConfig, type
 import { DuckDBDatabase } from './database.js';
 import { loadUnit } from './load.js';
 import { checkKeysPresent } from './merge.js';
-import { dropNextGeneration, swapInNextGeneration } from './replace.js';
+import { dropNextGeneration, dropTableAndState, swapInNextGeneration } from './replace.js';
 import { ensureRunsTable, recordRun } from './runs-table.js';
 import { discard, stageRawJsonl, stageRows, StagingDir, type StagedUnit } from './stage.js';
-import { committedCheckpoints, committedUnitIds, ensureStateTable, isUnitCommitted } from './state.js';
+import { committedCheckpoints, committedUnitIds, ensureStateTable, isUnitCommitted, STATE_TABLE } from './state.js';
 import { createTable, evolveTable, fitsTable, qualified, readColumns, type Columns } from './table.js';
 import { fitTextToTemporal } from './temporal-text.js';
 
@@ -156,6 +156,12 @@ export class DuckDBSink implements Sink {
 
   async committedCheckpoints(): Promise<Map<string, unknown>> {
     return this.read((conn) => committedCheckpoints(conn, this.context().pipeline, this.names.targetStateKey));
+  }
+
+  async drop(): Promise<string[]> {
+    await this.locked(() => dropTableAndState(this.connection(), this.names, this.context().pipeline));
+    this.columns = undefined;
+    return [`table ${this.names.schema}.${this.names.table}`, `its rows in ${STATE_TABLE}`];
   }
 
   /**

@@ -151,6 +151,10 @@ export class JsonlSink implements Sink {
     return manifestCheckpoints(this.dir().manifest);
   }
 
+  drop(): Promise<string[]> {
+    return this.dir().drop();
+  }
+
   async writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>, commit: UnitCommit): Promise<CommitResult> {
     if (this.dir().isCommitted(unit.id)) return { committed: false, records: 0 };
     const keys = this.ctx?.declared?.map((c) => c.name);

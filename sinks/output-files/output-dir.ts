@@ -33,7 +33,19 @@
  * swapped by each shard would publish a part of the output.
  */
 import { randomBytes } from 'node:crypto';
-import { lstat, mkdir, readFile, readdir, readlink, rename, rm, symlink, unlink, writeFile } from 'node:fs/promises';
+import {
+  lstat,
+  mkdir,
+  readFile,
+  readdir,
+  readlink,
+  rename,
+  rm,
+  rmdir,
+  symlink,
+  unlink,
+  writeFile,
+} from 'node:fs/promises';
 import path from 'node:path';
 import { SluiceError } from '../../src/core/errors.js';
 import { refuseShardedReplace } from '../../src/core/sharded-replace.js';
@@ -41,6 +53,7 @@ import { failpoint } from '../../src/core/failpoints.js';
 import type { Logger } from '../../src/core/types.js';
 import { ensureWritableDir, fsyncDir, fsyncFile, isErrno, writeFileAtomic } from './fs-durable.js';
 import {
+  emptyManifest,
   manifestName,
   readManifest,
   referencedFiles,
@@ -371,6 +384,37 @@ export class OutputDir {
   }
 
   /** Runs `fn` under the commit lock (nothing commits meanwhile). */
+  /**
+   * `sluice state drop`: this pipeline's output — the manifest first (readers and runs then see nothing committed),
+   * then the files it listed, committed and staged, and the partition directories they leave empty. A crash in
+   * between leaves files no manifest lists: invisible to the next run, removed by hand. Local `append` outputs only:
+   * a `replace` generation or an S3 prefix is refused, with what to do instead.
+   */
+  async drop(): Promise<string[]> {
+    if (this.remote || this.generation)
+      throw new SluiceError(
+        `${this.opts.label}: \`sluice state drop\` removes a local output written with \`write: append\` only`,
+        {
+          hint: `delete ${this.opts.root} by hand, then \`sluice state reset\` makes the next run load from the initial cursor`,
+        },
+      );
+    return this.mutex.run(async () => {
+      const files = new Set(referencedFiles(this.manifest));
+      for (const u of Object.values(this.manifest.units)) if (u.staged) files.add(u.staged.file);
+      await rm(path.join(this.dataDir, this.manifestName), { force: true });
+      this.manifest = emptyManifest(this.opts.pipeline, this.opts.format);
+      const dirs = new Set<string>();
+      for (const f of files) {
+        await rm(path.join(this.dataDir, f), { force: true });
+        for (let d = path.posix.dirname(f); d !== '.' && d !== '/'; d = path.posix.dirname(d)) dirs.add(d);
+      }
+      // Deepest first; one that still holds something (another file, the user's) stays.
+      for (const d of [...dirs].sort((a, b) => b.length - a.length))
+        await rmdir(path.join(this.dataDir, d)).catch(() => undefined);
+      return [`${files.size} file(s) in ${this.dataDir}`, `its manifest ${this.manifestName}`];
+    });
+  }
+
   exclusive<T>(fn: () => Promise<T>): Promise<T> {
     return this.mutex.run(fn);
   }

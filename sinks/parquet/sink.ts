@@ -228,6 +228,10 @@ export class ParquetSink implements Sink {
     return manifestCheckpoints(this.dir().manifest);
   }
 
+  drop(): Promise<string[]> {
+    return this.dir().drop();
+  }
+
   /** Publishes whatever is still staged, then (for `replace`) swaps the new generation in. */
   async finish(): Promise<void> {
     await this.publish(true);

@@ -35,3 +35,20 @@ export async function swapInNextGeneration(pool: pg.Pool, names: TableNames, pip
     await moveStateRows(c, names.schema, pipeline, names.targetStateKey, names.stateKey);
   });
 }
+
+/**
+ * `sluice state drop`: the table (and any next generation) with its checkpoints, in one transaction: a crash leaves
+ * both or neither.
+ */
+export async function dropTableAndState(pool: pg.Pool, names: TableNames, pipeline: string): Promise<void> {
+  await inTransaction(pool, async (c) => {
+    await lockExclusive(c, lockKey(names.schema, names.table));
+    for (const [table, key] of new Map([
+      [names.table, names.stateKey],
+      [names.target, names.targetStateKey],
+    ])) {
+      await c.query(`DROP TABLE IF EXISTS ${qualified(names.schema, table)}`);
+      await deleteStateRows(c, names.schema, pipeline, key);
+    }
+  });
+}

@@ -63,9 +63,9 @@ import {
 import { SpoolPool } from './copy.js';
 import { SourceFailure, loadUnit, streamUnit, type Prefix } from './load.js';
 import { checkKeysPresent } from './merge.js';
-import { dropNextGeneration, swapInNextGeneration } from './replace.js';
+import { dropNextGeneration, dropTableAndState, swapInNextGeneration } from './replace.js';
 import { ensureRunsTable, recordLoad, type AttemptLoad } from './runs-table.js';
-import { committedCheckpoints, committedUnitIds, ensureStateTable, isUnitCommitted } from './state.js';
+import { committedCheckpoints, committedUnitIds, ensureStateTable, isUnitCommitted, STATE_TABLE } from './state.js';
 import {
   checkNameLengths,
   createTable,
@@ -184,6 +184,12 @@ export class PostgresSink implements Sink {
     return this.reading('could not read the committed checkpoints', () =>
       committedCheckpoints(this.db(), this.names.schema, this.context().pipeline, [this.names.targetStateKey]),
     );
+  }
+
+  async drop(): Promise<string[]> {
+    await dropTableAndState(this.db(), this.names, this.context().pipeline);
+    this.columns = undefined;
+    return [`table ${this.names.schema}.${this.names.table}`, `its rows in ${this.names.schema}.${STATE_TABLE}`];
   }
 
   /** The target's columns; for `replace` before its first unit, the live table's (what tonight must match). */

@@ -41,7 +41,7 @@ const COMMAND_MODULES: Record<string, CommandLoader> = {
 
 const COMMANDS = Object.keys(COMMAND_MODULES);
 /** Commands whose first argument is a subcommand. */
-const GROUPS = ['zones', 'datasets'];
+const GROUPS = ['zones', 'datasets', 'state'];
 
 /** The package's version: package.json is two folders up from the sources (src/cli/) and three from dist/src/cli/. */
 function version(): string {

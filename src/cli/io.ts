@@ -32,6 +32,11 @@ export interface CliIo {
    * database's native load): whatever the run is doing, the process ends within the grace.
    */
   interrupts(opts?: { exitAfterMs?: number }): Interrupts;
+  /**
+   * Asks a yes/no question at a terminal; absent when there is none (cron, CI, a pipe): a command that needs
+   * confirmation then wants `--yes`.
+   */
+  confirm?(question: string): Promise<boolean>;
 }
 
 /** What the process writes of `text`: without secrets, without control characters (newlines kept). */
@@ -51,7 +56,18 @@ export function processIo(): CliIo {
         process.once('SIGTERM', () => resolve());
       }),
     interrupts: processInterrupts,
+    ...(process.stdin.isTTY && process.stderr.isTTY && { confirm: askAtTerminal }),
   };
+}
+
+async function askAtTerminal(question: string): Promise<boolean> {
+  const { createInterface } = await import('node:readline/promises');
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    return /^y(es)?$/i.test((await rl.question(`${printed(question)} [y/N] `)).trim());
+  } finally {
+    rl.close();
+  }
 }
 
 function processInterrupts(opts: { exitAfterMs?: number } = {}): Interrupts {

@@ -5,13 +5,27 @@
 import { describeWindow } from '../core/checkpoint.js';
 import { printableLine } from '../core/printable.js';
 import type { RunRecord } from '../engine/run-history.js';
+import type { StateChange } from '../engine/state-changes.js';
 import { formatBytes, formatDuration } from '../engine/progress.js';
 import { formatSchemaChange } from '../engine/summary.js';
 
 const HEADERS = ['RUN', 'STARTED', 'TOOK', 'STATUS', 'UNITS', 'RECORDS', 'BYTES', 'RETRIES', 'DEAD'] as const;
 
-export function formatRuns(runs: readonly RunRecord[]): string {
-  const rows = runs.map(cells);
+/** A line of the history: an attempt, or a change made by hand to the state (`sluice state set/reset/drop`). */
+export type HistoryEntry = RunRecord | StateChange;
+
+export function isStateChange(e: HistoryEntry): e is StateChange {
+  // A run's attempt may have a kind too (a backfill): a change made by hand is the entry without an attempt.
+  return 'kind' in e && typeof e.kind === 'string' && !('attempt' in e);
+}
+
+/** When the entry happened, for ordering attempts and changes together. */
+export function entryTime(e: HistoryEntry): string {
+  return isStateChange(e) ? e.at : e.startedAt;
+}
+
+export function formatRuns(runs: readonly HistoryEntry[]): string {
+  const rows = runs.map((r) => (isStateChange(r) ? changeCells(r) : cells(r)));
   const widths = HEADERS.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   // Numbers right-aligned, text left-aligned.
   const right = new Set([4, 5, 6, 7, 8]);
@@ -24,7 +38,7 @@ export function formatRuns(runs: readonly RunRecord[]): string {
   runs.forEach((r, k) => {
     out.push(line(rows[k]!));
     // A cause or a reason may quote data or the service's answer: each stays one line.
-    for (const d of details(r)) out.push(`    ${printableLine(d)}`);
+    for (const d of isStateChange(r) ? [`${r.what} (by ${r.by})`] : details(r)) out.push(`    ${printableLine(d)}`);
   });
   return out.join('\n');
 }
@@ -48,6 +62,10 @@ function cells(r: RunRecord): string[] {
     r.retries !== undefined ? String(r.retries) : '-',
     r.deadLetters !== undefined ? String(r.deadLetters) : '-',
   ];
+}
+
+function changeCells(c: StateChange): string[] {
+  return [c.kind, localTime(c.at), '-', 'done', '-', '-', '-', '-', '-'];
 }
 
 function details(r: RunRecord): string[] {

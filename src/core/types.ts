@@ -367,6 +367,12 @@ export interface Sink {
    */
   committedCheckpoints?(): Promise<Map<string, unknown>>;
   /**
+   * Optional (`sluice state drop`): removes what the sink holds of this pipeline — its table or files — together with
+   * its committed units and checkpoints, so neither outlives the other. Called after `open()`, under the run locks;
+   * returns what it removed, for the run history.
+   */
+  drop?(): Promise<string[]>;
+  /**
    * The columns of the sink's table / dataset as committed so far (after `open()`); undefined when nothing exists
    * yet. The engine's schema-contract gate checks each unit's rows against them.
    */

@@ -12,6 +12,7 @@
 import { CheckpointNotFinal, knownCheckpoint, NO_CHECKPOINT } from '../core/checkpoint.js';
 import { SluiceError, EXIT_CODES } from '../core/errors.js';
 import type { Batch, Logger, Sink, Source, SourceContext, UnitCommit, WorkUnit } from '../core/types.js';
+import { rebase, type CursorBaseEntry } from './cursor-base.js';
 
 /** A source that hands over unit checkpoints keeps a cursor; one that does not loads everything every run. */
 export function isIncremental(source: Source): boolean {
@@ -108,6 +109,8 @@ export interface CursorOptions {
    * an earlier night's.
    */
   runId?: string;
+  /** Cursor changes made by hand (`sluice state set/reset`, cursor-base.ts), applied to the sinks' checkpoints. */
+  base?: readonly CursorBaseEntry[];
   log?: Logger;
 }
 
@@ -128,7 +131,7 @@ export async function cursorForRun(
     opts.log?.info('cursor reset: the source starts from its initial cursor');
     return new Map();
   }
-  const cursor = effectiveCheckpoints(await sinkCheckpoints(sinks), opts.runId);
+  const cursor = effectiveCheckpoints(rebase(await sinkCheckpoints(sinks), opts.base ?? []), opts.runId);
   opts.log?.info(
     cursor.size === 0
       ? 'cursor: no checkpoint that every sink committed in an earlier run: the source starts from its initial cursor'

@@ -8,6 +8,7 @@ import { stat } from 'node:fs/promises';
 import type { Logger, Sink, Source } from '../core/types.js';
 import { errorText } from './error-text.js';
 import { effectiveCheckpoints, isIncremental } from './cursor.js';
+import { readCursorBase, rebase } from './cursor-base.js';
 import type { PipelinePaths } from './paths.js';
 import { readSinkCheckpoints } from './read-checkpoints.js';
 
@@ -37,7 +38,7 @@ export async function cursorForPlan(
       command: `sluice plan ${opts.file}`,
       log: opts.log,
     });
-    return effectiveCheckpoints(perSink);
+    return effectiveCheckpoints(rebase(perSink, await readCursorBase(opts.paths.rootStateDir)));
   } catch (err) {
     opts.note(`the cursor could not be read from the sinks (${errorText(err)}): the plan shows the initial cursor`);
     return undefined;

@@ -26,10 +26,22 @@ export interface ReadCheckpointsOptions {
  * opens them (`fresh: false`: nothing is dropped) and closed again, and the locks released, whether or not the read
  * succeeds.
  */
-export async function readSinkCheckpoints(
+export function readSinkCheckpoints(
   sinks: readonly Sink[],
   opts: ReadCheckpointsOptions,
 ): Promise<Map<string, unknown>[]> {
+  return withSinksOpen(sinks, opts, () => sinkCheckpoints(sinks));
+}
+
+/**
+ * `fn` with the pipeline's run lock and the outputs' locks held and the sinks open (as a resumed run opens them);
+ * closed and released again whatever `fn` does. `sluice state set/reset/drop` change the state inside it.
+ */
+export async function withSinksOpen<T>(
+  sinks: readonly Sink[],
+  opts: ReadCheckpointsOptions,
+  fn: () => Promise<T>,
+): Promise<T> {
   const lockOptions = { command: opts.command, log: opts.log, waitMs: 0 };
   await mkdir(path.dirname(opts.lockFile), { recursive: true });
   const locks = [await acquireRunLock(opts.lockFile, lockOptions)];
@@ -48,7 +60,7 @@ export async function readSinkCheckpoints(
       await s.open(ctx);
       opened.push(s);
     }
-    return await sinkCheckpoints(sinks);
+    return await fn();
   } finally {
     // A sink that fails to close must not keep the others open or the locks held: the read is over either way.
     for (const s of opened) await s.close().catch(() => undefined);

@@ -39,6 +39,7 @@ import { outcomeOf, paidJobsOf, RunHistory, runHistoryFile, type RunRecord } fro
 import { ServiceConnection } from './service.js';
 import { restartAfter, staleAfterMs, staleRestart, startOver, type RunRestart } from '../sources/resume-policy.js';
 import { cursorForRun } from './cursor.js';
+import { readCursorBase } from './cursor-base.js';
 import { closeRun, finishRun } from './stages/finish.js';
 import { loadUnit } from './stages/load-unit.js';
 import { lockOutputs, releaseLocks } from './stages/lock-outputs.js';
@@ -279,7 +280,8 @@ async function runAttempt(
         });
       // A restart for a missing paid job (`restart`) starts a new run, not a new cursor: only the user resets it.
       const reset = opts.resetCursor === true || (opts.fresh && restart === undefined);
-      const cursor = await cursorForRun(source, sinks, { reset, runId, log });
+      const base = await readCursorBase(paths.rootStateDir);
+      const cursor = await cursorForRun(source, sinks, { reset, runId, log, base });
       if (cursor !== undefined) sctx.checkpoints = cursor;
       if (opts.progress && !opts.quiet) progress.start();
       const planned = await planUnits(source, sctx, opts.shard);

@@ -137,14 +137,16 @@ describe('incremental file loads over nights', () => {
       expect(s.records).toBe(0);
       expect(await table(nightlyDb)).toEqual(night2);
 
-      // `sluice state`: the effective cursor, newest first, and the sink's.
+      // `sluice state`: the effective cursor first, then the sink's; the units with --units.
       const state = await cli('state', nightly);
       expect(state.code, state.err.join('\n')).toBe(0);
       const text = state.out.join('\n');
-      expect(text).toContain('nightly_files: cursor state of the file source');
-      expect(text).toMatch(/effective .*: 5 unit\(s\)/);
-      expect(text).toContain(`"path":"${path.join('in', 'd.jsonl')}"`);
-      expect(text).toMatch(/per sink:\n {2}duckdb .*: 5 unit\(s\)$/m);
+      expect(text).toContain('nightly_files: file source');
+      expect(text).toMatch(/^next run skips: 5 unit\(s\) committed by every sink$/m);
+      expect(text).toMatch(/^sinks:\n {2}1: duckdb .*: 5 unit\(s\)$/m);
+      expect(text).not.toContain('"path"');
+      const units = (await cli('state', nightly, '--units')).out.join('\n');
+      expect(units).toContain(`"path":"${path.join('in', 'd.jsonl')}"`);
       const json = await cli('state', nightly, '--json');
       const parsed = JSON.parse(json.out[0]!) as { effective: { unit: string; checkpoint: Obj }[] };
       expect(parsed.effective.map((c) => path.basename(c.checkpoint.path as string)).sort()).toEqual([

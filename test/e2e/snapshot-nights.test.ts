@@ -227,7 +227,7 @@ describe('an incremental snapshot over emulated nights, against the live behavio
       const history = new Array<string>();
       for (const args of [['--json', '--limit', '1'], []]) {
         const io = memoryIo({ SLUICE_API_KEY: KEY });
-        expect(await runCli(['runs', pipeline(), ...args], io)).toBe(0);
+        expect(await runCli(['runs', pipeline(), ...args], io), io.stderr.join('\n')).toBe(0);
         history.push(io.stdout.join('\n'));
       }
       expect(JSON.parse(history[0]!)).toMatchObject({

@@ -38,7 +38,13 @@ export function runsCommand(ctx: CliContext): CommandModule<object, RunsArgs> {
       );
       const { pipelinePaths } = await import('../../engine/paths.js');
       const { readRunHistory, runHistoryFile } = await import('../../engine/run-history.js');
-      const runs = (await readRunHistory(runHistoryFile(pipelinePaths(pipeline, args.shard).stateDir))).reverse();
+      const { readStateChanges } = await import('../../engine/state-changes.js');
+      const { entryTime } = await import('../runs-table.js');
+      const historyFile = runHistoryFile(pipelinePaths(pipeline, args.shard).stateDir);
+      // Attempts and changes made by hand (`sluice state set/reset/drop`), newest first.
+      const runs = [...(await readRunHistory(historyFile)), ...(await readStateChanges(historyFile))].sort((a, b) =>
+        entryTime(a) < entryTime(b) ? 1 : entryTime(a) > entryTime(b) ? -1 : 0,
+      );
       const shown = runs.slice(0, args.limit);
       if (args.json) {
         for (const r of shown) ctx.io.out(JSON.stringify(r));

@@ -1,12 +1,14 @@
 /**
- * `sluice state <pipeline.yaml>`: an incremental pipeline's cursor state as its sinks committed it — per sink, and
- * the effective cursor (what every sink committed, which the next run starts from). Reads the sinks under the
- * pipeline's locks, so it never sees a run's commit half-way; a run in progress makes it exit 3 like a second run.
+ * `sluice state <pipeline.yaml>`: where the next run of an incremental pipeline starts — the cursor every sink
+ * committed, and each sink's own newest — then, with `--units`, the committed units, sorted.
+ * `sluice state set|reset|drop <pipeline.yaml>` change it by hand (engine/state-control.ts), each recorded in the
+ * run history. All of them read the sinks under the pipeline's locks: a run in progress makes them exit 3. None
+ * calls the service: no API key is needed.
  */
 import type { Argv, CommandModule } from 'yargs';
-import type { Sink } from '../../core/types.js';
-import type { CommittedCheckpoint } from '../../engine/cursor.js';
-import type { LoadedPipeline } from '../../pipeline/load.js';
+import type { CursorState, StateTarget } from '../../engine/state-control.js';
+export type { CursorState } from '../../engine/state-control.js';
+import type { StateChange } from '../../engine/state-changes.js';
 import { positiveInt } from '../args.js';
 import type { CliContext } from '../context.js';
 import { printableLine } from '../../core/printable.js';
@@ -14,79 +16,155 @@ import { printableLine } from '../../core/printable.js';
 interface StateArgs {
   pipeline: string;
   json: boolean;
+  units: boolean;
   limit: number;
-}
-
-export interface SinkCursor {
-  sink: string;
-  checkpoints: CommittedCheckpoint[];
-}
-
-export interface CursorState {
-  pipeline: string;
-  source: string;
-  incremental: boolean;
-  /** What every sink committed: the cursor the next run starts from (newest last). */
-  effective: CommittedCheckpoint[];
-  sinks: SinkCursor[];
+  cursor?: string;
+  sink?: string;
+  yes: boolean;
 }
 
 export function stateCommand(ctx: CliContext): CommandModule<object, StateArgs> {
+  const pipelineArg = (y: Argv): Argv =>
+    y.positional('pipeline', { type: 'string', demandOption: true, describe: 'Pipeline YAML file' });
+  const sub = (
+    command: string,
+    describe: string,
+    builder: (y: Argv) => Argv,
+    handler: (args: StateArgs) => Promise<void>,
+  ): CommandModule<object, StateArgs> => ({
+    command,
+    describe,
+    builder: (y) => builder(pipelineArg(y)).strict() as unknown as Argv<StateArgs>,
+    handler,
+  });
+  const commands = [
+    sub(
+      '$0 <pipeline>',
+      'Show where the next run starts (the cursor per source and per sink); --units lists the committed units',
+      (y) =>
+        y
+          .option('json', { type: 'boolean', default: false, describe: 'The whole state as one JSON object' })
+          .option('units', { type: 'boolean', default: false, describe: 'List the committed units, sorted' })
+          .option('limit', {
+            type: 'number',
+            default: 50,
+            coerce: positiveInt('limit'),
+            describe: 'Units listed at most with --units',
+          })
+          .example('$0 state pipelines/nightly.yaml', 'Where tonight’s run starts')
+          .example('$0 state pipelines/nightly_files.yaml --units', 'Which files the next run will not load again'),
+      async (args) => {
+        const { readState } = await import('../../engine/state-control.js');
+        const state = await readState(await target(ctx, args.pipeline, 'state'));
+        ctx.io.out(args.json ? JSON.stringify(state) : formatState(state, args.units ? args.limit : 0));
+      },
+    ),
+    sub(
+      'set <pipeline>',
+      'Set the cursor the next run starts from (incremental sources whose cursor is one value)',
+      (y) =>
+        y
+          .option('cursor', {
+            type: 'string',
+            demandOption: true,
+            describe: 'The value: the next run loads what is after it',
+          })
+          .example('$0 state set pipelines/nightly.yaml --cursor 2026-10-01T00:00:00Z', 'Load again from October'),
+      async (args) => {
+        const { setCursor } = await import('../../engine/state-control.js');
+        report(await setCursor(await target(ctx, args.pipeline, 'state set'), args.cursor!));
+      },
+    ),
+    sub(
+      'reset <pipeline>',
+      'Forget the committed checkpoints (of every sink, or one): the next run starts from the initial cursor',
+      (y) =>
+        y
+          .option('sink', { type: 'string', describe: 'Only this sink: its number, type or part of its description' })
+          .option('yes', { type: 'boolean', default: false, describe: 'Confirm' })
+          .example('$0 state reset pipelines/nightly.yaml --yes', 'Load everything again on the next run'),
+      async (args) => {
+        const { resetCursor, selectSink } = await import('../../engine/state-control.js');
+        const t = await target(ctx, args.pipeline, 'state reset');
+        const sink = args.sink === undefined ? undefined : selectSink(t, args.sink);
+        const which = sink === undefined ? 'every sink' : `sink ${sink + 1} (${t.built.sinks[sink]!.sink.describe()})`;
+        await confirm(
+          args,
+          `would forget the checkpoints ${which} committed, so the next run starts from the initial cursor`,
+        );
+        report(await resetCursor(t, sink));
+      },
+    ),
+    sub(
+      'drop <pipeline>',
+      'Remove a sink’s table or files together with its checkpoints (after confirmation)',
+      (y) =>
+        y
+          .option('sink', {
+            type: 'string',
+            demandOption: true,
+            describe: 'The sink: its number, type or part of its description',
+          })
+          .option('yes', { type: 'boolean', default: false, describe: 'Confirm' })
+          .example('$0 state drop pipelines/nightly.yaml --sink duckdb --yes', 'Drop the table and load it again'),
+      async (args) => {
+        const { dropSink, selectSink } = await import('../../engine/state-control.js');
+        const t = await target(ctx, args.pipeline, 'state drop');
+        const sink = selectSink(t, args.sink!);
+        await confirm(
+          args,
+          `would remove ${t.built.sinks[sink]!.sink.describe()} (its table or files) and its committed checkpoints`,
+        );
+        report(await dropSink(t, sink));
+      },
+    ),
+  ];
+
+  /**
+   * Without --yes: asked at a terminal; elsewhere (cron, CI, a pipe) it says what it would do and stops with exit 2.
+   */
+  async function confirm(args: StateArgs, would: string): Promise<void> {
+    if (args.yes) return;
+    if (ctx.io.confirm && (await ctx.io.confirm(`sluice ${would.replace(/^would /, 'will ')}. Go on?`))) return;
+    const { UsageError } = await import('../report.js');
+    throw new UsageError(`${would}: not done without --yes`, 'add --yes to confirm');
+  }
+
+  function report(c: { record: StateChange; notes: string[] }): void {
+    ctx.io.out(printableLine(`${c.record.kind}: ${c.record.what}`));
+    for (const n of c.notes) ctx.io.err(`note: ${n}`);
+  }
+
   return {
-    command: 'state <pipeline>',
-    describe: 'Show an incremental pipeline’s cursor state: what each sink committed, and where the next run starts',
-    builder: (y) =>
-      y
-        .positional('pipeline', { type: 'string', demandOption: true, describe: 'Pipeline YAML file' })
-        .option('json', { type: 'boolean', default: false, describe: 'The whole state as one JSON object' })
-        .option('limit', {
-          type: 'number',
-          default: 20,
-          coerce: positiveInt('limit'),
-          describe: 'Units listed at most (newest first)',
-        })
-        .example('$0 state pipelines/nightly_files.yaml', 'Which files the next run will not load again')
-        .example('$0 state pipelines/nightly.yaml --json', 'Every committed checkpoint, for a script')
-        .strict() as unknown as Argv<StateArgs>,
-    handler: async (args) => {
-      const { loadPipeline } = await import('../../pipeline/load.js');
-      const pipeline = await loadPipeline(args.pipeline, ctx.io.env);
-      const state = await readCursorState(pipeline, ctx);
-      ctx.io.out(args.json ? JSON.stringify(state) : formatState(state, args.limit));
+    command: 'state',
+    describe: 'Show or change an incremental pipeline’s cursor state: where the next run starts',
+    builder: (y) => {
+      for (const c of commands) y.command(c as CommandModule);
+      return y as unknown as Argv<StateArgs>;
     },
+    handler: () => undefined,
   };
 }
 
-async function readCursorState(pipeline: LoadedPipeline, ctx: CliContext): Promise<CursorState> {
+/**
+ * The pipeline and its components, without a service: reading or changing state calls nothing, so an unset
+ * variable (the key, the address) must not stop it — tried as set first, then with unset ones standing for the
+ * embedded emulator, as `sluice runs` does.
+ */
+async function target(ctx: CliContext, file: string, command: string): Promise<StateTarget> {
+  const { loadPipeline } = await import('../../pipeline/load.js');
   const { SluiceError } = await import('../../core/errors.js');
   const { buildComponents } = await import('../../engine/components.js');
-  const { committedList, isIncremental } = await import('../../engine/cursor.js');
   const { createLogger } = await import('../../engine/logger.js');
-  const { pipelinePaths } = await import('../../engine/paths.js');
-  const { readSinkCheckpoints } = await import('../../engine/read-checkpoints.js');
-
+  const pipeline = await loadPipeline(file, ctx.io.env).catch(() =>
+    loadPipeline(file, new Proxy(ctx.io.env, { get: (e, name: string) => e[name] ?? 'emulator' })),
+  );
   const log = createLogger({ format: 'text', level: 'warn', write: (line) => ctx.io.err(line) });
   const noService = (): never => {
-    throw new SluiceError('sluice state does not call the service', { hint: 'this is a bug: please report it' });
+    throw new SluiceError(`sluice ${command} does not call the service`, { hint: 'this is a bug: please report it' });
   };
   const built = buildComponents(pipeline.config, { log, baseDir: pipeline.baseDir, client: noService });
-  const describeSink = (s: Sink): string => s.describe();
-  const base = { pipeline: pipeline.name, source: built.sourceType, incremental: isIncremental(built.source) };
-  if (!base.incremental) return { ...base, effective: [], sinks: [] };
-
-  const sinks = built.sinks.map((s) => s.sink);
-  const perSink = await readSinkCheckpoints(sinks, {
-    lockFile: pipelinePaths(pipeline).lockFile,
-    baseDir: pipeline.baseDir,
-    pipeline: pipeline.name,
-    command: `sluice state ${pipeline.file}`,
-    log,
-  });
-  return {
-    ...base,
-    effective: committedList(perSink),
-    sinks: sinks.map((s, i) => ({ sink: describeSink(s), checkpoints: committedList([perSink[i]!], false) })),
-  };
+  return { pipeline, built, log, command: `sluice ${command} ${pipeline.file}` };
 }
 
 /** A checkpoint on one line, cut to what a terminal shows. */
@@ -95,28 +173,49 @@ function oneLine(c: unknown, max = 110): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
-export function formatState(s: CursorState, limit: number): string {
+/** The cursor first (per source, then per sink); the units (`units` at most, sorted) only when asked for. */
+export function formatState(s: CursorState, units: number): string {
   if (!s.incremental)
     return `${s.pipeline}: the ${s.source} source keeps no cursor (not incremental): every run loads everything`;
-  const lines = [`${s.pipeline}: cursor state of the ${s.source} source`];
-  const newestFirst = [...s.effective].reverse();
-  lines.push(
-    `effective (committed by every sink; the next run starts here): ${s.effective.length} unit(s)` +
-      (s.effective.length === 0 ? ' — the next run starts from the initial cursor' : ''),
-  );
-  for (const c of newestFirst.slice(0, limit))
-    lines.push(`  ${c.unit}  run ${c.run || '-'}`, `    ${oneLine(c.checkpoint)}`);
-  if (newestFirst.length > limit) lines.push(`  (${newestFirst.length - limit} older: --limit or --json lists them)`);
-  lines.push('per sink:');
+  const value = (v: string | number | undefined): string =>
+    v === undefined ? `the initial value ${JSON.stringify(s.initial)}` : JSON.stringify(v);
+  const lines = [`${s.pipeline}: ${s.source} source`];
+  if (s.field !== undefined) {
+    lines.push(`next run starts after: ${s.field} > ${value(s.cursor)}  (committed by every sink)`);
+  } else
+    lines.push(
+      `next run skips: ${s.effective.length} unit(s) committed by every sink` +
+        (s.effective.length === 0 ? ' — it starts from the initial cursor' : ''),
+    );
+  if (s.changes > 0) lines.push(`(${s.changes} cursor change(s) made by hand count: \`sluice runs\` lists them)`);
+  lines.push('sinks:');
   const everywhere = new Set(s.effective.map((c) => `${c.run}/${c.unit}`));
   for (const sink of s.sinks) {
     const ahead = sink.checkpoints.filter((c) => !everywhere.has(`${c.run}/${c.unit}`));
     lines.push(
-      `  ${sink.sink}: ${sink.checkpoints.length} unit(s)` +
+      `  ${sink.index}: ${sink.sink}: ` +
+        (s.field !== undefined ? `${s.field} ${value(sink.cursor)}, ` : '') +
+        `${sink.checkpoints.length} unit(s)` +
         (ahead.length > 0 ? `, ${ahead.length} ahead of the other sinks (not counted in the cursor)` : ''),
     );
-    for (const c of [...ahead].reverse().slice(0, limit)) lines.push(`    ahead: ${c.unit}  run ${c.run || '-'}`);
   }
+  if (units > 0) {
+    lines.push(`units committed by every sink (${s.effective.length}), by run then unit:`);
+    const sorted = sortUnits(s.effective);
+    for (const c of sorted.slice(0, units)) lines.push(`  ${c.run || '-'}  ${c.unit}`, `    ${oneLine(c.checkpoint)}`);
+    if (sorted.length > units) lines.push(`  (${sorted.length - units} more: --limit or --json lists them)`);
+    for (const sink of s.sinks) {
+      const ahead = sink.checkpoints.filter((c) => !everywhere.has(`${c.run}/${c.unit}`));
+      for (const c of sortUnits(ahead).slice(0, units))
+        lines.push(`  sink ${sink.index} only: ${c.run || '-'}  ${c.unit}`);
+    }
+  } else if (s.effective.length > 0) lines.push(`(--units lists the ${s.effective.length} committed unit(s))`);
   // Units and checkpoints name files and values from the data: each stays one line.
   return lines.map(printableLine).join('\n');
+}
+
+function sortUnits<T extends { run: string; unit: string }>(units: readonly T[]): T[] {
+  return [...units].sort((a, b) =>
+    a.run !== b.run ? (a.run < b.run ? -1 : 1) : a.unit.localeCompare(b.unit, 'en', { numeric: true }),
+  );
 }

@@ -4,7 +4,7 @@
  * environment, and a password that never shows.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
+import { knownCheckpoint, NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import { SluiceError } from '../../../src/core/errors.js';
 import type { Batch, DeadLetter, SinkContext, WorkUnit } from '../../../src/core/types.js';
 import type { DeclaredSchema } from '../../../src/schema/declared.js';
@@ -391,6 +391,19 @@ describe('postgres sink: merge and replace', () => {
       await rows(`SELECT table_name, unit_id FROM _sluice_state WHERE table_name LIKE 'public.${table}%' ORDER BY 1`),
     ).toEqual([{ table_name: `public.${table}`, unit_id: 'run2/b' }]);
     expect(await rows(`SELECT to_regclass('${table}__sluice_next') IS NULL AS gone`)).toEqual([{ gone: true }]);
+  });
+
+  it('drop (`sluice state drop`) removes the table and its checkpoints together, and no other table’s', async () => {
+    const [table, other] = [freshTable(), freshTable()];
+    const { sink } = await openSink({ table });
+    await sink.writeUnit(unit('a'), batches([{ id: 1 }]), knownCheckpoint({ cursor: 'ts', max: 5 }));
+    await (await openSink({ table: other })).sink.writeUnit(unit('a'), batches([{ id: 2 }]), NO_CHECKPOINT);
+    expect(await sink.drop()).toEqual([`table public.${table}`, 'its rows in public._sluice_state']);
+    expect(await rows(`SELECT to_regclass('${table}') IS NULL AS gone`)).toEqual([{ gone: true }]);
+    expect(await sink.committedCheckpoints()).toEqual(new Map());
+    expect(
+      await rows(`SELECT table_name FROM _sluice_state WHERE table_name IN ('public.${table}', 'public.${other}')`),
+    ).toEqual([{ table_name: `public.${other}` }]);
   });
 });
 

@@ -1,0 +1,293 @@
+/**
+ * A pipeline's cursor state read and changed by hand (`sluice state`, `state set/reset/drop`), always under the
+ * pipeline's run lock and the outputs' locks (read-checkpoints.ts): a run in progress makes each of them exit 3
+ * naming the holder, and no run starts half-way through a change.
+ *
+ * `set` and `reset` write no sink: they add an entry to the pipeline's cursor changes (cursor-base.ts), which every
+ * later run applies to the checkpoints the sinks committed. `drop` removes a sink's table or files together with the
+ * checkpoints stored beside them (`Sink.drop`). Each change is recorded in the run history (state-changes.ts).
+ */
+import { EXIT_CODES, SluiceError } from '../core/errors.js';
+import type { Logger, Sink } from '../core/types.js';
+import type { LoadedPipeline } from '../pipeline/load.js';
+import { isDateText } from '../sources/cursor-bound.js';
+import { lastCursorValue } from '../sources/snapshot.js';
+import type { Built } from './components.js';
+import { addCursorBase, readCursorBase, rebase, type CursorBaseEntry } from './cursor-base.js';
+import { committedList, isIncremental, sinkCheckpoints, type CommittedCheckpoint } from './cursor.js';
+import { pipelinePaths } from './paths.js';
+import { withSinksOpen } from './read-checkpoints.js';
+import { runHistoryFile } from './run-history.js';
+import { recordStateChange, type StateChange } from './state-changes.js';
+import { FileStateStore } from './state-store.js';
+import { newRunId } from './stages/open-state.js';
+
+export interface StateTarget {
+  pipeline: LoadedPipeline;
+  /** The pipeline's components, built without a service (nothing here calls it). */
+  built: Built;
+  log: Logger;
+  /** Written into the locks for whoever finds them taken, and into the history. */
+  command: string;
+}
+
+/** A cursor that is one value: `incremental: {cursor, initial}` (the snapshot source's). */
+interface CursorField {
+  field: string;
+  initial: string | number;
+  maxAheadS: number;
+}
+
+export interface SinkState {
+  /** 1-based, the order of `sinks:`. */
+  index: number;
+  sink: string;
+  /** The newest cursor value this sink committed (sources whose cursor is one value). */
+  cursor?: string | number;
+  checkpoints: CommittedCheckpoint[];
+}
+
+export interface CursorState {
+  pipeline: string;
+  source: string;
+  incremental: boolean;
+  /** The cursor's field and initial value, for sources whose cursor is one value. */
+  field?: string;
+  initial?: string | number;
+  /** What the next run starts from: the newest value every sink committed (absent: the initial value). */
+  cursor?: string | number;
+  /** The units every sink committed, counted by the next run, oldest run first. */
+  effective: CommittedCheckpoint[];
+  sinks: SinkState[];
+  /** Cursor changes made by hand that the runs apply (cursor-base.ts). */
+  changes: number;
+}
+
+function cursorField(p: LoadedPipeline): CursorField | undefined {
+  const inc = (p.config.source as { incremental?: unknown }).incremental as
+    { cursor?: unknown; initial?: unknown; max_ahead_s?: unknown } | undefined;
+  if (typeof inc !== 'object' || inc === null || typeof inc.cursor !== 'string') return undefined;
+  if (typeof inc.initial !== 'string' && typeof inc.initial !== 'number') return undefined;
+  return {
+    field: inc.cursor,
+    initial: inc.initial,
+    maxAheadS: typeof inc.max_ahead_s === 'number' ? inc.max_ahead_s : 86_400,
+  };
+}
+
+function sinksOf(t: StateTarget): Sink[] {
+  return t.built.sinks.map((s) => s.sink);
+}
+
+function locked<T>(t: StateTarget, fn: () => Promise<T>): Promise<T> {
+  return withSinksOpen(
+    sinksOf(t),
+    {
+      lockFile: pipelinePaths(t.pipeline).lockFile,
+      baseDir: t.pipeline.baseDir,
+      pipeline: t.pipeline.name,
+      command: t.command,
+      log: t.log,
+    },
+    fn,
+  );
+}
+
+function noCursor(t: StateTarget): SluiceError {
+  return new SluiceError(`the ${t.built.sourceType} source of ${t.pipeline.name} keeps no cursor (not incremental)`, {
+    hint: 'every run loads everything: there is no cursor to set or reset (`sluice state drop` still removes a sink’s output)',
+    exitCode: EXIT_CODES.config,
+  });
+}
+
+/** The state as the next run would count it, read while the locks are held. */
+async function stateNow(t: StateTarget): Promise<CursorState> {
+  const f = cursorField(t.pipeline);
+  const base = {
+    pipeline: t.pipeline.name,
+    source: t.built.sourceType,
+    incremental: isIncremental(t.built.source),
+    ...(f && { field: f.field, initial: f.initial }),
+  };
+  if (!base.incremental) return { ...base, effective: [], sinks: [], changes: 0 };
+  const entries = await readCursorBase(pipelinePaths(t.pipeline).rootStateDir);
+  const perSink = rebase(await sinkCheckpoints(sinksOf(t)), entries);
+  const valueOf = (m: ReadonlyMap<string, unknown>): string | number | undefined => f && lastCursorValue(m, f.field);
+  const effective = committedList(perSink);
+  const cursor = valueOf(new Map(effective.map((c) => [`${c.run}/${c.unit}`, c.checkpoint])));
+  return {
+    ...base,
+    ...(cursor !== undefined && { cursor }),
+    effective,
+    sinks: sinksOf(t).map((s, i) => {
+      const own = valueOf(perSink[i]!);
+      return {
+        index: i + 1,
+        sink: s.describe(),
+        ...(own !== undefined && { cursor: own }),
+        checkpoints: committedList([perSink[i]!], false),
+      };
+    }),
+    changes: entries.length,
+  };
+}
+
+export function readState(t: StateTarget): Promise<CursorState> {
+  if (!isIncremental(t.built.source)) return stateNow(t);
+  return locked(t, () => stateNow(t));
+}
+
+/** `--sink`: a 1-based index, a sink type that only one sink has, or text only one sink's description holds. */
+export function selectSink(t: StateTarget, which: string): number {
+  const sinks = t.built.sinks;
+  const listed = sinks.map((s, i) => `${i + 1}: ${s.sink.describe()}`).join('; ');
+  const fail = (why: string): never => {
+    throw new SluiceError(`--sink ${which}: ${why}`, {
+      hint: `name a sink by its number, its type or part of its description: ${listed}`,
+      exitCode: EXIT_CODES.config,
+    });
+  };
+  if (/^\d+$/.test(which)) {
+    const n = Number(which);
+    if (n < 1 || n > sinks.length) fail(`the pipeline has ${sinks.length} sink(s), numbered from 1`);
+    return n - 1;
+  }
+  const byType = sinks.flatMap((s, i) => (s.type === which ? [i] : []));
+  if (byType.length === 1) return byType[0]!;
+  const byText = sinks.flatMap((s, i) => (s.sink.describe().includes(which) ? [i] : []));
+  if (byText.length === 1) return byText[0]!;
+  return fail(byType.length + byText.length === 0 ? 'no sink matches' : 'more than one sink matches');
+}
+
+/** The value as the cursor's type takes it: a number for a numeric cursor, a date for a date cursor. */
+export function parseCursorValue(text: string, f: CursorField, now = Date.now()): string | number {
+  const wrong = (what: string): never => {
+    throw new SluiceError(`--cursor ${JSON.stringify(text)}: ${what}`, {
+      hint: `give a value of the cursor's type, like its initial value ${JSON.stringify(f.initial)}`,
+      exitCode: EXIT_CODES.config,
+    });
+  };
+  if (typeof f.initial === 'number') {
+    const n = Number(text);
+    if (text.trim() === '' || !Number.isFinite(n)) wrong(`the cursor on ${f.field} is a number`);
+    return n;
+  }
+  if (isDateText(f.initial)) {
+    if (!isDateText(text)) wrong(`the cursor on ${f.field} is a date (YYYY-MM-DD or an ISO 8601 time)`);
+    // A value the runs would not take as their lower bound (cursor-bound.ts) must not be set either.
+    if (Date.parse(text) > now + f.maxAheadS * 1000)
+      wrong(`it is later than now + ${f.maxAheadS} s (incremental.max_ahead_s): a run would load nothing after it`);
+  }
+  return text;
+}
+
+/**
+ * A mark every earlier run's id sorts below (the lock is held: no run starts meanwhile). `taken()` records it as
+ * the last run's id, completed, when no unfinished run is waiting to resume: the next run's id is made to sort
+ * after it (stages/open-state.ts `newRunId`) even if the clock went back meanwhile.
+ */
+async function sinceMark(t: StateTarget): Promise<{ since: string; unfinished?: string; taken(): Promise<void> }> {
+  const state = await FileStateStore.open(pipelinePaths(t.pipeline).stateFile);
+  const last = state.get<string>('run:id');
+  const unfinished = last !== undefined && state.get('run:complete') !== true ? last : undefined;
+  const since = newRunId(new Date(), last);
+  const taken = async (): Promise<void> => {
+    if (unfinished !== undefined) return;
+    await state.set('run:id', since);
+    await state.set('run:complete', true);
+  };
+  return { since, taken, ...(unfinished !== undefined && { unfinished }) };
+}
+
+export interface Change {
+  record: StateChange;
+  /** What the user should know beyond the change (an unfinished run that the next run resumes). */
+  notes: string[];
+}
+
+async function change(
+  t: StateTarget,
+  entry: Omit<CursorBaseEntry, 'since'> | undefined,
+  rec: (since: string) => Promise<Omit<StateChange, 'at' | 'by' | 'pid' | 'pipeline' | 'command'>>,
+): Promise<Change> {
+  const { since, unfinished, taken } = await sinceMark(t);
+  const what = await rec(since);
+  const paths = pipelinePaths(t.pipeline);
+  if (entry) {
+    await addCursorBase(paths.rootStateDir, { since, ...entry });
+    await taken();
+  }
+  const record = await recordStateChange(runHistoryFile(paths.stateDir), {
+    ...what,
+    pipeline: t.pipeline.name,
+    command: t.command,
+  });
+  const notes =
+    unfinished === undefined
+      ? []
+      : [
+          `the last run (${unfinished}) did not complete: the next \`sluice run\` resumes it from the cursor it ` +
+            'started with; the change applies to the runs after it (or at once with `sluice run --fresh`)',
+        ];
+  return { record, notes };
+}
+
+/** `sluice state set --cursor`: the next run starts after `text` (validated against the cursor's type). */
+export function setCursor(t: StateTarget, text: string): Promise<Change> {
+  if (!isIncremental(t.built.source)) throw noCursor(t);
+  const f = cursorField(t.pipeline);
+  if (f === undefined)
+    throw new SluiceError(`the ${t.built.sourceType} source's cursor is the units it has loaded, not one value`, {
+      hint: '`sluice state reset` forgets them (the next run loads everything again); `sluice state --units` lists them',
+      exitCode: EXIT_CODES.config,
+    });
+  const value = parseCursorValue(text, f);
+  return locked(t, async () => {
+    const before = (await stateNow(t)).cursor ?? f.initial;
+    return change(t, { checkpoints: { 'state-set': { cursor: f.field, max: value } } }, async () => ({
+      kind: 'state-set',
+      what: `cursor on ${f.field} set to ${JSON.stringify(value)} (was ${JSON.stringify(before)}): the next run loads records with ${f.field} > ${JSON.stringify(value)}`,
+      sinks: sinksOf(t).map((s) => s.describe()),
+      cursor: { field: f.field, value, before },
+    }));
+  });
+}
+
+/** `sluice state reset [--sink]`: the sinks' committed checkpoints no longer count; the next run starts over. */
+export function resetCursor(t: StateTarget, sink?: number): Promise<Change> {
+  if (!isIncremental(t.built.source)) throw noCursor(t);
+  const sinks = sinksOf(t);
+  const chosen = sink === undefined ? sinks : [sinks[sink]!];
+  return locked(t, () =>
+    change(t, sink === undefined ? {} : { sinks: [sink] }, async () => ({
+      kind: 'state-reset',
+      what:
+        `forgot the checkpoints ${sink === undefined ? 'every sink' : `sink ${sink + 1}`} committed: ` +
+        'the next run starts from the initial cursor' +
+        (sink !== undefined && sinks.length > 1 ? ' (the cursor is what every sink committed)' : ''),
+      sinks: chosen.map((s) => s.describe()),
+    })),
+  );
+}
+
+/** `sluice state drop --sink`: the sink's table or files and its checkpoints, together. */
+export function dropSink(t: StateTarget, sink: number): Promise<Change> {
+  const s = sinksOf(t)[sink]!;
+  if (s.drop === undefined)
+    throw new SluiceError(`${s.describe()} cannot be dropped by sluice`, {
+      hint: 'remove its output by hand, then `sluice state reset --sink` forgets its checkpoints',
+      exitCode: EXIT_CODES.config,
+    });
+  return locked(t, () =>
+    // A cursor set by hand counts for every sink: the dropped one must start over all the same.
+    change(t, isIncremental(t.built.source) ? { sinks: [sink] } : undefined, async () => {
+      const removed = await s.drop!();
+      return {
+        kind: 'state-drop',
+        what: `dropped ${removed.join(' and ')}: the next run loads it again from the initial cursor`,
+        sinks: [s.describe()],
+        removed,
+      };
+    }),
+  );
+}
