@@ -33,7 +33,19 @@
  * swapped by each shard would publish a part of the output.
  */
 import { randomBytes } from 'node:crypto';
-import { lstat, mkdir, readFile, readdir, readlink, rename, rm, stat, symlink, unlink, writeFile } from 'node:fs/promises';
+import {
+  lstat,
+  mkdir,
+  readFile,
+  readdir,
+  readlink,
+  rename,
+  rm,
+  stat,
+  symlink,
+  unlink,
+  writeFile,
+} from 'node:fs/promises';
 import path from 'node:path';
 import { SluiceError } from '../../src/core/errors.js';
 import { refuseShardedReplace } from '../../src/core/sharded-replace.js';

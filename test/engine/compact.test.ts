@@ -9,7 +9,7 @@
  * failpoint on local disk and on S3.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -66,31 +66,51 @@ interface Output {
 
 let outputs = 0;
 
-/** A pipeline of the file source into one sink, and `nights` runs of it, each with a new input file. */
-async function nights(kind: Kind, storage: Storage, n: number): Promise<Output> {
+/**
+ * A pipeline of the file source into one sink, and the small files of `n` nights in its output: with `runs`, one
+ * run per night, each with a new input file (each run's last publish makes a small file per partition); without,
+ * the cheap way for `npm test`: one run over the `n` files with a tiny target size (every unit published as a file
+ * of its own), and then the target raised to its default, as an owner who finds the files too small would.
+ */
+async function nights(kind: Kind, storage: Storage, n: number, runs = FULL): Promise<Output> {
   const dir = mkdtempSync(path.join(tmpdir(), `sluice-compact-${kind}-`));
   dirs.push(dir);
   const prefix = `o${++outputs}/`;
   const where = storage === 'local' ? 'out' : `s3://${BUCKET}/${prefix}`;
   const s3opts = storage === 's3' ? { s3: { endpoint: (await server()).endpoint, force_path_style: true } } : {};
-  const sink =
-    kind === 'parquet'
-      ? { type: 'parquet', path: where, partition_by: ['country'], ...s3opts }
-      : { type: 'jsonl', path: where, compress: kind === 'jsonl-gz', ...s3opts };
-  const doc = {
-    version: 1,
-    name: 'nightly',
-    service: { base_url: 'emulator', api_key: 'k' },
-    source: { type: 'file', paths: ['in'], format: 'jsonl', concurrency: 1 },
-    sinks: [sink],
-  };
   const file = path.join(dir, 'nightly.yaml');
-  writeFileSync(file, JSON.stringify(doc));
+  const write = (tiny: boolean): void => {
+    const sink =
+      kind === 'parquet'
+        ? { type: 'parquet', path: where, partition_by: ['country'], ...s3opts, ...(tiny && { file_size_bytes: 100 }) }
+        : {
+            type: 'jsonl',
+            path: where,
+            compress: kind === 'jsonl-gz',
+            ...s3opts,
+            ...(tiny && { target_file_mb: 1e-4 }),
+          };
+    const doc = {
+      version: 1,
+      name: 'nightly',
+      service: { base_url: 'emulator', api_key: 'k' },
+      source: { type: 'file', paths: ['in'], format: 'jsonl', concurrency: 1 },
+      sinks: [sink],
+    };
+    writeFileSync(file, JSON.stringify(doc));
+  };
   mkdirSync(path.join(dir, 'in'));
   const out = { dir, file, kind, storage, prefix };
-  for (let night = 1; night <= n; night++) {
-    writeNight(dir, night);
-    expect((await run(out)).records).toBe(ROWS);
+  write(!runs);
+  if (runs)
+    for (let night = 1; night <= n; night++) {
+      writeNight(dir, night);
+      expect((await run(out)).records).toBe(ROWS);
+    }
+  else {
+    for (let night = 1; night <= n; night++) writeNight(dir, night);
+    expect((await run(out)).records).toBe(n * ROWS);
+    write(false);
   }
   return out;
 }
@@ -203,7 +223,6 @@ describe('sluice compact: small files of many nights → target-size files, the 
       expect(result).toMatchObject({ filesBefore: before.files, filesAfter: perNight, replaced: before.files });
       expect(after.rows).toEqual(before.rows);
       expect(after.types).toEqual(before.types);
-      // eslint-disable-next-line no-console
       if (FULL) console.log(`${kind} ${storage}: ${before.files} → ${after.files} files, ${after.rows.length} rows`);
 
       // The units stay committed with their checkpoints: the next night loads its file only.
@@ -263,13 +282,26 @@ const KILLS: { storage: Storage; failpoint: string }[] = FULL
       { storage: 'local', failpoint: 'compact:after-remove' },
     ];
 
+let template: Promise<Output> | undefined;
+/** One local output of three nights for every local kill: each test compacts a copy of it. */
+function killTemplate(): Promise<Output> {
+  return (template ??= nights('parquet', 'local', 3));
+}
+
+function copyOf(o: Output): Output {
+  const dir = mkdtempSync(`${o.dir}-copy-`);
+  dirs.push(dir);
+  cpSync(o.dir, dir, { recursive: true, preserveTimestamps: true });
+  return { ...o, dir, file: path.join(dir, path.basename(o.file)) };
+}
+
 describe('sluice compact: kill -9 mid-compaction', () => {
   for (const { storage, failpoint } of KILLS)
     it(
       `parquet ${storage}, killed at ${failpoint}: the dataset equal, a rerun completes`,
       { timeout: 120_000 },
       async () => {
-        const o = await nights('parquet', storage, 3);
+        const o = storage === 'local' ? copyOf(await killTemplate()) : await nights('parquet', storage, 3);
         const before = await dataset(o);
         const killed = await compactKilled(o, failpoint);
         expect(killed.died, killed.stderr).toBe(true);
