@@ -210,7 +210,7 @@ const CASES: { kind: Kind; storage: Storage }[] = [
 
 describe('sluice compact: small files of many nights → target-size files, the dataset equal', () => {
   for (const { kind, storage } of CASES)
-    it(`${kind} ${storage}: ${NIGHTS} nights`, { timeout: 120_000 }, async () => {
+    it(`${kind} ${storage}: ${NIGHTS} nights`, { timeout: FULL ? 900_000 : 120_000 }, async () => {
       const o = await nights(kind, storage, NIGHTS);
       const before = await dataset(o);
       const perNight = kind === 'parquet' ? 2 : 1;
@@ -233,6 +233,23 @@ describe('sluice compact: small files of many nights → target-size files, the 
       await compact(o);
       expect((await dataset(o)).files).toBe(perNight);
     });
+});
+
+describe('compact_after: compaction at the end of a run', () => {
+  it('rewrites the small files once a run leaves as many as it says', async () => {
+    const o = await nights('jsonl', 'local', 2, true);
+    const doc = JSON.parse(readFileSync(o.file, 'utf8')) as { sinks: Record<string, unknown>[] };
+    doc.sinks[0]!.compact_after = 3;
+    writeFileSync(o.file, JSON.stringify(doc));
+    const before = await dataset(o);
+    expect(before.files).toBe(2);
+    writeNight(o.dir, 3);
+    expect((await run(o)).records).toBe(ROWS);
+    const after = await dataset(o);
+    expect(after.files).toBe(1);
+    expect(after.rows).toHaveLength(3 * ROWS);
+    expect(after.rows).toEqual(expect.arrayContaining(before.rows));
+  });
 });
 
 describe('sluice compact: the output’s lock', () => {
@@ -299,7 +316,7 @@ describe('sluice compact: kill -9 mid-compaction', () => {
   for (const { storage, failpoint } of KILLS)
     it(
       `parquet ${storage}, killed at ${failpoint}: the dataset equal, a rerun completes`,
-      { timeout: 120_000 },
+      { timeout: FULL ? 900_000 : 120_000 },
       async () => {
         const o = storage === 'local' ? copyOf(await killTemplate()) : await nights('parquet', storage, 3);
         const before = await dataset(o);
