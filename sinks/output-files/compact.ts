@@ -51,7 +51,9 @@ export function planCompaction(sizes: ReadonlyMap<string, number>, targetBytes: 
   for (const [rel, size] of sizes) {
     if (size >= targetBytes * SMALL_SHARE) continue;
     const dir = path.posix.dirname(rel);
-    byDir.set(dir, [...(byDir.get(dir) ?? []), rel]);
+    const list = byDir.get(dir);
+    if (list) list.push(rel);
+    else byDir.set(dir, [rel]);
   }
   const groups: Group[] = [];
   for (const [dir, files] of [...byDir].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {

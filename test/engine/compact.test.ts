@@ -5,8 +5,8 @@
  * committed with their checkpoints (the next run loads nothing again), a kill -9 at each compaction failpoint leaves
  * the dataset equal and a rerun completes with nothing left over, and a run holding the output's lock refuses it.
  *
- * `npm test`: a few nights (Parquet local, JSONL local and S3), kills at two failpoints on local disk. `SLUICE_COMPACT=full` (CI): thirty nights, every
- * failpoint on local disk and on S3.
+ * `npm test`: a few nights (Parquet local, JSONL local and on S3), kills at two failpoints on local disk.
+ * `SLUICE_COMPACT=full` (CI): thirty nights, Parquet on S3 too, every failpoint on local disk and on S3.
  */
 import { spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
