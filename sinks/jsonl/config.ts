@@ -56,6 +56,14 @@ export const jsonlSinkSchema = z
       .describe(
         `Target size of a file in MB, as stored (compressed when gzip; default ${DEFAULT_TARGET_FILE_MB}). Units are staged until their rows make a file of about this size, then published together; a unit is never split, and the last file of a run may be smaller.`,
       ),
+    compact_after: z
+      .number()
+      .int()
+      .min(2)
+      .optional()
+      .describe(
+        'Compact at the end of a run: once a partition (or the directory, unpartitioned) holds at least this many small published files (under half of `target_file_mb`), they are rewritten into files of about `target_file_mb`, as `sluice compact` does. Unset: only `sluice compact` compacts.',
+      ),
     s3: s3Option,
     lineage: lineageOption,
     schema_contract: schemaContractOption,

@@ -20,12 +20,14 @@
  * `currentColumns()`, the schema contract and the changes a commit reports.
  */
 import { randomBytes } from 'node:crypto';
-import { rm, stat } from 'node:fs/promises';
+import { mkdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { ComponentDef, ComponentDeps } from '../../src/core/component.js';
 import type {
   Batch,
   CommitResult,
+  CompactSummary,
+  Logger,
   OutputQuery,
   QueryableOutput,
   RawFile,
@@ -46,9 +48,11 @@ import { datasetColumns, deserializeColumns, schemaChanges, serializeColumns } f
 import type { Manifest } from '../output-files/manifest.js';
 import { Mutex } from '../output-files/mutex.js';
 import { writeNdjson } from '../output-files/ndjson-writer.js';
+import { compactAtFinish, compactOutput } from '../output-files/compact.js';
 import {
   fileSinkLockPath,
   manifestCheckpoints,
+  openForCompaction,
   newPublishId,
   openFileSinkOutput,
   publishedFilesGlob,
@@ -182,10 +186,41 @@ export class JsonlSink implements Sink {
     });
   }
 
-  /** Publishes whatever is still staged, then (for `replace`) swaps the new generation in. */
+  /** Publishes whatever is still staged, compacts if `compact_after` says so, then (`replace`) swaps in. */
   async finish(): Promise<void> {
     await this.publish(true);
+    const after = this.config.compact_after;
+    if (after !== undefined)
+      await compactAtFinish(
+        () => this.compactWith(this.dir(), after, this.context().log),
+        'jsonl sink',
+        this.context().log,
+      );
     await this.dir().finish();
+  }
+
+  /** `sluice compact`: the output's small files joined into target-size ones (output-files/compact.ts). */
+  async compact(ctx: SinkContext): Promise<CompactSummary> {
+    const out = await openForCompaction(this.config, ctx, this.options, 'jsonl');
+    if (!out) return { filesBefore: 0, filesAfter: 0, replaced: 0, written: 0 };
+    return this.compactWith(out, 2, ctx.log);
+  }
+
+  /** Files are joined as they are, lines in file-name order (gzip members stay members, as a publish joins them). */
+  private compactWith(out: OutputDir, minFiles: number, log: Logger): Promise<CompactSummary> {
+    return compactOutput(out, {
+      targetBytes: this.targetBytes,
+      minFiles,
+      ext: this.ext,
+      label: 'jsonl sink',
+      log,
+      rewrite: async (inputs, dir, publishId) => {
+        await mkdir(dir, { recursive: true });
+        const name = `part-${publishId}-0.tmp`;
+        await concatFiles(inputs, path.join(dir, name));
+        return [name];
+      },
+    });
   }
 
   async close(): Promise<void> {

@@ -5,12 +5,13 @@
  * the sink.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { CommitResult, Logger, SchemaChange, SinkContext, UnitCommit, WorkUnit } from '../../src/core/types.js';
 import { InferredSchema } from '../../src/schema/infer.js';
 import type { SerializedColumns } from './dataset-schema.js';
 import type { Manifest, ManifestUnit, ShardRef } from './manifest.js';
+import { isErrno } from './fs-durable.js';
 import { OutputDir, outputLockPath, outputRoot, type FileSinkHooks } from './output-dir.js';
 import { isS3Url, type S3Options } from './s3.js';
 
@@ -51,6 +52,39 @@ export async function openFileSinkOutput(
   });
   await mkdir(out.stagedDir, { recursive: true });
   return out;
+}
+
+/**
+ * The output's live data for `sluice compact`: opened as an `append` joins it (the directory, or the generation a
+ * `replace` output links to), so nothing new is started; undefined when no run has written the output yet.
+ */
+export async function openForCompaction(
+  target: FileSinkTarget,
+  ctx: SinkContext,
+  options: FileSinkOptions,
+  format: Manifest['format'],
+): Promise<OutputDir | undefined> {
+  const root = outputRoot(ctx.baseDir, target.path);
+  if (!isS3Url(root)) {
+    try {
+      if (!(await stat(root)).isDirectory()) return undefined;
+    } catch (err) {
+      if (isErrno(err, 'ENOENT')) return undefined;
+      throw err;
+    }
+  }
+  return OutputDir.open({
+    root,
+    ...(target.s3 && { s3: target.s3 }),
+    mode: 'append',
+    fresh: false,
+    pipeline: ctx.pipeline,
+    format,
+    label: `${format} sink`,
+    log: ctx.log,
+    hooks: options.hooks ?? {},
+    ...(options.shard && { shard: options.shard }),
+  });
 }
 
 /** Two pipelines writing to one directory would each remove the other's temp files as orphans. */

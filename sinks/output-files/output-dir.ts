@@ -42,6 +42,7 @@ import {
   rename,
   rm,
   rmdir,
+  stat,
   symlink,
   unlink,
   writeFile,
@@ -122,9 +123,14 @@ export class CommitIncompleteError extends SluiceError {
   override readonly name = 'CommitIncompleteError';
 }
 
-/** What a `.pending` marker holds: each file's temp path (absolute) and final path (relative to the data dir). */
+/**
+ * What a `.pending` marker holds: each file's temp path (absolute) and final path (relative to the data dir), and
+ * the data files the commit takes out of the output (compaction: the small files its new ones replace), removed
+ * once the new files are in place.
+ */
 interface Marker {
   moves: Move[];
+  removes?: string[];
 }
 
 /** A temp file to move into the output directory, at `to` (relative, `/`-separated). */
@@ -244,6 +250,12 @@ export class OutputDir {
     apply: (m: Manifest) => void;
     /** Runs under the lock after the files are in place (e.g. deleting staged files that are now published). */
     after?: () => Promise<void>;
+    /**
+     * Data files (relative) the commit takes out of the output: `apply` stops referring to them, and they are
+     * removed once `moves` are in place. The marker lists them, so a crash before they are all gone leaves them
+     * to the next open to remove (compaction: see compact.ts).
+     */
+    removes?: string[];
   }): Promise<boolean> {
     if (this.remote) return this.commitS3(this.remote, req);
     return this.mutex.run(async () => {
@@ -267,7 +279,8 @@ export class OutputDir {
         if (req.moves.length > 0) {
           await Promise.all(req.moves.map((m) => fsyncFile(m.from)));
           marker = this.tempPath('commit', MARKER_EXT.slice(1));
-          await writeFile(marker, JSON.stringify({ moves: req.moves } satisfies Marker));
+          const content: Marker = { moves: req.moves, ...(req.removes?.length && { removes: req.removes }) };
+          await writeFile(marker, JSON.stringify(content));
           await fsyncFile(marker);
           await fsyncDir(this.tmpDir);
           await this.opts.hooks?.beforeManifest?.();
@@ -296,6 +309,7 @@ export class OutputDir {
           await this.opts.hooks?.afterManifest?.();
           failpoint('files:after-manifest');
           await this.moveIntoPlace(req.moves);
+          await this.removeReplaced(req.removes ?? []);
           await unlink(marker);
         } catch (err) {
           // Committed, not yet visible: the marker stays, and the next open completes the commit.
@@ -334,7 +348,7 @@ export class OutputDir {
         const staged = [...stagedFiles(next)]
           .filter((f) => !stagedBefore.has(f))
           .map((rel) => ({ rel, file: path.join(this.dataDir, rel) }));
-        upload = await remote.upload(req.moves, staged);
+        upload = await remote.upload(req.moves, staged, req.removes ?? []);
         await this.opts.hooks?.beforeManifest?.();
         failpoint('files:before-manifest');
       } catch (err) {
@@ -381,6 +395,46 @@ export class OutputDir {
       failpoint('files:after-rename');
     }
     for (const d of dirs) await fsyncDir(d);
+  }
+
+  /**
+   * Removes data files a recorded commit replaced, unless the manifest still refers to them (a marker is only
+   * followed once its commit is recorded, and a file named again by a later commit is not this commit's to remove).
+   */
+  private async removeReplaced(removes: readonly string[]): Promise<void> {
+    if (removes.length === 0) return;
+    const referenced = referencedFiles(this.manifest);
+    const dirs = new Set<string>();
+    for (const rel of removes) {
+      if (referenced.has(rel)) continue;
+      const file = path.join(this.dataDir, rel);
+      await rm(file, { force: true });
+      dirs.add(path.dirname(file));
+      failpoint('compact:after-remove');
+    }
+    for (const d of dirs) await fsyncDir(d);
+  }
+
+  /** Bytes of each published data file the manifest names (relative path → size); files not found are left out. */
+  async publishedSizes(): Promise<Map<string, number>> {
+    const files = referencedFiles(this.manifest);
+    const out = new Map<string, number>();
+    if (this.remote) {
+      const sizes = await this.remote.store.listSizes(this.remote.dataPrefix);
+      for (const [key, size] of sizes) {
+        const rel = key.slice(this.remote.dataPrefix.length);
+        if (files.has(rel)) out.set(rel, size);
+      }
+      return out;
+    }
+    for (const rel of files) {
+      try {
+        out.set(rel, (await stat(path.join(this.dataDir, rel))).size);
+      } catch (err) {
+        if (!isErrno(err, 'ENOENT')) throw err;
+      }
+    }
+    return out;
   }
 
   /** Runs `fn` under the commit lock (nothing commits meanwhile). */
@@ -444,11 +498,13 @@ export class OutputDir {
     const moved: string[] = [];
     for (const name of (await readdir(this.tmpDir)).filter((n) => n.endsWith(MARKER_EXT))) {
       const file = path.join(this.tmpDir, name);
-      const moves = (await readMarker(file)).moves ?? [];
+      const marker = await readMarker(file);
+      const moves = marker.moves ?? [];
       if (moves.length === 0 || !moves.every((m) => referenced.has(m.to))) continue;
       const pending: Move[] = [];
       for (const m of moves) if (await exists(m.from)) pending.push(m);
       await this.moveIntoPlace(pending);
+      await this.removeReplaced(marker.removes ?? []);
       await unlink(file);
       moved.push(...pending.map((m) => m.to));
     }

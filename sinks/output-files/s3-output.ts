@@ -54,10 +54,12 @@ export const S3_GENERATIONS = '.sluice-generations/';
 export const S3_POINTER = '_sluice_current.json';
 const NEXT = `${S3_GENERATIONS}NEXT`;
 
-/** A commit's temp objects, uploaded and listed in its marker. */
+/** A commit's temp objects, uploaded and listed in its marker, and the data objects it takes out (compaction). */
 export interface RemoteCommit {
   marker?: string;
   moves: { from: string; to: string }[];
+  /** Keys (relative to the output's prefix) deleted once the moves are in place. */
+  removes?: string[];
 }
 
 /** What `_sluice_current.json` holds. */
@@ -154,8 +156,15 @@ export class S3Output {
     await this.store.putText(this.manifestKey, manifestText(m));
   }
 
-  /** Step 1: uploads `moves` (local file → final relative key) to temp keys and writes their marker. */
-  async upload(moves: readonly { from: string; to: string }[], staged: readonly { file: string; rel: string }[]) {
+  /**
+   * Step 1: uploads `moves` (local file → final relative key) to temp keys and writes their marker, which also
+   * lists `removes` (data files, relative to the data prefix, that the commit takes out of the output).
+   */
+  async upload(
+    moves: readonly { from: string; to: string }[],
+    staged: readonly { file: string; rel: string }[],
+    removes: readonly string[] = [],
+  ) {
     const id = `${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
     const commit: RemoteCommit = { moves: [] };
     const journal = (name: string): string => `${this.tmpPrefix}${id}/${name}.upload`;
@@ -166,9 +175,13 @@ export class S3Output {
       await this.store.uploadFile(m.from, tmp, journal(String(i)));
       commit.moves.push({ from: tmp, to: `${this.dataPrefix}${m.to}` });
     }
+    if (removes.length > 0) commit.removes = removes.map((r) => `${this.dataPrefix}${r}`);
     if (commit.moves.length > 0) {
       commit.marker = `${this.tmpPrefix}${id}.pending`;
-      await this.store.putText(commit.marker, JSON.stringify({ moves: commit.moves }));
+      await this.store.putText(
+        commit.marker,
+        JSON.stringify({ moves: commit.moves, ...(commit.removes && { removes: commit.removes }) }),
+      );
     }
     return commit;
   }
@@ -181,6 +194,12 @@ export class S3Output {
       failpoint('files:after-rename');
     }
     await this.store.delete(commit.moves.map((m) => m.from));
+    // The objects the commit replaced, in batches (one request each): counted by the failpoint per batch.
+    const removes = commit.removes ?? [];
+    for (let i = 0; i < removes.length; i += 1000) {
+      await this.store.delete(removes.slice(i, i + 1000));
+      failpoint('compact:after-remove');
+    }
     if (commit.marker) await this.store.delete([commit.marker]);
   }
 
@@ -196,13 +215,17 @@ export class S3Output {
     const moved: string[] = [];
     for (const marker of tmp.filter((k) => k.endsWith('.pending'))) {
       let moves: RemoteCommit['moves'] = [];
+      let removes: string[] = [];
       try {
-        moves = (JSON.parse((await this.store.getText(marker)) ?? '{}') as Partial<RemoteCommit>).moves ?? [];
+        const content = JSON.parse((await this.store.getText(marker)) ?? '{}') as Partial<RemoteCommit>;
+        moves = content.moves ?? [];
+        removes = content.removes ?? [];
       } catch {
         // A marker is one PutObject: never torn; unreadable means not ours.
       }
       if (moves.length === 0 || !moves.every((mv) => referenced.has(mv.to))) continue;
-      await this.complete({ moves, marker }, present);
+      // A replaced object the manifest names again is not this commit's to delete.
+      await this.complete({ moves, marker, removes: removes.filter((k) => !referenced.has(k)) }, present);
       moved.push(...moves.filter((mv) => present.has(mv.from)).map((mv) => mv.to));
     }
     // Uploads a crash cut off, named by their journals, before the journals go with the other temp objects.

@@ -355,14 +355,19 @@ export class S3Store {
 
   /** Keys (relative) under `rel`. */
   async list(rel: string): Promise<string[]> {
-    const out: string[] = [];
+    return [...(await this.listSizes(rel)).keys()];
+  }
+
+  /** Every key under `rel` (relative to the prefix) with its size in bytes. */
+  async listSizes(rel: string): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
     let token: string | undefined;
     try {
       do {
         const r = await this.client.send(
           new ListObjectsV2Command({ Bucket: this.loc.bucket, Prefix: this.key(rel), ContinuationToken: token }),
         );
-        for (const o of r.Contents ?? []) if (o.Key) out.push(o.Key.slice(this.loc.prefix.length));
+        for (const o of r.Contents ?? []) if (o.Key) out.set(o.Key.slice(this.loc.prefix.length), o.Size ?? 0);
         token = r.IsTruncated ? r.NextContinuationToken : undefined;
       } while (token);
     } catch (err) {

@@ -30,6 +30,8 @@ import type { ComponentDef, ComponentDeps } from '../../src/core/component.js';
 import type {
   Batch,
   CommitResult,
+  CompactSummary,
+  Logger,
   OutputQuery,
   QueryableOutput,
   Sink,
@@ -49,9 +51,11 @@ import {
   serializeColumns,
   textifies,
 } from '../output-files/dataset-schema.js';
+import { compactAtFinish, compactOutput } from '../output-files/compact.js';
 import {
   fileSinkLockPath,
   manifestCheckpoints,
+  openForCompaction,
   newPublishId,
   openFileSinkOutput,
   publishedFilesGlob,
@@ -66,7 +70,7 @@ import { publishedFilesQueryable } from '../output-files/queryable.js';
 import { unitFileStem } from '../output-files/unit-file-name.js';
 import { DEFAULT_TARGET_FILE_MB, parquetLimits, parquetSinkSchema, type ParquetSinkConfig } from './config.js';
 import { restageUnjudged } from './restage.js';
-import { copyToParquet, emptyFiles, listFiles, rewriteIfNeeded } from './write-files.js';
+import { compactParquet, copyToParquet, emptyFiles, listFiles, rewriteIfNeeded } from './write-files.js';
 
 /** Staged NDJSON bytes per Parquet byte before any publish has measured it (company profiles, zstd: ~6). */
 const INITIAL_JSON_PER_PARQUET = 6;
@@ -232,10 +236,46 @@ export class ParquetSink implements Sink {
     return this.dir().drop();
   }
 
-  /** Publishes whatever is still staged, then (for `replace`) swaps the new generation in. */
+  /** Publishes whatever is still staged, compacts if `compact_after` says so, then (`replace`) swaps in. */
   async finish(): Promise<void> {
     await this.publish(true);
+    if (this.config.compact_after !== undefined)
+      await compactAtFinish(
+        () => this.compactWith(this.dir(), this.connection(), this.config.compact_after!, this.context().log),
+        'parquet sink',
+        this.context().log,
+      );
     await this.dir().finish();
+  }
+
+  /** `sluice compact`: the output's small files rewritten into target-size ones (output-files/compact.ts). */
+  async compact(ctx: SinkContext): Promise<CompactSummary> {
+    const out = await openForCompaction(this.config, ctx, this.options, 'parquet');
+    if (!out) return { filesBefore: 0, filesAfter: 0, replaced: 0, written: 0 };
+    const db = await DuckDBInstance.create(':memory:');
+    const conn = await db.connect();
+    try {
+      await conn.run(`SET TimeZone = 'UTC'`);
+      await conn.run('SET threads = 1');
+      return await this.compactWith(out, conn, 2, ctx.log);
+    } finally {
+      conn.closeSync();
+      db.closeSync();
+    }
+  }
+
+  private compactWith(out: OutputDir, conn: DuckDBConnection, minFiles: number, log: Logger): Promise<CompactSummary> {
+    const order = (out.manifest.schema ?? []).map(([k]) => k);
+    const targetBytes = this.targetBytes;
+    return compactOutput(out, {
+      targetBytes,
+      minFiles,
+      ext: '.parquet',
+      label: 'parquet sink',
+      log,
+      rewrite: (inputs, dir, publishId) =>
+        compactParquet(conn, this.config, { inputs, dir, publishId, targetBytes, order }),
+    });
   }
 
   async close(): Promise<void> {

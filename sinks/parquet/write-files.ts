@@ -79,6 +79,43 @@ export async function copyToParquet(conn: DuckDBConnection, config: ParquetSinkC
   }
 }
 
+/**
+ * Compaction (output-files/compact.ts): the rows of published files `inputs` as files of about `targetBytes` in
+ * `dir`, read as one union by name — what a reader of the dataset gets for them — with the columns in the dataset's
+ * order (`order`, the manifest's), so every file keeps one column order. Returns the names written (`.tmp`) that
+ * hold rows.
+ */
+export async function compactParquet(
+  conn: DuckDBConnection,
+  config: ParquetSinkConfig,
+  w: { inputs: string[]; dir: string; publishId: string; targetBytes: number; order: readonly string[] },
+): Promise<string[]> {
+  const from = `read_parquet([${w.inputs.map(quoteString).join(', ')}], union_by_name = true, hive_partitioning = false)`;
+  const present = (await conn.runAndReadAll(`SELECT * FROM ${from} LIMIT 0`)).columnNames();
+  const rank = new Map(w.order.map((k, i) => [k, i]));
+  const ordered = present
+    .map((k, i) => ({ k, at: rank.get(k) ?? w.order.length + i }))
+    .sort((a, b) => a.at - b.at)
+    .map(({ k }) => quoteIdent(k));
+  const options = [
+    ...fileOptions(config),
+    `FILENAME_PATTERN ${quoteString(`part-${w.publishId}-{i}`)}`,
+    `FILE_EXTENSION 'tmp'`,
+    `FILE_SIZE_BYTES ${w.targetBytes}`,
+  ];
+  try {
+    await conn.run(`COPY (SELECT ${ordered.join(', ')} FROM ${from}) TO ${quoteString(w.dir)} (${options.join(', ')})`);
+  } catch (err) {
+    throw new SluiceError(`parquet sink: could not compact files: ${(err as Error).message.split('\n')[0]}`, {
+      hint: 'nothing was changed: the small files stay as they are; fix the cause and run `sluice compact` again',
+      cause: err,
+    });
+  }
+  const written = await listFiles(w.dir);
+  const empty = await emptyFiles(conn, w.dir, written);
+  return written.filter((f) => !empty.has(f));
+}
+
 /** A published file's columns, as DuckDB reads them. */
 export async function fileColumns(conn: DuckDBConnection, file: string): Promise<Map<string, LogicalType>> {
   const r = await conn.runAndReadAll(

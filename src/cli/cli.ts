@@ -37,6 +37,7 @@ const COMMAND_MODULES: Record<string, CommandLoader> = {
   runs: async (ctx) => (await import('./commands/runs.js')).runsCommand(ctx),
   state: async (ctx) => (await import('./commands/state.js')).stateCommand(ctx),
   report: async (ctx) => (await import('./commands/report.js')).reportCommand(ctx),
+  compact: async (ctx) => (await import('./commands/compact.js')).compactCommand(ctx),
 };
 
 const COMMANDS = Object.keys(COMMAND_MODULES);

@@ -36,6 +36,11 @@ export const FAILPOINTS = {
   'files:mid-upload':
     'amount = bytes of one object uploaded to S3 so far (a temp or staging object), before its upload completes: ' +
     'after each part of a multipart upload, or just before the one request of an object of 8 MB or less',
+  'compact:written':
+    'compaction: a partition’s new files are written (to the temp area, not yet uploaded), before their commit',
+  'compact:after-remove':
+    'compaction: one replaced small file is removed after the manifest swap (counts removals; on S3 a batch of ' +
+    'up to 1,000), before the commit’s marker is removed',
   'parquet:staged': 'a unit’s staging file is written and synced, before the manifest records the unit as staged',
   'replace:before-swap':
     'replace (file sinks): the new symlink is made beside the output, before it is renamed over it',

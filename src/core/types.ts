@@ -317,6 +317,14 @@ export interface SinkCapabilities {
   limits?: StoreLimits;
 }
 
+/** What a compaction did (Sink.compact): data files before and after, small files replaced, new files written. */
+export interface CompactSummary {
+  filesBefore: number;
+  filesAfter: number;
+  replaced: number;
+  written: number;
+}
+
 /** A query that reads a sink's output back through DuckDB (`--show`), and the database file it runs in. */
 export interface OutputQuery {
   /** undefined: an in-memory DuckDB (files read with read_parquet / read_json). */
@@ -394,6 +402,11 @@ export interface Sink {
   writeUnitFile?(unit: WorkUnit, file: RawFile, commit: UnitCommit, check?: RecordCheck): Promise<CommitResult>;
   /** Called once after every unit succeeded (e.g. `replace` swaps the new generation in here). */
   finish(): Promise<void>;
+  /**
+   * Optional (file sinks): `sluice compact` — rewrites the small published files of the output into files of about
+   * the target size, under the output's commit protocol. Called instead of `open()`, under the output's lock.
+   */
+  compact?(ctx: SinkContext): Promise<CompactSummary>;
   /** Optional: what the sink committed, for checks after the load; called after `finish()`, before `close()`. */
   queryable?(): Promise<QueryableOutput>;
   close(): Promise<void>;

@@ -35,6 +35,7 @@ const commands = [
   ['datasets', 'download'],
   ['datasets', 'filter'],
   ['report'],
+  ['compact'],
 ];
 
 describe('--help', () => {

@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { CELLS, TEST_CELLS, cellLabel } from '../../../bench/crash-matrix.js';
 import { leftovers, outputDigest, visibleAfterKill, type Output } from '../../../bench/lib/crash-outputs.js';
 import { FAILPOINTS } from '../../../src/core/failpoints.js';
+import { COMPACT_FAILPOINTS } from '../../engine/compact-failpoints.js';
 import { TARGETS } from '../../sinks/conformance/targets.js';
 import { HALVES, MATRIX } from './run-cells.js';
 
@@ -84,6 +85,7 @@ describe('the cells npm test runs', () => {
     // targets (test/sinks/conformance/targets.ts), which strike each of theirs in CI and the first in npm test.
     const struck = new Set([
       ...CELLS.flatMap((c) => ('failpoint' in c.kill ? [c.kill.failpoint.split('=')[0]] : [])),
+      ...COMPACT_FAILPOINTS,
       ...TARGETS.flatMap((t) =>
         Object.values(t.failpoints)
           .flat()
