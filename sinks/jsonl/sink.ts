@@ -22,7 +22,7 @@
 import { randomBytes } from 'node:crypto';
 import { rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { ComponentDef, ComponentDeps } from '../../src/core/component.js';
+import type { ComponentDef, ComponentDeps } from '../../src/contracts/component.js';
 import type {
   Batch,
   CommitResult,
@@ -39,7 +39,7 @@ import type {
 } from '../../src/core/types.js';
 import { quoteString } from '../../src/schema/duckdb-types.js';
 import { InferredSchema } from '../../src/schema/infer.js';
-import { jsonTypeName, type LogicalType } from '../../src/schema/logical-type.js';
+import { jsonTypeName, type LogicalType } from '../../src/core/logical-type.js';
 import { RecordJudge } from '../../src/schema/storable.js';
 import { displayPath } from '../display-path.js';
 import { datasetColumns, deserializeColumns, schemaChanges, serializeColumns } from '../output-files/dataset-schema.js';

@@ -26,7 +26,7 @@ import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { EXIT_CODES, SluiceError } from '../../src/core/errors.js';
 import { failpoint } from '../../src/core/failpoints.js';
-import type { ComponentDef, ComponentDeps } from '../../src/core/component.js';
+import type { ComponentDef, ComponentDeps } from '../../src/contracts/component.js';
 import type {
   Batch,
   CommitResult,
@@ -39,7 +39,7 @@ import type {
   WorkUnit,
 } from '../../src/core/types.js';
 import { duckdbType, quoteString } from '../../src/schema/duckdb-types.js';
-import { VARCHAR, type LogicalType } from '../../src/schema/logical-type.js';
+import { VARCHAR, type LogicalType } from '../../src/core/logical-type.js';
 import { RecordJudge, unstorablePolicy } from '../../src/schema/storable.js';
 import { displayPath } from '../display-path.js';
 import {

@@ -16,7 +16,7 @@
 import { readdir, readFile, writeFile, mkdir, rename } from 'node:fs/promises';
 import path from 'node:path';
 import { pipelineLimits } from '../pipeline/limits-schema.js';
-import type { ComponentDeps } from '../core/component.js';
+import type { ComponentDeps } from '../contracts/component.js';
 import { PRIVATE_FILE } from '../core/private-files.js';
 import { EXIT_CODES, SluiceError } from '../core/errors.js';
 import type { Logger, SourceContext, StateStore } from '../core/types.js';

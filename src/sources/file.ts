@@ -14,7 +14,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { SluiceError } from '../core/errors.js';
 import type { Batch, RawDecodeOptions, RawFile, Source, SourceContext, WorkUnit } from '../core/types.js';
-import type { ComponentDef, ComponentDeps } from '../core/component.js';
+import type { ComponentDef, ComponentDeps } from '../contracts/component.js';
 import { decode } from '../decode/index.js';
 import { countBytes, localFileBounds } from './bytes.js';
 import { rawDecodeOptions } from './raw-decode.js';

@@ -9,7 +9,7 @@
  */
 import { z } from 'zod';
 import type { Source } from '../core/types.js';
-import type { ComponentDef } from '../core/component.js';
+import type { ComponentDef } from '../contracts/component.js';
 import { crawlFields, extraParamsField } from './crawl/config.js';
 import { placesFromSearch } from './crawl/places-from-search.js';
 import { readQueriesFile, uniqueQueries } from './crawl/queries.js';

@@ -12,7 +12,7 @@
  */
 import { z } from 'zod';
 import type { Source, SourceContext } from '../core/types.js';
-import type { ComponentDef } from '../core/component.js';
+import type { ComponentDef } from '../contracts/component.js';
 import { crawlFields, extraParamsField } from './crawl/config.js';
 import { readQueriesFile, uniqueQueries } from './crawl/queries.js';
 import { searchPages } from './crawl/search-pages.js';

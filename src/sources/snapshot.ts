@@ -30,7 +30,7 @@ import { SluiceError } from '../core/errors.js';
 import { failpoint } from '../core/failpoints.js';
 import type { DecodeBounds } from '../core/limits.js';
 import type { Batch, RawDecodeOptions, RawFile, Source, SourceContext, WorkUnit } from '../core/types.js';
-import type { ComponentDef, ComponentDeps } from '../core/component.js';
+import type { ComponentDef, ComponentDeps } from '../contracts/component.js';
 import { checkedBytes, decode } from '../decode/index.js';
 import { countBytes, downloadBounds } from './bytes.js';
 import { PRIVATE_FILE } from '../core/private-files.js';

@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { Batch, Row, Transform, TransformContext } from '../core/types.js';
-import type { ComponentDef } from '../core/component.js';
+import type { ComponentDef } from '../contracts/component.js';
 import { describeValue, getPath } from './coerce.js';
 
 export const dedupeSchema = z

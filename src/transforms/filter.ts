@@ -8,7 +8,7 @@
  */
 import { z } from 'zod';
 import type { Row, Transform } from '../core/types.js';
-import type { ComponentDef } from '../core/component.js';
+import type { ComponentDef } from '../contracts/component.js';
 import { isDateOnly, isTimestamp, parseIsoTimestamp } from '../core/values.js';
 import { getPath, toNumber } from './coerce.js';
 import { mapRows } from './map-rows.js';

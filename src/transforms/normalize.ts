@@ -4,8 +4,8 @@
  */
 import { z } from 'zod';
 import type { Batch, Row, Transform, TransformContext } from '../core/types.js';
-import type { ComponentDef } from '../core/component.js';
-import type { DeclaredSchema } from '../schema/declared.js';
+import type { ComponentDef } from '../contracts/component.js';
+import type { DeclaredSchema } from '../core/declared.js';
 import { rawRow } from './coerce.js';
 import { COMPANY_PROFILE_COLUMNS, normalizeCompanyProfile } from './presets/company-profile.js';
 import type { PresetFn, PresetOptions } from './presets/preset.js';

@@ -1,7 +1,7 @@
 /** `rename`: rename top-level fields, keeping their position in the row. */
 import { z } from 'zod';
 import type { Row, Transform } from '../core/types.js';
-import type { ComponentDef } from '../core/component.js';
+import type { ComponentDef } from '../contracts/component.js';
 import { mapRows } from './map-rows.js';
 
 export const renameSchema = z

@@ -1,7 +1,7 @@
 /** `select`: keep only the listed fields (in that order), or with `exclude: true` drop them. */
 import { z } from 'zod';
 import type { Row, Transform } from '../core/types.js';
-import type { ComponentDef } from '../core/component.js';
+import type { ComponentDef } from '../contracts/component.js';
 import { mapRows } from './map-rows.js';
 
 export const selectSchema = z

@@ -5,8 +5,8 @@
  */
 import type { z } from 'zod';
 import type { ServiceClient } from '../client/index.js';
-import type { DeclaredSchema } from '../schema/declared.js';
-import type { Logger } from './types.js';
+import type { DeclaredSchema } from '../core/declared.js';
+import type { Logger } from '../core/types.js';
 
 /** Shared services a component may need when it is built. */
 export interface ComponentDeps {
