@@ -57,6 +57,7 @@ import {
 } from '../output-files/file-sink.js';
 import { CommitIncompleteError, type OutputDir, type Move } from '../output-files/output-dir.js';
 import { publishedFilesQueryable } from '../output-files/queryable.js';
+import { fileSharedOutput } from '../output-files/shared-state.js';
 import { unitFileStem } from '../output-files/unit-file-name.js';
 import { asNativeRefusal, refuseUnlessJsonl } from '../raw-jsonl/refusal.js';
 import { DEFAULT_TARGET_FILE_MB, JSONL_LIMITS, jsonlSinkSchema, type JsonlSinkConfig } from './config.js';
@@ -355,4 +356,5 @@ export const jsonlSink: ComponentDef<'sink', JsonlSinkConfig, Sink> = {
     // Shards write into the one `path`, each with its own manifest (output-files/output-dir.ts).
     return new JsonlSink(config, { baseDir: deps.baseDir, ...(deps.shard && { shard: deps.shard }) });
   },
+  sharedOutput: (config, baseDir) => fileSharedOutput(config.path, baseDir, config.s3),
 };

@@ -63,6 +63,7 @@ import { Mutex } from '../output-files/mutex.js';
 import { LONG_LINE, writeNdjson } from '../output-files/ndjson-writer.js';
 import { CommitIncompleteError, outputRoot, type OutputDir, type Move } from '../output-files/output-dir.js';
 import { publishedFilesQueryable } from '../output-files/queryable.js';
+import { fileSharedOutput } from '../output-files/shared-state.js';
 import { unitFileStem } from '../output-files/unit-file-name.js';
 import { DEFAULT_TARGET_FILE_MB, parquetLimits, parquetSinkSchema, type ParquetSinkConfig } from './config.js';
 import { restageUnjudged } from './restage.js';
@@ -425,4 +426,5 @@ export const parquetSink: ComponentDef<'sink', ParquetSinkConfig, Sink> = {
     // Shards write into the one `path`, each with its own manifest (output-files/output-dir.ts).
     return new ParquetSink(config, { baseDir: deps.baseDir, ...(deps.shard && { shard: deps.shard }) });
   },
+  sharedOutput: (config, baseDir) => fileSharedOutput(config.path, baseDir, config.s3),
 };

@@ -34,9 +34,63 @@ export interface ComponentDef<K extends 'source' | 'transform' | 'sink', C = any
    */
   offline?: boolean;
   /**
+   * Sources only: the local files the config names, checked when the pipeline is validated (a missing file fails
+   * `sluice validate`, not the run). Absent = none.
+   */
+  files?(config: C): FileReference[];
+  /**
    * Transforms only: the columns the transform's output has, given the columns declared for its input (undefined:
    * not declared). A normalizer preset declares its own; a transform that passes rows through returns `input`; one
    * that reshapes rows in ways it cannot tell returns undefined (the sinks then infer). Absent = undefined.
    */
   declares?(config: C, input: DeclaredSchema | undefined): DeclaredSchema | undefined;
+  /**
+   * Sinks only: the output the shards of one pipeline share (a file sink's directory or `s3://` prefix), where
+   * `sluice prepare` leaves the prepared job for shards on other machines and `sluice finalize` the list of the
+   * shards' manifests. Absent, or undefined for this config: shards share nothing there (a database locks itself,
+   * a URL scheme without an implementation needs the state directory on a shared volume).
+   */
+  sharedOutput?(config: C, baseDir: string): SharedOutput | undefined;
+}
+
+/** A local file an option of a component names. */
+export interface FileReference {
+  /** The option's place inside the component's block: `['queries_file']`, `['files', 0]`. */
+  at: (string | number)[];
+  /** The path as written, relative to the pipeline file's directory. */
+  value: string;
+  /** A file, or (a list of inputs) a file or a directory of files. */
+  kind: 'file' | 'file or directory';
+  /** How the option is used, for the fix line. */
+  what: string;
+}
+
+/** The references among `values` (an option's list, or one value) that are strings. */
+export function fileReferences(
+  at: (string | number)[],
+  values: unknown,
+  kind: FileReference['kind'],
+  what: string,
+): FileReference[] {
+  if (typeof values === 'string') return [{ at, value: values, kind, what }];
+  if (!Array.isArray(values)) return [];
+  return values.flatMap((v, i) => (typeof v === 'string' ? [{ at: [...at, i], value: v, kind, what }] : []));
+}
+
+/** A small state object next to a shared output: a path or an object beside the data files. */
+export interface SharedStateStore {
+  /** Where the record is, for messages: a path or a URL. */
+  readonly location: string;
+  /** The record's text, or undefined when there is none (nothing prepared for this output). */
+  read(): Promise<string | undefined>;
+  write(text: string): Promise<void>;
+}
+
+export interface SharedOutput {
+  /** The prepared job's record (`sluice prepare`). */
+  prepared: SharedStateStore;
+  /** The complete set's record, written by `sluice finalize` once every shard committed. */
+  shardsRecord: SharedStateStore;
+  /** The manifest shard `index` of `count` writes, relative to the output. */
+  manifestName(shard: { index: number; count: number }): string;
 }

@@ -30,7 +30,7 @@ import { SluiceError } from '../core/errors.js';
 import { failpoint } from '../core/failpoints.js';
 import type { DecodeBounds } from '../core/limits.js';
 import type { Batch, RawDecodeOptions, RawFile, Source, SourceContext, WorkUnit } from '../core/types.js';
-import type { ComponentDef, ComponentDeps } from '../contracts/component.js';
+import { fileReferences, type ComponentDef, type ComponentDeps } from '../contracts/component.js';
 import { checkedBytes, decode } from '../decode/index.js';
 import { countBytes, downloadBounds } from './bytes.js';
 import { PRIVATE_FILE } from '../core/private-files.js';
@@ -402,4 +402,6 @@ export const snapshotSource: ComponentDef<'source', SnapshotConfig, Source> = {
   description: 'A dataset snapshot: filter job → poll → download in parts (each part one work unit).',
   schema: snapshotSchema as unknown as z.ZodType<SnapshotConfig>,
   create: (cfg, deps) => new SnapshotSource(cfg, deps),
+  files: (cfg) =>
+    fileReferences(['files'], cfg.files, 'file', 'a filter-values file (CSV or JSON) uploaded with the filter job'),
 };
