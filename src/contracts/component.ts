@@ -45,12 +45,26 @@ export interface ComponentDef<K extends 'source' | 'transform' | 'sink', C = any
    */
   declares?(config: C, input: DeclaredSchema | undefined): DeclaredSchema | undefined;
   /**
+   * Transforms only: the names of the columns the transform's rows have, given those known for its input, where its
+   * config alone fixes them (merge keys are checked against them when the pipeline is validated). `at` is the
+   * transform's place (`transforms[2]`): a transform that fixes the set names itself there, for messages. Absent = unknown (the columns
+   * depend on the data), and an unknown set is never reported against.
+   */
+  outputColumns?(config: C, input: KnownColumns | undefined, at: string): KnownColumns | undefined;
+  /**
    * Sinks only: the output the shards of one pipeline share (a file sink's directory or `s3://` prefix), where
    * `sluice prepare` leaves the prepared job for shards on other machines and `sluice finalize` the list of the
    * shards' manifests. Absent, or undefined for this config: shards share nothing there (a database locks itself,
    * a URL scheme without an implementation needs the state directory on a shared volume).
    */
   sharedOutput?(config: C, baseDir: string): SharedOutput | undefined;
+}
+
+/** Column names known before any row is read, and the transform that fixed them. */
+export interface KnownColumns {
+  columns: string[];
+  /** Which transform fixed them, for messages: `transforms[2] (normalize serp_organic)`. */
+  from: string;
 }
 
 /** A local file an option of a component names. */

@@ -63,6 +63,8 @@ export const castTransform: ComponentDef<'transform', CastConfig, Transform> = {
   type: 'cast',
   description: 'Convert fields to int, double, text, bool, timestamp, date or json.',
   schema: castSchema,
+  // Values change type; the set of columns does not.
+  outputColumns: (_config, input) => input,
   declares(config, input) {
     const toNull = config.on_error === 'null' || config.on_error === null;
     return input?.map((c) => {

@@ -35,6 +35,7 @@ export const dedupeTransform: ComponentDef<'transform', DedupeConfig, Transform>
   schema: dedupeSchema,
   // Rows pass through unchanged (or not at all).
   declares: (_config, input) => input,
+  outputColumns: (_config, input) => input,
   create(config) {
     const key = config.key;
     // hash → id of the unit that first kept it. Units run concurrently, so ownership decides who keeps a key.

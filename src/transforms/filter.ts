@@ -111,6 +111,7 @@ export const filterTransform: ComponentDef<'transform', FilterConfig, Transform>
   schema: filterSchema,
   // Rows pass through unchanged (or not at all).
   declares: (_config, input) => input,
+  outputColumns: (_config, input) => input,
   create(config) {
     const cond: Condition = config.all
       ? { all: config.all }
