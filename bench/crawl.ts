@@ -20,12 +20,12 @@ import type { ServiceClient } from '../src/client/index.js';
 import { createClient } from '../src/client/index.js';
 import { DEFAULT_429_BUDGET } from '../src/client/throttle.js';
 import type { Logger, SourceContext } from '../src/core/types.js';
-import type { ComponentDeps } from '../src/core/component.js';
+import type { ComponentDeps } from '../src/contracts/component.js';
 import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import { MemoryStateStore } from '../src/engine/state-store.js';
 import { serpSchema, serpSource } from '../src/sources/serp.js';
-import { driveCrawl } from '../src/sources/crawl/drive.js';
+import { driveCrawl } from '../test/support/drive-crawl.js';
 
 export interface CrawlBenchOptions {
   latencyMs?: number;

@@ -34,7 +34,7 @@ import { NO_CHECKPOINT } from '../src/core/checkpoint.js';
 import type { Batch, Logger, Sink, SinkContext, WorkUnit } from '../src/core/types.js';
 import { duckdbType, quoteIdent } from '../src/schema/duckdb-types.js';
 import { InferredSchema } from '../src/schema/infer.js';
-import { VARCHAR, listOf, structOf, type LogicalType } from '../src/schema/logical-type.js';
+import { VARCHAR, listOf, structOf, type LogicalType } from '../src/core/logical-type.js';
 import { duckdbSinkSchema } from '../sinks/duckdb/config.js';
 import { DuckDBSink } from '../sinks/duckdb/sink.js';
 import { JsonlSink } from '../sinks/jsonl/sink.js';

@@ -1,5 +1,5 @@
 /** Every sink, listed explicitly: the pipeline registry and the generated docs read this list. */
-import type { ComponentDef } from '../src/core/component.js';
+import type { ComponentDef } from '../src/contracts/component.js';
 import { duckdbSink } from './duckdb/sink.js';
 import { jsonlSink } from './jsonl/sink.js';
 import { parquetSink } from './parquet/sink.js';

@@ -2,7 +2,7 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { SluiceError } from '../../src/core/errors.js';
 import { quoteIdent } from '../../src/schema/duckdb-types.js';
-import type { LogicalType } from '../../src/schema/logical-type.js';
+import type { LogicalType } from '../../src/core/logical-type.js';
 
 /** Every row needs the key: says which key column the unit's data lacks, before anything is written. */
 export function checkKeysPresent(

@@ -20,7 +20,7 @@
 import path from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { NativeLoadRefused, SluiceError } from '../../src/core/errors.js';
-import type { ComponentDef, ComponentDeps } from '../../src/core/component.js';
+import type { ComponentDef, ComponentDeps } from '../../src/contracts/component.js';
 import type {
   Batch,
   CommitResult,
@@ -38,8 +38,8 @@ import type {
 } from '../../src/core/types.js';
 import { ConflictLog } from '../../src/schema/conflicts.js';
 import { duckdbType, quoteIdent, quoteString } from '../../src/schema/duckdb-types.js';
-import { declaredTypes } from '../../src/schema/declared.js';
-import type { LogicalType } from '../../src/schema/logical-type.js';
+import { declaredTypes } from '../../src/core/declared.js';
+import type { LogicalType } from '../../src/core/logical-type.js';
 import { RecordJudge } from '../../src/schema/storable.js';
 import { displayPath } from '../display-path.js';
 import { Mutex } from '../output-files/mutex.js';

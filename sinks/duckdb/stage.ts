@@ -24,7 +24,7 @@ import { finished } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import type { Batch, RecordCheck, Row } from '../../src/core/types.js';
 import { InferredSchema } from '../../src/schema/infer.js';
-import { decidedColumns, type LogicalType } from '../../src/schema/logical-type.js';
+import { decidedColumns, type LogicalType } from '../../src/core/logical-type.js';
 import { ensureWritableDir } from '../output-files/fs-durable.js';
 import { writeNdjson } from '../output-files/ndjson-writer.js';
 import { unitFileStem } from '../output-files/unit-file-name.js';

@@ -12,7 +12,7 @@ import {
   planColumnChanges,
   type ColumnChange,
 } from '../../src/schema/column-changes.js';
-import { cloneType, sameType, type LogicalType } from '../../src/schema/logical-type.js';
+import { cloneType, sameType, type LogicalType } from '../../src/core/logical-type.js';
 import type { SchemaChange } from '../../src/core/types.js';
 
 export type Columns = Map<string, LogicalType>;

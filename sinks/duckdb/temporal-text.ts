@@ -11,7 +11,7 @@
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { duckdbType, quoteIdent, quoteString } from '../../src/schema/duckdb-types.js';
-import { listOf, type LogicalType } from '../../src/schema/logical-type.js';
+import { listOf, type LogicalType } from '../../src/core/logical-type.js';
 import { readStagedSql } from './read.js';
 import type { StagedUnit } from './stage.js';
 import type { Columns } from './table.js';

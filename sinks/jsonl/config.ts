@@ -1,7 +1,7 @@
 /** The jsonl sink's configuration schema, validated once by the registry before the sink is built. */
 import { z } from 'zod';
 import type { StoreLimits } from '../../src/core/types.js';
-import { lineageOption } from '../../src/engine/lineage.js';
+import { lineageOption } from '../../src/schema/lineage.js';
 import { checksOption } from '../../src/observe/checks/config.js';
 import { schemaContractOption } from '../../src/schema/contract.js';
 import { onUnstorableOption } from '../../src/schema/storable.js';

@@ -22,7 +22,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { ComponentDef, ComponentDeps } from '../../src/core/component.js';
+import type { ComponentDef, ComponentDeps } from '../../src/contracts/component.js';
 import type {
   Batch,
   CommitResult,
@@ -41,7 +41,7 @@ import type {
 } from '../../src/core/types.js';
 import { quoteString } from '../../src/schema/duckdb-types.js';
 import { InferredSchema } from '../../src/schema/infer.js';
-import { jsonTypeName, type LogicalType } from '../../src/schema/logical-type.js';
+import { jsonTypeName, type LogicalType } from '../../src/core/logical-type.js';
 import { RecordJudge } from '../../src/schema/storable.js';
 import { displayPath } from '../display-path.js';
 import { datasetColumns, deserializeColumns, schemaChanges, serializeColumns } from '../output-files/dataset-schema.js';
@@ -61,6 +61,7 @@ import {
 } from '../output-files/file-sink.js';
 import { CommitIncompleteError, type OutputDir, type Move } from '../output-files/output-dir.js';
 import { publishedFilesQueryable } from '../output-files/queryable.js';
+import { fileSharedOutput } from '../output-files/shared-state.js';
 import { unitFileStem } from '../output-files/unit-file-name.js';
 import { asNativeRefusal, refuseUnlessJsonl } from '../raw-jsonl/refusal.js';
 import { DEFAULT_TARGET_FILE_MB, JSONL_LIMITS, jsonlSinkSchema, type JsonlSinkConfig } from './config.js';
@@ -394,4 +395,5 @@ export const jsonlSink: ComponentDef<'sink', JsonlSinkConfig, Sink> = {
     // Shards write into the one `path`, each with its own manifest (output-files/output-dir.ts).
     return new JsonlSink(config, { baseDir: deps.baseDir, ...(deps.shard && { shard: deps.shard }) });
   },
+  sharedOutput: (config, baseDir) => fileSharedOutput(config.path, baseDir, config.s3),
 };

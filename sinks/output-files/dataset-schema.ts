@@ -9,7 +9,7 @@
  */
 import type { SchemaChange } from '../../src/core/types.js';
 import type { ConflictLog } from '../../src/schema/conflicts.js';
-import type { DeclaredSchema } from '../../src/schema/declared.js';
+import type { DeclaredSchema } from '../../src/core/declared.js';
 import { InferredSchema } from '../../src/schema/infer.js';
 import {
   deserializeType,
@@ -17,7 +17,7 @@ import {
   withoutOpenParts,
   type LogicalType,
   type SerializedType,
-} from '../../src/schema/logical-type.js';
+} from '../../src/core/logical-type.js';
 
 export type SerializedColumns = [string, SerializedType][];
 

@@ -10,7 +10,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { SluiceError } from '../../src/core/errors.js';
-import type { SerializedType } from '../../src/schema/logical-type.js';
+import type { SerializedType } from '../../src/core/logical-type.js';
 import { isErrno, writeFileAtomic } from './fs-durable.js';
 
 export const MANIFEST_NAME = '_sluice_manifest.json';

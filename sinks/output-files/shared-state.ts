@@ -9,7 +9,9 @@
  */
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { SharedOutput, SharedStateStore } from '../../src/contracts/component.js';
 import { isErrno, writeFileAtomic } from './fs-durable.js';
+import { manifestName } from './manifest.js';
 import type { S3Options } from './s3.js';
 
 /** Named like no data file a sink writes (`*.parquet`, `*.jsonl*`), so listing readers skip it. */
@@ -20,14 +22,6 @@ export const SHARED_STATE_NAME = '.sluice-prepared.json';
  * that follow manifests and want to know the set is complete (src/engine/prepare.ts `writeShardsRecord`).
  */
 export const SHARDS_RECORD_NAME = '_sluice_shards.json';
-
-export interface SharedStateStore {
-  /** Where the record is, for messages: a path or a URL. */
-  readonly location: string;
-  /** The record's text, or undefined when there is none (nothing prepared for this output). */
-  read(): Promise<string | undefined>;
-  write(text: string): Promise<void>;
-}
 
 class LocalSharedState implements SharedStateStore {
   readonly location: string;
@@ -100,4 +94,11 @@ export function sharedStateAt(
   if (/^s3:\/\//i.test(outputPath)) return new S3SharedState(outputPath, s3, name);
   if (isUrlPath(outputPath)) return undefined;
   return new LocalSharedState(path.resolve(baseDir, outputPath), name);
+}
+
+/** A file sink's `sharedOutput` fact (contracts/component.ts): its output's state objects and manifest names. */
+export function fileSharedOutput(outputPath: string, baseDir: string, s3: S3Options = {}): SharedOutput | undefined {
+  const prepared = sharedStateAt(outputPath, baseDir, s3);
+  const shardsRecord = sharedStateAt(outputPath, baseDir, s3, SHARDS_RECORD_NAME);
+  return prepared && shardsRecord ? { prepared, shardsRecord, manifestName } : undefined;
 }

@@ -26,7 +26,7 @@ import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { EXIT_CODES, SluiceError } from '../../src/core/errors.js';
 import { failpoint } from '../../src/core/failpoints.js';
-import type { ComponentDef, ComponentDeps } from '../../src/core/component.js';
+import type { ComponentDef, ComponentDeps } from '../../src/contracts/component.js';
 import type {
   Batch,
   CommitResult,
@@ -41,7 +41,7 @@ import type {
   WorkUnit,
 } from '../../src/core/types.js';
 import { duckdbType, quoteString } from '../../src/schema/duckdb-types.js';
-import { VARCHAR, type LogicalType } from '../../src/schema/logical-type.js';
+import { VARCHAR, type LogicalType } from '../../src/core/logical-type.js';
 import { RecordJudge, unstorablePolicy } from '../../src/schema/storable.js';
 import { displayPath } from '../display-path.js';
 import {
@@ -67,6 +67,7 @@ import { Mutex } from '../output-files/mutex.js';
 import { LONG_LINE, writeNdjson } from '../output-files/ndjson-writer.js';
 import { CommitIncompleteError, outputRoot, type OutputDir, type Move } from '../output-files/output-dir.js';
 import { publishedFilesQueryable } from '../output-files/queryable.js';
+import { fileSharedOutput } from '../output-files/shared-state.js';
 import { unitFileStem } from '../output-files/unit-file-name.js';
 import { DEFAULT_TARGET_FILE_MB, parquetLimits, parquetSinkSchema, type ParquetSinkConfig } from './config.js';
 import { restageUnjudged } from './restage.js';
@@ -469,4 +470,5 @@ export const parquetSink: ComponentDef<'sink', ParquetSinkConfig, Sink> = {
     // Shards write into the one `path`, each with its own manifest (output-files/output-dir.ts).
     return new ParquetSink(config, { baseDir: deps.baseDir, ...(deps.shard && { shard: deps.shard }) });
   },
+  sharedOutput: (config, baseDir) => fileSharedOutput(config.path, baseDir, config.s3),
 };

@@ -7,7 +7,7 @@ import path from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { SluiceError } from '../../src/core/errors.js';
 import { duckdbType, fromDuckDBType, quoteIdent, quoteString } from '../../src/schema/duckdb-types.js';
-import type { LogicalType } from '../../src/schema/logical-type.js';
+import type { LogicalType } from '../../src/core/logical-type.js';
 import { convertExpr } from '../duckdb/table.js';
 import { textifies, unreadableAs } from '../output-files/dataset-schema.js';
 import type { ParquetSinkConfig } from './config.js';

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import type { StoreLimits } from '../../src/core/types.js';
 import { mergeKeyRule } from '../merge-key-rule.js';
-import { lineageOption } from '../../src/engine/lineage.js';
+import { lineageOption } from '../../src/schema/lineage.js';
 import { checksOption } from '../../src/observe/checks/config.js';
 import { schemaContractOption } from '../../src/schema/contract.js';
 import { SluiceError } from '../../src/core/errors.js';

@@ -6,7 +6,7 @@
  */
 import type { Row } from '../../src/core/types.js';
 import { DateOnly } from '../../src/core/values.js';
-import type { LogicalType } from '../../src/schema/logical-type.js';
+import type { LogicalType } from '../../src/core/logical-type.js';
 import { pgType } from './types.js';
 
 /** A value Postgres cannot store: text and jsonb refuse the NUL character. */

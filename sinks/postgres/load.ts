@@ -14,7 +14,7 @@ import type pg from 'pg';
 import { failpoint } from '../../src/core/failpoints.js';
 import type { Batch, CommitResult, Row, UnitCommit } from '../../src/core/types.js';
 import type { InferredSchema } from '../../src/schema/infer.js';
-import { decidedColumns, type LogicalType } from '../../src/schema/logical-type.js';
+import { decidedColumns, type LogicalType } from '../../src/core/logical-type.js';
 import type { TableNames } from './config.js';
 import { inTransaction } from './connection.js';
 import { CopyWriter, copyRows, copySpool, type Spool } from './copy.js';

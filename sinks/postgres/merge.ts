@@ -5,7 +5,7 @@
  */
 import type pg from 'pg';
 import { SluiceError } from '../../src/core/errors.js';
-import type { LogicalType } from '../../src/schema/logical-type.js';
+import type { LogicalType } from '../../src/core/logical-type.js';
 import { quoteIdent } from './types.js';
 
 const STAGE = quoteIdent('_sluice_merge_stage');

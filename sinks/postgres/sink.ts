@@ -21,7 +21,7 @@
  * exclusively, always before touching the table: they queue, never deadlock.
  */
 import type pg from 'pg';
-import type { ComponentDef, ComponentDeps } from '../../src/core/component.js';
+import type { ComponentDef, ComponentDeps } from '../../src/contracts/component.js';
 import { SluiceError } from '../../src/core/errors.js';
 import type {
   Batch,
@@ -37,9 +37,9 @@ import type {
   WorkUnit,
 } from '../../src/core/types.js';
 import { ConflictLog } from '../../src/schema/conflicts.js';
-import { declaredTypes } from '../../src/schema/declared.js';
+import { declaredTypes } from '../../src/core/declared.js';
 import { InferredSchema } from '../../src/schema/infer.js';
-import { decidedColumns, type LogicalType } from '../../src/schema/logical-type.js';
+import { decidedColumns, type LogicalType } from '../../src/core/logical-type.js';
 import {
   connectionUrl,
   postgresLimits,

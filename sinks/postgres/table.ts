@@ -16,7 +16,7 @@ import {
 } from '../../src/schema/column-changes.js';
 import type { ConflictLog } from '../../src/schema/conflicts.js';
 import { joinTypes } from '../../src/schema/join.js';
-import { cloneType, type LogicalType } from '../../src/schema/logical-type.js';
+import { cloneType, type LogicalType } from '../../src/core/logical-type.js';
 import { errorLine } from './connection.js';
 import { fromPgColumn, pgType, qualified, quoteIdent } from './types.js';
 

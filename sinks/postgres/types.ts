@@ -24,7 +24,7 @@ import {
   listOf,
   nativeType,
   type LogicalType,
-} from '../../src/schema/logical-type.js';
+} from '../../src/core/logical-type.js';
 
 /** `"name"` with embedded quotes doubled. */
 export function quoteIdent(name: string): string {

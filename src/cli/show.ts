@@ -3,7 +3,7 @@
  * long text shortened. Each sink says how its output is read (`Sink.outputQuery`) and how it is named
  * (`Sink.describe`): this file knows no sink type.
  */
-import type { ComponentDeps } from '../core/component.js';
+import type { ComponentDeps } from '../contracts/component.js';
 import type { Sink } from '../core/types.js';
 import { buildSink, sinkConfigs, type SinkConfig } from '../engine/components.js';
 import type { LoadedPipeline } from '../pipeline/load.js';

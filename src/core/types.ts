@@ -2,8 +2,8 @@
  * The contracts every component is written against. Records flow as async iterables of
  * batches (arrays of plain objects): per-record async overhead is what makes naive streaming slow.
  */
-import type { DeclaredSchema } from '../schema/declared.js';
-import type { LogicalType } from '../schema/logical-type.js';
+import type { DeclaredSchema } from './declared.js';
+import type { LogicalType } from './logical-type.js';
 import type { DecodeBounds, Limits } from './limits.js';
 
 /** One record: a plain JSON-compatible object. */

@@ -3,7 +3,7 @@
  * engine knows components only by their contracts (core/types.ts), never by their type names.
  */
 import type { Sink, Source } from '../core/types.js';
-import type { ComponentDeps } from '../core/component.js';
+import type { ComponentDeps } from '../contracts/component.js';
 import { SluiceError } from '../core/errors.js';
 import { refuseShardedReplace } from '../core/sharded-replace.js';
 import { findDef, registry as defaultRegistry, type Registry } from '../pipeline/registry.js';

@@ -3,31 +3,14 @@
  * loaded it (as in `sluice runs` and DuckDB's `_sluice_runs`), and `_sluice_loaded_at`, when its unit was handed to
  * the sink (ISO 8601, UTC; one value per unit), so a warehouse user can tell which load wrote a row.
  *
+ * The option and its columns are declared in schema/lineage.ts, where every sink's schema reads them.
+ *
  * Done here, once for every sink, by wrapping it: the rows get the two fields on their way in. A sink with lineage
  * loads no raw file natively (a file's bytes carry no such fields), so the engine decodes its units in JS — slower
  * on the fast path, the price of the columns.
  */
-import { z } from 'zod';
 import type { Batch, CommitResult, Sink, UnitCommit, WorkUnit } from '../core/types.js';
-import { column, type DeclaredSchema } from '../schema/declared.js';
-import { TIMESTAMP, VARCHAR } from '../schema/logical-type.js';
-
-export const RUN_ID_COLUMN = '_sluice_run_id';
-export const LOADED_AT_COLUMN = '_sluice_loaded_at';
-
-/** The `lineage` option, in every sink's schema. */
-export const lineageOption = z
-  .boolean()
-  .optional()
-  .describe(
-    `Add \`${RUN_ID_COLUMN}\` (the run that loaded the row, as \`sluice runs\` lists it) and \`${LOADED_AT_COLUMN}\` (when its unit was loaded, UTC) to every row. Rows are then decoded in JS (no native load of downloaded files). Default false.`,
-  );
-
-/** The two columns, declared after the transforms' own when those declare theirs. */
-export const LINEAGE_COLUMNS: DeclaredSchema = [
-  column(RUN_ID_COLUMN, VARCHAR, 'The run that loaded the row (as `sluice runs` lists it).', false),
-  column(LOADED_AT_COLUMN, TIMESTAMP, "When the row's unit was loaded (UTC).", false),
-];
+import { LINEAGE_COLUMNS, LOADED_AT_COLUMN, RUN_ID_COLUMN } from '../schema/lineage.js';
 
 export function withLineage(sink: Sink, runId: string): Sink {
   const wrapped: Sink = {

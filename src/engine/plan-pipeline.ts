@@ -2,13 +2,13 @@
 import path from 'node:path';
 import { pipelineLimits } from '../pipeline/limits-schema.js';
 import type { Sink, SourceContext } from '../core/types.js';
-import type { ComponentDeps } from '../core/component.js';
+import type { ComponentDeps } from '../contracts/component.js';
 import { declaredOutput } from '../pipeline/declared-output.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
 import type { Registry } from '../pipeline/registry.js';
 import type { PlanReport, SinkColumns } from './api.js';
 import { buildComponents, sinkConfigs } from './components.js';
-import { LINEAGE_COLUMNS } from './lineage.js';
+import { LINEAGE_COLUMNS } from '../schema/lineage.js';
 import { createLogger } from './logger.js';
 import { pipelinePaths } from './paths.js';
 import { cursorForPlan } from './plan-cursor.js';

@@ -16,15 +16,14 @@
 import { readdir, readFile, writeFile, mkdir, rename } from 'node:fs/promises';
 import path from 'node:path';
 import { pipelineLimits } from '../pipeline/limits-schema.js';
-import type { ComponentDeps } from '../core/component.js';
+import type { ComponentDeps } from '../contracts/component.js';
 import { PRIVATE_FILE } from '../core/private-files.js';
 import { EXIT_CODES, SluiceError } from '../core/errors.js';
 import type { Logger, SourceContext, StateStore } from '../core/types.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
-import type { S3Options } from '../../sinks/output-files/s3.js';
-import { manifestName } from '../../sinks/output-files/manifest.js';
-import { sharedStateAt, SHARDS_RECORD_NAME, type SharedStateStore } from '../../sinks/output-files/shared-state.js';
-import { buildComponents, buildSink, refuseShardedReplaceSinks, sinkConfigs } from './components.js';
+import type { SharedOutput, SharedStateStore } from '../contracts/component.js';
+import { findDef } from '../pipeline/registry.js';
+import { buildComponents, refuseShardedReplaceSinks, sinkConfigs } from './components.js';
 import { errorText } from './error-text.js';
 import { pipelinePaths, shardDirName, type PipelinePaths, type ShardId } from './paths.js';
 import { acquireRunLock } from './run-lock.js';
@@ -164,26 +163,18 @@ async function writePrepared(p: LoadedPipeline, paths: PipelinePaths, prepared: 
   return written;
 }
 
-/**
- * The state objects next to the pipeline's shared outputs: those of sinks that lock their output because others
- * may write it (a file sink's directory; a database file locks itself and has none).
- */
-function sharedStores(p: LoadedPipeline): SharedStateStore[] {
-  const deps: ComponentDeps = {
-    log: silent,
-    baseDir: p.baseDir,
-    client: () => Promise.reject(new Error('no service: the sink is only asked where it writes')),
-  };
+/** The outputs the pipeline's shards share: those of sinks whose definition says so (a file sink's directory). */
+function sharedOutputs(p: LoadedPipeline): SharedOutput[] {
   return sinkConfigs(p.config).flatMap((c) => {
-    const store =
-      typeof c.path === 'string' && buildSink(c, deps).lockPath
-        ? sharedStateAt(c.path, p.baseDir, (c.s3 ?? {}) as S3Options)
-        : undefined;
-    return store ? [store] : [];
+    const shared = findDef('sink', c.type).sharedOutput?.(c, p.baseDir);
+    return shared ? [shared] : [];
   });
 }
 
-const silent: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+/** The prepared job's records next to the pipeline's shared outputs. */
+function sharedStores(p: LoadedPipeline): SharedStateStore[] {
+  return sharedOutputs(p).map((o) => o.prepared);
+}
 
 /**
  * The newest prepared record a shard can see: the state directory's, or one next to an output (pods on other
@@ -313,15 +304,14 @@ export async function writeShardsRecord(p: LoadedPipeline, c: Completion): Promi
     pipeline: p.name,
     prepared: c.prepared.id,
     shards: c.count,
-    manifests: c.shards.map((s) => manifestName(s.shard)),
+    manifests: [],
     completed_at: new Date().toISOString(),
   };
   const written: string[] = [];
-  for (const sc of sinkConfigs(p.config)) {
-    if ((sc.type !== 'jsonl' && sc.type !== 'parquet') || typeof sc.path !== 'string') continue;
-    const store = sharedStateAt(sc.path, p.baseDir, (sc.s3 ?? {}) as S3Options, SHARDS_RECORD_NAME);
-    if (!store) continue;
-    await store.write(`${JSON.stringify(record, null, 1)}\n`).catch((err: unknown) => {
+  for (const output of sharedOutputs(p)) {
+    const store = output.shardsRecord;
+    const manifests = c.shards.map((s) => output.manifestName(s.shard));
+    await store.write(`${JSON.stringify({ ...record, manifests }, null, 1)}\n`).catch((err: unknown) => {
       throw new SluiceError(`cannot write ${store.location}: ${errorText(err)}`, {
         hint: 'give the user running sluice write access to the output, then run `sluice finalize` again',
         cause: err,

@@ -15,7 +15,7 @@
  */
 import path from 'node:path';
 import type { Logger, SinkContext, Source, SourceContext } from '../core/types.js';
-import type { ComponentDeps } from '../core/component.js';
+import type { ComponentDeps } from '../contracts/component.js';
 import { RetryPolicy } from '../core/retry.js';
 import { openSinks } from './stages/open-sinks.js';
 import { EXIT_CODES, SluiceError } from '../core/errors.js';

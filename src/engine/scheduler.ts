@@ -2,7 +2,7 @@
  * The one scheduler of work units: each planned unit once, under a concurrency limit; a unit committed earlier is
  * skipped but still asked for the units it leads to (a committed crawl page still knows its next page); the first
  * failure stops new units from starting while those in flight finish. The engine runs pipelines with it, and the
- * crawl driver (sources/crawl/drive.ts) runs a bare source with it.
+ * crawl driver of the tests and the crawl benchmark (test/support/drive-crawl.ts) runs a bare source with it.
  */
 import pLimit from 'p-limit';
 import type { WorkUnit } from '../core/types.js';

@@ -4,7 +4,7 @@
  * with the declared type. Sources declare nothing, so a chain without a declaring transform gives undefined and
  * the sinks infer the columns from the data.
  */
-import type { DeclaredSchema } from '../schema/declared.js';
+import type { DeclaredSchema } from '../core/declared.js';
 import { findDef, type Registry } from './registry.js';
 
 /** `transformConfigs`: the pipeline's validated `transforms`, in order. */

@@ -21,7 +21,7 @@ interface KeyColumns {
 
 /** The columns every row reaching the sinks has, as the transforms fix or declare them; undefined: not known. */
 function keyColumns(transforms: PipelineConfig['transforms'], registry?: Registry): KeyColumns | undefined {
-  const known = outputColumns(transforms);
+  const known = outputColumns(transforms, registry);
   if (known)
     return { columns: known.columns, hint: `the columns after ${known.from} are: ${known.columns.join(', ')}` };
   const declared = declaredOrigin(transforms, registry);

@@ -5,8 +5,8 @@
  * as the pages of docs/reference/; a test fails when a committed page is stale.
  */
 import { z } from 'zod';
-import type { ComponentDef } from '../core/component.js';
-import { describeType } from '../schema/logical-type.js';
+import type { ComponentDef } from '../contracts/component.js';
+import { describeType } from '../core/logical-type.js';
 import { PRESETS, presetDeclared, type PresetName } from '../transforms/normalize.js';
 import type { ComponentKind, Registry } from './registry.js';
 import { pipelineSchema, serviceSchema } from './schema.js';

@@ -3,17 +3,18 @@
  * used to pass `sluice validate` and fail the run later with a raw ENOENT (for a snapshot, right before the paid
  * filter call). Each problem names the option, so the loader reports it at the value's file:line:column.
  *
- * The table below is the one place that knows which options name input files; a new source with a file option
- * adds its entry here (the test beside this module fails for an example pipeline whose file is not checked).
+ * Which options name input files is a fact of each source's definition (`files`): a new source with a file option
+ * names it there (the test beside this module fails for an example pipeline whose file is not checked).
  */
 import { accessSync, constants, statSync, type Stats } from 'node:fs';
 import path from 'node:path';
+import { fileReferences, type FileReference } from '../contracts/component.js';
 import type { YamlPath } from './interpolate.js';
 import { formatPath, type Problem } from './issues.js';
+import { registry as defaultRegistry, type Registry } from './registry.js';
 import type { PipelineConfig } from './schema.js';
 
-/** What a referenced path must be: a file, or (file source `paths`) a file or a directory of files. */
-type Kind = 'file' | 'file or directory';
+type Kind = FileReference['kind'];
 
 interface Reference {
   path: YamlPath;
@@ -23,45 +24,30 @@ interface Reference {
   what: string;
 }
 
-function referencesOf(config: PipelineConfig): Reference[] {
-  const refs: Reference[] = [];
-  const source = config.source as Record<string, unknown>;
-  const add = (at: YamlPath, value: unknown, kind: Kind, what: string): void => {
-    if (typeof value === 'string') refs.push({ path: at, value, kind, what });
-  };
-  const each = (key: string, kind: Kind, what: string): void => {
-    const list = source[key];
-    if (Array.isArray(list)) list.forEach((v, i) => add(['source', key, i], v, kind, what));
-  };
-  switch (source.type) {
-    case 'snapshot':
-      each('files', 'file', 'a filter-values file (CSV or JSON) uploaded with the filter job');
-      break;
-    case 'serp':
-      add(['source', 'queries_file'], source.queries_file, 'file', 'the queries to search');
-      break;
-    case 'reviews': {
-      const fromSerp = source.from_serp as Record<string, unknown> | undefined;
-      add(['source', 'from_serp', 'queries_file'], fromSerp?.queries_file, 'file', 'the queries whose places are read');
-      break;
-    }
-    case 'file':
-      each('paths', 'file or directory', 'an input file or a directory of them');
-      break;
-  }
-  add(
-    ['service', 'emulator', 'faults'],
+function referencesOf(config: PipelineConfig, registry: Registry): Reference[] {
+  const source = config.source as { type: string };
+  const def = registry.source.find((d) => d.type === source.type);
+  const own = def?.files?.(source) ?? [];
+  const emulator = fileReferences(
+    ['faults'],
     config.service?.emulator?.faults,
     'file',
     "the emulator's fault-injection YAML",
   );
-  return refs;
+  return [
+    ...own.map((r) => ({ ...r, path: ['source', ...r.at] })),
+    ...emulator.map((r) => ({ ...r, path: ['service', 'emulator', ...r.at] })),
+  ];
 }
 
 /** Every referenced file that is missing, of the wrong kind or unreadable, relative to `baseDir`. */
-export function referencedFileProblems(config: PipelineConfig, baseDir: string): Problem[] {
+export function referencedFileProblems(
+  config: PipelineConfig,
+  baseDir: string,
+  registry: Registry = defaultRegistry,
+): Problem[] {
   const problems: Problem[] = [];
-  for (const ref of referencesOf(config)) {
+  for (const ref of referencesOf(config, registry)) {
     const full = path.resolve(baseDir, ref.value);
     const problem = problemOf(full, ref.kind);
     if (problem)

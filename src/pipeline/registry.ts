@@ -2,7 +2,7 @@
  * The component registry: the explicit lists of sources, transforms and sinks, looked up by `type`.
  * Nothing registers itself on import; adding a component means adding it to its kind's list.
  */
-import type { ComponentDef } from '../core/component.js';
+import type { ComponentDef } from '../contracts/component.js';
 import { SluiceError } from '../core/errors.js';
 import { sourceDefs } from '../sources/index.js';
 import { transformDefs } from '../transforms/index.js';

@@ -4,7 +4,7 @@
  * The same schema validates files, generates config/pipeline.schema.json and the README's option tables.
  */
 import { z } from 'zod';
-import type { ComponentDef } from '../core/component.js';
+import type { ComponentDef } from '../contracts/component.js';
 import { metricsSchema, notifySchema } from '../observe/config.js';
 import { secretOption } from '../core/secret-option.js';
 import { schemaContractOption } from '../schema/contract.js';

@@ -155,7 +155,7 @@ export function validatePipelineText(file: string, text: string, env: Env, reg: 
   if (parsed.success) {
     // Only on a valid file: the options are then what a run will read. Checked here, before any request is made.
     const baseDir = path.dirname(path.resolve(file));
-    problems.push(...referencedFileProblems(parsed.data, baseDir), ...mergeKeyProblems(parsed.data, reg));
+    problems.push(...referencedFileProblems(parsed.data, baseDir, reg), ...mergeKeyProblems(parsed.data, reg));
   }
 
   for (const p of problems) {

@@ -7,7 +7,7 @@
 import { SluiceError } from '../core/errors.js';
 import type { ConflictLog } from './conflicts.js';
 import { caseTwin, joinTypes } from './join.js';
-import { cloneType, describeType, sameType, type LogicalType } from './logical-type.js';
+import { cloneType, describeType, sameType, type LogicalType } from '../core/logical-type.js';
 
 export type ColumnChange =
   | {

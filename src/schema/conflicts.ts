@@ -2,7 +2,7 @@
  * Type conflicts found while inferring a schema, collected per column path so a sink can tell the user, in one
  * readable list, which columns could only be kept by falling back to text or JSON and why.
  */
-import { kindName, type LogicalType } from './logical-type.js';
+import { kindName, type LogicalType } from '../core/logical-type.js';
 
 /** `text`: scalars of different kinds kept as VARCHAR; `json`: shapes that cannot share a type kept as JSON;
  * `case`: names that differ only in case (one column in DuckDB and Parquet, so they cannot both be stored). */

@@ -3,10 +3,10 @@
  * it needs inference (infer.ts), and core/types.ts, which infer.ts reads, imports declared.ts.
  */
 import { ConflictLog } from './conflicts.js';
-import { declaredTypes, type DeclaredSchema } from './declared.js';
+import { declaredTypes, type DeclaredSchema } from '../core/declared.js';
 import { InferredSchema } from './infer.js';
 import { joinTypes } from './join.js';
-import { NULL, describeType, sameType } from './logical-type.js';
+import { NULL, describeType, sameType } from '../core/logical-type.js';
 
 /**
  * Where a row does not fit a declared schema: keys it lacks or adds, values whose inferred type (infer.ts) would

@@ -16,7 +16,7 @@ import {
   nativeType,
   structOf,
   type LogicalType,
-} from './logical-type.js';
+} from '../core/logical-type.js';
 
 /** `"name"` with embedded quotes doubled: safe for any column, table or struct field name. */
 export function quoteIdent(name: string): string {

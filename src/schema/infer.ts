@@ -24,7 +24,7 @@ import {
   structOf,
   type LogicalType,
   type StructType,
-} from './logical-type.js';
+} from '../core/logical-type.js';
 
 /**
  * TIMESTAMP / DATE decided from ISO text rather than from `Date` / `DateOnly` values (see `temporalText`). Own

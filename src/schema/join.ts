@@ -7,7 +7,15 @@
  *   JSON ⊔ t = JSON                   native (a type of an existing table) ⊔ t = native (the database casts)
  */
 import { ConflictLog, formatPath } from './conflicts.js';
-import { DOUBLE, JSON_TYPE, TIMESTAMP, VARCHAR, listOf, type LogicalType, type StructType } from './logical-type.js';
+import {
+  DOUBLE,
+  JSON_TYPE,
+  TIMESTAMP,
+  VARCHAR,
+  listOf,
+  type LogicalType,
+  type StructType,
+} from '../core/logical-type.js';
 
 /** Never mutates `a` or `b`; returns `a` itself when `b` adds nothing. */
 export function joinTypes(a: LogicalType, b: LogicalType, path: readonly string[], log?: ConflictLog): LogicalType {

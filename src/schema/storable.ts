@@ -20,7 +20,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { RecordCheck, Row, StoreLimits, UnstorablePolicy } from '../core/types.js';
 import { formatPath } from './conflicts.js';
-import type { LogicalType } from './logical-type.js';
+import type { LogicalType } from '../core/logical-type.js';
 
 /** The `on_unstorable` option of every sink. */
 export const onUnstorableOption = z

@@ -1,7 +1,7 @@
 /** Countries available per zone type (`GET /countrieslist`): one row per (zone type, country). */
 import { z } from 'zod';
 import type { Row, Source } from '../core/types.js';
-import type { ComponentDef } from '../core/component.js';
+import type { ComponentDef } from '../contracts/component.js';
 import { oneShotSource } from './one-shot.js';
 
 export const countriesSchema = z.object({ type: z.literal('countries') }).strict();

@@ -1,7 +1,7 @@
 /** The dataset catalogue (`GET /datasets/list`): one row per dataset. */
 import { z } from 'zod';
 import type { Source } from '../core/types.js';
-import type { ComponentDef } from '../core/component.js';
+import type { ComponentDef } from '../contracts/component.js';
 import { oneShotSource } from './one-shot.js';
 
 export const datasetsSchema = z.object({ type: z.literal('datasets') }).strict();

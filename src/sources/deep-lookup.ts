@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { AmbiguousPaidCallError, ServiceError, type ServiceClient } from '../client/index.js';
 import { SluiceError } from '../core/errors.js';
 import type { Batch, Source, SourceContext, WorkUnit } from '../core/types.js';
-import type { ComponentDef, ComponentDeps } from '../core/component.js';
+import type { ComponentDef, ComponentDeps } from '../contracts/component.js';
 import { decode } from '../decode/index.js';
 import { countBytes, downloadBounds } from './bytes.js';
 import { rawDecodeOptions } from './raw-decode.js';

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { SluiceError } from '../core/errors.js';
 import type { Batch, RawDecodeOptions, RawFile, Source, SourceContext, WorkUnit } from '../core/types.js';
-import type { ComponentDef, ComponentDeps } from '../core/component.js';
+import { fileReferences, type ComponentDef, type ComponentDeps } from '../contracts/component.js';
 import { decode } from '../decode/index.js';
 import { countBytes, localFileBounds } from './bytes.js';
 import { rawDecodeOptions } from './raw-decode.js';
@@ -219,4 +219,5 @@ export const fileSource: ComponentDef<'source', FileConfig, Source> = {
   schema: fileSchema,
   create: (cfg, deps) => new FileSource(cfg, deps),
   offline: true,
+  files: (cfg) => fileReferences(['paths'], cfg.paths, 'file or directory', 'an input file or a directory of them'),
 };

@@ -1,5 +1,5 @@
 /** Every source, listed explicitly: the pipeline registry and the generated docs read this list. */
-import type { ComponentDef } from '../core/component.js';
+import type { ComponentDef } from '../contracts/component.js';
 import { countriesSource } from './countries.js';
 import { datasetsSource } from './datasets.js';
 import { deepLookupSource } from './deep-lookup.js';

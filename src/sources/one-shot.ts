@@ -1,7 +1,7 @@
 /** Sources whose whole result is one small API answer: one work unit, rows computed from the answer. */
 import type { ServiceClient } from '../client/index.js';
 import type { Batch, Row, Source, SourceContext, WorkUnit } from '../core/types.js';
-import type { ComponentDeps } from '../core/component.js';
+import type { ComponentDeps } from '../contracts/component.js';
 
 export function oneShotSource(
   deps: ComponentDeps,

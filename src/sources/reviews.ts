@@ -9,7 +9,7 @@
  */
 import { z } from 'zod';
 import type { Source } from '../core/types.js';
-import type { ComponentDef } from '../core/component.js';
+import { fileReferences, type ComponentDef } from '../contracts/component.js';
 import { crawlFields, extraParamsField } from './crawl/config.js';
 import { placesFromSearch } from './crawl/places-from-search.js';
 import { readQueriesFile, uniqueQueries } from './crawl/queries.js';
@@ -113,5 +113,12 @@ export const reviewsSource: ComponentDef<'source', ReviewsConfig, Source> = {
         ...(cfg.incremental && { incremental: reviewsIncremental(cfg.max_pages) }),
       },
       deps,
+    ),
+  files: (cfg) =>
+    fileReferences(
+      ['from_serp', 'queries_file'],
+      cfg.from_serp?.queries_file,
+      'file',
+      'the queries whose places are read',
     ),
 };

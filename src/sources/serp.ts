@@ -12,7 +12,7 @@
  */
 import { z } from 'zod';
 import type { Source, SourceContext } from '../core/types.js';
-import type { ComponentDef } from '../core/component.js';
+import { fileReferences, type ComponentDef } from '../contracts/component.js';
 import { crawlFields, extraParamsField } from './crawl/config.js';
 import { readQueriesFile, uniqueQueries } from './crawl/queries.js';
 import { searchPages } from './crawl/search-pages.js';
@@ -68,6 +68,7 @@ export const serpSource: ComponentDef<'source', SerpConfig, Source> = {
       },
       deps,
     ),
+  files: (cfg) => fileReferences(['queries_file'], cfg.queries_file, 'file', 'the queries to search'),
 };
 
 /** A SERP page's checkpoint: its query and when it was fetched. */

@@ -39,7 +39,7 @@ import type {
   SourceContext,
   WorkUnit,
 } from '../core/types.js';
-import type { ComponentDef, ComponentDeps } from '../core/component.js';
+import { fileReferences, type ComponentDef, type ComponentDeps } from '../contracts/component.js';
 import { checkedBytes, decode } from '../decode/index.js';
 import { countBytes, downloadBounds } from './bytes.js';
 import { PRIVATE_FILE } from '../core/private-files.js';
@@ -401,4 +401,6 @@ export const snapshotSource: ComponentDef<'source', SnapshotConfig, Source> = {
   schema: snapshotSchema as unknown as z.ZodType<SnapshotConfig>,
   create: (cfg, deps) => new SnapshotSource(cfg, deps),
   backfill: snapshotBackfill,
+  files: (cfg) =>
+    fileReferences(['files'], cfg.files, 'file', 'a filter-values file (CSV or JSON) uploaded with the filter job'),
 };

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import type { Row, Source } from '../core/types.js';
-import type { ComponentDef } from '../core/component.js';
+import type { ComponentDef } from '../contracts/component.js';
 import { costPeriodProblem } from '../client/index.js';
 import { oneShotSource } from './one-shot.js';
 

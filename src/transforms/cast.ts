@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import type { Row, Transform } from '../core/types.js';
-import type { ComponentDef } from '../core/component.js';
+import type { ComponentDef } from '../contracts/component.js';
 import { DateOnly, isDateOnly, isTimestamp, parseIsoTimestamp } from '../core/values.js';
 import {
   BIGINT,
@@ -15,7 +15,7 @@ import {
   TIMESTAMP,
   VARCHAR,
   type LogicalType,
-} from '../schema/logical-type.js';
+} from '../core/logical-type.js';
 import { FAILED, describeValue, rawRow, toNumber } from './coerce.js';
 import { mapRows } from './map-rows.js';
 
@@ -63,6 +63,8 @@ export const castTransform: ComponentDef<'transform', CastConfig, Transform> = {
   type: 'cast',
   description: 'Convert fields to int, double, text, bool, timestamp, date or json.',
   schema: castSchema,
+  // Values change type; the set of columns does not.
+  outputColumns: (_config, input) => input,
   declares(config, input) {
     const toNull = config.on_error === 'null' || config.on_error === null;
     return input?.map((c) => {

@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { Batch, Row, Transform, TransformContext } from '../core/types.js';
-import type { ComponentDef } from '../core/component.js';
+import type { ComponentDef } from '../contracts/component.js';
 import { describeValue, getPath } from './coerce.js';
 
 export const dedupeSchema = z
@@ -35,6 +35,7 @@ export const dedupeTransform: ComponentDef<'transform', DedupeConfig, Transform>
   schema: dedupeSchema,
   // Rows pass through unchanged (or not at all).
   declares: (_config, input) => input,
+  outputColumns: (_config, input) => input,
   create(config) {
     const key = config.key;
     // hash → id of the unit that first kept it. Units run concurrently, so ownership decides who keeps a key.

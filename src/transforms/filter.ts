@@ -8,7 +8,7 @@
  */
 import { z } from 'zod';
 import type { Row, Transform } from '../core/types.js';
-import type { ComponentDef } from '../core/component.js';
+import type { ComponentDef } from '../contracts/component.js';
 import { isDateOnly, isTimestamp, parseIsoTimestamp } from '../core/values.js';
 import { getPath, toNumber } from './coerce.js';
 import { mapRows } from './map-rows.js';
@@ -111,6 +111,7 @@ export const filterTransform: ComponentDef<'transform', FilterConfig, Transform>
   schema: filterSchema,
   // Rows pass through unchanged (or not at all).
   declares: (_config, input) => input,
+  outputColumns: (_config, input) => input,
   create(config) {
     const cond: Condition = config.all
       ? { all: config.all }

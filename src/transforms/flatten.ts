@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import type { Row, Transform } from '../core/types.js';
-import type { ComponentDef } from '../core/component.js';
+import type { ComponentDef } from '../contracts/component.js';
 import { isPlainObject, rawRow } from './coerce.js';
 import { mapRows } from './map-rows.js';
 

@@ -1,5 +1,5 @@
 /** Every transform, listed explicitly: the pipeline registry and the generated docs read this list. */
-import type { ComponentDef } from '../core/component.js';
+import type { ComponentDef } from '../contracts/component.js';
 import { castTransform } from './cast.js';
 import { dedupeTransform } from './dedupe.js';
 import { filterTransform } from './filter.js';

@@ -4,8 +4,8 @@
  */
 import { z } from 'zod';
 import type { Batch, Row, Transform, TransformContext } from '../core/types.js';
-import type { ComponentDef } from '../core/component.js';
-import type { DeclaredSchema } from '../schema/declared.js';
+import type { ComponentDef } from '../contracts/component.js';
+import type { DeclaredSchema } from '../core/declared.js';
 import { rawRow } from './coerce.js';
 import { COMPANY_PROFILE_COLUMNS, normalizeCompanyProfile } from './presets/company-profile.js';
 import type { PresetFn, PresetOptions } from './presets/preset.js';
@@ -83,6 +83,10 @@ export const normalizeTransform: ComponentDef<'transform', NormalizeConfig, Tran
   description: "Typed rows from the service's payloads (SERP pages, review pages, company profiles), by preset.",
   schema: normalizeSchema,
   declares: (config) => presetDeclared(config.preset, config.keep_image_data ?? false),
+  outputColumns(config, _input, at) {
+    const columns = presetColumns(config.preset, config.keep_image_data ?? false);
+    return columns && { columns, from: `${at} (normalize ${config.preset})` };
+  },
   create(config) {
     const preset: PresetFn = PRESETS[config.preset];
     const opts: PresetOptions = { keepImageData: config.keep_image_data ?? false };
@@ -103,3 +107,30 @@ export const normalizeTransform: ComponentDef<'transform', NormalizeConfig, Tran
     };
   },
 };
+
+/**
+ * One input row per preset that yields at least one output row. The presets build each row as one object literal
+ * (optional image payloads aside, which `keep_image_data` decides), so the keys of one row are the keys of all.
+ */
+const PRESET_PROBES: Partial<Record<PresetName, Row>> = {
+  serp_organic: { organic: [{ link: 'https://example.com/', title: 'probe' }] },
+  serp_related: { related: [{ text: 'probe' }] },
+  serp_images: { images: [{ link: 'https://example.com/' }] },
+  serp_pages: { general: {} },
+  reviews: { reviews: [{ review_id: 'probe' }] },
+};
+
+const PROBE_CONTEXT: TransformContext = {
+  log: { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
+  deadLetter: () => undefined,
+  unitId: 'probe',
+  unitParams: {},
+};
+
+/** The columns a `normalize` preset outputs, or undefined when they depend on the input (`company_profile`). */
+export function presetColumns(preset: string, keepImageData = false): string[] | undefined {
+  const probe = PRESET_PROBES[preset as PresetName];
+  if (!probe) return undefined;
+  const rows = PRESETS[preset as PresetName](structuredClone(probe), PROBE_CONTEXT, { keepImageData });
+  return rows[0] ? Object.keys(rows[0]) : undefined;
+}

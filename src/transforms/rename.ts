@@ -1,7 +1,7 @@
 /** `rename`: rename top-level fields, keeping their position in the row. */
 import { z } from 'zod';
 import type { Row, Transform } from '../core/types.js';
-import type { ComponentDef } from '../core/component.js';
+import type { ComponentDef } from '../contracts/component.js';
 import { mapRows } from './map-rows.js';
 
 export const renameSchema = z
@@ -27,6 +27,14 @@ export const renameTransform: ComponentDef<'transform', RenameConfig, Transform>
   type: 'rename',
   description: 'Rename fields.',
   schema: renameSchema,
+  outputColumns(config, input) {
+    if (!input) return undefined;
+    const map: Record<string, string> = config.fields;
+    // A renamed field replaces one of the new name; a field the rows lack is skipped.
+    const renamed = input.columns.filter((c) => c in map).map((c) => map[c]!);
+    const kept = input.columns.filter((c) => !(c in map) && !renamed.includes(c));
+    return { ...input, columns: [...kept, ...renamed] };
+  },
   declares(config, input) {
     if (!input) return undefined;
     const map = new Map(Object.entries(config.fields));

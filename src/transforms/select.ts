@@ -1,7 +1,7 @@
 /** `select`: keep only the listed fields (in that order), or with `exclude: true` drop them. */
 import { z } from 'zod';
 import type { Row, Transform } from '../core/types.js';
-import type { ComponentDef } from '../core/component.js';
+import type { ComponentDef } from '../contracts/component.js';
 import { mapRows } from './map-rows.js';
 
 export const selectSchema = z
@@ -27,6 +27,10 @@ export const selectTransform: ComponentDef<'transform', SelectConfig, Transform>
   type: 'select',
   description: 'Keep only some fields, or drop some.',
   schema: selectSchema,
+  outputColumns(config, input, at) {
+    if (!config.exclude) return { columns: [...new Set(config.fields)], from: `${at} (select)` };
+    return input && { ...input, columns: input.columns.filter((c) => !config.fields.includes(c)) };
+  },
   declares(config, input) {
     if (!input) return undefined;
     if (config.exclude) return input.filter((c) => !config.fields.includes(c.name));

@@ -72,10 +72,20 @@ describe('exit codes', () => {
       );
       expect(io.stderr[1]).toMatch(/--wait/);
 
-      // Released only after the waiting run started: it can complete only by having waited.
+      // Released only once the waiting run says it waits: it can complete only by having waited.
       const waiting = memoryIo({});
-      const run = runCli(['run', file, '--wait=1m', ...quiet], waiting);
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      const saysItWaits = new Promise<void>((resolve) => {
+        const err = waiting.err;
+        waiting.err = (text) => {
+          err(text);
+          if (text.includes('waiting for the lock')) resolve();
+        };
+      });
+      const run = runCli(['run', file, '--wait=1m', '--no-progress'], waiting);
+      await Promise.race([
+        saysItWaits,
+        run.then((code) => Promise.reject(new Error(`the run ended (${code}) without waiting for the lock`))),
+      ]);
       await lock.release();
       expect(await run, waiting.stderr.join('\n')).toBe(EXIT_CODES.success);
     } finally {

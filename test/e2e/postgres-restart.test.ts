@@ -20,7 +20,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ComponentDef } from '../../src/core/component.js';
+import type { ComponentDef } from '../../src/contracts/component.js';
 import type { Batch, Logger, Source, WorkUnit } from '../../src/core/types.js';
 import { runPipeline } from '../../src/engine/run.js';
 import { loadPipeline } from '../../src/pipeline/load.js';

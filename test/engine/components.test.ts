@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ComponentDef } from '../../src/core/component.js';
+import type { ComponentDef } from '../../src/contracts/component.js';
 import { buildComponents, refuseShardedReplaceSinks, sinkConfigs } from '../../src/engine/components.js';
 import type { Registry } from '../../src/pipeline/registry.js';
 import { MemorySink, MemorySource, recordingLogger, tempDir } from './in-memory.js';

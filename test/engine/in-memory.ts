@@ -26,7 +26,7 @@ import type {
   WorkUnit,
 } from '../../src/core/types.js';
 import { MemoryStateStore } from '../../src/engine/state-store.js';
-import { describeType, type LogicalType } from '../../src/schema/logical-type.js';
+import { describeType, type LogicalType } from '../../src/core/logical-type.js';
 
 export function tempDir(): string {
   return mkdtempSync(path.join(tmpdir(), 'sluice-engine-'));

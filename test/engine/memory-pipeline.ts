@@ -4,7 +4,7 @@
  * that dead-letters every record with an odd `id`.
  */
 import path from 'node:path';
-import type { ComponentDef } from '../../src/core/component.js';
+import type { ComponentDef } from '../../src/contracts/component.js';
 import type { Batch, TransformContext } from '../../src/core/types.js';
 import type { LoadedPipeline } from '../../src/pipeline/load.js';
 import type { Registry } from '../../src/pipeline/registry.js';

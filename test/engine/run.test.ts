@@ -2,7 +2,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { ComponentDef } from '../../src/core/component.js';
+import type { ComponentDef } from '../../src/contracts/component.js';
 import { InterruptedError, LockedError, SluiceError } from '../../src/core/errors.js';
 import type { Batch, Source, TransformContext } from '../../src/core/types.js';
 import type { RunSummary } from '../../src/engine/api.js';

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { Sink, SinkContext } from '../../src/core/types.js';
-import { LINEAGE_COLUMNS, withLineage } from '../../src/engine/lineage.js';
+import { LINEAGE_COLUMNS } from '../../src/schema/lineage.js';
+import { withLineage } from '../../src/engine/lineage.js';
 import { declaredOutput } from '../../src/pipeline/declared-output.js';
 import { registry } from '../../src/pipeline/registry.js';
-import { BIGINT, DOUBLE, VARCHAR } from '../../src/schema/logical-type.js';
+import { BIGINT, DOUBLE, VARCHAR } from '../../src/core/logical-type.js';
 import { presetDeclared } from '../../src/transforms/normalize.js';
 
 /** Validated as a pipeline file's transforms are (defaults applied). */

@@ -1,6 +1,7 @@
 /** Which transform chains fix the columns a sink receives, and what those columns are. */
 import { describe, expect, it } from 'vitest';
-import { outputColumns, presetColumns } from '../../src/pipeline/output-columns.js';
+import { outputColumns } from '../../src/pipeline/output-columns.js';
+import { presetColumns } from '../../src/transforms/normalize.js';
 import { PRESETS } from '../../src/transforms/normalize.js';
 
 describe('presetColumns', () => {

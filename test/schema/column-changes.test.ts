@@ -11,7 +11,7 @@ import {
   listOf,
   structOf,
   type LogicalType,
-} from '../../src/schema/logical-type.js';
+} from '../../src/core/logical-type.js';
 
 /** A mapping like Postgres's: every STRUCT is one JSON column type, whatever its fields. */
 const structsAsJson: TypeName = (t) => (t.kind === 'struct' ? 'jsonb' : duckdbType(t));

@@ -15,7 +15,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { z } from 'zod';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
-import type { ComponentDef } from '../../src/core/component.js';
+import type { ComponentDef } from '../../src/contracts/component.js';
 import { EXIT_CODES, SluiceError } from '../../src/core/errors.js';
 import type { Row } from '../../src/core/types.js';
 import type { RunSummary } from '../../src/engine/api.js';

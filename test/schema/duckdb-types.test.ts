@@ -12,7 +12,7 @@ import {
   listOf,
   sameType,
   structOf,
-} from '../../src/schema/logical-type.js';
+} from '../../src/core/logical-type.js';
 
 describe('DuckDB type mapping', () => {
   it('quotes names and strings', () => {

@@ -14,7 +14,7 @@ import {
   listOf,
   nativeType,
   structOf,
-} from '../../src/schema/logical-type.js';
+} from '../../src/core/logical-type.js';
 
 const j = (a: Parameters<typeof joinTypes>[0], b: Parameters<typeof joinTypes>[1], log?: ConflictLog): string =>
   duckdbType(joinTypes(a, b, ['c'], log));

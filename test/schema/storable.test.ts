@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Row, StoreLimits } from '../../src/core/types.js';
-import { BIGINT, listOf, structOf, VARCHAR, type LogicalType } from '../../src/schema/logical-type.js';
+import { BIGINT, listOf, structOf, VARCHAR, type LogicalType } from '../../src/core/logical-type.js';
 import { escapedBytes, RecordJudge, type Verdict } from '../../src/schema/storable.js';
 
 const DUCK: StoreLimits = { store: 'DuckDB', names: 'all', caseInsensitive: true, maxNesting: 3, maxRecordBytes: 1000 };

@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { ServiceClient } from '../../src/client/index.js';
 import { createClient } from '../../src/client/index.js';
 import type { Counters, Logger, SourceContext } from '../../src/core/types.js';
-import type { ComponentDeps } from '../../src/core/component.js';
+import type { ComponentDeps } from '../../src/contracts/component.js';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
 import type { EmulatorOptions } from '../../src/emulator/context.js';
 import { MemoryStateStore } from '../../src/engine/state-store.js';

@@ -6,7 +6,7 @@ import type { Row, Source, WorkUnit } from '../../src/core/types.js';
 import { startEmulator } from '../../src/emulator/server.js';
 import { expectedOrganicLinks, serpQueryPlan, type SerpQueryPlan } from '../../src/emulator/data/serp.js';
 import { MemoryStateStore } from '../../src/engine/state-store.js';
-import { driveCrawl, type DriveResult } from '../../src/sources/crawl/drive.js';
+import { driveCrawl, type DriveResult } from '../support/drive-crawl.js';
 import { SERP_STATE_KEY, parseSerpUnitId } from '../../src/sources/crawl/search-pages.js';
 import { serpSchema, serpSource } from '../../src/sources/serp.js';
 import { normalizeSerpOrganic } from '../../src/transforms/presets/serp-organic.js';

@@ -3,7 +3,7 @@
  * transform over batches. Every text here is made up.
  */
 import type { Batch, DeadLetter, Row, Transform, TransformContext } from '../../src/core/types.js';
-import type { ComponentDef, ComponentDeps } from '../../src/core/component.js';
+import type { ComponentDef, ComponentDeps } from '../../src/contracts/component.js';
 
 export interface RunResult {
   rows: Row[];

@@ -19,7 +19,7 @@ import { formatPath } from '../../schema/conflicts.js';
 import { isEvolve, type ContractMode, type SchemaContract } from '../../schema/contract.js';
 import { InferredSchema } from '../../schema/infer.js';
 import { joinTypes } from '../../schema/join.js';
-import { sameType, withoutOpenParts, type LogicalType } from '../../schema/logical-type.js';
+import { sameType, withoutOpenParts, type LogicalType } from '../../core/logical-type.js';
 
 /** What a value would do to the committed columns. */
 export interface ContractChange {

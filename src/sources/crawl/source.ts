@@ -12,7 +12,7 @@
  * before (reviews newest first), keeping only the new items on that page's row.
  */
 import type { Batch, Source, SourceContext, WorkUnit } from '../../core/types.js';
-import type { ComponentDeps } from '../../core/component.js';
+import type { ComponentDeps } from '../../contracts/component.js';
 import { ChainStore } from './chains.js';
 import type { CrawlConfig } from './config.js';
 import { CrawlFetcher, type FetchedPage } from './fetcher.js';

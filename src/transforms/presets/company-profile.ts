@@ -16,8 +16,8 @@
  */
 import type { Row } from '../../core/types.js';
 import { parseIsoTimestamp } from '../../core/values.js';
-import { column, struct, type DeclaredColumn, type DeclaredSchema } from '../../schema/declared.js';
-import { BIGINT, JSON_TYPE, TIMESTAMP, VARCHAR, listOf } from '../../schema/logical-type.js';
+import { column, struct, type DeclaredColumn, type DeclaredSchema } from '../../core/declared.js';
+import { BIGINT, JSON_TYPE, TIMESTAMP, VARCHAR, listOf } from '../../core/logical-type.js';
 import { FAILED, isPlainObject, parseCount, toText } from '../coerce.js';
 
 const TEXT_FIELDS = [

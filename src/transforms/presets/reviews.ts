@@ -17,8 +17,8 @@
 import type { Row, TransformContext } from '../../core/types.js';
 import { DateOnly } from '../../core/values.js';
 import { asObject, isPlainObject, toInteger, toText, toTextList } from '../coerce.js';
-import { column, struct, type DeclaredSchema } from '../../schema/declared.js';
-import { BIGINT, BOOLEAN, DATE, DOUBLE, TIMESTAMP, VARCHAR, listOf } from '../../schema/logical-type.js';
+import { column, struct, type DeclaredSchema } from '../../core/declared.js';
+import { BIGINT, BOOLEAN, DATE, DOUBLE, TIMESTAMP, VARCHAR, listOf } from '../../core/logical-type.js';
 import type { PresetOptions } from './preset.js';
 import { rowFetchedAt } from './preset.js';
 import { parseRelativeTime } from './relative-time.js';

@@ -4,8 +4,8 @@
  * `keep_image_data` is set; `has_image` still says whether the result had one.
  */
 import type { Row, TransformContext } from '../../core/types.js';
-import { column, type DeclaredSchema } from '../../schema/declared.js';
-import { BIGINT, BOOLEAN, DOUBLE, VARCHAR, listOf } from '../../schema/logical-type.js';
+import { column, type DeclaredSchema } from '../../core/declared.js';
+import { BIGINT, BOOLEAN, DOUBLE, VARCHAR, listOf } from '../../core/logical-type.js';
 import { asObject, isPlainObject, nonEmpty, toInteger, toNumber, toText, toTextList, urlOrNull } from '../coerce.js';
 import type { PresetOptions } from './preset.js';
 import { FETCH_COLUMNS, PAGE_COLUMNS, serpPageContext } from './serp-page.js';

@@ -8,8 +8,8 @@
  * the list it came from, kept for tracing.
  */
 import type { Row, TransformContext } from '../../core/types.js';
-import { column, struct, type DeclaredSchema } from '../../schema/declared.js';
-import { BIGINT, BOOLEAN, DOUBLE, VARCHAR, listOf } from '../../schema/logical-type.js';
+import { column, struct, type DeclaredSchema } from '../../core/declared.js';
+import { BIGINT, BOOLEAN, DOUBLE, VARCHAR, listOf } from '../../core/logical-type.js';
 import { isPlainObject, nonEmpty, toBool, toInteger, toNumber, toText, toTextList, urlOrNull } from '../coerce.js';
 import type { PresetOptions } from './preset.js';
 import {

@@ -4,8 +4,8 @@
  */
 import type { Row, TransformContext } from '../../core/types.js';
 import { parseIsoTimestamp } from '../../core/values.js';
-import { column, type DeclaredColumn } from '../../schema/declared.js';
-import { BIGINT, TIMESTAMP, VARCHAR } from '../../schema/logical-type.js';
+import { column, type DeclaredColumn } from '../../core/declared.js';
+import { BIGINT, TIMESTAMP, VARCHAR } from '../../core/logical-type.js';
 import { asObject, isPlainObject, toInteger, toText } from '../coerce.js';
 import { rowFetchedAt } from './preset.js';
 

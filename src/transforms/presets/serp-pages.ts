@@ -10,8 +10,8 @@
  */
 import type { Row, TransformContext } from '../../core/types.js';
 import { parseIsoTimestamp } from '../../core/values.js';
-import { column, struct, type DeclaredSchema } from '../../schema/declared.js';
-import { BIGINT, BOOLEAN, DOUBLE, JSON_TYPE, TIMESTAMP, VARCHAR, listOf } from '../../schema/logical-type.js';
+import { column, struct, type DeclaredSchema } from '../../core/declared.js';
+import { BIGINT, BOOLEAN, DOUBLE, JSON_TYPE, TIMESTAMP, VARCHAR, listOf } from '../../core/logical-type.js';
 import { asObject, isPlainObject, nonEmpty, toBool, toInteger, toNumber, toText, urlOrNull } from '../coerce.js';
 import { FETCH_COLUMNS, PAGE_COLUMNS, hasNextPage, isSerpPage, mergedOrganic, serpPageContext } from './serp-page.js';
 

@@ -7,8 +7,8 @@
  * group (null at the top level) and `depth` how deep it sits (0 = top level).
  */
 import type { Row, TransformContext } from '../../core/types.js';
-import { column, type DeclaredSchema } from '../../schema/declared.js';
-import { BIGINT, BOOLEAN, VARCHAR } from '../../schema/logical-type.js';
+import { column, type DeclaredSchema } from '../../core/declared.js';
+import { BIGINT, BOOLEAN, VARCHAR } from '../../core/logical-type.js';
 import { isPlainObject, nonEmpty, toBool, toInteger, toText, urlOrNull } from '../coerce.js';
 import type { PresetOptions } from './preset.js';
 import { FETCH_COLUMNS, PAGE_COLUMNS, serpPageContext, type SerpPageContext } from './serp-page.js';

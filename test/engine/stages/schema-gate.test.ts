@@ -17,7 +17,7 @@ import {
   listOf,
   structOf,
   type LogicalType,
-} from '../../../src/schema/logical-type.js';
+} from '../../../src/core/logical-type.js';
 import { runPipeline } from '../../../src/engine/run.js';
 import { loadUnit } from '../../../src/engine/stages/load-unit.js';
 import { memoryPipeline, quiet } from '../memory-pipeline.js';

@@ -3,7 +3,7 @@ import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import type { Batch, DeadLetter, Row, Sink, StoreLimits } from '../../../src/core/types.js';
 import { judged, SinkJudges } from '../../../src/engine/stages/store-gate.js';
 import { writeToSinks } from '../../../src/engine/stages/write-sinks.js';
-import { BIGINT } from '../../../src/schema/logical-type.js';
+import { BIGINT } from '../../../src/core/logical-type.js';
 import { RecordJudge } from '../../../src/schema/storable.js';
 import { MemorySink, recordingLogger } from '../in-memory.js';
 

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { runKilledAt, type KilledRun } from '../../../bench/lib/sluice-child.js';
-import type { ComponentDef } from '../../../src/core/component.js';
+import type { ComponentDef } from '../../../src/contracts/component.js';
 import { SluiceError } from '../../../src/core/errors.js';
 import type { Logger, Sink } from '../../../src/core/types.js';
 import { startEmulator, type EmulatorHandle } from '../../../src/emulator/server.js';

@@ -19,7 +19,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EXIT_CODES, SluiceError } from '../../../src/core/errors.js';
 import { replayDeadLetters } from '../../../src/engine/dead-letters.js';
-import { LOADED_AT_COLUMN, RUN_ID_COLUMN } from '../../../src/engine/lineage.js';
+import { LOADED_AT_COLUMN, RUN_ID_COLUMN } from '../../../src/schema/lineage.js';
 import { silentLogger } from '../../../src/engine/logger.js';
 import { loadPipeline } from '../../../src/pipeline/load.js';
 import { sinkDefs } from '../../../sinks/index.js';

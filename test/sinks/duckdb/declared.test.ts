@@ -7,16 +7,8 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { knownCheckpoint, NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import type { UnitCommit, WorkUnit } from '../../../src/core/types.js';
-import type { DeclaredSchema } from '../../../src/schema/declared.js';
-import {
-  BIGINT,
-  DOUBLE,
-  TIMESTAMP,
-  VARCHAR,
-  describeType,
-  listOf,
-  structOf,
-} from '../../../src/schema/logical-type.js';
+import type { DeclaredSchema } from '../../../src/core/declared.js';
+import { BIGINT, DOUBLE, TIMESTAMP, VARCHAR, describeType, listOf, structOf } from '../../../src/core/logical-type.js';
 import { duckdbSinkSchema, type DuckDBSinkConfig } from '../../../sinks/duckdb/config.js';
 import { DuckDBSink } from '../../../sinks/duckdb/sink.js';
 import { batches, columnTypes, query, removeTempDirs, sinkContext, tempDir, unit } from '../helpers.js';

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, describe, expect, it } from 'vitest';
 import { duckdbType } from '../../../src/schema/duckdb-types.js';
-import { DATE, TIMESTAMP, VARCHAR, listOf, structOf } from '../../../src/schema/logical-type.js';
+import { DATE, TIMESTAMP, VARCHAR, listOf, structOf } from '../../../src/core/logical-type.js';
 import { stageRawJsonl } from '../../../sinks/duckdb/stage.js';
 import { fitTextToTemporal, textConverts } from '../../../sinks/duckdb/temporal-text.js';
 import { removeTempDirs, tempDir } from '../helpers.js';

@@ -11,7 +11,7 @@ import {
   listOf,
   structOf,
   type LogicalType,
-} from '../../../src/schema/logical-type.js';
+} from '../../../src/core/logical-type.js';
 import { datasetColumns, schemaChanges, textifies, unreadableAs } from '../../../sinks/output-files/dataset-schema.js';
 
 const show = (m: ReadonlyMap<string, LogicalType> | undefined): [string, string][] | undefined =>

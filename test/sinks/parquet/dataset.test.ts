@@ -9,7 +9,7 @@ import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import type { Row, Sink } from '../../../src/core/types.js';
 import { DateOnly } from '../../../src/core/values.js';
-import type { DeclaredSchema } from '../../../src/schema/declared.js';
+import type { DeclaredSchema } from '../../../src/core/declared.js';
 import {
   BIGINT,
   DATE,
@@ -19,7 +19,7 @@ import {
   describeType,
   listOf,
   structOf,
-} from '../../../src/schema/logical-type.js';
+} from '../../../src/core/logical-type.js';
 import { duckdbSinkSchema } from '../../../sinks/duckdb/config.js';
 import { DuckDBSink } from '../../../sinks/duckdb/sink.js';
 import type { Manifest } from '../../../sinks/output-files/manifest.js';

@@ -7,7 +7,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Row } from '../../../src/core/types.js';
-import { BIGINT, VARCHAR } from '../../../src/schema/logical-type.js';
+import { BIGINT, VARCHAR } from '../../../src/core/logical-type.js';
 import { CopyWriter, Spool, SpoolPool, copySpool } from '../../../sinks/postgres/copy.js';
 import { RowEncoder } from '../../../sinks/postgres/encode.js';
 import { startPostgres, type PostgresServer } from '../../support/postgres-server.js';

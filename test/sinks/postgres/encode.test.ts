@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { DateOnly } from '../../../src/core/values.js';
-import * as T from '../../../src/schema/logical-type.js';
+import * as T from '../../../src/core/logical-type.js';
 import { CopyBuffer, RowEncoder, UnstorableValue } from '../../../sinks/postgres/encode.js';
 
 function encoder(...columns: [string, T.LogicalType][]): RowEncoder {

@@ -14,7 +14,7 @@ import {
   nativeType,
   structOf,
   type LogicalType,
-} from '../../../src/schema/logical-type.js';
+} from '../../../src/core/logical-type.js';
 import { tableNames } from '../../../sinks/postgres/config.js';
 import { isTransientPgError } from '../../../sinks/postgres/connection.js';
 import { RowEncoder, UnstorableValue } from '../../../sinks/postgres/encode.js';

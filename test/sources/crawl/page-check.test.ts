@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Row } from '../../../src/core/types.js';
 import { serpQueryPlan } from '../../../src/emulator/data/serp.js';
-import { driveCrawl } from '../../../src/sources/crawl/drive.js';
+import { driveCrawl } from '../../support/drive-crawl.js';
 import { parseSerpUnitId } from '../../../src/sources/crawl/search-pages.js';
 import { serpSchema, serpSource } from '../../../src/sources/serp.js';
 import { sourceContext, startHarness, stats, type Harness } from '../crawl-harness.js';

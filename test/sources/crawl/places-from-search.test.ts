@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SluiceError } from '../../../src/core/errors.js';
 import type { Source } from '../../../src/core/types.js';
 import { mapsPlaceFids, serpQueryPlan } from '../../../src/emulator/data/serp.js';
-import { driveCrawl } from '../../../src/sources/crawl/drive.js';
+import { driveCrawl } from '../../support/drive-crawl.js';
 import { parseReviewsUnitId } from '../../../src/sources/crawl/review-pages.js';
 import { reviewsSchema, reviewsSource } from '../../../src/sources/reviews.js';
 import { REQUEST_ROUTE, resetStats, sourceContext, startHarness, stats, type Harness } from '../crawl-harness.js';

@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { runPipeline } from '../../../src/engine/run.js';
 import { silentLogger } from '../../../src/engine/logger.js';
 import { loadPipeline } from '../../../src/pipeline/load.js';
-import type { DeclaredSchema } from '../../../src/schema/declared.js';
+import type { DeclaredSchema } from '../../../src/core/declared.js';
 import { duckdbType } from '../../../src/schema/duckdb-types.js';
 import { PRESETS, presetDeclared, type PresetName } from '../../../src/transforms/normalize.js';
 import { tempDir } from '../../engine/in-memory.js';

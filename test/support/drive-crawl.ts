@@ -3,8 +3,8 @@
  * and follows what `discover` returns — without transforms or sinks. The crawl benchmark uses it to time the source
  * alone, and tests use it to stop a crawl half-way and resume it.
  */
-import type { Row, Source, SourceContext } from '../../core/types.js';
-import { scheduleUnits } from '../../engine/scheduler.js';
+import type { Row, Source, SourceContext } from '../../src/core/types.js';
+import { scheduleUnits } from '../../src/engine/scheduler.js';
 
 export interface DriveOptions {
   /** Units read at once; default the source's own `concurrency` (as the engine does), else 4. */

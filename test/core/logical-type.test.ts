@@ -13,7 +13,7 @@ import {
   serializeType,
   structOf,
   type LogicalType,
-} from '../../src/schema/logical-type.js';
+} from '../../src/core/logical-type.js';
 
 describe('logical types', () => {
   const t = structOf([
