@@ -11,7 +11,7 @@ describe('failures end with one error line and one fix line', () => {
     expect(await runCli(['valdate', 'x.yaml'], io)).toBe(2);
     expect(io.stderr).toEqual([
       'error: unknown command "valdate" (did you mean "validate"?)',
-      '  fix: the commands are init, run, prepare, finalize, validate, plan, schema, emulator, zones, datasets, dead-letters, runs, state, report; see sluice --help',
+      '  fix: the commands are init, run, prepare, finalize, validate, plan, schema, emulator, zones, datasets, dead-letters, runs, state, report, compact; see sluice --help',
     ]);
   });
 
