@@ -1,22 +1,6 @@
 /** `write: merge`: a unit's rows replace the stored rows with the same primary key; within the unit the last wins. */
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { SluiceError } from '../../src/core/errors.js';
 import { quoteIdent } from '../../src/schema/duckdb-types.js';
-import type { LogicalType } from '../../src/core/logical-type.js';
-
-/** Every row needs the key: says which key column the unit's data lacks, before anything is written. */
-export function checkKeysPresent(
-  keys: readonly string[],
-  incoming: ReadonlyMap<string, LogicalType>,
-  label: string,
-): void {
-  for (const k of keys) {
-    if (!incoming.has(k))
-      throw new SluiceError(`${label}: primary key column "${k}" is not in the data`, {
-        hint: `every row needs the key for \`write: merge\`: fix \`primary_key\` (the data has ${[...incoming.keys()].slice(0, 12).join(', ')}), or add the field with a transform`,
-      });
-  }
-}
 
 /**
  * Merges the rows of `source` (a table expression) into `table`, inside the caller's transaction. Returns the rows

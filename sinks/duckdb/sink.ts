@@ -47,7 +47,7 @@ import { asNativeRefusal, refuseUnlessJsonl } from '../raw-jsonl/refusal.js';
 import { duckdbLimits, duckdbSinkSchema, tableNames, type DuckDBSinkConfig, type TableNames } from './config.js';
 import { DuckDBDatabase } from './database.js';
 import { loadUnit } from './load.js';
-import { checkKeysPresent } from './merge.js';
+import { checkKeysPresent } from '../../src/schema/merge-keys.js';
 import { dropNextGeneration, dropTableAndState, swapInNextGeneration } from './replace.js';
 import { ensureRunsTable, recordRun } from './runs-table.js';
 import { discard, stageRawJsonl, stageRows, StagingDir, type StagedUnit } from './stage.js';

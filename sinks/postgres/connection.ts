@@ -9,8 +9,7 @@
 import pg from 'pg';
 import { SluiceError, type RetryClassified } from '../../src/core/errors.js';
 import { redact, registerSecret } from '../../src/core/redact.js';
-import { RetryPolicy } from '../../src/core/retry.js';
-import { sleep } from '../../src/core/sleep.js';
+import { RetryPolicy, retrying } from '../../src/core/retry.js';
 
 /** Connections at most: the engine reads 4 units at once by default, and each unit commits in its own transaction. */
 const POOL_SIZE = 4;
@@ -112,14 +111,7 @@ const READ_RETRY = new RetryPolicy({ attempts: 4, baseMs: 500, maxMs: 30_000 });
  * query on each fails. Units have the engine's retries; these reads are outside any unit.
  */
 export async function readRetrying<T>(read: () => Promise<T>, policy: RetryPolicy = READ_RETRY): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await read();
-    } catch (err) {
-      if (!policy.shouldRetry(attempt, err)) throw err;
-      await sleep(policy.delayMs(attempt, err));
-    }
-  }
+  return retrying(read, { policy });
 }
 
 /**

@@ -4,26 +4,10 @@
  * the duckdb sink. The staging table numbers rows in arrival order for that.
  */
 import type pg from 'pg';
-import { SluiceError } from '../../src/core/errors.js';
-import type { LogicalType } from '../../src/core/logical-type.js';
 import { quoteIdent } from './types.js';
 
 const STAGE = quoteIdent('_sluice_merge_stage');
 const SEQ = quoteIdent('_sluice_seq');
-
-/** Every row needs the key: says which key column the unit's data lacks, before anything is written. */
-export function checkKeysPresent(
-  keys: readonly string[],
-  incoming: ReadonlyMap<string, LogicalType>,
-  label: string,
-): void {
-  for (const k of keys) {
-    if (!incoming.has(k))
-      throw new SluiceError(`${label}: primary key column "${k}" is not in the data`, {
-        hint: `every row needs the key for \`write: merge\`: fix \`primary_key\` (the data has ${[...incoming.keys()].slice(0, 12).join(', ')}), or add the field with a transform`,
-      });
-  }
-}
 
 /** Creates the unit's staging table (like `table`, numbering rows in arrival order); returns its name. */
 export async function createMergeStage(client: pg.PoolClient, table: string): Promise<string> {

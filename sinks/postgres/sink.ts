@@ -62,7 +62,7 @@ import {
 } from './connection.js';
 import { SpoolPool } from './copy.js';
 import { SourceFailure, loadUnit, streamUnit, type Prefix } from './load.js';
-import { checkKeysPresent } from './merge.js';
+import { checkKeysPresent } from '../../src/schema/merge-keys.js';
 import { dropNextGeneration, dropTableAndState, swapInNextGeneration } from './replace.js';
 import { ensureRunsTable, recordLoad, type AttemptLoad } from './runs-table.js';
 import { committedCheckpoints, committedUnitIds, ensureStateTable, isUnitCommitted, STATE_TABLE } from './state.js';

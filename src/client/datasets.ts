@@ -10,8 +10,7 @@ import type {
   SnapshotListItem,
   SnapshotMeta,
 } from './api.js';
-import { RetryPolicy } from '../core/retry.js';
-import { sleep } from '../core/sleep.js';
+import { RetryPolicy, notYet, pollUntil } from '../core/retry.js';
 import { NotReadyError, ServiceError } from './errors.js';
 import { readBounded } from './answers.js';
 import { parseRetryAfter, type HttpCore } from './http.js';
@@ -162,33 +161,35 @@ async function untilReady<T extends object>(
   ask: () => Promise<T | NotReadyAnswer>,
 ): Promise<T> {
   const budgetMs = wait.notReadyWaitMs ?? 0;
-  const deadline = Date.now() + budgetMs;
-  const policy = new RetryPolicy({
-    attempts: Number.MAX_SAFE_INTEGER,
-    baseMs: wait.intervalMs ?? 1_000,
-    maxMs: NOT_READY_MAX_MS,
-  });
-  for (let attempt = 1; ; attempt++) {
-    const answer = await ask();
-    if (!('notReady' in answer)) return answer;
-    const text = answer.notReady;
-    const init = {
-      method: 'GET',
-      path,
-      status: answer.status,
-      serviceMessage: text,
-      ...(answer.retryAfterMs !== undefined && { retryAfterMs: answer.retryAfterMs }),
-    };
-    const delayMs = policy.delayMs(attempt, new NotReadyError(init));
-    if (Date.now() + delayMs > deadline)
-      throw new NotReadyError({
-        ...init,
-        final: true,
-        ...(budgetMs > 0 && { serviceMessage: `${text} (still, after ${Math.round(budgetMs / 1000)} s of waiting)` }),
-      });
-    wait.onNotReady?.({ attempt, delayMs, message: text });
-    await sleep(delayMs, wait.signal);
-  }
+  let last: NotReadyAnswer | undefined;
+  const init = (a: NotReadyAnswer) => ({ method: 'GET', path, status: a.status, serviceMessage: a.notReady });
+  return pollUntil(
+    async () => {
+      const answer = await ask();
+      if (!('notReady' in answer)) return answer;
+      last = answer;
+      return notYet(answer.retryAfterMs);
+    },
+    {
+      policy: new RetryPolicy({
+        attempts: Number.MAX_SAFE_INTEGER,
+        baseMs: wait.intervalMs ?? 1_000,
+        maxMs: NOT_READY_MAX_MS,
+      }),
+      timeoutMs: budgetMs,
+      timedOut: () =>
+        new NotReadyError({
+          ...init(last!),
+          ...(last!.retryAfterMs !== undefined && { retryAfterMs: last!.retryAfterMs }),
+          final: true,
+          ...(budgetMs > 0 && {
+            serviceMessage: `${last!.notReady} (still, after ${Math.round(budgetMs / 1000)} s of waiting)`,
+          }),
+        }),
+      onWait: (attempt, delayMs) => wait.onNotReady?.({ attempt, delayMs, message: last!.notReady }),
+      ...(wait.signal !== undefined && { signal: wait.signal }),
+    },
+  );
 }
 
 function isListItem(v: unknown): v is SnapshotListItem {

@@ -25,8 +25,7 @@
 import type { Readable } from 'node:stream';
 import { Pool, type Dispatcher, type FormData } from 'undici';
 import { redact } from '../core/redact.js';
-import { RetryPolicy } from '../core/retry.js';
-import { sleep } from '../core/sleep.js';
+import { RetryPolicy, markRetriesSpent, retrying } from '../core/retry.js';
 import type { ClientOptions, RetryNotice } from './api.js';
 import {
   AmbiguousPaidCallError,
@@ -182,75 +181,100 @@ export class HttpCore {
     }
   }
 
-  /** `answered`: told the status of the response that `consume` succeeded on. */
-  private async attempts<T>(
+  /**
+   * `answered`: told the status of the response that `consume` succeeded on. One request is tried under
+   * `retrying()` (core/retry.ts); `next` is the client's decision on each failure (see the top of this file).
+   */
+  private attempts<T>(
     call: CallOptions,
     consume: (res: RawResponse) => Promise<T>,
     answered?: (status: number) => void,
   ): Promise<T> {
     const path = this.pathOf(call);
     const startedAt = Date.now();
-    for (let attempt = 1; ; attempt++) {
-      let err: ServiceError;
-      const permit = await this.throttle.acquire(call.signal);
-      // Each attempt, request to the answer's last byte consumed here, within `limits.call_timeout_s`.
-      const deadline = callDeadline(call, this.answerLimits.callTimeoutMs, call.signal);
-      let body: Readable | undefined;
-      try {
-        const res = await this.pool
-          .request({
-            method: call.method,
-            path,
-            headers: this.headers(call),
-            body: call.form ?? (call.json !== undefined ? JSON.stringify(call.json) : undefined),
-            signal: deadline.signal,
-          })
-          .then(
-            (r) => (permit.done(outcomeOf(r)), r),
-            (e: unknown) => {
-              permit.done('no_answer');
-              throw e;
-            },
-          );
-        this.reached = true;
-        this.clock.observe(res.headers);
-        body = res.body;
-        const ok =
-          (res.statusCode >= 200 && res.statusCode < 300 && res.statusCode !== 202) ||
-          call.accept?.includes(res.statusCode);
-        if (!ok) err = await this.refusal(call, res);
-        else {
-          try {
-            const result = await consume({ status: res.statusCode, headers: res.headers, body: res.body });
-            answered?.(res.statusCode);
-            return result;
-          } catch (e) {
-            if (call.signal?.aborted) throw call.signal.reason;
-            err =
-              deadline.error() ?? (e instanceof ServiceError ? e : networkFailure(call, transportFailure(e, 'body')));
-          }
-        }
-      } catch (e) {
-        if (call.signal?.aborted) throw call.signal.reason;
-        err = deadline.error() ?? networkFailure(call, transportFailure(e, 'request'));
-      } finally {
-        // A body handed on unread (`send`) keeps following the caller's signal, which cancels it.
-        deadline.clear(body === undefined || body.readableEnded || body.destroyed);
-      }
+    return retrying(() => this.once(call, path, consume, answered), {
+      policy: this.policy,
+      next: (attempt, err) => this.next(call, attempt, err, startedAt),
+      onRetry: (attempt, err, delayMs) => this.notify(call, attempt, err as ServiceError, delayMs),
+      ...(call.signal !== undefined && { signal: call.signal }),
+    });
+  }
 
-      if (call.classify) err = call.classify(err);
-      if (call.paid && err.transient && mayHaveActed(err))
-        throw new AmbiguousPaidCallError({ ...errInit(err), cause: err });
-      if (!this.reached && !err.sent) {
-        if (!this.firstContact.shouldRetry(attempt, err)) throw this.unreachable(err);
-        const delayMs = this.firstContact.delayMs(attempt, err);
-        if (!withinFirstContactBudget(Date.now() - startedAt, delayMs)) throw this.unreachable(err);
-        await this.wait(call, attempt, err, delayMs);
-        continue;
+  /** One try of the call: its result, or the `ServiceError` (classified by the call) that it failed with. */
+  private async once<T>(
+    call: CallOptions,
+    path: string,
+    consume: (res: RawResponse) => Promise<T>,
+    answered?: (status: number) => void,
+  ): Promise<T> {
+    let err: ServiceError;
+    const permit = await this.throttle.acquire(call.signal);
+    // Each attempt, request to the answer's last byte consumed here, within `limits.call_timeout_s`.
+    const deadline = callDeadline(call, this.answerLimits.callTimeoutMs, call.signal);
+    let body: Readable | undefined;
+    try {
+      const res = await this.pool
+        .request({
+          method: call.method,
+          path,
+          headers: this.headers(call),
+          body: call.form ?? (call.json !== undefined ? JSON.stringify(call.json) : undefined),
+          signal: deadline.signal,
+        })
+        .then(
+          (r) => (permit.done(outcomeOf(r)), r),
+          (e: unknown) => {
+            permit.done('no_answer');
+            throw e;
+          },
+        );
+      this.reached = true;
+      this.clock.observe(res.headers);
+      body = res.body;
+      const ok =
+        (res.statusCode >= 200 && res.statusCode < 300 && res.statusCode !== 202) ||
+        call.accept?.includes(res.statusCode);
+      if (!ok) err = await this.refusal(call, res);
+      else {
+        try {
+          const result = await consume({ status: res.statusCode, headers: res.headers, body: res.body });
+          answered?.(res.statusCode);
+          return result;
+        } catch (e) {
+          if (call.signal?.aborted) throw call.signal.reason;
+          err = deadline.error() ?? (e instanceof ServiceError ? e : networkFailure(call, transportFailure(e, 'body')));
+        }
       }
-      if (!this.policy.shouldRetry(attempt, err)) throw err;
-      await this.wait(call, attempt, err);
+    } catch (e) {
+      if (call.signal?.aborted) throw call.signal.reason;
+      err = deadline.error() ?? networkFailure(call, transportFailure(e, 'request'));
+    } finally {
+      // A body handed on unread (`send`) keeps following the caller's signal, which cancels it.
+      deadline.clear(body === undefined || body.readableEnded || body.destroyed);
     }
+    throw call.classify ? call.classify(err) : err;
+  }
+
+  /**
+   * After failed try `attempt`: the wait before the next, or undefined to give up with the error; throws the error
+   * to report in its place (a paid call that may have acted, a service never reached).
+   */
+  private next(call: CallOptions, attempt: number, e: unknown, startedAt: number): number | undefined {
+    // The caller's abort, thrown as its reason: nothing to decide.
+    if (call.signal?.aborted || !(e instanceof ServiceError)) return undefined;
+    const err = e;
+    if (call.paid && err.transient && mayHaveActed(err))
+      throw new AmbiguousPaidCallError({ ...errInit(err), cause: err });
+    if (!this.reached && !err.sent) {
+      if (!this.firstContact.shouldRetry(attempt, err)) throw this.unreachable(err);
+      const delayMs = this.firstContact.delayMs(attempt, err);
+      if (!withinFirstContactBudget(Date.now() - startedAt, delayMs)) throw this.unreachable(err);
+      return delayMs;
+    }
+    if (this.policy.shouldRetry(attempt, err)) return this.policy.delayMs(attempt, err);
+    // Retried to the end of the client's policy: the unit does not ask the same again (one budget per cause).
+    if (attempt > 1 && err.transient) markRetriesSpent(err);
+    return undefined;
   }
 
   async close(): Promise<void> {
@@ -313,16 +337,10 @@ export class HttpCore {
     });
   }
 
-  private async wait(
-    call: CallOptions,
-    attempt: number,
-    err: ServiceError,
-    delayMs = this.policy.delayMs(attempt, err),
-  ): Promise<void> {
+  private notify(call: CallOptions, attempt: number, err: ServiceError, delayMs: number): void {
     const reason = redact(err.status === 0 ? err.serviceMessage : `${err.status} ${err.serviceMessage}`);
     this.opts.onRetry?.({ attempt, delayMs, reason, method: call.method, path: call.path });
     call.onRetry?.({ status: err.status, delayMs, reason, error: err });
-    await sleep(delayMs, call.signal);
   }
 }
 

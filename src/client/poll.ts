@@ -4,10 +4,10 @@
  */
 import { SluiceError } from '../core/errors.js';
 import type { ServiceClient, SnapshotMeta } from './api.js';
-import { sleep } from '../core/sleep.js';
+import { notYet, pollPolicy, pollUntil } from '../core/retry.js';
 
 export interface PollOptions {
-  /** First wait between status checks; grows ×1.5 up to `maxIntervalMs`. */
+  /** First wait between status checks; grows ×1.5 (with jitter: core/retry.ts `pollPolicy`) up to `maxIntervalMs`. */
   intervalMs: number;
   maxIntervalMs?: number;
   timeoutMs: number;
@@ -24,25 +24,27 @@ const TERMINAL = new Set(['ready', 'failed', 'canceled', 'cancelled']);
  * (the list endpoint's vocabulary is wide: `collecting`, `digesting`, …) is a job still running.
  */
 export async function pollSnapshot(client: ServiceClient, id: string, opts: PollOptions): Promise<SnapshotMeta> {
-  const deadline = Date.now() + opts.timeoutMs;
-  let interval = opts.intervalMs;
   let last: string | undefined;
-  for (;;) {
-    const meta = await client.datasets.snapshot(id);
-    if (meta.status !== last) opts.onStatus?.(meta);
-    last = meta.status;
-    if (meta.status === 'ready') return meta;
-    if (TERMINAL.has(meta.status)) {
+  return pollUntil(
+    async () => {
+      const meta = await client.datasets.snapshot(id);
+      if (meta.status !== last) opts.onStatus?.(meta);
+      last = meta.status;
+      if (meta.status === 'ready') return meta;
+      if (!TERMINAL.has(meta.status)) return notYet();
       if (meta.status === 'failed' && meta.warning_code === 'no_records_found') return meta;
       throw snapshotFailed(id, meta);
-    }
-    if (Date.now() + interval > deadline)
-      throw new SluiceError(`snapshot ${id} is still ${meta.status} after ${seconds(opts.timeoutMs)} s of waiting`, {
-        hint: `run the same command again later: the run resumes with snapshot ${id} and starts no new filter job (or raise source.poll.timeout_s)`,
-      });
-    await sleep(interval, opts.signal);
-    interval = Math.min(interval * 1.5, opts.maxIntervalMs ?? 10_000);
-  }
+    },
+    {
+      policy: pollPolicy(opts.intervalMs, opts.maxIntervalMs ?? 10_000),
+      timeoutMs: opts.timeoutMs,
+      timedOut: () =>
+        new SluiceError(`snapshot ${id} is still ${last} after ${seconds(opts.timeoutMs)} s of waiting`, {
+          hint: `run the same command again later: the run resumes with snapshot ${id} and starts no new filter job (or raise source.poll.timeout_s)`,
+        }),
+      ...(opts.signal !== undefined && { signal: opts.signal }),
+    },
+  );
 }
 
 /**

@@ -15,8 +15,11 @@ export interface EmuRequest {
   params: Record<string, string>;
   /** Whole request body (bodies to the service are small). */
   body(): Promise<Buffer>;
-  /** Body parsed as JSON; throws HttpError 400 on invalid JSON. */
-  json(): Promise<unknown>;
+  /**
+   * Body parsed as JSON; invalid JSON throws `invalid(text)` (an API's own envelope), by default the marketplace's
+   * HttpError 400.
+   */
+  json(invalid?: (text: string) => Error): Promise<unknown>;
   raw: IncomingMessage;
   /** A fault the route applies itself (faults.ts `ROUTE_KINDS`), set by the server; the route counts it if applied. */
   fault?: { kind: string; retryAfterS: number };

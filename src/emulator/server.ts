@@ -193,12 +193,12 @@ async function handle(
     params: match.params,
     raw: req,
     body: () => (bodyCache ??= readBody(req)),
-    json: async () => {
-      const buf = await request.body();
+    json: async (invalid) => {
+      const text = (await request.body()).toString('utf8');
       try {
-        return JSON.parse(buf.toString('utf8')) as unknown;
+        return JSON.parse(text) as unknown;
       } catch {
-        throw new HttpError(400, { error: 'Request validation failed', error_code: 'validation' });
+        throw invalid?.(text) ?? new HttpError(400, { error: 'Request validation failed', error_code: 'validation' });
       }
     },
   };

@@ -8,10 +8,11 @@
  * A missing file is a fresh start. A state written with other data options (seed, size, job pacing) is an error
  * too: its snapshots are made of that data, and serving them from other records would be silently wrong.
  */
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { SluiceError } from '../core/errors.js';
+import { readJsonFile } from '../core/json-file.js';
 
 export const STATE_FORMAT = 'sluice-emulator-state';
 export const STATE_VERSION = 1;
@@ -52,23 +53,16 @@ export class EmulatorStateError extends SluiceError {
 
 /** The saved sections, or undefined when the file does not exist yet. */
 export async function readStateFile(file: string, options: DataOptions): Promise<Record<string, unknown> | undefined> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    if (code === 'ENOENT') return undefined;
-    throw new EmulatorStateError(`cannot read the emulator state ${file} (${code})`, {
-      hint: `give the user running the emulator read and write access to ${file}, or point it at another state file`,
-      cause: err,
-    });
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (err) {
-    throw unusable(file, `it is not valid JSON (${(err as Error).message})`, err);
-  }
+  const json = await readJsonFile(file, {
+    absentIsNone: true,
+    unreadable: (err) =>
+      new EmulatorStateError(`cannot read the emulator state ${file} (${err.code ?? 'error'})`, {
+        hint: `give the user running the emulator read and write access to ${file}, or point it at another state file`,
+        cause: err,
+      }),
+    invalid: (err) => unusable(file, `it is not valid JSON (${err.message})`, err),
+  });
+  if (json === undefined) return undefined;
   const parsed = stateFileSchema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -99,14 +93,9 @@ export async function readStateFile(file: string, options: DataOptions): Promise
  * gone with the CLI process that ran it, was paid for, over every run that shared the file.
  */
 export async function readPaidCounters(file: string): Promise<Record<string, number>> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {};
-    throw err;
-  }
-  const content = stateFileSchema.parse(JSON.parse(text));
+  const json = await readJsonFile(file, { absentIsNone: true, unreadable: (err) => err, invalid: (err) => err });
+  if (json === undefined) return {};
+  const content = stateFileSchema.parse(json);
   return z.record(z.string(), z.number()).parse(content.sections.paid ?? {});
 }
 

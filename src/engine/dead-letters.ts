@@ -16,9 +16,10 @@
  * was replaced, and their records with it.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { PRIVATE_FILE } from '../core/private-files.js';
+import { readJsonFile } from '../core/json-file.js';
 import { SluiceError } from '../core/errors.js';
 import type { Batch, DeadLetter, Source, SourceContext, WorkUnit } from '../core/types.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
@@ -46,16 +47,13 @@ function pendingFile(p: LoadedPipeline, shard?: ShardId): string {
   return path.join(replayDir(p, shard), 'pending.json');
 }
 
-async function readJson<T>(file: string): Promise<T | undefined> {
-  try {
-    return JSON.parse(await readFile(file, 'utf8')) as T;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw new SluiceError(`cannot read ${file}: ${(err as Error).message}`, {
+async function readReplayState<T>(file: string): Promise<T | undefined> {
+  const damaged = (err: Error): SluiceError =>
+    new SluiceError(`cannot read ${file}: ${err.message}`, {
       hint: 'the file is sluice state that got damaged: restore it, or delete it (replayed letters would be listed again)',
       cause: err,
     });
-  }
+  return readJsonFile<T>(file, { unreadable: damaged, invalid: damaged, absentIsNone: true });
 }
 
 /** Temp file, fsync, rename: a crash leaves the old content or the new, which is what the ordering above needs. */
@@ -73,7 +71,7 @@ async function writeJsonAtomic(file: string, value: unknown): Promise<void> {
 }
 
 async function replayedKeys(p: LoadedPipeline, shard?: ShardId): Promise<Set<string>> {
-  return new Set((await readJson<string[]>(replayedFile(p, shard))) ?? []);
+  return new Set((await readReplayState<string[]>(replayedFile(p, shard))) ?? []);
 }
 
 /** Dead letters not yet replayed successfully (of shard `shard` of a sharded run). */
@@ -246,7 +244,7 @@ async function replayLocked(
         'units it has not committed will read their records again, and a replay now could load them twice',
     });
 
-  let pending = await readJson<PendingReplay>(pendingFile(p, shard));
+  let pending = await readReplayState<PendingReplay>(pendingFile(p, shard));
   // An unfinished replay into `replace` sinks that a later run has replaced since: its records went with the old
   // output, and its letters are not the current run's.
   if (pending && replaces && pending.letters.some((d) => mainRunOf(d) !== lastRun)) {

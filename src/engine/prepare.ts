@@ -33,6 +33,7 @@ import { newRunId } from './stages/open-state.js';
 import { FileStateStore } from './state-store.js';
 import { newRunCounters } from './summary.js';
 import type { RunHooks } from './run-hooks.js';
+import { readJsonFile } from '../core/json-file.js';
 
 export const PREPARED_FILE = 'prepared.json';
 
@@ -339,14 +340,13 @@ async function countOfShardsThatRan(root: string, preparedId: string): Promise<n
   return n;
 }
 
-async function readJson(file: string): Promise<Record<string, unknown> | undefined> {
-  const text = await readIfExists(file);
-  if (text === undefined) return undefined;
-  try {
-    return JSON.parse(text) as Record<string, unknown>;
-  } catch {
-    return undefined;
-  }
+/** A shard's state file, absent or half-written read as none. */
+function readJson(file: string): Promise<Record<string, unknown> | undefined> {
+  return readJsonFile<Record<string, unknown>>(file, {
+    absentIsNone: true,
+    unreadable: (e) => e,
+    invalid: () => undefined,
+  });
 }
 
 /** One line per shard, for `sluice finalize` and `sluice runs`. */

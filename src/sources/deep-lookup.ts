@@ -17,7 +17,7 @@ import { formatMoney, moneySchema, parseMoney } from './money.js';
 import { unknownId } from './unknown-id.js';
 import { keyRefused } from './preflight.js';
 import { missingJob, readSavedJob, saveJob, type SavedJob } from './saved-job.js';
-import { sleep } from '../core/sleep.js';
+import { RetryPolicy, notYet, pollPolicy, pollUntil, retrying } from '../core/retry.js';
 import { EnrichmentWatch } from './enrichment-watch.js';
 
 /** Published pricing (docs/service.md §4.4): $1.00 per matched record, +$0.05 per extra column per matched record. */
@@ -316,28 +316,37 @@ class DeepLookupSource implements Source {
     requestId: string,
     e: { column_name: string; query: string },
   ): Promise<void> {
-    for (let call = 1; ; call++) {
-      try {
-        const res = await client.deepLookup.enrich(requestId, [e]);
-        ctx.log.info(`enrich ${e.column_name}: ${res.status}, up to ${res.max_additional_cost}`);
-        return;
-      } catch (err) {
-        if (!(err instanceof AmbiguousPaidCallError)) throw err;
-        const r = await client.deepLookup.get(requestId);
-        if ((r.columns ?? []).some((c) => c.name === e.column_name)) {
-          ctx.log.warn(
-            `recovered the lost answer of enrich ${e.column_name}: the request has the column (not paid again)`,
-          );
+    await retrying(
+      async (call) => {
+        try {
+          const res = await client.deepLookup.enrich(requestId, [e]);
+          ctx.log.info(`enrich ${e.column_name}: ${res.status}, up to ${res.max_additional_cost}`);
           return;
+        } catch (err) {
+          if (!(err instanceof AmbiguousPaidCallError)) throw err;
+          const r = await client.deepLookup.get(requestId);
+          if ((r.columns ?? []).some((c) => c.name === e.column_name)) {
+            ctx.log.warn(
+              `recovered the lost answer of enrich ${e.column_name}: the request has the column (not paid again)`,
+            );
+            return;
+          }
+          if (call >= MAX_ENRICH_CALLS)
+            throw new SluiceError(
+              `enrich ${e.column_name} of ${requestId} failed ${call} times without an answer, and the request has no such column (${err.message})`,
+              { hint: 'the service looks unwell: run the same command again later (nothing was paid)', cause: err },
+            );
+          ctx.log.warn(`enrich ${e.column_name} got no answer and started nothing: calling it again`);
+          throw new StartedNothing(err);
         }
-        if (call >= MAX_ENRICH_CALLS)
-          throw new SluiceError(
-            `enrich ${e.column_name} of ${requestId} failed ${call} times without an answer, and the request has no such column (${err.message})`,
-            { hint: 'the service looks unwell: run the same command again later (nothing was paid)', cause: err },
-          );
-        ctx.log.warn(`enrich ${e.column_name} got no answer and started nothing: calling it again`);
-      }
-    }
+      },
+      {
+        policy: ENRICH_CALLS,
+        // Only a call proved to have started nothing is made again, at once: the read that proved it was the wait.
+        next: (_call, err) => (err instanceof StartedNothing ? 0 : undefined),
+        signal: ctx.signal,
+      },
+    );
   }
 
   private async waitFor(
@@ -349,13 +358,12 @@ class DeepLookupSource implements Source {
         hint: 'run the same command again later: the request id is checkpointed and will be reused',
       }),
   ): Promise<void> {
-    const deadline = Date.now() + this.cfg.poll.timeout_s * 1000;
-    let interval = this.cfg.poll.interval_ms;
-    while (!(await done())) {
-      if (Date.now() > deadline) throw timedOut();
-      await sleep(interval, ctx.signal);
-      interval = Math.min(interval * 1.5, 10_000);
-    }
+    await pollUntil(async () => (await done()) || notYet(), {
+      policy: pollPolicy(this.cfg.poll.interval_ms, 10_000),
+      timeoutMs: this.cfg.poll.timeout_s * 1000,
+      timedOut,
+      signal: ctx.signal,
+    });
   }
 
   async *read(unit: WorkUnit, ctx: SourceContext): AsyncIterable<Batch> {
@@ -378,6 +386,14 @@ class DeepLookupSource implements Source {
 
 /** Enrich calls per column and run: the first, and one more after each lost answer that provably started nothing. */
 const MAX_ENRICH_CALLS = 3;
+const ENRICH_CALLS = new RetryPolicy({ attempts: MAX_ENRICH_CALLS, baseMs: 0, maxMs: 0 });
+
+/** An enrich call whose answer was lost, proved (by reading the request) to have started nothing. */
+class StartedNothing extends Error {
+  constructor(cause: AmbiguousPaidCallError) {
+    super('the enrich call got no answer and started nothing', { cause });
+  }
+}
 
 /** A trigger whose answer was lost: only the account holder can tell whether it started a request. */
 function lostTrigger(startedAt: string, cause?: unknown): SluiceError {

@@ -7,7 +7,16 @@ import { describe, expect, it } from 'vitest';
 import { AmbiguousPaidCallError, NotReadyError, ServiceError, networkFailure } from '../../src/client/errors.js';
 import { transportFailure } from '../../src/client/network.js';
 import { DecodeError, NetworkError, SluiceError, TransientError } from '../../src/core/errors.js';
-import { RetryPolicy, isTransient, retryAfterOf, retryableStatus } from '../../src/core/retry.js';
+import {
+  RetryPolicy,
+  isTransient,
+  markRetriesSpent,
+  notYet,
+  pollUntil,
+  retryAfterOf,
+  retryableStatus,
+  retrying,
+} from '../../src/core/retry.js';
 import { decodeError, gzip } from '../decode/helpers.js';
 
 const answer = (status: number, extra: { retryAfterMs?: number } = {}): ServiceError =>
@@ -103,6 +112,86 @@ describe('RetryPolicy', () => {
     expect(p.delayMs(1, answer(429, { retryAfterMs: 700 }))).toBe(700);
     expect(p.delayMs(3, answer(429, { retryAfterMs: 0 }))).toBe(0);
     expect(p.delayMs(1, answer(429, { retryAfterMs: 3_600_000 }))).toBe(1_000);
+  });
+});
+
+describe('retrying', () => {
+  const fast = new RetryPolicy({ attempts: 3, baseMs: 1, maxMs: 1 });
+
+  it('tries again while the policy allows, telling each retry, and gives up with the last error', async () => {
+    const errs = [answer(503), answer(502), answer(500)];
+    const told: [number, number][] = [];
+    const err = await retrying(
+      async (attempt) => {
+        throw errs[attempt - 1];
+      },
+      { policy: fast, onRetry: (attempt, e) => told.push([attempt, (e as ServiceError).status]) },
+    ).catch((e: unknown) => e);
+    expect(err).toBe(errs[2]);
+    expect(told).toEqual([
+      [1, 503],
+      [2, 502],
+    ]);
+    await expect(retrying(async () => Promise.reject(answer(404)), { policy: fast })).rejects.toMatchObject({
+      status: 404,
+    });
+  });
+
+  it('a decision of its own: the wait it returns, or the error it throws in place of the failure', async () => {
+    let tries = 0;
+    const replaced = new SluiceError('said better');
+    const err = await retrying(
+      async () => {
+        tries++;
+        throw answer(400);
+      },
+      {
+        policy: fast,
+        next: (attempt) => {
+          if (attempt < 2) return 0;
+          throw replaced;
+        },
+      },
+    ).catch((e: unknown) => e);
+    expect([tries, err]).toEqual([2, replaced]);
+  });
+
+  it('a failure retried to the end where it happened is not retried again above it (one budget per cause)', () => {
+    const unit = new RetryPolicy({ attempts: 4, baseMs: 1, maxMs: 1 });
+    const spent = markRetriesSpent(answer(503));
+    expect(unit.shouldRetry(1, spent)).toBe(false);
+    expect(unit.shouldRetry(1, new SluiceError('unit u failed', { cause: spent }))).toBe(false);
+    // Only that error: the same cause seen fresh, or bytes cut short, are still the unit's to retry.
+    expect(unit.shouldRetry(1, answer(503))).toBe(true);
+    expect(unit.shouldRetry(1, new DecodeError('u', 5, 'truncated gzip', spent))).toBe(true);
+  });
+});
+
+describe('pollUntil', () => {
+  const gentle = new RetryPolicy({ attempts: Number.MAX_SAFE_INTEGER, baseMs: 1, maxMs: 5, random: () => 1 });
+
+  it("asks until the answer is no `notYet`, waiting the other side's Retry-After when it gives one", async () => {
+    const waits: number[] = [];
+    const answers = [notYet(), notYet(3), 'done'];
+    const got = await pollUntil(async (n) => answers[n - 1]!, {
+      policy: gentle,
+      timeoutMs: 10_000,
+      timedOut: () => new Error('late'),
+      onWait: (_n, ms) => waits.push(ms),
+    });
+    expect(got).toBe('done');
+    expect(waits).toEqual([1, 3]);
+  });
+
+  it('gives up with its own error rather than start a wait that would end past the time allowed', async () => {
+    let asks = 0;
+    const late = new SluiceError('still building');
+    const err = await pollUntil(async () => (asks++, notYet(30_000)), {
+      policy: new RetryPolicy({ attempts: Number.MAX_SAFE_INTEGER, baseMs: 1, maxMs: 60_000 }),
+      timeoutMs: 1_000,
+      timedOut: () => late,
+    }).catch((e: unknown) => e);
+    expect([asks, err]).toEqual([1, late]);
   });
 });
 

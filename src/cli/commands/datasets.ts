@@ -11,6 +11,7 @@ import type { Argv, CommandModule } from 'yargs';
 import { jsonArg, positiveInt } from '../args.js';
 import type { CliContext } from '../context.js';
 import { SluiceError } from '../../core/errors.js';
+import { readJsonFile } from '../../core/json-file.js';
 import { UsageError } from '../report.js';
 import { requireYes, serviceOptions, withClient, type ServiceArgs } from '../service-client.js';
 
@@ -189,7 +190,7 @@ export function datasetsCommand(ctx: CliContext): CommandModule<object, Args> {
           ),
       async (a) => {
         requireYes(a, `datasets filter ${a.dataset_id}`);
-        const filter = a['filter-file'] !== undefined ? await readJson(String(a['filter-file'])) : a.filter;
+        const filter = a['filter-file'] !== undefined ? await readFilterFile(String(a['filter-file'])) : a.filter;
         const files = await Promise.all(
           ((a.file as string[] | undefined) ?? []).map(async (f) => ({
             name: path.basename(f),
@@ -227,16 +228,10 @@ export function datasetsCommand(ctx: CliContext): CommandModule<object, Args> {
   };
 }
 
-async function readJson(file: string): Promise<unknown> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    throw new UsageError(`cannot read --filter-file ${file}: ${(err as Error).message}`, 'pass an existing JSON file');
-  }
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new UsageError(`--filter-file ${file} is not valid JSON: ${(err as Error).message}`, 'fix the JSON');
-  }
+function readFilterFile(file: string): Promise<unknown> {
+  return readJsonFile(file, {
+    unreadable: (err) =>
+      new UsageError(`cannot read --filter-file ${file}: ${err.message}`, 'pass an existing JSON file'),
+    invalid: (err) => new UsageError(`--filter-file ${file} is not valid JSON: ${err.message}`, 'fix the JSON'),
+  });
 }

@@ -23,10 +23,10 @@ const FORM_FIELDS = ['filter', 'files[]', 'files'];
 
 export async function readFilterRequest(req: EmuRequest): Promise<FilterRequest> {
   const type = String(req.headers['content-type'] ?? '');
-  return /^multipart\/form-data/i.test(type) ? readMultipart(req, type) : readJson(req);
+  return /^multipart\/form-data/i.test(type) ? readMultipart(req, type) : readJsonMode(req);
 }
 
-async function readJson(req: EmuRequest): Promise<FilterRequest> {
+async function readJsonMode(req: EmuRequest): Promise<FilterRequest> {
   const body = await req.json();
   const errors: string[] = [];
   if (body === null || typeof body !== 'object' || Array.isArray(body))

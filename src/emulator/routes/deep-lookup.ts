@@ -173,7 +173,7 @@ export function register(router: Router, ctx: EmulatorContext): void {
   };
 
   router.post(`${BASE}/preview`, async (req, res) => {
-    const item = parse(previewItem, oneItem(await readJson(req), true));
+    const item = parse(previewItem, oneItem(await bodyJson(req), true));
     const query = item.query.trim();
     const preview: Preview = { id: newId('dld_'), query, createdAt: now(), plan: queryPlan(seed, query) };
     previews.set(preview.id, preview);
@@ -205,13 +205,13 @@ export function register(router: Router, ctx: EmulatorContext): void {
   });
 
   router.post(`${BASE}/enhance_query`, async (req, res) => {
-    const item = parse(previewItem, oneItem(await readJson(req), true));
+    const item = parse(previewItem, oneItem(await bodyJson(req), true));
     const query = item.query.trim().replace(/[.\s]+$/, '');
     res.json(200, { enhanced_query: `${query}, with their website, founding date, employee count and headquarters` });
   });
 
   router.post(`${BASE}/trigger`, async (req, res) => {
-    const raw = oneItem(await readJson(req), true);
+    const raw = oneItem(await bodyJson(req), true);
     // The two trigger forms are told apart by `preview_id`, so errors name the fields of the form meant.
     const item = isObject(raw) && 'preview_id' in raw ? parse(fromPreview, raw) : parse(fromQuery, raw);
     let query: string;
@@ -333,7 +333,7 @@ export function register(router: Router, ctx: EmulatorContext): void {
 
   router.post(`${BASE}/request/:id/enrich`, async (req, res) => {
     const r = findRequest(req.params.id!);
-    const item = parse(enrichItem, oneItem(await readJson(req), false));
+    const item = parse(enrichItem, oneItem(await bodyJson(req), false));
     if (allColumns(r).some((c) => c.name === item.column_name))
       throw dlError(
         400,
@@ -438,13 +438,8 @@ function notFound(message: string, details: string): HttpError {
 }
 
 /** The body as JSON, with a bad body reported in this API's envelope (not the marketplace's). */
-async function readJson(req: EmuRequest): Promise<unknown> {
-  const text = (await req.body()).toString('utf8');
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    throw dlError(400, 'INVALID_QUERY', 'the request body is not valid JSON', text.slice(0, 200));
-  }
+function bodyJson(req: EmuRequest): Promise<unknown> {
+  return req.json((text) => dlError(400, 'INVALID_QUERY', 'the request body is not valid JSON', text.slice(0, 200)));
 }
 
 /** The one item of an array body (or, when `bareObject`, a body that is the item itself). */

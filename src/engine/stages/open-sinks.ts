@@ -4,9 +4,8 @@
  * again, rather than failing a whole unattended run over a blip. A sink's `open()` that throws has released what it
  * took (types.ts `Sink.open`), so opening it again starts clean.
  */
-import { sleep } from '../../core/sleep.js';
 import type { Counters, Logger, Sink, SinkContext } from '../../core/types.js';
-import type { RetryPolicy } from '../../core/retry.js';
+import { retrying, type RetryPolicy } from '../../core/retry.js';
 import { errorText } from '../error-text.js';
 
 export interface OpenSinksOptions {
@@ -18,18 +17,14 @@ export interface OpenSinksOptions {
 
 export async function openSinks(sinks: readonly Sink[], ctx: SinkContext, opts: OpenSinksOptions): Promise<void> {
   for (const sink of sinks)
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await sink.open(ctx);
-        break;
-      } catch (err) {
-        if (opts.signal.aborted || !opts.retry.shouldRetry(attempt, err)) throw err;
+    await retrying(() => sink.open(ctx), {
+      policy: opts.retry,
+      signal: opts.signal,
+      onRetry: (attempt, err, delay) => {
         opts.counters.retries++;
-        const delay = opts.retry.delayMs(attempt, err);
         opts.log.warn(`${sink.describe()}: ${errorText(err)}; opening it again in ${Math.round(delay)} ms`, {
           attempt,
         });
-        await sleep(delay, opts.signal);
-      }
-    }
+      },
+    });
 }

@@ -12,13 +12,17 @@
  */
 import { DecodeError, SluiceError } from '../../core/errors.js';
 import { LIMIT_OPTIONS, LimitExceeded, formatSeconds } from '../../core/limits.js';
-import type { RetryPolicy } from '../../core/retry.js';
-import { sleep } from '../../core/sleep.js';
+import { retrying, type RetryPolicy } from '../../core/retry.js';
 import type { Counters, Logger, Sink, Source, WorkUnit } from '../../core/types.js';
 import { checkpointedRead, type CheckpointedRead } from '../cursor.js';
 import { errorText } from '../error-text.js';
 
-/** Tries per unit, the first included (the client already retried each request). */
+/**
+ * Tries per unit, the first included. One budget per cause, not a product of levels: a request the client retried
+ * to the end of its own policy is not asked again by a new attempt (core/retry.ts `markRetriesSpent`), so a unit's
+ * attempts are for what no level below retried: bytes cut short or corrupt, a sink's transient failure, a request
+ * the client was told not to retry (`service.retry.retries: 0`).
+ */
 export const UNIT_ATTEMPTS = 4;
 
 export interface RunUnitOptions {
@@ -47,29 +51,34 @@ export interface RunUnitOptions {
 }
 
 export async function runUnit(u: WorkUnit, sinkUnit: WorkUnit, sinks: Sink[], opts: RunUnitOptions): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    const limit = attemptLimit(u, opts);
-    let err: unknown;
-    try {
-      await opts.attempt(u, sinkUnit, sinks, checkpointedRead(opts.source, u), limit.signal);
-      return;
-    } catch (thrown) {
-      // Out of time, whatever the read made of its abort (a transport error, a sink's rollback).
-      err = limit.expired() ?? thrown;
-    } finally {
-      limit.clear();
-    }
-    if (opts.signal.aborted || !opts.retry.shouldRetry(attempt, err)) {
-      if (attempt >= opts.retry.attempts && err instanceof DecodeError) throw cutShortEveryTime(err, attempt);
-      throw err;
-    }
-    opts.counters.retries++;
-    const delay = opts.retry.delayMs(attempt, err);
-    // Decode errors already start with the unit id: say it once.
-    const why = errorText(err).replace(`${u.id}: `, '');
-    opts.log.warn(`unit ${u.id}: ${why}; reading it again in ${Math.round(delay)} ms`, { attempt });
-    await sleep(delay, opts.signal);
-  }
+  await retrying(
+    async () => {
+      const limit = attemptLimit(u, opts);
+      try {
+        await opts.attempt(u, sinkUnit, sinks, checkpointedRead(opts.source, u), limit.signal);
+      } catch (thrown) {
+        // Out of time, whatever the read made of its abort (a transport error, a sink's rollback).
+        throw limit.expired() ?? thrown;
+      } finally {
+        limit.clear();
+      }
+    },
+    {
+      policy: opts.retry,
+      signal: opts.signal,
+      next: (attempt, err) => {
+        if (!opts.signal.aborted && opts.retry.shouldRetry(attempt, err)) return opts.retry.delayMs(attempt, err);
+        if (attempt >= opts.retry.attempts && err instanceof DecodeError) throw cutShortEveryTime(err, attempt);
+        return undefined;
+      },
+      onRetry: (attempt, err, delay) => {
+        opts.counters.retries++;
+        // Decode errors already start with the unit id: say it once.
+        const why = errorText(err).replace(`${u.id}: `, '');
+        opts.log.warn(`unit ${u.id}: ${why}; reading it again in ${Math.round(delay)} ms`, { attempt });
+      },
+    },
+  );
 }
 
 /** The signal one attempt reads under: the run's `cancel`, and the attempt's own deadline. */

@@ -5,9 +5,8 @@
  */
 import { request } from 'undici';
 import { SluiceError, TransientError } from '../../core/errors.js';
-import { RetryPolicy } from '../../core/retry.js';
+import { RetryPolicy, retrying } from '../../core/retry.js';
 import { redact } from '../../core/redact.js';
-import { sleep } from '../../core/sleep.js';
 import type { Logger } from '../../core/types.js';
 
 export interface Delivery {
@@ -29,19 +28,15 @@ export interface DeliveryOptions {
 /** Whether the webhook accepted the notification (a 2xx). */
 export async function deliver(d: Delivery, opts: DeliveryOptions): Promise<boolean> {
   const policy = new RetryPolicy({ attempts: opts.retries + 1, baseMs: opts.baseDelayMs ?? 500, maxMs: 5_000 });
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await post(d, opts.timeoutMs);
-      return true;
-    } catch (err) {
-      if (!policy.shouldRetry(attempt, err)) {
-        opts.log.warn(
-          `notification to ${d.label} not delivered after ${attempt} attempt(s): ${redact((err as Error).message)}`,
-        );
-        return false;
-      }
-      await sleep(policy.delayMs(attempt, err));
-    }
+  let tries = 0;
+  try {
+    await retrying((attempt) => ((tries = attempt), post(d, opts.timeoutMs)), { policy });
+    return true;
+  } catch (err) {
+    opts.log.warn(
+      `notification to ${d.label} not delivered after ${tries} attempt(s): ${redact((err as Error).message)}`,
+    );
+    return false;
   }
 }
 

@@ -13,7 +13,7 @@
 import { setMaxListeners } from 'node:events';
 import { ServiceError, type ServiceClient } from '../../client/index.js';
 import { SluiceError } from '../../core/errors.js';
-import { RetryPolicy } from '../../core/retry.js';
+import { RetryPolicy, retrying } from '../../core/retry.js';
 import type { Logger, SourceContext } from '../../core/types.js';
 import { InFlightLimiter } from './limiter.js';
 import { RateLimiter, realClock, type LimiterClock } from './rate-limit.js';
@@ -79,49 +79,71 @@ export class CrawlFetcher {
   async page(url: string, ctx: SourceContext): Promise<FetchedPage> {
     const client = await this.opts.client();
     const signal = this.crawlSignal(ctx.signal);
-    for (let attempt = 1; ; attempt++) {
-      const release = await this.slots.acquire(signal);
-      const call = new AbortController();
-      const forward = (): void => call.abort(signal.reason);
-      signal.addEventListener('abort', forward, { once: true });
-      let refused: ServiceError | undefined;
-      /** The wait the client had chosen for the retry this replaces (its policy: Retry-After, else its backoff). */
-      let clientDelayMs: number | undefined;
-      try {
-        await this.rate.take(signal);
-        const res = await client.request.page(
-          { zone: this.opts.zone, url, format: this.opts.format },
-          {
-            signal: call.signal,
-            onRetry: ({ error, delayMs }) => {
-              if (!rateLimited(error)) return;
-              this.rate.note429();
-              if (!this.requeue.shouldRetry(attempt, error)) return; // let the client's last retries run
-              refused = error;
-              clientDelayMs = delayMs;
-              call.abort(new RequeueOn429());
+    /** The 429 the page is requested again after, and the wait the client had chosen for the retry it replaces. */
+    let requeued: { refused: ServiceError; clientDelayMs: number | undefined } | undefined;
+    return retrying(
+      async (attempt) => {
+        requeued = undefined;
+        const release = await this.slots.acquire(signal);
+        const call = new AbortController();
+        const forward = (): void => call.abort(signal.reason);
+        signal.addEventListener('abort', forward, { once: true });
+        let refused: ServiceError | undefined;
+        let clientDelayMs: number | undefined;
+        try {
+          await this.rate.take(signal);
+          const res = await client.request.page(
+            { zone: this.opts.zone, url, format: this.opts.format },
+            {
+              signal: call.signal,
+              onRetry: ({ error, delayMs }) => {
+                if (!rateLimited(error)) return;
+                this.rate.note429();
+                if (!this.mayRequeue(attempt, error)) return; // let the client's last retries run
+                refused = error;
+                clientDelayMs = delayMs;
+                call.abort(new RequeueOn429());
+              },
             },
-          },
-        );
-        ctx.counters.bytes += res.bytes;
-        this.billed++;
-        return res;
-      } catch (err) {
-        if (signal.aborted) throw err;
-        if (refused === undefined) {
-          // The client gave up on 429 (or does not retry): count it, and try again ourselves while allowed.
-          if (!rateLimited(err) || !this.requeue.shouldRetry(attempt, err)) throw unknownZone(err, this.opts.zone);
-          this.rate.note429();
-          ctx.counters.retries++;
-          refused = err;
+          );
+          ctx.counters.bytes += res.bytes;
+          this.billed++;
+          return res;
+        } catch (err) {
+          if (signal.aborted) throw err;
+          if (refused === undefined) {
+            // The client gave up on 429 (or does not retry): count it, and try again ourselves while allowed.
+            if (!this.mayRequeue(attempt, err)) throw unknownZone(err, this.opts.zone);
+            this.rate.note429();
+            ctx.counters.retries++;
+            refused = err;
+          }
+          requeued = { refused, clientDelayMs };
+          throw err;
+        } finally {
+          signal.removeEventListener('abort', forward);
+          release();
         }
-      } finally {
-        signal.removeEventListener('abort', forward);
-        release();
-      }
-      // Wait out Retry-After (or the client's backoff: the pipeline's retry timing) without holding a slot.
-      await this.clock.sleep(clientDelayMs ?? this.requeue.delayMs(attempt, refused), signal);
-    }
+      },
+      {
+        policy: this.requeue,
+        // Only a 429 is requested again here; the wait is Retry-After (or the client's backoff: the pipeline's
+        // retry timing), without holding a slot.
+        next: (attempt) =>
+          requeued === undefined
+            ? undefined
+            : (requeued.clientDelayMs ?? this.requeue.delayMs(attempt, requeued.refused)),
+        sleep: (ms) => this.clock.sleep(ms, signal),
+      },
+    );
+  }
+
+  /**
+   * Whether the page is requested again after this 429: while its `max429` tries last. A 429 the client retried to
+   * its end is requeued all the same: this is the one level that retries a crawl's 429s.
+   */
+  private mayRequeue(attempt: number, err: unknown): err is ServiceError {
+    return rateLimited(err) && attempt < this.requeue.attempts;
   }
 
   /**

@@ -15,6 +15,7 @@
  *   first wave to a slow start.
  */
 import { SluiceError } from '../../core/errors.js';
+import { sleep } from '../../core/sleep.js';
 
 /** Time source; tests drive a fake one. */
 export interface LimiterClock {
@@ -24,24 +25,8 @@ export interface LimiterClock {
 
 export const realClock: LimiterClock = {
   now: () => performance.timeOrigin + performance.now(),
-  sleep: (ms, signal) =>
-    new Promise<void>((resolve, reject) => {
-      if (signal?.aborted) return reject(abortReason(signal));
-      const onAbort = (): void => {
-        clearTimeout(t);
-        reject(abortReason(signal!));
-      };
-      const t = setTimeout(() => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      }, ms);
-      signal?.addEventListener('abort', onAbort, { once: true });
-    }),
+  sleep,
 };
-
-function abortReason(signal: AbortSignal): unknown {
-  return signal.reason ?? new Error('aborted');
-}
 
 const UNITS: Record<string, number> = {
   s: 1,

@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { ServiceError, createClient } from '../../../src/client/index.js';
+import { startEmulator } from '../../../src/emulator/server.js';
 import { DecodeError, SluiceError, TransientError } from '../../../src/core/errors.js';
 import { LimitExceeded } from '../../../src/core/limits.js';
 import { RetryPolicy } from '../../../src/core/retry.js';
@@ -108,5 +110,33 @@ describe('runUnit', () => {
       },
     });
     await expect(runUnit(unit, scoped, [], opts)).rejects.toBe(reason);
+  });
+
+  it('one budget per cause: a request the client retried to its end is not asked again by the unit', async () => {
+    const emu = await startEmulator({
+      seed: 1,
+      faults: { rules: [{ route: 'GET /countrieslist', rate: 1, faults: { '503': 1 } }] },
+    });
+    const client = createClient({
+      baseUrl: emu.url,
+      apiKey: 'emulator-key',
+      retry: { retries: 2, baseDelayMs: 1, maxDelayMs: 2 },
+    });
+    try {
+      const { opts } = options([], {
+        attempt: async () => {
+          await client.zones.countries();
+        },
+      });
+      const err = await runUnit(unit, scoped, [], opts).catch((e: unknown) => e);
+      expect(err).toMatchObject({ status: 503 });
+      expect(err).toBeInstanceOf(ServiceError);
+      // The client's 3 tries, once: not 3 × the unit's 4 attempts.
+      expect(emu.stats.routes['GET /countrieslist']).toBe(3);
+      expect(opts.counters.retries).toBe(0);
+    } finally {
+      await client.close();
+      await emu.close();
+    }
   });
 });
