@@ -10,6 +10,7 @@
 import { z } from 'zod';
 import type { Source } from '../core/types.js';
 import { fileReferences, type ComponentDef } from '../contracts/component.js';
+import { reviewsBackfill } from './crawl/backfill.js';
 import { crawlFields, extraParamsField } from './crawl/config.js';
 import { placesFromSearch } from './crawl/places-from-search.js';
 import { readQueriesFile, uniqueQueries } from './crawl/queries.js';
@@ -114,6 +115,7 @@ export const reviewsSource: ComponentDef<'source', ReviewsConfig, Source> = {
       },
       deps,
     ),
+  backfill: reviewsBackfill,
   files: (cfg) =>
     fileReferences(
       ['from_serp', 'queries_file'],

@@ -13,6 +13,7 @@
 import { z } from 'zod';
 import type { Source, SourceContext } from '../core/types.js';
 import { fileReferences, type ComponentDef } from '../contracts/component.js';
+import { serpBackfill } from './crawl/backfill.js';
 import { crawlFields, extraParamsField } from './crawl/config.js';
 import { readQueriesFile, uniqueQueries } from './crawl/queries.js';
 import { searchPages } from './crawl/search-pages.js';
@@ -68,6 +69,7 @@ export const serpSource: ComponentDef<'source', SerpConfig, Source> = {
       },
       deps,
     ),
+  backfill: serpBackfill,
   files: (cfg) => fileReferences(['queries_file'], cfg.queries_file, 'file', 'the queries to search'),
 };
 
@@ -94,13 +96,19 @@ export function serpRefresh(after: string): CrawlIncremental {
         if (seen === undefined || c.fetched_at > seen) last.set(c.query, c.fetched_at);
       }
       const now = (ctx.now ?? Date.now)();
+      // A backfill (`--from`) refetches now every query last fetched before its date, however recent.
+      const refetchBefore = ctx.backfill !== undefined ? Date.parse(String(ctx.backfill.from)) : undefined;
       const due = queries.filter((q) => {
         const at = last.get(q);
-        return at === undefined || now - Date.parse(at) >= ms;
+        if (at === undefined) return true;
+        return refetchBefore !== undefined ? Date.parse(at) < refetchBefore : now - Date.parse(at) >= ms;
       });
       const skipped = queries.length - due.length;
       if (skipped > 0) {
-        const line = `serp: ${skipped} of ${queries.length} queries fetched less than ${after} ago: not fetched again`;
+        const line =
+          refetchBefore !== undefined
+            ? `serp (backfill): ${skipped} of ${queries.length} queries fetched after ${String(ctx.backfill!.from)}: not fetched again`
+            : `serp: ${skipped} of ${queries.length} queries fetched less than ${after} ago: not fetched again`;
         ctx.log.info(line);
         ctx.report?.('note', line);
       }

@@ -295,7 +295,7 @@ describe('an incremental snapshot over emulated nights, against the live behavio
     },
   );
 
-  it('refuses a backfill (exit 2, nothing paid) into an appending or replacing sink, of a source without a cursor, of a crawl, with --to alone, of a bad value', async () => {
+  it('refuses a backfill (exit 2, nothing paid) into an appending or replacing sink, of a source without a cursor, of a crawl without one, with --to alone, of a bad value', async () => {
     const serp = path.join(dir, 'serp.yaml');
     writeFileSync(
       serp,
@@ -304,7 +304,7 @@ name: serp
 service:
   base_url: ${emu.url}
   api_key: \${SLUICE_API_KEY}
-source: { type: serp, zone: serp_zone, queries: [coffee], refresh_after: 1d }
+source: { type: serp, zone: serp_zone, queries: [coffee] }
 sink: { type: duckdb, path: serp.duckdb, table: serp, write: merge, primary_key: [query] }
 `,
     );
@@ -322,10 +322,7 @@ sink: { type: duckdb, path: serp.duckdb, table: serp, write: merge, primary_key:
         ['run', pipeline('whole', undefined, '# not incremental'), '--from', FROM],
         /this snapshot source is not incremental \(no `incremental: \{ cursor \}`\)/,
       ],
-      [
-        ['run', serp, '--from', FROM],
-        /a serp source cannot backfill a window; backfills are for snapshot sources[\s\S]*a SERP crawl with `refresh_after` fetches every query again now/,
-      ],
+      [['run', serp, '--from', FROM], /this SERP crawl has no `refresh_after`: every run fetches every query already/],
       [['run', pipeline(), '--to', TO], /--to needs --from/],
       [
         ['run', pipeline(), '--from', 'last tuesday'],

@@ -114,7 +114,7 @@ export function runCommand(ctx: CliContext): CommandModule<object, RunArgs> {
           .option('from', {
             type: 'string',
             describe:
-              "Backfill: load the records whose cursor is after this value again (an incremental snapshot's `cursor`), as a run of its own; the nightly cursor stays where it is",
+              "Backfill: load the records whose cursor is after this value again (an incremental snapshot's `cursor`; a review crawl's review dates; a SERP crawl: refetch the queries fetched before this date), as a run of its own; the nightly cursor stays where it is",
           })
           .option('to', {
             type: 'string',

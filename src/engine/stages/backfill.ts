@@ -43,10 +43,8 @@ export function backfillWindow(
   const def = findDef('source', config.source.type, registry);
   if (def.backfill === undefined)
     throw refused(
-      `--from: a ${config.source.type} source cannot backfill a window; backfills are for snapshot sources with \`incremental: { cursor }\``,
-      'run without --from (and --to); `--reset-cursor` starts an incremental source over: a review crawl ' +
-        "(`incremental: true`) then reloads every place's reviews fully, a SERP crawl with `refresh_after` fetches " +
-        'every query again now',
+      `--from: a ${config.source.type} source cannot backfill a window; backfills are for snapshot sources with \`incremental: { cursor }\`, review crawls with \`incremental: true\` and SERP crawls with \`refresh_after\``,
+      'run without --from (and --to); `--reset-cursor` starts an incremental source over',
     );
   const window = def.backfill(config.source, {
     from: request.from,

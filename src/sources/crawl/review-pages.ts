@@ -136,6 +136,13 @@ export interface ReviewsCheckpoint {
   newest?: string;
   /** Reviews of the place loaded so far, up to this page included. */
   loaded?: number;
+  /** A backfill's page (`--from`): counted for the place only where its window joins what nightly runs loaded. */
+  backfill?: { from: string };
+  /**
+   * On a backfill's page: the nightly checkpoint of the same page it replaces (checkpoints are kept by page, the
+   * latest committed), so nightly runs still read what they loaded.
+   */
+  nightly?: ReviewsCheckpoint;
 }
 
 /** Where an incremental review crawl keeps, for its run, each place's newest date and review count before it. */
@@ -162,6 +169,10 @@ export function reviewsIncremental(maxPages: number): CrawlIncremental {
   const known = new Map<string, KnownPlace>();
   let saved = 0;
   let stopped = 0;
+  /** A backfill run's window start (ms): reviews dated after it are reloaded. */
+  let window: number | undefined;
+  /** In a backfill: the nightly checkpoint of each page, by unit id, which the page's new checkpoint carries on. */
+  const nightlyOf = new Map<string, ReviewsCheckpoint>();
   // A review dated in the future is loaded, but never becomes a place's newest date (cursor-bound.ts): every later
   // run would take all of the place's reviews for ones loaded before and stop at its first page.
   const bound = new CursorBound();
@@ -169,10 +180,19 @@ export function reviewsIncremental(maxPages: number): CrawlIncremental {
     async plan(subjects, ctx) {
       bound.start(ctx);
       known.clear();
+      window = ctx.backfill !== undefined ? Date.parse(String(ctx.backfill.from)) : undefined;
+      // A backfill pages every place from its first page back to the window's start, whatever was loaded before.
+      if (window !== undefined) {
+        nightlyOf.clear();
+        for (const [unit, cp] of ctx.checkpoints ?? []) {
+          const c = cp as Partial<ReviewsCheckpoint> | null;
+          const nightly = c?.backfill === undefined ? c : c.nightly;
+          if (typeof nightly?.fid === 'string') nightlyOf.set(unit, nightly as ReviewsCheckpoint);
+        }
+        return subjects;
+      }
       const before: Record<string, PlaceBefore> = {};
-      for (const cp of ctx.checkpoints?.values() ?? []) {
-        const c = cp as Partial<ReviewsCheckpoint> | null;
-        if (typeof c?.fid !== 'string' || !Array.isArray(c.ids)) continue;
+      for (const c of countedCheckpoints(ctx.checkpoints?.values() ?? [], (d) => bound.accepts(d, ctx))) {
         let place = known.get(c.fid);
         if (!place) known.set(c.fid, (place = { ids: new Set(), loaded: 0 }));
         for (const id of c.ids) place.ids.add(id);
@@ -196,7 +216,9 @@ export function reviewsIncremental(maxPages: number): CrawlIncremental {
       const reviews = Array.isArray(payload.reviews) ? (payload.reviews as Record<string, unknown>[]) : [];
       const place = known.get(at.subject);
       let fresh = reviews.length;
-      if (place)
+      if (window !== undefined)
+        fresh = reviews.findIndex((r) => typeof r.date === 'string' && Date.parse(r.date) <= window!);
+      else if (place)
         fresh = reviews.findIndex((r) => {
           const date = typeof r.date === 'string' ? r.date : undefined;
           return (
@@ -204,7 +226,7 @@ export function reviewsIncremental(maxPages: number): CrawlIncremental {
             (place.newest !== undefined && date !== undefined && date < place.newest)
           );
         });
-      const stop = place !== undefined && fresh >= 0;
+      const stop = (window !== undefined || place !== undefined) && fresh >= 0;
       if (fresh < 0) fresh = reviews.length;
       const kept = reviews.slice(0, fresh);
       let newest = place?.newest;
@@ -217,7 +239,7 @@ export function reviewsIncremental(maxPages: number): CrawlIncremental {
         else rejected = { count: 1, first: r.date };
       }
       const loaded = (place?.loaded ?? 0) + at.start + kept.length;
-      if (stop) {
+      if (stop && window === undefined) {
         stopped++;
         // A full crawl pages through every review, up to a short (or empty) last page.
         const full = Math.min(maxPages, Math.floor(loaded / REVIEWS_PAGE_SIZE) + 1);
@@ -229,6 +251,11 @@ export function reviewsIncremental(maxPages: number): CrawlIncremental {
         ...(newest !== undefined && { newest }),
         loaded,
       };
+      if (window !== undefined) {
+        checkpoint.backfill = { from: new Date(window).toISOString() };
+        const nightly = nightlyOf.get(reviewsUnitId(at.subject, at.start));
+        if (nightly !== undefined) checkpoint.nightly = nightly;
+      }
       return {
         payload: stop ? { ...payload, reviews: kept } : payload,
         stop,
@@ -243,4 +270,40 @@ export function reviewsIncremental(maxPages: number): CrawlIncremental {
         ? undefined
         : `reviews (incremental): ${stopped} place(s) reached reviews loaded before; about ${saved} page request(s) saved`,
   };
+}
+
+/**
+ * The checkpoints a nightly run reads a place's known reviews from: every nightly page's, and a backfill's only where
+ * its window joins them — it starts at or before the place's newest date loaded (counting the windows that joined
+ * before it), so everything after that date is loaded — and, always, the nightly checkpoint a backfill's replaced. A window that starts later left a gap between the two the
+ * next nightly run still loads; a place no nightly run loaded is read in full.
+ */
+export function countedCheckpoints(
+  checkpoints: Iterable<unknown>,
+  accepts: (date: string) => boolean = () => true,
+): ReviewsCheckpoint[] {
+  const counted: ReviewsCheckpoint[] = [];
+  const windows: ReviewsCheckpoint[] = [];
+  const newest = new Map<string, number>();
+  for (const cp of checkpoints) {
+    let c = cp as Partial<ReviewsCheckpoint> | null | undefined;
+    if (typeof c?.fid !== 'string' || !Array.isArray(c.ids)) continue;
+    if (c.backfill !== undefined) {
+      windows.push(c as ReviewsCheckpoint);
+      c = c.nightly;
+      if (typeof c?.fid !== 'string' || !Array.isArray(c.ids)) continue;
+    }
+    counted.push(c as ReviewsCheckpoint);
+    const at = c.newest !== undefined && accepts(c.newest) ? Date.parse(c.newest) : NaN;
+    if (!Number.isNaN(at) && at > (newest.get(c.fid) ?? -Infinity)) newest.set(c.fid, at);
+  }
+  windows.sort((a, b) => Date.parse(a.backfill!.from) - Date.parse(b.backfill!.from));
+  for (const w of windows) {
+    const reached = newest.get(w.fid);
+    if (reached === undefined || Date.parse(w.backfill!.from) > reached) continue;
+    counted.push(w);
+    const at = w.newest !== undefined && accepts(w.newest) ? Date.parse(w.newest) : NaN;
+    if (!Number.isNaN(at) && at > reached) newest.set(w.fid, at);
+  }
+  return counted;
 }
