@@ -8,6 +8,12 @@
 /** Shorter values would mask ordinary words and numbers everywhere; no real password or key is this short. */
 const MIN_LENGTH = 4;
 
+/**
+ * `emulator` is the config's word for the embedded emulator (`base_url: emulator`) and the stand-in the commands that
+ * need no service give unset variables: masking it would turn "embedded emulator listening" into "embedded ***".
+ */
+const NEVER_SECRET = new Set(['emulator']);
+
 const secrets = new Set<string>();
 /** `secrets`, longest first, so a secret that contains another is masked whole; rebuilt when one is added. */
 let ordered: string[] | undefined;
@@ -17,7 +23,7 @@ let ordered: string[] | undefined;
  * for a JSON line quoting a JSON text), percent-encoded (a URL path or query), and escaped as libpq's quoted `key='value'`.
  */
 export function registerSecret(value: string | undefined): void {
-  if (!value || value.length < MIN_LENGTH) return;
+  if (!value || value.length < MIN_LENGTH || NEVER_SECRET.has(value)) return;
   const json = JSON.stringify(value).slice(1, -1);
   for (const form of [
     value,

@@ -55,5 +55,8 @@ describe('redact', () => {
       expect(redact(`before ${form} after`)).not.toMatch(/rd|9kq/);
     registerSecret('abc'); // too short to be a secret: it would mask ordinary words
     expect(redact('abc')).toBe('abc');
+    // The config's word for the embedded emulator, which service-free commands give unset variables: never masked.
+    registerSecret('emulator');
+    expect(redact('embedded emulator listening')).toBe('embedded emulator listening');
   });
 });
