@@ -28,7 +28,7 @@ export default defineConfig({
     pool: 'forks',
     // 2 cores here, but a quarter of the suite's time is spent waiting (on the emulator's latency, Postgres, child
     // processes): a third worker fills it.
-    maxWorkers: 3,
+    maxWorkers: Number(process.env.SLUICE_WORKERS ?? 3),
     projects: [
       {
         extends: true,

@@ -41,11 +41,11 @@ const sinkLine: Record<SinkKind, (name: string) => string> = {
 
 /** The held SERP crawl into `sinks`, whose outputs are named after `outputsOf` (another pipeline's, to share them). */
 function pipelineText(name: string, sinks: SinkKind[], outputsOf = name): string {
-  // A held read is abandoned when the interrupt's grace is spent: a short one, so the SIGINT test does not wait 20 s.
+  // A held read is abandoned when the interrupt's grace is spent: a short one (8 s: the CLI exits at its end, and the abandoned run still writes its history in the last 1.6 s).
   return `${serpCrawl(
     name,
     sinks.map((s) => sinkLine[s](outputsOf)),
-  )}limits: { interrupt_grace_s: 2 }\n`;
+  )}limits: { interrupt_grace_s: 8 }\n`;
 }
 
 /** The results a sink holds (query and link), sorted: what "the same rows" is checked on. */

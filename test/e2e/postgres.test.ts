@@ -88,7 +88,9 @@ describe('postgres sink end to end', () => {
     expect(both.rows).toBeGreaterThan(50);
     expect(both).toEqual(digest(await duckRows(ws, 'serp'), key));
 
-    // Four processes at once, each with its own state (as on four machines), all into one table.
+    // Four processes at once, each with its own state (as on four machines), all into one table. CI only
+    // (SLUICE_CRASH_MATRIX=full): in `npm test`, shards-scale-out.test.ts loads four shard processes into one table.
+    if (process.env.SLUICE_CRASH_MATRIX !== 'full') return;
     const shardDb = await database();
     const sink = `sink: { type: postgres, url: '${live.server.url(shardDb)}', table: serp, write: merge, primary_key: [query, link] }\n`;
     const runs = [0, 1, 2, 3].map((i) => {
