@@ -84,7 +84,11 @@ sink: { type: duckdb, path: out/filtered.duckdb, table: companies }
 });
 
 describe('a snapshot of several parts downloaded concurrently', () => {
-  for (const format of ['jsonl', 'json', 'csv'] as const) {
+  // The JSON array format in CI (SLUICE_CRASH_MATRIX=full): its decoder is proved against an oracle in
+  // test/decode/json-array-oracle.test.ts.
+  const formats =
+    process.env.SLUICE_CRASH_MATRIX === 'full' ? (['jsonl', 'json', 'csv'] as const) : (['jsonl', 'csv'] as const);
+  for (const format of formats) {
     it(`gives exactly dataset_size rows with distinct keys (${format}, gzip, 4 at once, duckdb + jsonl sinks)`, async () => {
       const ws = workspace();
       const file = ws.write(
