@@ -6,6 +6,7 @@ import { checksOption } from '../../src/observe/checks/config.js';
 import { schemaContractOption } from '../../src/schema/contract.js';
 import { onUnstorableOption } from '../../src/schema/storable.js';
 import { s3Option } from '../output-files/s3.js';
+import { compactAfterOption } from '../output-files/compact-option.js';
 
 /**
  * gzip level 1 compresses ~3× faster than the default 6 for ~25% larger files (200k records: +3 CPU-s over plain
@@ -56,14 +57,7 @@ export const jsonlSinkSchema = z
       .describe(
         `Target size of a file in MB, as stored (compressed when gzip; default ${DEFAULT_TARGET_FILE_MB}). Units are staged until their rows make a file of about this size, then published together; a unit is never split, and the last file of a run may be smaller.`,
       ),
-    compact_after: z
-      .number()
-      .int()
-      .min(2)
-      .optional()
-      .describe(
-        'Compact at the end of a run: once a partition (or the directory, unpartitioned) holds at least this many small published files (under half of `target_file_mb`), they are rewritten into files of about `target_file_mb`, as `sluice compact` does. Unset: only `sluice compact` compacts.',
-      ),
+    compact_after: compactAfterOption,
     s3: s3Option,
     lineage: lineageOption,
     schema_contract: schemaContractOption,

@@ -7,6 +7,7 @@ import { schemaContractOption } from '../../src/schema/contract.js';
 import { onUnstorableOption } from '../../src/schema/storable.js';
 import { DUCKDB_MAX_NESTING } from '../duckdb/config.js';
 import { isS3Url, parseS3Url, s3Option } from '../output-files/s3.js';
+import { compactAfterOption } from '../output-files/compact-option.js';
 
 export const DEFAULT_TARGET_FILE_MB = 128;
 /**
@@ -68,14 +69,7 @@ export const parquetSinkSchema = z
       .describe(
         `Target size of a Parquet file in MB (default ${DEFAULT_TARGET_FILE_MB}). Units are staged until their rows make a file of about this size, then published together; the last file of a run may be smaller.`,
       ),
-    compact_after: z
-      .number()
-      .int()
-      .min(2)
-      .optional()
-      .describe(
-        'Compact at the end of a run: once a partition (or the directory, unpartitioned) holds at least this many small published files (under half of `target_file_mb`), they are rewritten into files of about `target_file_mb`, as `sluice compact` does. Unset: only `sluice compact` compacts.',
-      ),
+    compact_after: compactAfterOption,
     file_size_bytes: z
       .number()
       .int()
