@@ -47,11 +47,14 @@ export interface Workspace {
 }
 
 const workspaces: string[] = [];
-// Registered while the importing test file is collected, so it runs after that file's tests.
-// SLUICE_E2E_KEEP=1 keeps the directories for a look at what a run wrote.
-afterAll(() => {
+/**
+ * Deletes the workspaces made so far; test/setup-per-file.ts runs it after each test file (this module is imported
+ * once per worker process, which runs many files). SLUICE_E2E_KEEP=1 keeps the directories for a look at what a run
+ * wrote.
+ */
+export function removeWorkspaces(): void {
   if (!process.env.SLUICE_E2E_KEEP) for (const d of workspaces.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+}
 
 /** A temporary copy of pipelines/, so the examples' relative outputs and state stay out of the repository. */
 export function workspace(): Workspace {

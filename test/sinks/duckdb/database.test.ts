@@ -13,9 +13,11 @@ async function holdOpen(file: string): Promise<{ pid: number; stop(): void }> {
   const script = `
     import { DuckDBInstance } from '@duckdb/node-api';
     const db = await DuckDBInstance.create(${JSON.stringify(file)});
-    await (await db.connect()).run('CREATE TABLE t (a INTEGER)');
+    const connection = await db.connect();
+    await connection.run('CREATE TABLE t (a INTEGER)');
     console.log('ready');
-    setInterval(() => {}, 1000);`;
+    // The timer holds both: an unreferenced instance is collected and closed, and its lock goes with it.
+    setInterval(() => void [db, connection], 1000);`;
   const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
     cwd: path.resolve(import.meta.dirname, '../../..'),
     stdio: ['ignore', 'pipe', 'inherit'],
