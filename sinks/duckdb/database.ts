@@ -7,9 +7,8 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import pLimit, { type LimitFunction } from 'p-limit';
 import { LockedError, SluiceError } from '../../src/core/errors.js';
-import { RwLock } from '../output-files/mutex.js';
+import { Mutex, RwLock } from '../../src/core/concurrency.js';
 
 interface Entry {
   instance: DuckDBInstance;
@@ -18,7 +17,7 @@ interface Entry {
   /** Tables an open sink writes to: two sinks on one table would break each other's commits. */
   claimed: Set<string>;
   /** Units loading into this database at once (see `withLoadSlot`). */
-  loads: LimitFunction;
+  loads: Mutex;
 }
 
 const databases = new Map<string, Promise<Entry>>();
@@ -61,7 +60,7 @@ export class DuckDBDatabase {
    * cost 7.3–8.0 CPU-s over 200k records against 6.5–7.0 one unit at a time (13 or more units: 5.7–6.4).
    */
   withLoadSlot<T>(fn: () => Promise<T>): Promise<T> {
-    return this.entry.loads(fn);
+    return this.entry.loads.run(fn);
   }
 
   /** Runs `fn` while nothing else runs on `table` (a qualified name): schema changes, deletes, swaps. */
@@ -147,7 +146,7 @@ async function openEntry(file: string, label: string): Promise<Entry> {
   } catch (err) {
     throw openFailure(label, file, err);
   }
-  return { instance, refs: 0, tableLocks: new Map(), claimed: new Set(), loads: pLimit(1) };
+  return { instance, refs: 0, tableLocks: new Map(), claimed: new Set(), loads: new Mutex() };
 }
 
 /** Why DuckDB would not open a file, told apart from its message (@duckdb/node-api gives no type or code). */

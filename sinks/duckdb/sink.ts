@@ -42,7 +42,7 @@ import { declaredTypes } from '../../src/core/declared.js';
 import type { LogicalType } from '../../src/core/logical-type.js';
 import { RecordJudge } from '../../src/schema/storable.js';
 import { displayPath } from '../display-path.js';
-import { Mutex } from '../output-files/mutex.js';
+import { Mutex } from '../../src/core/concurrency.js';
 import { asNativeRefusal, refuseUnlessJsonl } from '../raw-jsonl/refusal.js';
 import { duckdbLimits, duckdbSinkSchema, tableNames, type DuckDBSinkConfig, type TableNames } from './config.js';
 import { DuckDBDatabase } from './database.js';

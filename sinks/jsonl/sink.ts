@@ -46,7 +46,7 @@ import { RecordJudge } from '../../src/schema/storable.js';
 import { displayPath } from '../display-path.js';
 import { datasetColumns, deserializeColumns, schemaChanges, serializeColumns } from '../output-files/dataset-schema.js';
 import type { Manifest } from '../output-files/manifest.js';
-import { Mutex } from '../output-files/mutex.js';
+import { Mutex } from '../../src/core/concurrency.js';
 import { writeNdjson } from '../output-files/ndjson-writer.js';
 import { compactAtFinish, compactOutput } from '../output-files/compact.js';
 import {

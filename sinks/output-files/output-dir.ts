@@ -64,7 +64,7 @@ import {
   type Manifest,
   type ShardRef,
 } from './manifest.js';
-import { Mutex } from './mutex.js';
+import { Mutex } from '../../src/core/concurrency.js';
 import { isS3Url, s3LockPath, s3WorkDir, type S3Options } from './s3.js';
 import { S3Output, type RemoteCommit } from './s3-output.js';
 

@@ -63,7 +63,7 @@ import {
   type FileSinkOptions,
 } from '../output-files/file-sink.js';
 import type { Manifest } from '../output-files/manifest.js';
-import { Mutex } from '../output-files/mutex.js';
+import { Mutex } from '../../src/core/concurrency.js';
 import { LONG_LINE, writeNdjson } from '../output-files/ndjson-writer.js';
 import { CommitIncompleteError, outputRoot, type OutputDir, type Move } from '../output-files/output-dir.js';
 import { publishedFilesQueryable } from '../output-files/queryable.js';

@@ -69,6 +69,17 @@ describe('sluice runs', () => {
       expect.stringMatching(/^ {4}warning: .*jsonl sink refused the file .*; decoding it in JS$/),
     ]);
     expect(more).toBe('(1 older runs: --limit 2)');
+
+    // Nor does any other command that reads what runs left behind (src/cli/offline.ts).
+    for (const [command, shows] of [
+      ['state', /runs_test/],
+      ['schema', /jsonl/],
+      ['dead-letters', /^2 dead letters not yet replayed/],
+    ] as const) {
+      const io = memoryIo({});
+      expect(await runCli([command, file], io), `${command}: ${io.stderr.join('\n')}`).toBe(0);
+      expect(io.stdout.join('\n')).toMatch(shows);
+    }
   });
 
   it('shows why a run failed', async () => {

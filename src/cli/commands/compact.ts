@@ -22,13 +22,11 @@ export function compactCommand(ctx: CliContext): CommandModule<object, CompactAr
         .example('$0 compact pipelines/nightly.yaml', 'A month of nightly files per partition → a few large ones')
         .strict() as unknown as Argv<CompactArgs>,
     handler: async (args) => {
-      const { loadPipeline } = await import('../../pipeline/load.js');
+      const { loadWithoutService } = await import('../offline.js');
       const { compactPipeline } = await import('../../engine/compact.js');
       const { createLogger } = await import('../../engine/logger.js');
       // Compaction calls no service: an unset key or address must not stop it (as `sluice runs` reads them).
-      const pipeline = await loadPipeline(args.pipeline, ctx.io.env).catch(() =>
-        loadPipeline(args.pipeline, new Proxy(ctx.io.env, { get: (e, name: string) => e[name] ?? 'emulator' })),
-      );
+      const pipeline = await loadWithoutService(args.pipeline, ctx.io.env);
       const log = createLogger({ format: 'text', level: 'warn', write: (line) => ctx.io.err(line) });
       const results = await compactPipeline(pipeline, { log, command: `sluice compact ${pipeline.file}` });
       if (args.json) {

@@ -56,7 +56,11 @@ export function deadLettersCommand(ctx: CliContext): CommandModule<object, DeadL
         .strict() as unknown as Argv<DeadLetterArgs>,
     handler: async (args) => {
       const { loadPipeline } = await import('../../pipeline/load.js');
-      const pipeline = await loadPipeline(args.pipeline, ctx.io.env);
+      const { loadWithoutService } = await import('../offline.js');
+      // Listing reads files only; a replay loads into the sinks with the pipeline as a run has it.
+      const pipeline = args.replay
+        ? await loadPipeline(args.pipeline, ctx.io.env)
+        : await loadWithoutService(args.pipeline, ctx.io.env);
       const { listDeadLetters } = await import('../../engine/dead-letters.js');
       // A sharded run keeps each shard's letters under the shard's state: all of them unless one is asked for.
       const scopes = args.shard ? [args.shard] : await letterScopes(pipeline);

@@ -119,11 +119,9 @@ export function finalizeCommand(ctx: CliContext): CommandModule<object, Finalize
         .example('$0 finalize p.yaml --shard-count 4 --json', 'For a script, with the count named')
         .strict() as unknown as Argv<FinalizeArgs>,
     handler: async (args) => {
-      const { loadPipeline } = await import('../../pipeline/load.js');
+      const { loadWithoutService } = await import('../offline.js');
       // Reading the shards' states needs no service: an unset key or address must not stop it (as in `runs`).
-      const pipeline = await loadPipeline(args.pipeline, ctx.io.env).catch(() =>
-        loadPipeline(args.pipeline, new Proxy(ctx.io.env, { get: (e, name: string) => e[name] ?? 'emulator' })),
-      );
+      const pipeline = await loadWithoutService(args.pipeline, ctx.io.env);
       const { formatCompletion, shardCompletion, writeShardsRecord } = await import('../../engine/prepare.js');
       const c = await shardCompletion(pipeline, args['shard-count']);
       // Complete: the file outputs get the list of the shards' manifests (readers that follow manifests).

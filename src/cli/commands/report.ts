@@ -40,11 +40,9 @@ export function reportCommand(ctx: CliContext): CommandModule<object, ReportArgs
         .strict() as unknown as Argv<ReportArgs>,
     handler: async (args) => {
       const { readFile, rename, writeFile } = await import('node:fs/promises');
-      const { loadPipeline } = await import('../../pipeline/load.js');
+      const { loadWithoutService } = await import('../offline.js');
       // As `sluice runs`: the history needs no service, so an unset key or address must not stop the report.
-      const pipeline = await loadPipeline(args.pipeline, ctx.io.env).catch(() =>
-        loadPipeline(args.pipeline, new Proxy(ctx.io.env, { get: (e, name: string) => e[name] ?? 'emulator' })),
-      );
+      const pipeline = await loadWithoutService(args.pipeline, ctx.io.env);
       const { pipelinePaths } = await import('../../engine/paths.js');
       const { runHistoryFile } = await import('../../engine/run-history.js');
       const { attemptsOf, toPoint } = await import('../report/series.js');

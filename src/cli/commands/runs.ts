@@ -29,13 +29,11 @@ export function runsCommand(ctx: CliContext): CommandModule<object, RunsArgs> {
         .example('$0 runs pipelines/company_profiles.yaml --shard 2/4', 'The attempts of one shard')
         .strict() as unknown as Argv<RunsArgs>,
     handler: async (args) => {
-      const { loadPipeline } = await import('../../pipeline/load.js');
+      const { loadWithoutService } = await import('../offline.js');
       // Reading the history needs no service: an unset variable (the key, the address) must not stop it. Tried as
       // set first, so a `${VAR:-default}` in state_dir resolves as the run resolved it; then with the unset ones
       // standing for the embedded emulator, which every service setting accepts.
-      const pipeline = await loadPipeline(args.pipeline, ctx.io.env).catch(() =>
-        loadPipeline(args.pipeline, new Proxy(ctx.io.env, { get: (e, name: string) => e[name] ?? 'emulator' })),
-      );
+      const pipeline = await loadWithoutService(args.pipeline, ctx.io.env);
       const { pipelinePaths } = await import('../../engine/paths.js');
       const { readRunHistory, runHistoryFile } = await import('../../engine/run-history.js');
       const { readStateChanges } = await import('../../engine/state-changes.js');

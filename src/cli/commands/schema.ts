@@ -67,8 +67,9 @@ export function schemaCommand(ctx: CliContext): CommandModule<object, SchemaArgs
         .example('$0 schema pipelines/serp.yaml', 'The columns of every sink of the pipeline')
         .strict() as unknown as Argv<SchemaArgs>,
     handler: async (args) => {
-      const { loadPipeline } = await import('../../pipeline/load.js');
-      const pipeline = await loadPipeline(args.pipeline, ctx.io.env);
+      // Declared columns need no service: an unset key or address must not stop it.
+      const { loadWithoutService } = await import('../offline.js');
+      const pipeline = await loadWithoutService(args.pipeline, ctx.io.env);
       const { sinkColumns } = await import('../../engine/plan-pipeline.js');
       const { sinkConfigs } = await import('../../engine/components.js');
       const { sinkForShow } = await import('../show.js');

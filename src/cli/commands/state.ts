@@ -152,18 +152,11 @@ export function stateCommand(ctx: CliContext): CommandModule<object, StateArgs> 
  * embedded emulator, as `sluice runs` does.
  */
 async function target(ctx: CliContext, file: string, command: string): Promise<StateTarget> {
-  const { loadPipeline } = await import('../../pipeline/load.js');
-  const { SluiceError } = await import('../../core/errors.js');
-  const { buildComponents } = await import('../../engine/components.js');
+  const { loadWithoutService, componentsWithoutService } = await import('../offline.js');
   const { createLogger } = await import('../../engine/logger.js');
-  const pipeline = await loadPipeline(file, ctx.io.env).catch(() =>
-    loadPipeline(file, new Proxy(ctx.io.env, { get: (e, name: string) => e[name] ?? 'emulator' })),
-  );
+  const pipeline = await loadWithoutService(file, ctx.io.env);
   const log = createLogger({ format: 'text', level: 'warn', write: (line) => ctx.io.err(line) });
-  const noService = (): never => {
-    throw new SluiceError(`sluice ${command} does not call the service`, { hint: 'this is a bug: please report it' });
-  };
-  const built = buildComponents(pipeline.config, { log, baseDir: pipeline.baseDir, client: noService });
+  const built = await componentsWithoutService(pipeline, log, `sluice ${command}`);
   return { pipeline, built, log, command: `sluice ${command} ${pipeline.file}` };
 }
 

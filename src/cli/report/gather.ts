@@ -5,11 +5,12 @@
  */
 import { existsSync } from 'node:fs';
 import type { Logger } from '../../core/types.js';
-import { buildComponents, sinkConfigs } from '../../engine/components.js';
+import { sinkConfigs } from '../../engine/components.js';
 import { committedList, isIncremental } from '../../engine/cursor.js';
 import { pipelinePaths } from '../../engine/paths.js';
 import { readSinkCheckpoints } from '../../engine/read-checkpoints.js';
 import type { LoadedPipeline } from '../../pipeline/load.js';
+import { componentsWithoutService } from '../offline.js';
 import { sinkForShow } from '../show.js';
 import type { CursorInfo, OutputInfo } from './page.js';
 
@@ -18,10 +19,7 @@ const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 const firstLine = (err: unknown): string => (err instanceof Error ? err.message : String(err)).split('\n')[0]!;
 
 export async function readCursor(pipeline: LoadedPipeline): Promise<CursorInfo> {
-  const noService = (): never => {
-    throw new Error('the report does not call the service');
-  };
-  const built = buildComponents(pipeline.config, { log: quiet, baseDir: pipeline.baseDir, client: noService });
+  const built = await componentsWithoutService(pipeline, quiet, 'sluice report');
   const base = { source: built.sourceType, incremental: isIncremental(built.source) };
   if (!base.incremental) return base;
   try {

@@ -15,7 +15,7 @@ import { ServiceError, type ServiceClient } from '../../client/index.js';
 import { SluiceError } from '../../core/errors.js';
 import { RetryPolicy, retrying } from '../../core/retry.js';
 import type { Logger, SourceContext } from '../../core/types.js';
-import { InFlightLimiter } from './limiter.js';
+import { InFlightLimiter } from '../../core/concurrency.js';
 import { RateLimiter, realClock, type LimiterClock } from './rate-limit.js';
 
 export interface FetchedPage {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Mutex, RwLock } from '../../../sinks/output-files/mutex.js';
+import { InFlightLimiter, Mutex, RwLock } from '../../src/core/concurrency.js';
+import { flush } from '../sources/crawl/fake-clock.js';
 
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
 
@@ -40,5 +41,41 @@ describe('RwLock', () => {
     const l = new RwLock();
     await expect(l.exclusive(() => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
     await expect(l.shared(async () => 'ok')).resolves.toBe('ok');
+  });
+});
+
+describe('InFlightLimiter', () => {
+  it('admits at most max at once, then the waiters in arrival order', async () => {
+    const slots = new InFlightLimiter(3);
+    const releases: (() => void)[] = [];
+    const got: number[] = [];
+    for (let i = 0; i < 6; i++)
+      void slots.acquire().then((r) => {
+        got.push(i);
+        releases.push(r);
+      });
+    await flush();
+    expect(got).toEqual([0, 1, 2]);
+    releases[1]!();
+    releases[1]!(); // a second release of the same slot frees nothing more
+    await flush();
+    expect(got).toEqual([0, 1, 2, 3]);
+    expect(slots.inFlight).toBe(3);
+    releases[0]!();
+    releases[2]!();
+    await flush();
+    expect(got).toEqual([0, 1, 2, 3, 4, 5]);
+  });
+
+  it('drops a waiter whose signal aborts', async () => {
+    const slots = new InFlightLimiter(1);
+    const release = await slots.acquire();
+    const ac = new AbortController();
+    const p = slots.acquire(ac.signal);
+    ac.abort(new Error('gone'));
+    await expect(p).rejects.toThrow('gone');
+    release();
+    expect(slots.inFlight).toBe(0);
+    (await slots.acquire())();
   });
 });
