@@ -3,7 +3,7 @@
  * SLUICE_BASE_URL, the key only from the environment (a flag would end up in shell history and `ps`).
  * `--base-url emulator` starts the embedded emulator for the duration of the command.
  */
-import type { Argv } from 'yargs';
+import type { Argv, CommandModule } from 'yargs';
 import type { ServiceClient } from '../client/index.js';
 import { EXIT_CODES, SluiceError } from '../core/errors.js';
 import { registerSecret } from '../core/redact.js';
@@ -81,4 +81,27 @@ export function requireYes(args: { [k: string]: unknown }, what: string): void {
       `${what}: not done without --yes`,
       'add --yes to confirm (this changes the account or costs money)',
     );
+}
+
+/**
+ * A command whose subcommands call the service (`datasets …`, `zones …`): the service options on every one, and a
+ * subcommand required, listing them, with the examples given.
+ */
+export function serviceCommandGroup<Args>(
+  name: string,
+  commands: CommandModule<Args, any>[],
+  examples: [command: string, description: string][],
+): CommandModule<object, Args> {
+  const names = commands.map((c) => String(c.command).split(' ')[0]).join(', ');
+  return {
+    command: name,
+    describe: `${name[0]!.toUpperCase()}${name.slice(1)}: ${names}`,
+    builder: (y) => {
+      let b = serviceOptions(y as Argv<object>) as unknown as Argv<Args>;
+      for (const c of commands) b = b.command(c);
+      for (const [command, description] of examples) b = b.example(command, description);
+      return b.demandCommand(1, `name a ${name} command: ${names}`).strict();
+    },
+    handler: () => undefined,
+  };
 }

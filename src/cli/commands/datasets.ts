@@ -13,7 +13,7 @@ import type { CliContext } from '../context.js';
 import { SluiceError } from '../../core/errors.js';
 import { readJsonFile } from '../../core/json-file.js';
 import { UsageError } from '../report.js';
-import { requireYes, serviceOptions, withClient, type ServiceArgs } from '../service-client.js';
+import { requireYes, serviceCommandGroup, withClient, type ServiceArgs } from '../service-client.js';
 
 type Args = ServiceArgs & Record<string, any>;
 
@@ -212,20 +212,10 @@ export function datasetsCommand(ctx: CliContext): CommandModule<object, Args> {
     ),
   ];
 
-  return {
-    command: 'datasets',
-    describe: 'Datasets: list, metadata, snapshot, parts, download, filter',
-    builder: (y) => {
-      let b = serviceOptions(y as Argv<object>) as unknown as Argv<Args>;
-      for (const c of commands) b = b.command(c);
-      return b
-        .demandCommand(1, 'name a datasets command: list, metadata, snapshot, parts, download, filter')
-        .example('$0 datasets list', 'The catalogue (SLUICE_BASE_URL, SLUICE_API_KEY)')
-        .example('$0 datasets list --base-url emulator', 'Try it offline against the embedded emulator')
-        .strict();
-    },
-    handler: () => undefined,
-  };
+  return serviceCommandGroup('datasets', commands, [
+    ['$0 datasets list', 'The catalogue (SLUICE_BASE_URL, SLUICE_API_KEY)'],
+    ['$0 datasets list --base-url emulator', 'Try it offline against the embedded emulator'],
+  ]);
 }
 
 function readFilterFile(file: string): Promise<unknown> {

@@ -2,7 +2,7 @@
 import type { Argv, CommandModule } from 'yargs';
 import { jsonArg, listArg } from '../args.js';
 import type { CliContext } from '../context.js';
-import { requireYes, serviceOptions, withClient, type ServiceArgs } from '../service-client.js';
+import { requireYes, serviceCommandGroup, withClient, type ServiceArgs } from '../service-client.js';
 
 type Args = ServiceArgs & Record<string, any>;
 
@@ -133,18 +133,8 @@ export function zonesCommand(ctx: CliContext): CommandModule<object, Args> {
     ),
   ];
 
-  return {
-    command: 'zones',
-    describe: 'Zones: active, countries, cost, create, refresh-ips, remove-domain',
-    builder: (y) => {
-      let b = serviceOptions(y as Argv<object>) as unknown as Argv<Args>;
-      for (const c of commands) b = b.command(c);
-      return b
-        .demandCommand(1, 'name a zones command: active, countries, cost, create, refresh-ips, remove-domain')
-        .example('$0 zones active', 'Zones of the account (SLUICE_BASE_URL, SLUICE_API_KEY)')
-        .example('$0 zones countries --base-url emulator', 'Try it offline against the embedded emulator')
-        .strict();
-    },
-    handler: () => undefined,
-  };
+  return serviceCommandGroup('zones', commands, [
+    ['$0 zones active', 'Zones of the account (SLUICE_BASE_URL, SLUICE_API_KEY)'],
+    ['$0 zones countries --base-url emulator', 'Try it offline against the embedded emulator'],
+  ]);
 }
