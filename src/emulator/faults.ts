@@ -25,38 +25,18 @@ import { ConfigError, SluiceError } from '../core/errors.js';
 import type { Stats } from './context.js';
 import { serpRng } from './data/serp-rng.js';
 
-export const FAULT_KINDS = [
-  '429',
-  '429_retry_after',
-  '500',
-  '502',
-  '503',
-  'reset_before',
-  'latency',
-  'reset',
-  'reset_after',
-  'slow_body',
-  'truncated_gzip',
-  'truncated_json',
-  'not_ready',
-  'page_repeat',
-  'no_peers',
-] as const;
+/** Kinds answered before the route's handler runs: the operation is not started. */
+const PRE_HANDLER = ['429', '429_retry_after', '500', '502', '503', 'reset_before', 'latency'] as const;
+/** Kinds applied while the answer's body is sent (fault-delivery.ts). */
+const BODY = ['reset', 'reset_after', 'slow_body', 'truncated_gzip', 'truncated_json'] as const;
+/** Kinds the route applies itself (the server hands them to the handler as `EmuRequest.fault`). */
+const ROUTE = ['not_ready', 'page_repeat', 'no_peers'] as const;
+
+export const FAULT_KINDS = [...PRE_HANDLER, ...BODY, ...ROUTE] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
-/** Kinds the route applies itself (the server hands them to the handler as `EmuRequest.fault`). */
-export const ROUTE_KINDS: ReadonlySet<FaultKind> = new Set(['not_ready', 'page_repeat', 'no_peers']);
-
-/** Kinds answered before the route's handler runs. */
-export const PRE_HANDLER_KINDS: ReadonlySet<FaultKind> = new Set([
-  '429',
-  '429_retry_after',
-  '500',
-  '502',
-  '503',
-  'reset_before',
-  'latency',
-]);
+export const ROUTE_KINDS: ReadonlySet<FaultKind> = new Set(ROUTE);
+export const PRE_HANDLER_KINDS: ReadonlySet<FaultKind> = new Set(PRE_HANDLER);
 
 export const faultRuleSchema = z.strictObject({
   /** `METHOD pattern` as registered (`POST /request`), or a glob on the path (`GET /datasets/snapshots/*\/download`); method `*` = any. */

@@ -1,12 +1,12 @@
 /**
  * The emulator as a real HTTP server on 127.0.0.1. Route modules are listed explicitly in `routeModules`.
- * Auth, per-route counters, in-flight maxima and fault injection happen here, once, for every route.
+ * Auth, per-route counters, in-flight maxima and fault injection happen here, once, for every route; the
+ * `/_emulator/` endpoints are in admin.ts, how answers are written (latency, response-time faults) in responder.ts.
  */
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
+import { admin, ipBlockAdmin } from './admin.js';
 import {
   BILLED_ROUTE,
   Clock,
@@ -17,17 +17,19 @@ import {
   type EmulatorContext,
   type EmulatorOptions,
 } from './context.js';
-import { deliverWithFault, drop, type BodyFault } from './fault-delivery.js';
-import { FaultInjector, PRE_HANDLER_KINDS, ROUTE_KINDS, parseFaultConfig, type FaultKind } from './faults.js';
+import { drop, type BodyFault } from './fault-delivery.js';
+import { FaultInjector, PRE_HANDLER_KINDS, ROUTE_KINDS, parseFaultConfig } from './faults.js';
 import { BLOCKED_BODY, BLOCKED_STATUS, BLOCK_AFTER, IpBlock } from './ip-block.js';
 import { PersistedState } from './persisted-state.js';
-import { HttpError, Router, type EmuRequest, type EmuResponder } from './router.js';
+import { makeResponder, plain, preHandlerFault, readBody } from './responder.js';
+import { HttpError, Router, type EmuRequest } from './router.js';
 import { register as datasets } from './routes/datasets.js';
 import { register as deepLookup } from './routes/deep-lookup.js';
 import { register as request } from './routes/request.js';
 import { register as zones } from './routes/zones.js';
 import { sleep } from '../core/sleep.js';
 
+export { clockTarget } from './admin.js';
 export { loadFaultsFile, type FaultConfig } from './faults.js';
 export { EmulatorStateError } from './state-file.js';
 
@@ -250,47 +252,6 @@ async function handle(
 }
 
 /**
- * The admin endpoints (no auth, like `/_emulator/stats`): `GET /_emulator/counters` (what the account paid for) and
- * `GET`/`POST /_emulator/clock` (`{"now": ISO}` or `{"advance": "1d"}`), which let one emulator play many nights.
- */
-async function admin(
-  ctx: EmulatorContext,
-  method: string,
-  pathname: string,
-  req: IncomingMessage,
-  res: ServerResponse,
-): Promise<void> {
-  const reply = (status: number, body: unknown): void => {
-    res.writeHead(status, { 'content-type': 'application/json' });
-    res.end(JSON.stringify(body));
-  };
-  if (pathname === '/_emulator/counters') {
-    if (method !== 'GET') return plain(res, 405, 'Method not allowed');
-    return reply(200, ctx.stats.counters());
-  }
-  const clockState = () => ({ now: new Date(ctx.clock.now()).toISOString(), pinned: ctx.clock.pinned });
-  if (method === 'GET') return reply(200, clockState());
-  if (method !== 'POST') return plain(res, 405, 'Method not allowed');
-  let target: number;
-  try {
-    target = clockTarget(JSON.parse((await readBody(req)).toString('utf8') || '{}'), ctx.clock.now());
-  } catch (err) {
-    return reply(400, { error: (err as Error).message });
-  }
-  ctx.clock.set(target);
-  await ctx.state.commit(); // a restarted emulator goes on from the moved clock
-  reply(200, clockState());
-}
-
-/** `GET`: the 429 counts per IP; `DELETE`: support clears every block (and the counts). */
-function ipBlockAdmin(ctx: EmulatorContext, ipBlock: IpBlock, method: string, res: ServerResponse): void {
-  if (method === 'DELETE') ipBlock.clear();
-  else if (method !== 'GET') return plain(res, 405, 'Method not allowed');
-  res.writeHead(200, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(ipBlock.view(ctx.clock.now())));
-}
-
-/**
  * Calls `on429` when the answer's head says 429, whichever code path writes it (injected faults, routes, error
  * answers): counted the moment it is decided, so the next request already sees it.
  */
@@ -300,106 +261,4 @@ function countAnswers429(res: ServerResponse, on429: () => void): void {
     if (status === 429) on429();
     return writeHead(status, ...rest);
   }) as ServerResponse['writeHead'];
-}
-
-const clockBodySchema = z.union([
-  z.object({ now: z.iso.datetime({ offset: true }) }).strict(),
-  z.object({ advance: z.string().regex(/^\d+(ms|s|m|h|d)$/) }).strict(),
-]);
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/** The emulated time a clock request asks for. */
-export function clockTarget(body: unknown, now: number): number {
-  const parsed = clockBodySchema.safeParse(body);
-  if (!parsed.success) throw new Error('send {"now": "2025-03-01T02:00:00Z"} or {"advance": "1d"} (ms, s, m, h, d)');
-  if ('now' in parsed.data) return Date.parse(parsed.data.now);
-  const m = /^(\d+)(ms|s|m|h|d)$/.exec(parsed.data.advance)!;
-  return now + Number(m[1]) * UNIT_MS[m[2]!]!;
-}
-
-const FAULT_MESSAGES: Partial<Record<FaultKind, [number, string]>> = {
-  '429': [429, 'Too many requests'],
-  '429_retry_after': [429, 'Too many requests'],
-  '500': [500, 'Internal error.'],
-  '502': [502, 'Bad gateway'],
-  '503': [503, 'Service unavailable'],
-};
-
-/** An error answer instead of running the handler: the operation was not started. */
-function preHandlerFault(res: ServerResponse, kind: FaultKind, retryAfterS: number): void {
-  const [status, error] = FAULT_MESSAGES[kind] ?? [500, 'Internal error.'];
-  const headers: Record<string, string> = { 'content-type': 'application/json', 'x-emulator-fault': kind };
-  if (kind === '429_retry_after') headers['retry-after'] = String(retryAfterS);
-  res.writeHead(status, headers);
-  res.end(JSON.stringify({ error }));
-}
-
-/**
- * The responder applies a response-time fault at most once per request (the first body sent), and sends nothing
- * before `answerable` settles (the request's latency has passed).
- */
-function makeResponder(
-  res: ServerResponse,
-  fault: BodyFault | undefined,
-  answerable: Promise<void> | undefined,
-): EmuResponder {
-  let pending = fault;
-  const take = (): BodyFault | undefined => {
-    const f = pending;
-    pending = undefined;
-    return f;
-  };
-  const deliver = (status: number, headers: Record<string, string>, buf: Buffer): void => {
-    const all = { ...headers, 'content-length': String(buf.length) };
-    const f = take();
-    if (!f) {
-      res.writeHead(status, all);
-      res.end(buf);
-      return;
-    }
-    const json = /\bjson\b/i.test(headers['content-type'] ?? '');
-    deliverWithFault(res, status, all, [buf], f, { gzip: false, totalLength: buf.length, json }).catch(() => drop(res));
-  };
-  const send = (status: number, headers: Record<string, string>, body: string): void => {
-    const buf = Buffer.from(body, 'utf8');
-    if (answerable)
-      answerable
-        .then(() => deliver(status, headers, buf))
-        .catch((err: unknown) => res.destroy(err instanceof Error ? err : new Error(String(err))));
-    else deliver(status, headers, buf);
-  };
-  return {
-    raw: res,
-    json(status, body, headers = {}) {
-      send(status, { 'content-type': 'application/json', ...headers }, JSON.stringify(body));
-    },
-    text(status, body, headers = {}) {
-      send(status, { 'content-type': 'text/html; charset=utf-8', ...headers }, body);
-    },
-    async stream(status, headers, body, opts) {
-      if (answerable) await answerable;
-      const f = take();
-      if (f) {
-        await deliverWithFault(res, status, headers, body, f, { gzip: opts?.gzip === true }).catch(() => drop(res));
-        return;
-      }
-      res.writeHead(status, headers);
-      const readable = body instanceof Readable ? body : Readable.from(body, { objectMode: false });
-      await pipeline(readable, res);
-    },
-  };
-}
-
-function plain(res: ServerResponse, status: number, text: string): void {
-  res.writeHead(status, { 'content-type': 'text/html; charset=utf-8' });
-  res.end(text);
-}
-
-function readBody(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
 }

@@ -13,7 +13,7 @@ import { fileReferences, type ComponentDef } from '../contracts/component.js';
 import { reviewsBackfill } from './crawl/backfill.js';
 import { crawlFields, extraParamsField } from './crawl/config.js';
 import { placesFromSearch } from './crawl/places-from-search.js';
-import { readQueriesFile, uniqueQueries } from './crawl/queries.js';
+import { configuredQueries } from './crawl/queries.js';
 import { FID_PATTERN, reviewPages, reviewsIncremental } from './crawl/review-pages.js';
 import { searchPages } from './crawl/search-pages.js';
 import { crawlSource } from './crawl/source.js';
@@ -103,9 +103,7 @@ export const reviewsSource: ComponentDef<'source', ReviewsConfig, Source> = {
         subjects: async (ctx, fetch) => {
           if (cfg.fids) return [...new Set(cfg.fids)];
           const fs = cfg.from_serp!;
-          const queries = uniqueQueries(
-            fs.queries ?? (await readQueriesFile(fs.queries_file!, ctx.baseDir || deps.baseDir)),
-          );
+          const queries = await configuredQueries(fs, ctx.baseDir || deps.baseDir);
           const search = searchPages({ engine: cfg.engine, params: fs.params, vertical: fs.search });
           return placesFromSearch({ queries, search, maxPages: fs.max_pages, fetch, onNoPlaces: fs.on_no_places }, ctx);
         },

@@ -15,7 +15,7 @@ import type { Source, SourceContext } from '../core/types.js';
 import { fileReferences, type ComponentDef } from '../contracts/component.js';
 import { serpBackfill } from './crawl/backfill.js';
 import { crawlFields, extraParamsField } from './crawl/config.js';
-import { readQueriesFile, uniqueQueries } from './crawl/queries.js';
+import { configuredQueries } from './crawl/queries.js';
 import { searchPages } from './crawl/search-pages.js';
 import { crawlSource, type CrawlIncremental } from './crawl/source.js';
 
@@ -61,8 +61,7 @@ export const serpSource: ComponentDef<'source', SerpConfig, Source> = {
         pager: searchPages({ engine: cfg.engine, params: cfg.params }),
         crawl: cfg,
         maxPages: cfg.max_pages,
-        subjects: async (ctx) =>
-          uniqueQueries(cfg.queries ?? (await readQueriesFile(cfg.queries_file!, ctx.baseDir || deps.baseDir))),
+        subjects: (ctx) => configuredQueries(cfg, ctx.baseDir || deps.baseDir),
         note: (queries) =>
           `${queries} queries; further pages are discovered while crawling, up to ${cfg.max_pages} pages per query`,
         ...(cfg.refresh_after !== undefined && { incremental: serpRefresh(cfg.refresh_after) }),

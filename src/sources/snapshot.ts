@@ -11,7 +11,8 @@
  * `incremental: {cursor, initial}` adds `<cursor> > <last value>` to the filter, so the service builds (and charges
  * for) only records newer than those loaded: the last value is the largest cursor value the sinks committed
  * (each part's checkpoint is the largest it held), `initial` on a first run. A backfill (`sluice run --from`) filters
- * a window of the cursor instead and leaves the nightly cursor where it was (snapshot-cursor.ts).
+ * a window of the cursor instead and leaves the nightly cursor where it was (snapshot-cursor.ts). The filter job and
+ * the filter it runs are snapshot-filter-job.ts; this file plans the parts and reads them.
  */
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
@@ -20,15 +21,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
 import { pollSnapshot } from '../client/poll.js';
-import {
-  ServiceError,
-  type Download,
-  type DownloadWait,
-  type ServiceClient,
-  type SnapshotMeta,
-} from '../client/index.js';
-import { SluiceError } from '../core/errors.js';
-import { failpoint } from '../core/failpoints.js';
+import { type Download, type DownloadWait, type SnapshotMeta } from '../client/index.js';
 import type { DecodeBounds } from '../core/limits.js';
 import type {
   BackfillWindow,
@@ -44,16 +37,15 @@ import { checkedBytes, decode } from '../decode/index.js';
 import { countBytes, downloadBounds } from './bytes.js';
 import { PRIVATE_FILE } from '../core/private-files.js';
 import { CursorBound, rejectedCursorWarning } from './cursor-bound.js';
-import { describeWindow } from '../core/checkpoint.js';
 import { rawDecodeOptions } from './raw-decode.js';
-import { filterFieldNames, filterRefusal, matchesNothing, readFilterFiles, withCursor } from './filter.js';
+import { filterFieldNames } from './filter.js';
 import { unknownId } from './unknown-id.js';
 import { checkDataset, keyRefused, warnUnknownFields, type DatasetFieldNames } from './preflight.js';
-import { startFilterJobOnce, type FilterAttempt } from './snapshot-reconcile.js';
-import { missingJob, readSavedJob, saveJob, type SavedJob } from './saved-job.js';
+import { nothingMatched, snapshotJob } from './snapshot-filter-job.js';
+import { missingJob, type SavedJob } from './saved-job.js';
 
 import { snapshotSchema, type SnapshotConfig } from './snapshot-schema.js';
-import { compareCursor, lastCursorValue, snapshotBackfill, type CursorCheckpoint } from './snapshot-cursor.js';
+import { compareCursor, snapshotBackfill, type CursorCheckpoint } from './snapshot-cursor.js';
 
 export { snapshotDownloadSchema, snapshotSchema, type SnapshotConfig } from './snapshot-schema.js';
 export { compareCursor, lastCursorValue } from './snapshot-cursor.js';
@@ -118,7 +110,7 @@ class SnapshotSource implements Source {
     this.bound.start(ctx);
     this.window = ctx.backfill;
     const client = await this.deps.client();
-    const job = await this.snapshotJob(client, ctx);
+    const job = await snapshotJob({ cfg: this.cfg, bound: this.bound, knownFields: this.knownFields }, client, ctx);
     if (job === undefined) return [];
     const snapshotId = job.id;
     const meta = await pollSnapshot(client, snapshotId, {
@@ -131,7 +123,7 @@ class SnapshotSource implements Source {
     });
     if (meta.status === 'failed') {
       // Only "no records matched" comes back as failed without throwing: an empty result, not an error.
-      this.nothingMatched(ctx, `snapshot ${snapshotId}: ${meta.warning ?? 'no records matched the filter'}`);
+      nothingMatched(this.cfg, ctx, `snapshot ${snapshotId}: ${meta.warning ?? 'no records matched the filter'}`);
       return [];
     }
     const { format, compress, batch_size } = this.cfg.download;
@@ -158,13 +150,6 @@ class SnapshotSource implements Source {
   private jobGone(err: unknown, snapshotId: string, job: SavedJob): unknown {
     if (this.cfg.snapshot_id === undefined) return missingJob(err, `snapshot ${snapshotId}`, job);
     return unknownId(err, `snapshot ${snapshotId}`, 'source.snapshot_id', SNAPSHOT_ID_HINT);
-  }
-
-  /** No record matched: an empty result. Expected on a quiet night of an incremental load; worth a warning otherwise. */
-  private nothingMatched(ctx: SourceContext, what: string): void {
-    const inc = this.cfg.incremental;
-    if (inc === undefined) ctx.log.warn(`${what}: nothing to load (check source.filter if records were expected)`);
-    else ctx.log.info(`${what}: no new records, nothing to load; the cursor on ${inc.cursor} stays where it was`);
   }
 
   /**
@@ -199,121 +184,6 @@ class SnapshotSource implements Source {
       onNotReady: ({ delayMs, message }) =>
         ctx.log.warn(`${what}: not ready yet ("${message}"); asking again in ${Math.ceil(delayMs / 1000)} s`),
     };
-  }
-
-  /** The snapshot to download: configured, checkpointed by an earlier run, or started now (paid). */
-  private async snapshotJob(client: ServiceClient, ctx: SourceContext): Promise<SavedJob | undefined> {
-    if (this.cfg.snapshot_id) return { id: this.cfg.snapshot_id };
-    const filter = await this.effectiveFilter(ctx);
-    // Checked before the paid call: the service would only say "Invalid file format" or "File not found".
-    const files = await readFilterFiles(this.cfg.files, filter, ctx.baseDir);
-    // Keyed by what the job would select, so editing the filter starts a new job rather than reusing a stale one.
-    const key = `snapshot:job:${createHash('sha256')
-      .update(JSON.stringify([this.cfg.dataset_id, filter, this.cfg.records_limit]))
-      .update(Buffer.concat(files.flatMap((f) => [Buffer.from(f.name), f.content])))
-      .digest('hex')
-      .slice(0, 16)}`;
-    const known = readSavedJob(ctx.state, key);
-    if (known) {
-      ctx.log.info(`reusing snapshot ${known.id} of the filter job started earlier (no new paid job)`);
-      return known;
-    }
-    if (ctx.sharded && !ctx.dryRun)
-      throw new SluiceError('a sharded run (--shard) will not start a filter job: every shard would pay for its own', {
-        hint:
-          'run `sluice prepare <pipeline.yaml>` once before the shards (they then split its snapshot), or start the ' +
-          'job once (`sluice datasets filter … --yes`) and set source.snapshot_id to its snapshot in the sharded pipeline',
-      });
-    const attemptKey = `${key}:attempt`;
-    if (ctx.dryRun) {
-      const lost = ctx.state.get<FilterAttempt>(attemptKey);
-      if (lost)
-        ctx.report?.(
-          'note',
-          `the filter call made at ${lost.started_at} got no answer: a run first lists the dataset's snapshots (free) to adopt its job, and calls again only if it started none`,
-        );
-      ctx.report?.('request', `POST /datasets/filter (paid: would start a filter job on ${this.cfg.dataset_id})`);
-      ctx.report?.('note', 'units are the parts of the snapshot the filter job creates; not started by plan');
-      return undefined;
-    }
-    const datasetId = this.cfg.dataset_id!;
-    // A lost answer is resolved against the dataset's snapshot list rather than paid for twice (snapshot-reconcile.ts).
-    const started = await startFilterJobOnce({
-      client,
-      ctx,
-      datasetId,
-      attemptKey,
-      post: () =>
-        client.datasets
-          .filter({
-            dataset_id: datasetId,
-            filter,
-            ...(this.cfg.records_limit !== undefined && { records_limit: this.cfg.records_limit }),
-            ...(files.length > 0 && { files }),
-          })
-          .catch((err: unknown) => {
-            // The request's path does not name the dataset, so the service's bare 404 would leave the user guessing.
-            if (err instanceof ServiceError && err.status === 404)
-              throw new SluiceError(`dataset ${datasetId} does not exist (${err.message})`, {
-                hint: 'check source.dataset_id: `sluice datasets list` shows the ids of the datasets you can filter',
-                cause: err,
-              });
-            throw filterRefusal(err, datasetId, this.knownFields);
-          }),
-    }).catch((err: unknown) => {
-      // No record matches, known before any job started (docs/service.md §2.3): nothing was charged.
-      if (!matchesNothing(err)) throw err;
-      this.nothingMatched(ctx, `the service answered ${err.status} "${err.serviceMessage}"`);
-      return undefined;
-    });
-    if (started === undefined) return undefined;
-    const snapshot_id = started;
-    failpoint('snapshot:job-started');
-    const job = await saveJob(ctx.state, key, 'filter', snapshot_id);
-    await ctx.state.delete(attemptKey);
-    failpoint('snapshot:job-checkpointed');
-    ctx.log.info(`filter job started: snapshot ${snapshot_id}`);
-    return job;
-  }
-
-  /**
-   * The filter the job runs: the configured one, plus the cursor's condition when incremental. The cursor's lower
-   * bound is fixed in the run's state the first time it is computed: a resumed run, whose own committed parts
-   * advanced the checkpoints meanwhile, must find the same filter and so the job it already paid for.
-   */
-  private async effectiveFilter(ctx: SourceContext): Promise<Record<string, unknown> | undefined> {
-    const inc = this.cfg.incremental;
-    if (inc === undefined) return this.cfg.filter;
-    const w = ctx.backfill;
-    if (w !== undefined) {
-      const filter = withCursor(this.cfg.filter, inc.cursor, w.from, w.to)!;
-      ctx.log.info(`backfill: ${describeWindow(w)}; the nightly cursor stays where it is`);
-      ctx.report?.('note', `effective filter (backfill on ${inc.cursor}): ${JSON.stringify(filter)}`);
-      return filter;
-    }
-    const key = `snapshot:cursor:${inc.cursor}`;
-    let after = ctx.state.get<string | number>(key);
-    if (after === undefined) {
-      // A checkpoint from the future (committed before cursors were bounded) is not a lower bound either.
-      const future: string[] = [];
-      const accepts = (v: string | number): boolean => this.bound.accepts(v, ctx) || (future.push(String(v)), false);
-      after = lastCursorValue(ctx.checkpoints, inc.cursor, accepts, inc.initial) ?? inc.initial;
-      if (future.length > 0)
-        ctx.log.warn(
-          `incremental: committed ${inc.cursor} ${JSON.stringify(future.sort().at(-1))} is later than ${this.bound.describe()}: not used as the lower bound`,
-        );
-      if (!ctx.dryRun) await ctx.state.set(key, after);
-    }
-    const filter = withCursor(this.cfg.filter, inc.cursor, after)!;
-    const from =
-      after === inc.initial
-        ? `the initial value ${JSON.stringify(after)}`
-        : `${JSON.stringify(after)}, the last value loaded`;
-    ctx.log.info(`incremental: ${inc.cursor} > ${from}`);
-    ctx.report?.('note', `effective filter (incremental on ${inc.cursor}): ${JSON.stringify(filter)}`);
-    if (ctx.checkpoints === undefined && ctx.dryRun)
-      ctx.report?.('note', `the last ${inc.cursor} loaded is read from the sinks when the pipeline runs`);
-    return filter;
   }
 
   /**

@@ -13,6 +13,7 @@ import { z } from 'zod';
 import type { Batch, Row, Transform, TransformContext } from '../core/types.js';
 import type { ComponentDef } from '../contracts/component.js';
 import { describeValue, getPath } from './coerce.js';
+import { columnsUnchanged } from './columns-unchanged.js';
 
 export const dedupeSchema = z
   .object({
@@ -34,8 +35,7 @@ export const dedupeTransform: ComponentDef<'transform', DedupeConfig, Transform>
   description: 'Drop repeated records by key, keeping the first seen in the run.',
   schema: dedupeSchema,
   // Rows pass through unchanged (or not at all).
-  declares: (_config, input) => input,
-  outputColumns: (_config, input) => input,
+  ...columnsUnchanged,
   create(config) {
     const key = config.key;
     // hash → id of the unit that first kept it. Units run concurrently, so ownership decides who keeps a key.

@@ -9,23 +9,14 @@
 import { z } from 'zod';
 import type { Row, Transform } from '../core/types.js';
 import type { ComponentDef } from '../contracts/component.js';
+import { COMPARISON_OPERATORS, NULL_TEST_OPERATORS } from '../core/filter-grammar.js';
 import { isDateOnly, isTimestamp, parseIsoTimestamp } from '../core/values.js';
 import { getPath, toNumber } from './coerce.js';
+import { columnsUnchanged } from './columns-unchanged.js';
 import { mapRows } from './map-rows.js';
 
-export const FILTER_OPS = [
-  '=',
-  '!=',
-  '<',
-  '<=',
-  '>',
-  '>=',
-  'in',
-  'not_in',
-  'is_null',
-  'is_not_null',
-  'contains',
-] as const;
+/** The service filter's comparisons and null tests (one spelling for both languages), plus `contains`. */
+export const FILTER_OPS = [...COMPARISON_OPERATORS, ...NULL_TEST_OPERATORS, 'contains'] as const;
 export type FilterOp = (typeof FILTER_OPS)[number];
 
 type Scalar = string | number | boolean | null;
@@ -110,8 +101,7 @@ export const filterTransform: ComponentDef<'transform', FilterConfig, Transform>
   description: 'Keep rows matching field comparisons (`all` / `any` to combine).',
   schema: filterSchema,
   // Rows pass through unchanged (or not at all).
-  declares: (_config, input) => input,
-  outputColumns: (_config, input) => input,
+  ...columnsUnchanged,
   create(config) {
     const cond: Condition = config.all
       ? { all: config.all }

@@ -8,7 +8,6 @@
  * without a server). Ids are unique per index. About 2.9 KB of JSONL per record on average, generated in
  * microseconds: string pools and one integer-keyed RNG per record, no per-record regexes.
  */
-import type { DatasetFields } from './dataset-fields.js';
 import {
   COUNTRIES,
   COUNTRY_WEIGHTS,
@@ -22,7 +21,33 @@ import {
   groupThousands,
   slugify,
 } from './dataset-vocab.js';
-import { cumulative, permute24, recordRng, type RecordRng } from './record-rng.js';
+import { permute24, recordRng, type RecordRng } from './record-rng.js';
+import {
+  AUDIENCES,
+  COUNTS,
+  EMPLOYEE_WEIGHTS,
+  EXCHANGES,
+  GOALS,
+  HASHTAGS,
+  INVESTORS,
+  LOCATION_WEIGHTS,
+  ORG_TYPES,
+  ORG_WEIGHTS,
+  POST_BODIES,
+  POST_OPENERS,
+  POST_TIMES,
+  ROUND_TYPES,
+  SIMILAR_WEIGHTS,
+  SIZES,
+  SIZE_WEIGHTS,
+  SLOGANS,
+  SPECIALTIES,
+  SUFFIXES,
+  UPDATE_WEIGHTS,
+  VALUES,
+} from './company-profile-vocab.js';
+
+export { companyProfileFields } from './company-profile-fields.js';
 
 export const COMPANY_PROFILES_ID = 'gd_l1vikfnt1wgvvqz95w';
 
@@ -32,204 +57,10 @@ const REGISTRY = 'https://www.venturebase.example/organization';
 
 export type CompanyProfile = Record<string, unknown>;
 
-const SIMILAR_FIELDS = { Links: 'url', subtitle: 'text', title: 'text', location: 'text' } as const;
-
-/** Field order is the record's key order (and the CSV column order). */
-export const companyProfileFields: DatasetFields = {
-  input: { type: 'object', description: 'The input the record was collected for', fields: { url: 'url' } },
-  id: { type: 'text', description: 'Company handle in profile URLs', required: true },
-  name: { type: 'text', description: 'Company name', required: true },
-  country_code: { type: 'text', description: 'ISO 3166-1 alpha-2 country of the headquarters' },
-  locations: { type: 'array', description: 'Office addresses', items: 'text' },
-  followers: { type: 'number', description: 'Followers of the company page' },
-  employees_in_platform: { type: 'number', description: 'Employees with a profile on the platform' },
-  about: { type: 'text', description: 'About section' },
-  specialties: { type: 'text', description: 'Specialties, comma separated; null when absent' },
-  company_size: { type: 'text', description: 'Employee count range' },
-  organization_type: { type: 'text', description: 'Kind of organisation' },
-  industries: { type: 'text', description: 'Industry' },
-  website: { type: 'url', description: 'Company website' },
-  registry_url: { type: 'url', description: 'Company page on the startup registry' },
-  founded: { type: 'number', description: 'Year founded' },
-  company_id: { type: 'text', description: 'Numeric company id', required: true },
-  employees: {
-    type: 'array',
-    description: 'Employees shown on the page',
-    fields: { img: 'url', link: 'url', subtitle: 'text', title: 'text' },
-  },
-  headquarters: { type: 'text', description: 'Headquarters city and region' },
-  image: { type: 'url', description: 'Cover image' },
-  logo: { type: 'url', description: 'Logo image' },
-  similar: { type: 'array', description: 'Similar pages', fields: SIMILAR_FIELDS },
-  url: { type: 'url', description: 'Company page URL', required: true },
-  updates: {
-    type: 'array',
-    description: 'Recent posts',
-    fields: {
-      title: 'text',
-      text: 'text',
-      time: 'text',
-      likes_count: 'number',
-      comments_count: 'number',
-      external_link: 'url',
-      images: { array: 'url' },
-      videos: { array: 'url' },
-    },
-  },
-  slogan: { type: 'text', description: 'Tagline' },
-  affiliated: { type: 'array', description: 'Affiliated pages', fields: SIMILAR_FIELDS },
-  investors: { type: 'array', description: 'Investors', items: 'text' },
-  funding: {
-    type: 'object',
-    description: 'Last funding round',
-    fields: { last_round_date: 'date', last_round_type: 'text', rounds: 'number' },
-  },
-  formatted_locations: { type: 'array', description: 'Office addresses, formatted', items: 'text' },
-  stock_info: {
-    type: 'object',
-    description: 'Stock quote of public companies; null when absent',
-    fields: {
-      id: 'text',
-      datetime: 'text',
-      stock_exchange: 'text',
-      stock_ticker: 'text',
-      stock_price: 'text',
-      stock_price_change: 'text',
-    },
-  },
-  get_directions_url: { type: 'array', description: 'Map links per location', fields: { directions_url: 'url' } },
-  description: { type: 'text', description: 'Page description' },
-  sphere: { type: 'text', description: 'Economic sector' },
-  type: { type: 'text', description: 'Page type' },
-  timestamp: { type: 'date', description: 'When the record was collected' },
-};
-
 // Streams of the record RNG (sub-parts stay independent of each other).
 const S_MAIN = 1;
 
-const SIZES = [
-  ['2-10 employees', 2, 10],
-  ['11-50 employees', 11, 50],
-  ['51-200 employees', 51, 200],
-  ['201-500 employees', 201, 500],
-  ['501-1,000 employees', 501, 1000],
-  ['1,001-5,000 employees', 1001, 5000],
-  ['5,001-10,000 employees', 5001, 10_000],
-  ['10,001+ employees', 10_001, 250_000],
-] as const;
-const SIZE_WEIGHTS = cumulative([30, 28, 18, 9, 5, 6, 2, 2]);
-
-const ORG_TYPES = [
-  'Privately Held',
-  'Public Company',
-  'Self-Employed',
-  'Partnership',
-  'Nonprofit',
-  'Educational',
-  'Government Agency',
-];
-const ORG_WEIGHTS = cumulative([62, 12, 6, 6, 8, 4, 2]);
-const ROUND_TYPES = ['Seed', 'Series A', 'Series B', 'Series C', 'Series D', 'Private equity', 'Post IPO equity'];
-const EXCHANGES = ['NASDAQ', 'NYSE', 'LSE', 'XETRA', 'Euronext', 'TSX'];
-const SUFFIXES = ['Inc.', 'LLC', 'Ltd', 'GmbH', 'Group', 'Co.', 'S.A.', 'AG', 'Holdings', 'Corp.'];
-const AUDIENCES = [
-  'small businesses',
-  'enterprise teams',
-  'hospitals',
-  'families',
-  'retailers',
-  'developers',
-  'public institutions',
-  'manufacturers',
-  'investors',
-  'students',
-];
-const GOALS = [
-  'grow faster',
-  'cut costs without cutting corners',
-  'make better decisions with their data',
-  'reach new markets',
-  'work more sustainably',
-  'serve their customers better',
-  'stay compliant and secure',
-  'build products people love',
-];
-const SLOGANS = [
-  'Building what comes next',
-  'Powering better decisions',
-  'Good things, made simply',
-  'Your partner in growth',
-  'Technology with a human touch',
-  'Moving the world forward',
-  'Quality you can trust',
-  'Designed for people',
-  'Where ideas take shape',
-  'Making every day healthier',
-  'Smarter by design',
-  'Delivering on every promise',
-];
-const VALUES = ['integrity', 'curiosity', 'ownership', 'inclusion', 'craftsmanship', 'customer obsession', 'courage'];
-const SPECIALTIES = [
-  'Cloud Computing',
-  'Data Analytics',
-  'Supply Chain',
-  'Customer Experience',
-  'Machine Learning',
-  'Cybersecurity',
-  'Product Design',
-  'Sustainability',
-  'E-commerce',
-  'Logistics',
-  'Consulting',
-  'Research',
-  'Mobile Apps',
-  'Payments',
-  'Clinical Trials',
-  'Brand Strategy',
-];
-const POST_OPENERS = [
-  'We are hiring!',
-  'Big news:',
-  'Thank you to everyone who joined us',
-  'Proud moment for the team.',
-  'Meet the people behind our work.',
-  'Our latest report is out.',
-  'Save the date.',
-  'What a year it has been.',
-];
-const POST_BODIES = [
-  'This milestone belongs to our customers and partners, who pushed us to do better every single day.',
-  'Join us next month to hear how teams are rethinking the way they plan, build and ship.',
-  'We spoke with our engineers about what it takes to build reliable systems at scale.',
-  'Our new office opens its doors this week, with room for another hundred colleagues.',
-  'Applications are open for our graduate programme, and we would love to hear from you.',
-  'A short look back at the projects that shaped our year, and a thank-you to the people who made them happen.',
-  'We are committed to cutting our emissions in half by 2030, and here is how we will get there.',
-];
-const HASHTAGS = ['#hiring', '#innovation', '#teamwork', '#sustainability', '#careers', '#technology', '#growth'];
-const POST_TIMES = [
-  '1d',
-  '2d',
-  '3d',
-  '5d',
-  '1w',
-  '2w',
-  '3w',
-  '1mo',
-  '2mo',
-  '4mo',
-  '6mo',
-  '1yr',
-  '2d Edited',
-  '1w Edited',
-];
 const COLLECTED_FROM = Date.UTC(2025, 0, 6);
-/** Lengths of the nested lists: mostly short, sometimes empty, now and then longer. */
-const COUNTS = [0, 1, 2, 3, 4];
-const LOCATION_WEIGHTS = cumulative([0, 72, 18, 7, 3]);
-const EMPLOYEE_WEIGHTS = cumulative([28, 40, 18, 10, 4]);
-const SIMILAR_WEIGHTS = cumulative([20, 35, 25, 12, 8]);
-const UPDATE_WEIGHTS = cumulative([30, 35, 20, 10, 5]);
 
 /** One record: a pure function of (seed, index). */
 export function companyProfile(seed: number, index: number): CompanyProfile {
@@ -310,17 +141,6 @@ export function companyProfile(seed: number, index: number): CompanyProfile {
 export function* companyProfiles(seed: number, start = 0, end = Infinity): Generator<CompanyProfile> {
   for (let i = start; i < end; i++) yield companyProfile(seed, i);
 }
-
-const INVESTORS = [
-  'Northgate Ventures',
-  'Blue Ridge Capital',
-  'Lumen Partners',
-  'Seedwell',
-  'Harborline Growth',
-  'Atlas Angels',
-  'Crescent Fund II',
-  'Polar Bear Ventures',
-];
 
 /** A company name and its URL slug, built from pool words whose slugs are memoised (no per-record regex). */
 function companyName(r: RecordRng, nouns: readonly string[]): [string, string] {

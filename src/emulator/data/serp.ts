@@ -18,7 +18,13 @@
  * Map search pages (`mapsPage`) list places instead, each with its own `fid` in `organic[]`, on one page.
  */
 import { placeKind } from './reviews.js';
-import { serpRng, type SerpRng } from './serp-rng.js';
+import { serpRng } from './serp-rng.js';
+import { PLACE_TYPES } from './serp-maps.js';
+import { imageItems, organicResult, relatedItems } from './serp-results.js';
+import { capitalize, engineName, searchLink } from './serp-text.js';
+
+export { mapsPage, mapsPlaceFids } from './serp-maps.js';
+export { searchLink } from './serp-text.js';
 
 export interface SerpQueryPlan {
   total: number;
@@ -64,13 +70,6 @@ export function knowledgeFid(seed: number, engine: string, query: string): strin
 export function expectedOrganicLinks(seed: number, engine: string, query: string): string[] {
   const { total } = serpQueryPlan(seed, engine, query);
   return Array.from({ length: total }, (_, i) => organicResult(seed, engine.toLowerCase(), query, i).link as string);
-}
-
-/** A link to a result page of the query, shaped like the engine's own (extra parameters included). */
-export function searchLink(engine: string, query: string, start: number, seed = 0): string {
-  const q = encodeURIComponent(query).replace(/%20/g, '+');
-  const token = serpRng(seed, 'sca', engine, query).hex(16);
-  return `https://${engine}/search?q=${q}&sca_esv=${token}&start=${start}&sa=N`;
 }
 
 export function serpPage(seed: number, engine: string, query: string, start: number, opts: SerpPageOptions): Obj {
@@ -137,61 +136,6 @@ export function serpPage(seed: number, engine: string, query: string, start: num
   return page;
 }
 
-/**
- * The places a map search of the query lists (0–10; about one query in eight finds none), each with its feature id.
- * Ids are unique to (seed, host, query, index), so a place found by two queries is two places here.
- */
-export function mapsPlaceFids(seed: number, engine: string, query: string): string[] {
-  const host = engine.toLowerCase();
-  const r = serpRng(seed, 'maps-plan', host, query);
-  const n = r.bool(0.125) ? 0 : r.int(1, 10);
-  return Array.from({ length: n }, (_, i) => {
-    const f = serpRng(seed, 'maps-fid', host, query, i);
-    return `0x${f.hex(16)}:0x${f.hex(16)}`;
-  });
-}
-
-/**
- * A map search result page (`{engine}/maps/search/<query>/`), shaped like the service's: `general` (query, language,
- * country, country_code, gl) and `organic[]`, one place per result with its `fid` (also as `map_id`), address,
- * phone, categories, rating, review count, coordinates and links. No pagination block: map results are one page.
- */
-export function mapsPage(seed: number, engine: string, query: string): Obj {
-  const host = engine.toLowerCase();
-  const organic = mapsPlaceFids(seed, host, query).map((fid, i) => {
-    const r = serpRng(seed, 'maps-place', host, query, i);
-    const kind = placeKind(seed, fid);
-    const type = r.pick(PLACE_TYPES[kind] ?? ['Place']);
-    const name = `${capitalize(query)} ${r.pick(['Central', 'Downtown', 'Riverside', 'Old Town', 'Station', 'Park'])}`;
-    const site = `${slugify(name)}.example.com`;
-    const place: Obj = {
-      title: name,
-      display_link: site,
-      link: `https://${site}/`,
-      address: `${r.int(1, 999)} ${r.pick(['Main St', 'Market St', 'High St', 'Oak Ave'])}`,
-      phone: `+1555${r.int(1_000_000, 9_999_999)}`,
-      category: [{ id: slugify(type).replace(/-/g, '_'), title: type }],
-      summary: `${type} known for friendly staff`,
-      rating: Math.round((3 + r.next() * 2) * 10) / 10,
-      reviews_cnt: r.int(0, 9000),
-      latitude: Math.round((r.next() * 120 - 60) * 1e6) / 1e6,
-      longitude: Math.round((r.next() * 340 - 170) * 1e6) / 1e6,
-      claimed: r.bool(0.7),
-      fid,
-      map_id: fid,
-      map_id_encoded: `ChIJ${r.hex(23)}`,
-      map_link: `https://${host}/maps/place/data=!3m1!4b1!4m2!3m1!1s${fid}`,
-      rank: i + 1,
-    };
-    if (r.bool(0.6)) place.description = `${name}: a ${type.toLowerCase()} near ${place.address as string}.`;
-    return place;
-  });
-  return {
-    general: { query, language: 'en', country: 'United States', country_code: 'US', gl: 'US' },
-    organic,
-  };
-}
-
 function pagination(seed: number, host: string, query: string, start: number, plan: SerpQueryPlan): Obj {
   const { total, pageSize } = plan;
   const lastPage = Math.max(1, Math.ceil(total / pageSize));
@@ -213,149 +157,6 @@ function pagination(seed: number, host: string, query: string, start: number, pl
   return out;
 }
 
-const DOMAINS = [
-  'en.wikipedia.org',
-  'www.reddit.com',
-  'www.youtube.com',
-  'www.yelp.com',
-  'www.tripadvisor.com',
-  'medium.com',
-  'www.nytimes.com',
-  'www.theguardian.com',
-  'github.com',
-  'www.quora.com',
-  'www.timeout.com',
-  'www.eater.com',
-  'stackoverflow.com',
-  'www.bbc.com',
-  'www.lonelyplanet.com',
-  'www.cnet.com',
-  'www.healthline.com',
-  'www.allrecipes.com',
-];
-
-const SECTIONS = ['guides', 'wiki', 'blog', 'news', 'r', 'watch', 'biz', 'articles', 'reviews', 'learn'];
-
-const TITLES = [
-  'The best {q} in 2025',
-  '{Q} - Wikipedia',
-  '{Q}: a complete guide',
-  'Top 10 {q} you should know',
-  '{Q} | {S}',
-  'Why {q} matters',
-  '{Q} reviews and ratings',
-  'Everything about {q}',
-  '{Q} explained in 5 minutes',
-  'Where to find {q}',
-];
-
-const PHRASES = [
-  'Find out what locals recommend about',
-  'A hands-on look at',
-  'Compare prices, opening hours and reviews for',
-  'Our editors picked the best options for',
-  'Learn the history and background of',
-  'Tips, tricks and common mistakes with',
-  'Updated weekly with new information on',
-  'Read what thousands of people say about',
-];
-
-const FILLER = [
-  'Updated for this year.',
-  'Includes maps and photos.',
-  'Free to read.',
-  'Written by experts.',
-  'See the full list inside.',
-  'Sources and further reading included.',
-];
-
-/** Result `i` of the query: its content depends only on (seed, host, query, i), so pages can be built alone. */
-function organicResult(seed: number, host: string, query: string, i: number): Obj {
-  const r = serpRng(seed, 'organic', host, query, i);
-  const domain = DOMAINS[(hashIndex(query) + i * 7) % DOMAINS.length] as string;
-  const section = r.pick(SECTIONS);
-  const slug = `${slugify(query) || 'result'}-${i + 1}${r.hex(3)}`;
-  const link = `https://${domain}/${section}/${slug}`;
-  const source = sourceName(domain);
-  const item: Obj = {
-    link,
-    source,
-    display_link: `https://${domain} › ${section} › ${slug}`,
-    title: r.pick(TITLES).replace('{q}', query).replace('{Q}', capitalize(query)).replace('{S}', source),
-    description: `${r.pick(PHRASES)} ${query}. ${r.pick(FILLER)}`,
-  };
-  if (r.bool(0.5)) item.icon = dataUri(r, 'png', 24);
-  if (r.bool(0.2)) {
-    const image = dataUri(r, 'jpeg', 48);
-    item.image = image;
-    item.image_base64 = image;
-  }
-  if (domain === 'www.youtube.com') {
-    const sec = r.int(45, 3600);
-    item.duration = `${Math.floor(sec / 60)}:${String(sec % 60).padStart(2, '0')}`;
-    item.duration_sec = sec;
-  }
-  if (r.bool(0.5))
-    item.snippet_highlighted_words = query
-      .split(/\s+/)
-      .filter((w) => w.length > 2)
-      .slice(0, 3);
-  if (r.bool(0.3)) {
-    item.extensions = Array.from({ length: r.int(1, 4) }, (_, k) => ({
-      inline: r.bool(0.5),
-      type: r.pick(['site_link', 'text', 'description']),
-      text: r.pick(['Opening hours', 'Menu', 'Prices', 'Contact', 'About us', 'Reviews', 'Directions']),
-      rank: k + 1,
-    }));
-  }
-  return item;
-}
-
-function imageItems(r: SerpRng, query: string): Obj[] {
-  return Array.from({ length: r.int(2, 5) }, (_, k) => {
-    const domain = r.pick(DOMAINS);
-    const image = dataUri(r, 'jpeg', 40);
-    const item: Obj = {
-      original_image: `https://${domain}/images/${slugify(query)}-${k + 1}.jpg`,
-      link: `https://${domain}/${slugify(query)}/photo-${k + 1}`,
-      title: `${capitalize(query)} photo ${k + 1}`,
-      source: sourceName(domain),
-      source_logo: dataUri(r, 'png', 16),
-      image,
-      image_alt: `${capitalize(query)} on ${sourceName(domain)}`,
-      image_base64: image,
-    };
-    if (r.bool(0.3)) {
-      const sec = r.int(10, 180) * 60;
-      item.recipe = {
-        rating: Math.round((3 + r.next() * 2) * 10) / 10,
-        reviews_cnt: r.int(3, 4000),
-        title: `Easy ${query}`,
-        ingredients: r.pick([
-          ['flour', 'butter', 'sugar', 'eggs'],
-          ['rice', 'onion', 'garlic', 'stock'],
-          ['pasta', 'tomatoes', 'basil', 'olive oil', 'parmesan'],
-        ]),
-        summary: `A simple take on ${query} for weeknights.`,
-        duration: sec >= 3600 ? `${Math.floor(sec / 3600)} hr ${(sec % 3600) / 60} min` : `${sec / 60} min`,
-        duration_sec: sec,
-        volume: `${r.int(2, 8)} servings`,
-      };
-    }
-    return item;
-  });
-}
-
-function relatedItems(r: SerpRng, host: string, query: string, seed: number): Obj[] {
-  const words = ['near me', 'open now', 'best', 'cheap', 'reviews', 'price', 'history', 'map', 'menu', 'hours'];
-  const n = r.int(4, 8);
-  const offset = r.int(0, words.length - 1);
-  return Array.from({ length: n }, (_, k) => {
-    const text = `${query} ${words[(offset + k) % words.length]}`;
-    return { text, link: searchLink(host, text, 0, seed) };
-  });
-}
-
 function navigation(host: string, query: string): Obj[] {
   const q = encodeURIComponent(query).replace(/%20/g, '+');
   return [
@@ -366,12 +167,6 @@ function navigation(host: string, query: string): Obj[] {
     ['Maps', 'lcl'],
   ].map(([title, tbm]) => ({ title: title as string, href: `https://${host}/search?q=${q}&tbm=${tbm}` }));
 }
-
-const PLACE_TYPES: Record<string, string[]> = {
-  hotel: ['Hotel', 'Resort hotel', 'Boutique hotel'],
-  attraction: ['Tourist attraction', 'Museum', 'Observation deck', 'Park'],
-  other: ['Coffee shop', 'Restaurant', 'Bakery', 'Bookstore'],
-};
 
 function knowledge(seed: number, host: string, query: string, fid: string): Obj {
   const r = serpRng(seed, 'knowledge', host, query);
@@ -394,40 +189,4 @@ function knowledge(seed: number, host: string, query: string, fid: string): Obj 
       { predicate: 'phone', title: 'Phone', value: `+1 555-${r.int(100, 999)}-${r.int(1000, 9999)}` },
     ],
   };
-}
-
-function engineName(host: string): string {
-  const labels = host.replace(/:\d+$/, '').split('.');
-  return labels.length >= 2 ? (labels[labels.length - 2] as string) : host;
-}
-
-function sourceName(domain: string): string {
-  const name = engineName(domain);
-  return capitalize(name);
-}
-
-function capitalize(s: string): string {
-  return s.charAt(0).toUpperCase() + s.slice(1);
-}
-
-function slugify(s: string): string {
-  return s
-    .toLowerCase()
-    .normalize('NFKD')
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '')
-    .slice(0, 40);
-}
-
-function hashIndex(s: string): number {
-  let h = 0;
-  for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) >>> 0;
-  return h;
-}
-
-/** A tiny, valid-looking data URI (random payload bytes; nothing decodes it). */
-function dataUri(r: SerpRng, kind: 'png' | 'jpeg', bytes: number): string {
-  const buf = Buffer.alloc(bytes);
-  for (let i = 0; i < bytes; i++) buf[i] = r.int(0, 255);
-  return `data:image/${kind};base64,${buf.toString('base64')}`;
 }

@@ -1,7 +1,8 @@
 /**
  * Deep lookup under `/datasets/deep_lookup/v1` (docs/service.md §4): preview → trigger (paid) → status → data → download,
  * enrich (paid) and cancel, plus `enhance_query`. Data comes from data/deep-lookup.ts, states from the emulated
- * clock (data/deep-lookup-lifecycle.ts), file layouts from data/deep-lookup-export.ts.
+ * clock (data/deep-lookup-lifecycle.ts), file layouts from data/deep-lookup-export.ts; what bodies may hold and how
+ * a refusal reads from deep-lookup-body.ts, what a request holds and costs from deep-lookup-requests.ts.
  *
  * Choices where the service documents nothing (docs/service.md §4.3, §4.4, §9.4):
  * - Errors use the deep-lookup envelope `{"error": {"code", "message", "details"}}` with the documented codes only:
@@ -21,131 +22,39 @@
  *   for stays null. `enrichmentStatus: true` (a test's switch) adds the `enrichments: [{column_name, status}]` that
  *   older emulators invented.
  */
-import { z } from 'zod';
 import type { EmulatorContext } from '../context.js';
-import { HttpError, type EmuRequest, type Router } from '../router.js';
-import {
-  PREVIEW_ROWS,
-  defaultColumns,
-  lookupCell,
-  lookupRow,
-  queryPlan,
-  type LookupColumn,
-  type LookupRow,
-  type QueryPlan,
-} from '../data/deep-lookup.js';
+import type { HttpError, Router } from '../router.js';
+import { PREVIEW_ROWS, defaultColumns, lookupRow, queryPlan, type LookupColumn } from '../data/deep-lookup.js';
 import { csvExport, jsonExport } from '../data/deep-lookup-export.js';
-import {
-  enrichedRows,
-  enrichmentCompleted,
-  jobView,
-  previewStatus,
-  type JobView,
-  type LookupJob,
-} from '../data/deep-lookup-lifecycle.js';
+import { enrichmentCompleted, jobView, previewStatus, type JobView } from '../data/deep-lookup-lifecycle.js';
 import { serpRng } from '../data/serp-rng.js';
+import {
+  bodyJson,
+  dlError,
+  enrichItem,
+  fromPreview,
+  fromQuery,
+  isObject,
+  notFound,
+  oneItem,
+  parse,
+  previewItem,
+} from './deep-lookup-body.js';
+import {
+  BALANCE_CENTS,
+  CENTS_PER_ENRICHED_RECORD,
+  CENTS_PER_RECORD,
+  allColumns,
+  costCents,
+  money,
+  rowsOf,
+  savedDeepLookupSchema,
+  type LookupRequest,
+  type Preview,
+} from './deep-lookup-requests.js';
 
 const BASE = '/datasets/deep_lookup/v1';
 const DEFAULT_RESULT_LIMIT = 100;
-const CENTS_PER_RECORD = 100;
-const CENTS_PER_ENRICHED_RECORD = 5;
-/** What the emulated account can spend on one request (cents). */
-const BALANCE_CENTS = 1_000_000;
-
-interface Preview {
-  id: string;
-  query: string;
-  createdAt: number;
-  plan: QueryPlan;
-}
-
-interface Enrichment {
-  column: LookupColumn;
-  requestedAt: number;
-}
-
-interface LookupRequest {
-  id: string;
-  query: string;
-  title: string;
-  resultLimit: number;
-  columns: LookupColumn[];
-  enrichments: Enrichment[];
-  job: LookupJob;
-}
-
-const queryText = z
-  .string()
-  .refine((q) => /^\s*find all\b/i.test(q), { message: 'must start with "Find all"' })
-  .refine((q) => q.trim().length > 'find all'.length, { message: 'must say what to find after "Find all"' });
-
-const resultLimit = z.number().int().positive();
-
-const previewItem = z.object({ query: queryText });
-
-const specColumn = z.object({
-  name: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be letters, digits and underscores'),
-  description: z.string().default(''),
-  type: z.enum(['enrichment', 'constraint']),
-});
-
-const fromPreview = z.object({ preview_id: z.string().min(1), result_limit: resultLimit.optional() });
-
-const fromQuery = z.object({
-  query: queryText,
-  spec: z
-    .object({
-      name: z.string().optional(),
-      query: z.string().optional(),
-      title: z.string().optional(),
-      columns: z
-        .array(specColumn)
-        .min(1)
-        .refine((cols) => new Set(cols.map((c) => c.name)).size === cols.length, {
-          message: 'column names must be distinct',
-        }),
-    })
-    .optional(),
-  result_limit: resultLimit.optional(),
-});
-
-const enrichItem = z.object({
-  column_name: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be letters, digits and underscores'),
-  query: z.string().trim().min(1, 'must say what to find for each record'),
-});
-
-/**
- * In the state file: previews and requests as they are (their figures are derived from the query and the seed, so
- * previews keep only what the client sent), and the id serial, so a restarted emulator never reuses an id.
- */
-const lookupColumnSchema = z.object({
-  name: z.string(),
-  description: z.string(),
-  type: z.enum(['enrichment', 'constraint']),
-});
-const savedDeepLookupSchema = z.object({
-  serial: z.number().int().nonnegative(),
-  previews: z.array(z.object({ id: z.string(), query: z.string(), created_at: z.number() })),
-  requests: z.array(
-    z.object({
-      id: z.string(),
-      query: z.string(),
-      title: z.string(),
-      resultLimit: z.number().int().positive(),
-      columns: z.array(lookupColumnSchema),
-      enrichments: z.array(z.object({ column: lookupColumnSchema, requestedAt: z.number() })),
-      job: z.object({
-        startedAt: z.number(),
-        matched: z.number(),
-        skipped: z.number(),
-        pagesConsidered: z.number(),
-        pagesRead: z.number(),
-        fails: z.boolean(),
-        cancelledAt: z.number().optional(),
-      }),
-    }),
-  ),
-});
 
 export function register(router: Router, ctx: EmulatorContext): void {
   const seed = ctx.options.seed;
@@ -385,28 +294,6 @@ export function register(router: Router, ctx: EmulatorContext): void {
   });
 }
 
-/** Base columns then enrichments, in the order they were added. */
-function allColumns(r: LookupRequest): LookupColumn[] {
-  return [...r.columns, ...r.enrichments.map((e) => e.column)];
-}
-
-function* rowsOf(seed: number, r: LookupRequest, count: number, now: number): Generator<LookupRow> {
-  const filled = r.enrichments.map((e) => enrichedRows(e.requestedAt, r.job.matched, now));
-  for (let i = 0; i < count; i++) {
-    const row = lookupRow(seed, r.query, i, r.columns);
-    r.enrichments.forEach((e, k) => {
-      row[e.column.name] = i < filled[k]! ? lookupCell(seed, r.query, i, e.column) : null;
-    });
-    yield row;
-  }
-}
-
-function costCents(r: LookupRequest, v: JobView, now: number): number {
-  if (v.status === 'failed') return 0;
-  const enriched = r.enrichments.filter((e) => enrichmentCompleted(e.requestedAt, r.job.matched, now)).length;
-  return v.matched * CENTS_PER_RECORD + enriched * r.job.matched * CENTS_PER_ENRICHED_RECORD;
-}
-
 /** The preview's `columns`: one object naming every column with an example value (the first row's, if any). */
 function exampleColumns(seed: number, query: string): Record<string, unknown>[] {
   const columns = defaultColumns(query);
@@ -427,50 +314,6 @@ function notDownloadable(r: LookupRequest, v: JobView): HttpError {
     `request ${r.id} is ${v.status} (step ${v.step}, ${v.progress}%): download it once GET /request/${r.id}/status says completed`,
     `status ${v.status}`,
   );
-}
-
-function dlError(status: number, code: string, message: string, details: string): HttpError {
-  return new HttpError(status, { error: { code, message, details } });
-}
-
-function notFound(message: string, details: string): HttpError {
-  return dlError(404, 'REQUEST_NOT_FOUND', message, details);
-}
-
-/** The body as JSON, with a bad body reported in this API's envelope (not the marketplace's). */
-function bodyJson(req: EmuRequest): Promise<unknown> {
-  return req.json((text) => dlError(400, 'INVALID_QUERY', 'the request body is not valid JSON', text.slice(0, 200)));
-}
-
-/** The one item of an array body (or, when `bareObject`, a body that is the item itself). */
-function oneItem(value: unknown, bareObject: boolean): unknown {
-  if (Array.isArray(value)) {
-    if (value.length !== 1)
-      throw dlError(400, 'INVALID_QUERY', `the body must be an array of exactly one item (got ${value.length})`, '');
-    return value[0];
-  }
-  if (!bareObject) throw dlError(400, 'INVALID_QUERY', 'the body must be an array of one item: [{...}]', '');
-  return value;
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object';
-}
-
-function parse<T>(schema: z.ZodType<T>, value: unknown): T {
-  const parsed = schema.safeParse(value);
-  if (parsed.success) return parsed.data;
-  const messages = parsed.error.issues.map((i) => {
-    const where = i.path.filter((p) => typeof p !== 'number').join('.');
-    return where ? `"${where}" ${i.message}` : i.message;
-  });
-  // A problem with the query text leads: that is what INVALID_QUERY is about.
-  const first = messages.find((m) => m.startsWith('"query"')) ?? messages[0] ?? 'invalid request body';
-  throw dlError(400, 'INVALID_QUERY', first, messages.join('; '));
-}
-
-function money(cents: number): string {
-  return `$${(cents / 100).toFixed(2)}`;
 }
 
 function base36(r: ReturnType<typeof serpRng>, n: number): string {

@@ -61,3 +61,14 @@ export async function readQueriesFile(file: string, baseDir: string): Promise<st
 export function uniqueQueries(queries: string[]): string[] {
   return [...new Set(queries.map((q) => q.trim()).filter((q) => q !== ''))];
 }
+
+/**
+ * The queries a crawl is configured with: its `queries` list or its `queries_file` (the schemas let exactly one be
+ * set), without repeats. The `serp` source and the reviews' `from_serp` take queries the same way.
+ */
+export async function configuredQueries(
+  cfg: { queries?: string[] | undefined; queries_file?: string | undefined },
+  baseDir: string,
+): Promise<string[]> {
+  return uniqueQueries(cfg.queries ?? (await readQueriesFile(cfg.queries_file!, baseDir)));
+}

@@ -28,13 +28,9 @@ export function searchPages(opts: SearchPagesOptions): Pager {
   const extra = Object.entries(opts.params);
   return {
     name: 'serp',
-    stateKey: SERP_STATE_KEY,
-    subjectParam: 'query',
-    chainKey: (query) => serpChainKey(host, query),
-    unitId: (at) => serpUnitId(host, at.subject, at.start),
+    ...queryChains(host),
     url: (at) => targetUrl(opts.engine, '/search', [['q', at.subject], ['start', at.start], ...extra]),
     next: async (payload, at, maxPages) => nextSerpPage(payload, at.start, at.page, maxPages),
-    row: (payload, _at, fetchedAt) => ({ ...payload, fetched_at: fetchedAt }),
     wrongPage: (payload, at) => wrongSerpPage(payload, at),
   };
 }
@@ -45,12 +41,23 @@ function mapsPages(opts: SearchPagesOptions): Pager {
   const extra = Object.entries(opts.params);
   return {
     name: 'maps',
+    ...queryChains(host),
+    url: (at) => targetUrl(opts.engine, `/maps/search/${encodeURIComponent(at.subject)}/`, extra),
+    next: async (payload) => (organicCount(payload) === 0 ? { stop: 'empty_page' } : { stop: 'last_page' }),
+  };
+}
+
+/**
+ * What web and map search pages share: chains keyed by query under the `serp` crawl's state key, unit ids of the
+ * host (`…/maps` for map pages), and the page as the row with its fetch time. Each pager adds only how it asks for a
+ * page and whether it goes on.
+ */
+function queryChains(host: string): Pick<Pager, 'stateKey' | 'subjectParam' | 'chainKey' | 'unitId' | 'row'> {
+  return {
     stateKey: SERP_STATE_KEY,
     subjectParam: 'query',
     chainKey: (query) => serpChainKey(host, query),
     unitId: (at) => serpUnitId(host, at.subject, at.start),
-    url: (at) => targetUrl(opts.engine, `/maps/search/${encodeURIComponent(at.subject)}/`, extra),
-    next: async (payload) => (organicCount(payload) === 0 ? { stop: 'empty_page' } : { stop: 'last_page' }),
     row: (payload, _at, fetchedAt) => ({ ...payload, fetched_at: fetchedAt }),
   };
 }

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readQueriesFile, uniqueQueries } from '../../../src/sources/crawl/queries.js';
+import { configuredQueries, readQueriesFile, uniqueQueries } from '../../../src/sources/crawl/queries.js';
 
 describe('readQueriesFile', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-'));
@@ -25,5 +25,11 @@ describe('readQueriesFile', () => {
 
   it('drops repeated queries', () => {
     expect(uniqueQueries(['a', ' b ', 'a', 'b'])).toEqual(['a', 'b']);
+  });
+
+  it('takes the configured list, else the file, without repeats', async () => {
+    fs.writeFileSync(path.join(dir, 'dup.txt'), 'ramen\nramen\ncoffee\n');
+    expect(await configuredQueries({ queries: ['b', 'a', 'b'] }, dir)).toEqual(['b', 'a']);
+    expect(await configuredQueries({ queries_file: 'dup.txt' }, dir)).toEqual(['ramen', 'coffee']);
   });
 });
