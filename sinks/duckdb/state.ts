@@ -4,39 +4,28 @@
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { quoteString } from '../../src/schema/duckdb-types.js';
-import {
-  createSystemTable,
-  RUNS_COLUMNS,
-  RUNS_KEY,
-  STATE_COLUMNS,
-  upsertRunSql,
-  type SystemTypes,
-} from '../warehouse/system-tables.js';
+import { systemTableSql } from '../warehouse/system-tables.js';
 
 export const STATE_TABLE = 'main._sluice_state';
-export const RUNS_TABLE = 'main._sluice_runs';
+const RUNS_TABLE = 'main._sluice_runs';
 
-const TYPES: SystemTypes = {
-  text: 'VARCHAR',
-  integer: 'INTEGER',
-  bigint: 'BIGINT',
-  timestamp: 'TIMESTAMP',
-  json: 'JSON',
-};
+const SQL = systemTableSql(
+  { text: 'VARCHAR', integer: 'INTEGER', bigint: 'BIGINT', timestamp: 'TIMESTAMP', json: 'JSON' },
+  { state: STATE_TABLE, runs: RUNS_TABLE },
+  // No primary key on `_sluice_state`: one process writes a DuckDB file, and a unit's transaction checks first.
+  { startedAt: '$7::TIMESTAMPTZ::TIMESTAMP', now: 'now()::TIMESTAMP', stateKey: false },
+);
 
 export async function ensureSystemTables(conn: DuckDBConnection): Promise<void> {
-  await conn.run(createSystemTable(STATE_TABLE, STATE_COLUMNS, TYPES));
+  await conn.run(SQL.createState);
   // Tables written before checkpoints existed get the column (null: those units had none).
   await conn.run(`ALTER TABLE ${STATE_TABLE} ADD COLUMN IF NOT EXISTS checkpoint JSON`);
-  await conn.run(createSystemTable(RUNS_TABLE, RUNS_COLUMNS, TYPES, { primaryKey: RUNS_KEY }));
+  await conn.run(SQL.createRuns);
 }
 
 /** An attempt's row in `_sluice_runs` (`AttemptLoad.runRow`): the start read as UTC, stored as TIMESTAMP. */
 export async function recordRun(conn: DuckDBConnection, values: (string | number)[]): Promise<void> {
-  await conn.run(
-    upsertRunSql(RUNS_TABLE, { startedAt: '$7::TIMESTAMPTZ::TIMESTAMP', now: 'now()::TIMESTAMP' }),
-    values,
-  );
+  await conn.run(SQL.upsertRun, values);
 }
 
 function where(pipeline: string, table: string): string {

@@ -7,11 +7,11 @@ import { SluiceError } from '../../src/core/errors.js';
 import type { LogicalType } from '../../src/core/logical-type.js';
 import type { SchemaChange, SinkContext } from '../../src/core/types.js';
 import type { ConflictLog } from '../../src/schema/conflicts.js';
-import { ConflictReport, describeChange } from '../warehouse/evolve.js';
+import { ConflictReport, describeChange, evolveColumns } from '../warehouse/evolve.js';
 import type { TableNames } from './config.js';
 import type { DuckDBSession } from './session.js';
 import type { StagedUnit } from './stage.js';
-import { createTable, evolveTable, fitsTable, qualified, readColumns, type Columns } from './table.js';
+import { columnDdl, createTable, fitsTable, qualified, readColumns, type Columns } from './table.js';
 
 export class TableColumns {
   /** The target table's columns; undefined while it does not exist. */
@@ -47,7 +47,8 @@ export class TableColumns {
       return [];
     }
     if (fitsTable(this.columns, incoming)) return [];
-    const evo = await evolveTable(session.conn, schema, target, this.columns, incoming, this.conflicts.all);
+    const q = qualified(schema, target);
+    const evo = await evolveColumns(q, this.columns, incoming, this.conflicts.all, columnDdl(session.conn));
     this.columns = evo.columns;
     for (const c of evo.changes) log.info(`${this.label}: ${describeChange(c)}`);
     this.note(session.ctx);

@@ -4,12 +4,11 @@
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { SluiceError } from '../../src/core/errors.js';
-import type { ConflictLog } from '../../src/schema/conflicts.js';
 import { duckdbType, fromDuckDBType, quoteIdent, quoteString } from '../../src/schema/duckdb-types.js';
 import { fitsColumns } from '../../src/schema/column-changes.js';
 import { cloneType, sameType, type LogicalType } from '../../src/core/logical-type.js';
 import type { SchemaChange } from '../../src/core/types.js';
-import { evolveColumns, type Columns, type Evolution } from '../warehouse/evolve.js';
+import type { ColumnDdl, Columns } from '../warehouse/evolve.js';
 
 export type { Columns };
 
@@ -45,19 +44,9 @@ export async function createTable(
   return new Map([...columns].map(([k, t]) => [k, cloneType(t)]));
 }
 
-/**
- * Adds the columns of `incoming` the table lacks and widens the ones whose values no longer fit, so rows of
- * `incoming` can be inserted. `conflicts` collects fallbacks to VARCHAR / JSON.
- */
-export async function evolveTable(
-  conn: DuckDBConnection,
-  schema: string,
-  table: string,
-  current: Columns,
-  incoming: ReadonlyMap<string, LogicalType>,
-  conflicts: ConflictLog,
-): Promise<Evolution> {
-  return evolveColumns(qualified(schema, table), current, incoming, conflicts, {
+/** How DuckDB changes a table's columns (warehouse/evolve.ts `evolveColumns` runs the plan). */
+export function columnDdl(conn: DuckDBConnection): ColumnDdl {
+  return {
     typeName: duckdbType,
     add: (q, step) => {
       if (step.caseTwin !== undefined)
@@ -74,7 +63,7 @@ export async function evolveTable(
     widened: (step) => typeChanges(step.column, step.from, step.to),
     run: async (sql) => void (await conn.run(sql)),
     errorLine: (err) => (err as Error).message.split('\n')[0] ?? '',
-  });
+  };
 }
 
 /**

@@ -5,26 +5,10 @@
  * first and then inserts nothing.
  */
 import type pg from 'pg';
-import {
-  createSystemTable,
-  RUNS_COLUMNS,
-  RUNS_KEY,
-  STATE_COLUMNS,
-  upsertRunSql,
-  type SystemTypes,
-} from '../warehouse/system-tables.js';
+import { systemTableSql } from '../warehouse/system-tables.js';
 import { qualified } from './types.js';
 
 export const STATE_TABLE = '_sluice_state';
-const RUNS_TABLE = '_sluice_runs';
-
-const TYPES: SystemTypes = {
-  text: 'text',
-  integer: 'integer',
-  bigint: 'bigint',
-  timestamp: 'timestamptz',
-  json: 'jsonb',
-};
 
 type Queryable = pg.Pool | pg.PoolClient;
 
@@ -32,19 +16,24 @@ function stateTable(schema: string): string {
   return qualified(schema, STATE_TABLE);
 }
 
-export async function ensureSystemTables(c: Queryable, schema: string): Promise<void> {
-  await c.query(
-    createSystemTable(stateTable(schema), STATE_COLUMNS, TYPES, {
-      primaryKey: ['pipeline', 'table_name', 'unit_id'],
-      defaults: { committed_at: 'now()' },
-    }),
+/** The statements in `schema`; `_sluice_state`'s key stops two processes committing one unit twice. */
+function sql(schema: string) {
+  return systemTableSql(
+    { text: 'text', integer: 'integer', bigint: 'bigint', timestamp: 'timestamptz', json: 'jsonb' },
+    { state: stateTable(schema), runs: qualified(schema, '_sluice_runs') },
+    { startedAt: '$7', now: 'now()', stateKey: true },
   );
-  await c.query(createSystemTable(qualified(schema, RUNS_TABLE), RUNS_COLUMNS, TYPES, { primaryKey: RUNS_KEY }));
+}
+
+export async function ensureSystemTables(c: Queryable, schema: string): Promise<void> {
+  const { createState, createRuns } = sql(schema);
+  await c.query(createState);
+  await c.query(createRuns);
 }
 
 /** An attempt's row in `_sluice_runs` (`AttemptLoad.runRow`). */
 export async function recordRun(c: Queryable, schema: string, values: (string | number)[]): Promise<void> {
-  await c.query(upsertRunSql(qualified(schema, RUNS_TABLE), { startedAt: '$7', now: 'now()' }), values);
+  await c.query(sql(schema).upsertRun, values);
 }
 
 export async function committedUnitIds(

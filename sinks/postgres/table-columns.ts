@@ -10,14 +10,14 @@ import { decidedColumns, type LogicalType } from '../../src/core/logical-type.js
 import type { SchemaChange, SinkContext } from '../../src/core/types.js';
 import type { InferredSchema } from '../../src/schema/infer.js';
 import { checkKeysPresent } from '../../src/schema/merge-keys.js';
-import { ConflictReport, describeChange } from '../warehouse/evolve.js';
+import { ConflictReport, describeChange, evolveColumns } from '../warehouse/evolve.js';
 import type { PostgresSinkConfig, TableNames } from './config.js';
 import { inTransaction } from './connection.js';
 import {
   checkNameLengths,
+  columnDdl,
   createTable,
   ensureKeyIndex,
-  evolveTable,
   fitsTable,
   initialColumns,
   lockExclusive,
@@ -80,7 +80,7 @@ export class TableColumns {
         ctx.log.info(`${this.label}: created table ${qualified(schema, target)}`);
         return [];
       }
-      const evo = await evolveTable(c, schema, target, current, incoming, this.conflicts.all);
+      const evo = await evolveColumns(qualified(schema, target), current, incoming, this.conflicts.all, columnDdl(c));
       this.columns = evo.columns;
       for (const ch of evo.changes) ctx.log.info(`${this.label}: ${describeChange(ch)}`);
       this.note(ctx);

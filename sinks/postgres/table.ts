@@ -8,12 +8,11 @@
 import type pg from 'pg';
 import { SluiceError } from '../../src/core/errors.js';
 import { fitsColumns } from '../../src/schema/column-changes.js';
-import type { ConflictLog } from '../../src/schema/conflicts.js';
 import { joinTypes } from '../../src/schema/join.js';
 import { cloneType, type LogicalType } from '../../src/core/logical-type.js';
 import { errorLine } from './connection.js';
 import { fromPgColumn, pgType, qualified, quoteIdent } from './types.js';
-import { evolveColumns, type Columns, type Evolution } from '../warehouse/evolve.js';
+import type { ColumnDdl, Columns } from '../warehouse/evolve.js';
 
 export type { Columns };
 
@@ -93,18 +92,11 @@ export async function createTable(
 }
 
 /**
- * Adds the columns of `incoming` the table lacks and widens the ones whose values no longer fit. Runs inside the
- * caller's transaction, which holds the table's lock exclusively; `current` was read under it.
+ * How Postgres changes a table's columns (warehouse/evolve.ts `evolveColumns` runs the plan), inside the caller's
+ * transaction, which holds the table's lock exclusively.
  */
-export async function evolveTable(
-  c: pg.PoolClient,
-  schema: string,
-  table: string,
-  current: Columns,
-  incoming: ReadonlyMap<string, LogicalType>,
-  conflicts: ConflictLog,
-): Promise<Evolution> {
-  return evolveColumns(qualified(schema, table), current, incoming, conflicts, {
+export function columnDdl(c: pg.PoolClient): ColumnDdl {
+  return {
     typeName: pgType,
     add: (q, step) => `ALTER TABLE ${q} ADD COLUMN ${quoteIdent(step.column)} ${pgType(step.type)}`,
     widen: (q, { column, to }) => {
@@ -116,7 +108,7 @@ export async function evolveTable(
     widened: (step) => [{ column: step.column, change: 'widened', from: pgType(step.from), to: pgType(step.to) }],
     run: async (sql) => void (await c.query(sql)),
     errorLine,
-  });
+  };
 }
 
 /** `write: merge`: the unique index `INSERT … ON CONFLICT` needs, named after the table it belongs to. */

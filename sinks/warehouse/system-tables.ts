@@ -14,13 +14,45 @@ export interface SystemTypes {
   json: string;
 }
 
+/** A dialect's statements for the system tables. */
+export interface SystemTableSql {
+  createState: string;
+  createRuns: string;
+  /** The upsert of an attempt's row in `_sluice_runs`, with parameters $1 … $7 (`AttemptLoad.runRow`). */
+  upsertRun: string;
+}
+
+/**
+ * The statements over `tables` in a dialect's `types`. `startedAt` is how the dialect reads $7 (an ISO string) as
+ * its timestamp, `now` its current time in that type; `stateKey` gives `_sluice_state` a primary key (and its
+ * `committed_at` the default `now`), where the dialect enforces one unit commit with it.
+ */
+export function systemTableSql(
+  types: SystemTypes,
+  tables: { state: string; runs: string },
+  dialect: { startedAt: string; now: string; stateKey: boolean },
+): SystemTableSql {
+  return {
+    createState: createSystemTable(
+      tables.state,
+      STATE_COLUMNS,
+      types,
+      dialect.stateKey
+        ? { primaryKey: ['pipeline', 'table_name', 'unit_id'], defaults: { committed_at: dialect.now } }
+        : {},
+    ),
+    createRuns: createSystemTable(tables.runs, RUNS_COLUMNS, types, { primaryKey: RUNS_KEY }),
+    upsertRun: upsertRunSql(tables.runs, dialect),
+  };
+}
+
 type Column = readonly [name: string, type: keyof SystemTypes, extra?: string];
 
 /**
  * `_sluice_state`: written in the same transaction as the unit's rows, so a unit's data and its checkpoint exist
  * together or not at all; `checkpoint` is the unit's cursor checkpoint (JSON), null when it has none.
  */
-export const STATE_COLUMNS: readonly Column[] = [
+const STATE_COLUMNS: readonly Column[] = [
   ['pipeline', 'text', 'NOT NULL'],
   ['table_name', 'text', 'NOT NULL'],
   ['unit_id', 'text', 'NOT NULL'],
@@ -35,7 +67,7 @@ export const STATE_COLUMNS: readonly Column[] = [
  * add up; the status is the last attempt's: `complete` once the run finished every unit (and a `replace` swapped
  * its table in), `incomplete` while it has not.
  */
-export const RUNS_COLUMNS: readonly Column[] = [
+const RUNS_COLUMNS: readonly Column[] = [
   ['pipeline', 'text', 'NOT NULL'],
   ['table_name', 'text', 'NOT NULL'],
   ['run_id', 'text', 'NOT NULL'],
@@ -47,10 +79,10 @@ export const RUNS_COLUMNS: readonly Column[] = [
   ['ended_at', 'timestamp', 'NOT NULL'],
 ];
 
-export const RUNS_KEY = ['pipeline', 'table_name', 'run_id'] as const;
+const RUNS_KEY = ['pipeline', 'table_name', 'run_id'] as const;
 
 /** `CREATE TABLE IF NOT EXISTS` of a system table; `defaults` adds a column's DEFAULT (column → SQL). */
-export function createSystemTable(
+function createSystemTable(
   table: string,
   columns: readonly Column[],
   types: SystemTypes,
@@ -69,7 +101,7 @@ export function createSystemTable(
  * The upsert of an attempt's row in `_sluice_runs`, with parameters $1 … $7 (`runRowValues`): `startedAt` is how the
  * dialect reads $7 as its timestamp, `now` its current time in that type.
  */
-export function upsertRunSql(table: string, dialect: { startedAt: string; now: string }): string {
+function upsertRunSql(table: string, dialect: { startedAt: string; now: string }): string {
   return `INSERT INTO ${table} AS r VALUES ($1, $2, $3, $4, 1, $5, $6, ${dialect.startedAt}, ${dialect.now})
      ON CONFLICT (${RUNS_KEY.join(', ')}) DO UPDATE SET
        status = EXCLUDED.status,
