@@ -9,6 +9,7 @@ import { lineageOption } from '../../src/schema/lineage.js';
 import { checksOption } from '../../src/observe/checks/config.js';
 import { schemaContractOption } from '../../src/schema/contract.js';
 import { onUnstorableOption } from '../../src/schema/storable.js';
+import { generationNames, type TableNames as GenerationNames } from '../warehouse/names.js';
 
 /**
  * DuckDB's own default is 80% of RAM, and it keeps that much of the written table cached: a 200k-record load
@@ -16,9 +17,6 @@ import { onUnstorableOption } from '../../src/schema/storable.js';
  * at the same speed; a 200k-record unit loads within 128 MB too (DuckDB writes full row groups out as it goes).
  */
 export const DEFAULT_MEMORY_LIMIT = '128MB';
-
-/** Suffix of the table a `replace` run fills before it is swapped in. */
-export const NEXT_SUFFIX = '__sluice_next';
 
 export const duckdbSinkSchema = z
   .object({
@@ -69,32 +67,15 @@ export const duckdbSinkSchema = z
 export type DuckDBSinkConfig = z.infer<typeof duckdbSinkSchema>;
 
 /** The names a sink works with, all derived from its config. */
-export interface TableNames {
-  /** DuckDB schema (namespace) of the table. */
-  schema: string;
-  /** The table readers query. */
-  table: string;
-  /** Table rows go to: the table itself, or for `replace` the next generation. */
-  target: string;
-  /** `_sluice_state.table_name` of the table and of the target. */
-  stateKey: string;
-  targetStateKey: string;
+export interface TableNames extends GenerationNames {
   /** Key of the table's lock and claim in the shared database: one per table, whichever generation. */
   lockKey: string;
 }
 
 export function tableNames(config: DuckDBSinkConfig): TableNames {
   const schema = config.schema ?? 'main';
-  const replace = config.write === 'replace';
   const stateKey = schema === 'main' ? config.table : `${schema}.${config.table}`;
-  return {
-    schema,
-    table: config.table,
-    target: replace ? `${config.table}${NEXT_SUFFIX}` : config.table,
-    stateKey,
-    targetStateKey: replace ? `${stateKey}${NEXT_SUFFIX}` : stateKey,
-    lockKey: `${schema}.${config.table}`,
-  };
+  return { ...generationNames(schema, config.table, config.write, stateKey), lockKey: `${schema}.${config.table}` };
 }
 
 /**

@@ -1,26 +1,31 @@
 /**
- * `_sluice_state`: one row per committed unit, written in the same transaction as the unit's rows, so a unit's
- * data and its checkpoint exist together or not at all. `checkpoint` is the unit's cursor checkpoint (JSON text,
- * incremental loads), null when the unit has none.
+ * The system tables in the database's `main` schema (sinks/warehouse/system-tables.ts): `_sluice_state`, one row
+ * per committed unit with its checkpoint, written in the unit's transaction; `_sluice_runs`, one row per run.
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { quoteString } from '../../src/schema/duckdb-types.js';
+import { systemTableSql } from '../warehouse/system-tables.js';
 
 export const STATE_TABLE = 'main._sluice_state';
+const RUNS_TABLE = 'main._sluice_runs';
 
-export async function ensureStateTable(conn: DuckDBConnection): Promise<void> {
-  await conn.run(
-    `CREATE TABLE IF NOT EXISTS ${STATE_TABLE} (
-      pipeline VARCHAR NOT NULL,
-      table_name VARCHAR NOT NULL,
-      unit_id VARCHAR NOT NULL,
-      records BIGINT NOT NULL,
-      committed_at TIMESTAMP NOT NULL,
-      checkpoint JSON
-    )`,
-  );
+const SQL = systemTableSql(
+  { text: 'VARCHAR', integer: 'INTEGER', bigint: 'BIGINT', timestamp: 'TIMESTAMP', json: 'JSON' },
+  { state: STATE_TABLE, runs: RUNS_TABLE },
+  // No primary key on `_sluice_state`: one process writes a DuckDB file, and a unit's transaction checks first.
+  { startedAt: '$7::TIMESTAMPTZ::TIMESTAMP', now: 'now()::TIMESTAMP', stateKey: false },
+);
+
+export async function ensureSystemTables(conn: DuckDBConnection): Promise<void> {
+  await conn.run(SQL.createState);
   // Tables written before checkpoints existed get the column (null: those units had none).
   await conn.run(`ALTER TABLE ${STATE_TABLE} ADD COLUMN IF NOT EXISTS checkpoint JSON`);
+  await conn.run(SQL.createRuns);
+}
+
+/** An attempt's row in `_sluice_runs` (`AttemptLoad.runRow`): the start read as UTC, stored as TIMESTAMP. */
+export async function recordRun(conn: DuckDBConnection, values: (string | number)[]): Promise<void> {
+  await conn.run(SQL.upsertRun, values);
 }
 
 function where(pipeline: string, table: string): string {

@@ -4,18 +4,13 @@
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { SluiceError } from '../../src/core/errors.js';
-import type { ConflictLog } from '../../src/schema/conflicts.js';
 import { duckdbType, fromDuckDBType, quoteIdent, quoteString } from '../../src/schema/duckdb-types.js';
-import {
-  columnChangeRefused,
-  fitsColumns,
-  planColumnChanges,
-  type ColumnChange,
-} from '../../src/schema/column-changes.js';
+import { fitsColumns } from '../../src/schema/column-changes.js';
 import { cloneType, sameType, type LogicalType } from '../../src/core/logical-type.js';
 import type { SchemaChange } from '../../src/core/types.js';
+import type { ColumnDdl, Columns } from '../warehouse/evolve.js';
 
-export type Columns = Map<string, LogicalType>;
+export type { Columns };
 
 /** `"schema"."table"`. */
 export function qualified(schema: string, table: string): string {
@@ -49,31 +44,11 @@ export async function createTable(
   return new Map([...columns].map(([k, t]) => [k, cloneType(t)]));
 }
 
-export interface Evolution {
-  /** The table's columns after the change. */
-  columns: Columns;
-  /** Each column (or struct field) added or widened, in DuckDB's type names. */
-  changes: SchemaChange[];
-}
-
-/**
- * Adds the columns of `incoming` the table lacks and widens the ones whose values no longer fit, so rows of
- * `incoming` can be inserted. `conflicts` collects fallbacks to VARCHAR / JSON.
- */
-export async function evolveTable(
-  conn: DuckDBConnection,
-  schema: string,
-  table: string,
-  current: Columns,
-  incoming: ReadonlyMap<string, LogicalType>,
-  conflicts: ConflictLog,
-): Promise<Evolution> {
-  const q = qualified(schema, table);
-  const plan = planColumnChanges(current, incoming, duckdbType, conflicts);
-  const changes: SchemaChange[] = [];
-  for (const step of plan.changes) {
-    const col = quoteIdent(step.column);
-    if (step.kind === 'add') {
+/** How DuckDB changes a table's columns (warehouse/evolve.ts `evolveColumns` runs the plan). */
+export function columnDdl(conn: DuckDBConnection): ColumnDdl {
+  return {
+    typeName: duckdbType,
+    add: (q, step) => {
       if (step.caseTwin !== undefined)
         throw new SluiceError(
           `column "${step.column}" of the data and column "${step.caseTwin}" of ${q} differ only in case`,
@@ -81,20 +56,14 @@ export async function evolveTable(
             hint: 'DuckDB column names ignore case: rename the field (e.g. with the `rename` transform) to match the table, or to a distinct name',
           },
         );
-      await ddl(conn, `ALTER TABLE ${q} ADD COLUMN ${col} ${duckdbType(step.type)}`, q, step);
-      changes.push({ column: step.column, change: 'added', to: duckdbType(step.type) });
-      continue;
-    }
-    const { from, to } = step;
-    await ddl(
-      conn,
-      `ALTER TABLE ${q} ALTER COLUMN ${col} SET DATA TYPE ${duckdbType(to)} USING ${convertExpr(col, from, to, 0)}`,
-      q,
-      step,
-    );
-    changes.push(...typeChanges(step.column, from, to));
-  }
-  return { columns: plan.columns, changes };
+      return `ALTER TABLE ${q} ADD COLUMN ${quoteIdent(step.column)} ${duckdbType(step.type)}`;
+    },
+    widen: (q, { column, from, to }) =>
+      `ALTER TABLE ${q} ALTER COLUMN ${quoteIdent(column)} SET DATA TYPE ${duckdbType(to)} USING ${convertExpr(quoteIdent(column), from, to, 0)}`,
+    widened: (step) => typeChanges(step.column, step.from, step.to),
+    run: async (sql) => void (await conn.run(sql)),
+    errorLine: (err) => (err as Error).message.split('\n')[0] ?? '',
+  };
 }
 
 /**
@@ -115,14 +84,6 @@ export function typeChanges(column: string, from: LogicalType, to: LogicalType):
   }
   if (from.kind === 'list' && to.kind === 'list') return typeChanges(`${column}[]`, from.element, to.element);
   return [{ column, change: 'widened', from: duckdbType(from), to: duckdbType(to) }];
-}
-
-async function ddl(conn: DuckDBConnection, sql: string, table: string, change: ColumnChange): Promise<void> {
-  try {
-    await conn.run(sql);
-  } catch (err) {
-    throw columnChangeRefused(change, table, (err as Error).message.split('\n')[0] ?? '', err);
-  }
 }
 
 /**

@@ -12,9 +12,8 @@ import { SluiceError } from '../../src/core/errors.js';
 import { isKeyValueConnectionString, parseKeyValueConnectionString } from '../../src/core/redact.js';
 import { secretOption } from '../../src/core/secret-option.js';
 import { onUnstorableOption } from '../../src/schema/storable.js';
+import { generationNames, NEXT_SUFFIX, type TableNames } from '../warehouse/names.js';
 
-/** Suffix of the table a `replace` run fills before it is swapped in (as in the duckdb sink). */
-export const NEXT_SUFFIX = '__sluice_next';
 /** Suffix of the unique index `write: merge` upserts through (as table.ts `keyIndexName` names it). */
 export const KEY_INDEX_SUFFIX = '__sluice_key';
 
@@ -166,26 +165,9 @@ function connectionStringRule(c: { url?: string | undefined }, ctx: z.Refinement
 const KEY_VALUE_HINT =
   "write `key=value` pairs separated by spaces, quoting a value that holds spaces or quotes (`password='it\\'s'`), or use a postgres:// URL";
 
-/** The names a sink works with, all derived from its config. */
-export interface TableNames {
-  schema: string;
-  /** The table readers query. */
-  table: string;
-  /** Table rows go to: the table itself, or for `replace` the next generation. */
-  target: string;
-  /** `_sluice_state.table_name` of the table and of the target. */
-  stateKey: string;
-  targetStateKey: string;
-}
+export type { TableNames };
 
+/** The names a sink works with, all derived from its config. */
 export function tableNames(config: Pick<PostgresSinkConfig, 'schema' | 'table' | 'write'>): TableNames {
-  const replace = config.write === 'replace';
-  const stateKey = `${config.schema}.${config.table}`;
-  return {
-    schema: config.schema,
-    table: config.table,
-    target: replace ? `${config.table}${NEXT_SUFFIX}` : config.table,
-    stateKey,
-    targetStateKey: replace ? `${stateKey}${NEXT_SUFFIX}` : stateKey,
-  };
+  return generationNames(config.schema, config.table, config.write, `${config.schema}.${config.table}`);
 }

@@ -10,6 +10,7 @@ import pg from 'pg';
 import { SluiceError, type RetryClassified } from '../../src/core/errors.js';
 import { redact, registerSecret } from '../../src/core/redact.js';
 import { RetryPolicy, retrying } from '../../src/core/retry.js';
+import { UNCOMMITTED_HINT } from '../warehouse/unit-result.js';
 
 /** Connections at most: the engine reads 4 units at once by default, and each unit commits in its own transaction. */
 const POOL_SIZE = 4;
@@ -223,4 +224,49 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => 
     client.off('error', onError);
     client.release(broken ?? false);
   }
+}
+
+/** A failure of the sink's work, typed for retries: transient when the server or the link failed. */
+export function sinkFailure(label: string, what: string, err: unknown): PostgresSinkError {
+  const transient = isTransientPgError(err);
+  return new PostgresSinkError(`${label}: ${what}: ${errorLine(err)}`, {
+    hint: transient
+      ? 'the connection to the server failed; nothing of the unit was committed: run again (committed units are skipped)'
+      : UNCOMMITTED_HINT,
+    cause: err,
+    transient,
+  });
+}
+
+/**
+ * Runs `fn`; a failure that is not already a SluiceError becomes one (`sinkFailure`), a source's failure mid-unit
+ * is rethrown as the source threw it.
+ */
+export async function guarded<T>(label: string, what: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof SourceFailure) throw err.original;
+    if (err instanceof SluiceError) throw err;
+    throw sinkFailure(label, what, err);
+  }
+}
+
+/**
+ * The source failed while the unit streamed: the transaction is rolled back and `original` is rethrown as it was
+ * (the source's error: whether the unit is tried again is the source's to say, not the sink's).
+ */
+export class SourceFailure extends Error {
+  constructor(readonly original: unknown) {
+    super('the source failed mid-unit');
+  }
+}
+
+/** Why `open()` failed: could not connect, or connected and could not prepare the schema. */
+export function openFailure(label: string, schema: string, target: Target, err: unknown): SluiceError {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  // Classes 08 (connection), 28 (authorisation), 3D (no such database), 57P03 (starting up): could not connect.
+  if (typeof code === 'string' && code.length === 5 && !/^(08|28|3D|57P03)/.test(code))
+    return sinkFailure(label, `could not prepare schema ${schema}`, err);
+  return connectFailure(label, target, err);
 }

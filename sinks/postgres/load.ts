@@ -16,7 +16,7 @@ import type { Batch, CommitResult, Row, UnitCommit } from '../../src/core/types.
 import type { InferredSchema } from '../../src/schema/infer.js';
 import { decidedColumns, type LogicalType } from '../../src/core/logical-type.js';
 import type { TableNames } from './config.js';
-import { inTransaction } from './connection.js';
+import { inTransaction, SourceFailure } from './connection.js';
 import { CopyWriter, copyRows, copySpool, type Spool } from './copy.js';
 import { RowEncoder } from './encode.js';
 import { createMergeStage, upsertFromStage } from './merge.js';
@@ -69,16 +69,6 @@ export interface Diverged {
 
 /** Thrown inside the transaction to roll it back: another transaction committed the unit first. */
 class CommittedElsewhere extends Error {}
-
-/**
- * The source failed while the unit streamed: the transaction is rolled back and `original` is rethrown as it was
- * (the source's error: whether the unit is tried again is the source's to say, not the sink's).
- */
-export class SourceFailure extends Error {
-  constructor(readonly original: unknown) {
-    super('the source failed mid-unit');
-  }
-}
 
 async function nextBatch(rest: AsyncIterator<Batch>): Promise<IteratorResult<Batch>> {
   try {

@@ -1,32 +1,39 @@
 /**
- * `_sluice_state` in the target schema: one row per committed unit, with the unit's checkpoint, written in the same
- * transaction as the unit's rows, so a unit's data and its checkpoint exist together or not at all. The primary key
- * makes two processes committing the same unit at once end with one commit: the second waits for the first and
- * then inserts nothing.
+ * The system tables in the target schema (sinks/warehouse/system-tables.ts): `_sluice_state`, one row per committed
+ * unit with its checkpoint, written in the unit's transaction; `_sluice_runs`, one row per run. The state table's
+ * primary key makes two processes committing the same unit at once end with one commit: the second waits for the
+ * first and then inserts nothing.
  */
 import type pg from 'pg';
+import { systemTableSql } from '../warehouse/system-tables.js';
 import { qualified } from './types.js';
 
 export const STATE_TABLE = '_sluice_state';
 
 type Queryable = pg.Pool | pg.PoolClient;
 
-export function stateTable(schema: string): string {
+function stateTable(schema: string): string {
   return qualified(schema, STATE_TABLE);
 }
 
-export async function ensureStateTable(c: Queryable, schema: string): Promise<void> {
-  await c.query(
-    `CREATE TABLE IF NOT EXISTS ${stateTable(schema)} (
-      pipeline text NOT NULL,
-      table_name text NOT NULL,
-      unit_id text NOT NULL,
-      records bigint NOT NULL,
-      checkpoint jsonb,
-      committed_at timestamptz NOT NULL DEFAULT now(),
-      PRIMARY KEY (pipeline, table_name, unit_id)
-    )`,
+/** The statements in `schema`; `_sluice_state`'s key stops two processes committing one unit twice. */
+function sql(schema: string) {
+  return systemTableSql(
+    { text: 'text', integer: 'integer', bigint: 'bigint', timestamp: 'timestamptz', json: 'jsonb' },
+    { state: stateTable(schema), runs: qualified(schema, '_sluice_runs') },
+    { startedAt: '$7', now: 'now()', stateKey: true },
   );
+}
+
+export async function ensureSystemTables(c: Queryable, schema: string): Promise<void> {
+  const { createState, createRuns } = sql(schema);
+  await c.query(createState);
+  await c.query(createRuns);
+}
+
+/** An attempt's row in `_sluice_runs` (`AttemptLoad.runRow`). */
+export async function recordRun(c: Queryable, schema: string, values: (string | number)[]): Promise<void> {
+  await c.query(sql(schema).upsertRun, values);
 }
 
 export async function committedUnitIds(

@@ -7,20 +7,14 @@
  */
 import type pg from 'pg';
 import { SluiceError } from '../../src/core/errors.js';
-import type { SchemaChange } from '../../src/core/types.js';
-import {
-  columnChangeRefused,
-  fitsColumns,
-  planColumnChanges,
-  type ColumnChange,
-} from '../../src/schema/column-changes.js';
-import type { ConflictLog } from '../../src/schema/conflicts.js';
+import { fitsColumns } from '../../src/schema/column-changes.js';
 import { joinTypes } from '../../src/schema/join.js';
 import { cloneType, type LogicalType } from '../../src/core/logical-type.js';
 import { errorLine } from './connection.js';
 import { fromPgColumn, pgType, qualified, quoteIdent } from './types.js';
+import type { ColumnDdl, Columns } from '../warehouse/evolve.js';
 
-export type Columns = Map<string, LogicalType>;
+export type { Columns };
 
 type Queryable = pg.Pool | pg.PoolClient;
 
@@ -97,47 +91,24 @@ export async function createTable(
   await c.query(`CREATE TABLE ${qualified(schema, table)} (${defs.join(', ')})`);
 }
 
-export interface Evolution {
-  columns: Columns;
-  changes: SchemaChange[];
-}
-
 /**
- * Adds the columns of `incoming` the table lacks and widens the ones whose values no longer fit. Runs inside the
- * caller's transaction, which holds the table's lock exclusively; `current` was read under it.
+ * How Postgres changes a table's columns (warehouse/evolve.ts `evolveColumns` runs the plan), inside the caller's
+ * transaction, which holds the table's lock exclusively.
  */
-export async function evolveTable(
-  c: pg.PoolClient,
-  schema: string,
-  table: string,
-  current: Columns,
-  incoming: ReadonlyMap<string, LogicalType>,
-  conflicts: ConflictLog,
-): Promise<Evolution> {
-  const q = qualified(schema, table);
-  const plan = planColumnChanges(current, incoming, pgType, conflicts);
-  const changes: SchemaChange[] = [];
-  for (const step of plan.changes) {
-    const col = quoteIdent(step.column);
-    if (step.kind === 'add') {
-      await ddl(c, `ALTER TABLE ${q} ADD COLUMN ${col} ${pgType(step.type)}`, q, step);
-      changes.push({ column: step.column, change: 'added', to: pgType(step.type) });
-      continue;
-    }
-    const to = pgType(step.to);
-    const using = to === 'jsonb' ? `to_jsonb(${col})` : `${col}::${to}`;
-    await ddl(c, `ALTER TABLE ${q} ALTER COLUMN ${col} TYPE ${to} USING ${using}`, q, step);
-    changes.push({ column: step.column, change: 'widened', from: pgType(step.from), to });
-  }
-  return { columns: plan.columns, changes };
-}
-
-async function ddl(c: pg.PoolClient, sql: string, table: string, change: ColumnChange): Promise<void> {
-  try {
-    await c.query(sql);
-  } catch (err) {
-    throw columnChangeRefused(change, table, errorLine(err), err);
-  }
+export function columnDdl(c: pg.PoolClient): ColumnDdl {
+  return {
+    typeName: pgType,
+    add: (q, step) => `ALTER TABLE ${q} ADD COLUMN ${quoteIdent(step.column)} ${pgType(step.type)}`,
+    widen: (q, { column, to }) => {
+      const col = quoteIdent(column);
+      const type = pgType(to);
+      return `ALTER TABLE ${q} ALTER COLUMN ${col} TYPE ${type} USING ${type === 'jsonb' ? `to_jsonb(${col})` : `${col}::${type}`}`;
+    },
+    // Structs are jsonb whatever their fields: a widening is the column's, not a field's.
+    widened: (step) => [{ column: step.column, change: 'widened', from: pgType(step.from), to: pgType(step.to) }],
+    run: async (sql) => void (await c.query(sql)),
+    errorLine,
+  };
 }
 
 /** `write: merge`: the unique index `INSERT … ON CONFLICT` needs, named after the table it belongs to. */

@@ -80,12 +80,14 @@ export class ConflictLog {
    * One line per conflict:
    * `- details: seen STRUCT, VARCHAR → stored as JSON: every value is kept as JSON text …`
    */
-  format(): string {
-    const lines = this.list().map((c) =>
-      c.kind === 'case'
-        ? `  - ${c.path}: fields ${c.seen.join(', ')} differ only in case → ${c.resolution}`
-        : `  - ${c.path}: seen ${c.seen.join(', ')} → ${c.resolution}`,
-    );
+  format(only: (c: SchemaConflict) => boolean = () => true): string {
+    const lines = this.list()
+      .filter(only)
+      .map((c) =>
+        c.kind === 'case'
+          ? `  - ${c.path}: fields ${c.seen.join(', ')} differ only in case → ${c.resolution}`
+          : `  - ${c.path}: seen ${c.seen.join(', ')} → ${c.resolution}`,
+      );
     return lines.length === 0 ? 'no schema conflicts' : `schema conflicts (${lines.length}):\n${lines.join('\n')}`;
   }
 }

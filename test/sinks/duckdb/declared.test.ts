@@ -2,45 +2,22 @@
  * The duckdb sink's part of issue 12 and 13: declared columns (a preset's), the columns it reports to the
  * schema-contract gate, the schema changes of a commit, and unit checkpoints stored with the unit's rows.
  */
-import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { knownCheckpoint, NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import type { UnitCommit, WorkUnit } from '../../../src/core/types.js';
 import type { DeclaredSchema } from '../../../src/core/declared.js';
 import { BIGINT, DOUBLE, TIMESTAMP, VARCHAR, describeType, listOf, structOf } from '../../../src/core/logical-type.js';
-import { duckdbSinkSchema, type DuckDBSinkConfig } from '../../../sinks/duckdb/config.js';
+import type { DuckDBSinkConfig } from '../../../sinks/duckdb/config.js';
 import { DuckDBSink } from '../../../sinks/duckdb/sink.js';
-import { batches, columnTypes, query, removeTempDirs, sinkContext, tempDir, unit } from '../helpers.js';
+import { batches, columnTypes, query, sinkContext, unit } from '../helpers.js';
+import { duckdbSinkHarness } from './harness.js';
 
-afterAll(removeTempDirs);
-
-let dir: string;
-let db: string;
-const open: DuckDBSink[] = [];
-
-beforeEach(async () => {
-  dir = await tempDir();
-  db = path.join(dir, 'w.duckdb');
-});
-
-afterEach(async () => {
-  for (const s of open.splice(0)) await s.close();
-});
-
-function config(over: Partial<DuckDBSinkConfig> = {}): DuckDBSinkConfig {
-  return duckdbSinkSchema.parse({ type: 'duckdb', path: 'w.duckdb', table: 't', ...over });
-}
+const h = duckdbSinkHarness('w.duckdb');
+const { closeAll } = h;
 
 async function openSink(declared?: DeclaredSchema, over: Partial<DuckDBSinkConfig> = {}): Promise<DuckDBSink> {
-  const sink = new DuckDBSink(config(over));
-  await sink.open({ ...sinkContext(dir, { fresh: false }), ...(declared && { declared }) });
-  open.push(sink);
-  return sink;
-}
-
-async function closeAll(): Promise<void> {
-  for (const s of open.splice(0)) await s.close();
+  return h.openSink(over, { ...sinkContext(h.dir, { fresh: false }), ...(declared && { declared }) });
 }
 
 const declared: DeclaredSchema = [
@@ -55,7 +32,7 @@ describe('duckdb sink: declared columns', () => {
   it('creates the table with every declared column at open, before any row, with the declared types', async () => {
     await openSink(declared);
     await closeAll();
-    expect(await columnTypes('SELECT * FROM t', db)).toEqual({
+    expect(await columnTypes('SELECT * FROM t', h.db)).toEqual({
       id: 'BIGINT',
       rating: 'DOUBLE',
       registry_url: 'VARCHAR',
@@ -72,8 +49,8 @@ describe('duckdb sink: declared columns', () => {
       NO_CHECKPOINT,
     );
     await closeAll();
-    expect(await columnTypes('SELECT * FROM t', db)).toMatchObject({ rating: 'DOUBLE', registry_url: 'VARCHAR' });
-    expect(await query('SELECT id, rating, registry_url FROM t', db)).toEqual([
+    expect(await columnTypes('SELECT * FROM t', h.db)).toMatchObject({ rating: 'DOUBLE', registry_url: 'VARCHAR' });
+    expect(await query('SELECT id, rating, registry_url FROM t', h.db)).toEqual([
       { id: 1, rating: 9, registry_url: null },
     ]);
   });
@@ -85,7 +62,7 @@ describe('duckdb sink: declared columns', () => {
     ]);
     await sink.writeUnit(unit('u1'), batches([{ id: 1, tags: [] }, { id: 2 }]), NO_CHECKPOINT);
     await closeAll();
-    expect(await query('SELECT id, tags FROM t ORDER BY id', db)).toEqual([
+    expect(await query('SELECT id, tags FROM t ORDER BY id', h.db)).toEqual([
       { id: 1, tags: [] },
       { id: 2, tags: null },
     ]);
@@ -105,7 +82,7 @@ describe('duckdb sink: declared columns', () => {
       ]),
     );
     await closeAll();
-    expect(await columnTypes('SELECT * FROM t', db)).toEqual({
+    expect(await columnTypes('SELECT * FROM t', h.db)).toEqual({
       id: 'BIGINT',
       rating: 'DOUBLE',
       registry_url: 'VARCHAR',
@@ -187,7 +164,7 @@ describe('duckdb sink: unit checkpoints', () => {
   });
 
   it('adds the checkpoint column to a state table written before it existed', async () => {
-    const inst = await DuckDBInstance.fromCache(db);
+    const inst = await DuckDBInstance.fromCache(h.db);
     const conn = await inst.connect();
     await conn.run(
       'CREATE TABLE main._sluice_state (pipeline VARCHAR NOT NULL, table_name VARCHAR NOT NULL, unit_id VARCHAR NOT NULL, records BIGINT NOT NULL, committed_at TIMESTAMP NOT NULL)',

@@ -6,39 +6,21 @@
 import { readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
-import { duckdbSinkSchema, type DuckDBSinkConfig } from '../../../sinks/duckdb/config.js';
+import type { DuckDBSinkConfig } from '../../../sinks/duckdb/config.js';
 import { DuckDBSink, type DuckDBSinkHooks } from '../../../sinks/duckdb/sink.js';
 import { NativeLoadRefused } from '../../../src/core/errors.js';
-import { batches, columnTypes, query, removeTempDirs, sinkContext, tempDir, unit } from '../helpers.js';
+import { batches, columnTypes, query, sinkContext, unit } from '../helpers.js';
+import { duckdbSinkHarness } from './harness.js';
 
-afterAll(removeTempDirs);
+const h = duckdbSinkHarness('w.duckdb');
 
-let dir: string;
-let db: string;
-const open: DuckDBSink[] = [];
-
-beforeEach(async () => {
-  dir = await tempDir();
-  db = path.join(dir, 'w.duckdb');
-});
-
-afterEach(async () => {
-  for (const s of open.splice(0)) await s.close();
-});
-
-async function openSink(over: Partial<DuckDBSinkConfig> = {}, hooks: DuckDBSinkHooks = {}): Promise<DuckDBSink> {
-  const sink = new DuckDBSink(duckdbSinkSchema.parse({ type: 'duckdb', path: 'w.duckdb', table: 't', ...over }), {
-    hooks,
-  });
-  await sink.open(sinkContext(dir));
-  open.push(sink);
-  return sink;
-}
+const openSink = (over: Partial<DuckDBSinkConfig> = {}, hooks: DuckDBSinkHooks = {}): Promise<DuckDBSink> =>
+  h.openSink(over, sinkContext(h.dir), hooks);
 
 async function jsonlFile(name: string, rows: unknown[], gzip: boolean, eol = '\n'): Promise<string> {
-  const file = path.join(dir, name);
+  const file = path.join(h.dir, name);
   const text = rows.map((r) => JSON.stringify(r)).join(eol) + eol;
   await writeFile(file, gzip ? gzipSync(text) : text);
   return file;
@@ -63,20 +45,20 @@ describe('duckdb sink, native file loads', () => {
       committed: true,
       records: 5001,
     });
-    expect(await columnTypes('SELECT * FROM t', db)).toEqual({
+    expect(await columnTypes('SELECT * FROM t', h.db)).toEqual({
       id: 'BIGINT',
       n: 'DOUBLE',
       s: 'STRUCT(a VARCHAR, extra BOOLEAN)',
       l: 'STRUCT(y BIGINT, z VARCHAR)[]',
       late: 'VARCHAR',
     });
-    expect(await query('SELECT n, s, l, late FROM t WHERE id = 5000', db)).toEqual([
+    expect(await query('SELECT n, s, l, late FROM t WHERE id = 5000', h.db)).toEqual([
       { n: 2.5, s: { a: 'y', extra: true }, l: [{ y: 1, z: 'deep' }], late: 'kept' },
     ]);
   });
 
   it('decompresses gzip into a staging file that is gone after the commit and after a failure', async () => {
-    const staging = `${db}.sluice-tmp`;
+    const staging = `${h.db}.sluice-tmp`;
     const sink = await openSink({}, { beforeCheckpoint: (id) => failOn(id, 'run1/bad') });
     await load(sink, 'ok', await jsonlFile('ok.jsonl.gz', [{ id: 1 }], true));
     expect(await readdir(staging)).toEqual([]);
@@ -85,11 +67,11 @@ describe('duckdb sink, native file loads', () => {
     expect((failed as Error).message).toMatch(/injected/);
     expect(failed).not.toBeInstanceOf(NativeLoadRefused);
     expect(await readdir(staging)).toEqual([]);
-    expect(await query('SELECT id FROM t', db)).toEqual([{ id: 1 }]);
+    expect(await query('SELECT id FROM t', h.db)).toEqual([{ id: 1 }]);
   });
 
   it('leaves no staging directory behind once the last sink on the file closes', async () => {
-    const staging = `${db}.sluice-tmp`;
+    const staging = `${h.db}.sluice-tmp`;
     const first = await openSink();
     const second = await openSink({ table: 't2' });
     await load(first, 'a', await jsonlFile('a.jsonl.gz', [{ id: 1 }], true));
@@ -100,18 +82,18 @@ describe('duckdb sink, native file loads', () => {
       records: 1,
     });
     await second.close();
-    open.splice(0);
+    h.opened.splice(0);
     await expect(readdir(staging)).rejects.toThrow(/ENOENT/);
-    expect(await query('SELECT id FROM t2', db)).toEqual([{ id: 2 }]);
+    expect(await query('SELECT id FROM t2', h.db)).toEqual([{ id: 2 }]);
   });
 
   it('loads plain files in place, skipping blank lines and CRLF endings', async () => {
-    const file = path.join(dir, 'crlf.jsonl');
+    const file = path.join(h.dir, 'crlf.jsonl');
     await writeFile(file, '{"id":1}\r\n\r\n   \n{"id":2}\r\n');
     const sink = await openSink();
     expect(await load(sink, 'u', file)).toEqual({ committed: true, records: 2 });
-    expect(await readdir(`${db}.sluice-tmp`)).toEqual([]);
-    expect(await query('SELECT id FROM t ORDER BY id', db)).toEqual([{ id: 1 }, { id: 2 }]);
+    expect(await readdir(`${h.db}.sluice-tmp`)).toEqual([]);
+    expect(await query('SELECT id FROM t ORDER BY id', h.db)).toEqual([{ id: 1 }, { id: 2 }]);
   });
 
   it('refuses a bad line with its byte offset, also past chunk boundaries, committing nothing', async () => {
@@ -119,7 +101,7 @@ describe('duckdb sink, native file loads', () => {
     const good = Array.from({ length: 300 }, (_, i) => JSON.stringify({ id: i, pad: 'p'.repeat(1000 + (i % 7)) }));
     const prefix = good.join('\n') + '\n';
     const sink = await openSink();
-    const file = path.join(dir, 'bad.jsonl.gz');
+    const file = path.join(h.dir, 'bad.jsonl.gz');
     await writeFile(file, gzipSync(prefix + '{"id": 300, oops}\n{"id":301}\n'));
     await expect(load(sink, 'u', file)).rejects.toThrow(NativeLoadRefused);
     await expect(load(sink, 'u', file)).rejects.toThrow(`not JSON at byte ${Buffer.byteLength(prefix)}`);
@@ -128,13 +110,13 @@ describe('duckdb sink, native file loads', () => {
       `line at byte ${Buffer.byteLength(prefix)} is not a JSON object`,
     );
     expect(await sink.committedUnits()).toEqual(new Set());
-    expect(await readdir(`${db}.sluice-tmp`)).toEqual([]);
+    expect(await readdir(`${h.db}.sluice-tmp`)).toEqual([]);
   });
 
   it('refuses a file holding a record the store cannot hold (the engine’s judge), or one read_json refuses', async () => {
     const sink = await openSink();
     const prefix = `${JSON.stringify({ id: 1, Name: 'a' })}\n`;
-    const file = path.join(dir, 'hostile.jsonl');
+    const file = path.join(h.dir, 'hostile.jsonl');
     await writeFile(file, `${prefix}${JSON.stringify({ id: 2, name: 'b' })}\n`);
     const refusal = load(sink, 'u', file);
     await expect(refusal).rejects.toThrow(NativeLoadRefused);
@@ -150,15 +132,15 @@ describe('duckdb sink, native file loads', () => {
   it('refuses gzip that does not decompress, and fails (without refusing) on a file it cannot open', async () => {
     const sink = await openSink();
     const good = gzipSync('{"id":1}\n'.repeat(100));
-    const cut = path.join(dir, 'cut.jsonl.gz');
+    const cut = path.join(h.dir, 'cut.jsonl.gz');
     await writeFile(cut, good.subarray(0, good.length - 8));
     const refused = await load(sink, 'u', cut).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(NativeLoadRefused);
-    const missing = await load(sink, 'u', path.join(dir, 'missing.jsonl')).catch((e: unknown) => e);
+    const missing = await load(sink, 'u', path.join(h.dir, 'missing.jsonl')).catch((e: unknown) => e);
     expect(missing).toMatchObject({ code: 'ENOENT' });
     expect(missing).not.toBeInstanceOf(NativeLoadRefused);
     expect(await sink.committedUnits()).toEqual(new Set());
-    expect(await readdir(`${db}.sluice-tmp`)).toEqual([]);
+    expect(await readdir(`${h.db}.sluice-tmp`)).toEqual([]);
   });
 
   it('parses text DuckDB reads as a timestamp into an existing TIMESTAMP column, nested too; other text widens it', async () => {
@@ -168,15 +150,15 @@ describe('duckdb sink, native file loads', () => {
       'a',
       await jsonlFile('a.jsonl', [{ id: 1, at: '2024-01-01T00:00:00Z', s: { at: '2024-01-01T00:00:00Z' } }], false),
     );
-    expect(await columnTypes('SELECT "at", s FROM t', db)).toEqual({ at: 'TIMESTAMP', s: 'STRUCT("at" TIMESTAMP)' });
+    expect(await columnTypes('SELECT "at", s FROM t', h.db)).toEqual({ at: 'TIMESTAMP', s: 'STRUCT("at" TIMESTAMP)' });
     // Text sluice's ISO check does not take for a timestamp, but DuckDB parses: the columns keep their type.
     await load(
       sink,
       'b',
       await jsonlFile('b.jsonl', [{ id: 2, at: '2024-01-02T03:04:05 UTC', s: { at: '2024-01-02T24:00:00' } }], false),
     );
-    expect(await columnTypes('SELECT "at", s FROM t', db)).toEqual({ at: 'TIMESTAMP', s: 'STRUCT("at" TIMESTAMP)' });
-    expect(await query('SELECT id, "at", s FROM t ORDER BY id', db)).toEqual([
+    expect(await columnTypes('SELECT "at", s FROM t', h.db)).toEqual({ at: 'TIMESTAMP', s: 'STRUCT("at" TIMESTAMP)' });
+    expect(await query('SELECT id, "at", s FROM t ORDER BY id', h.db)).toEqual([
       { id: 1, at: '2024-01-01T00:00:00.000Z', s: { at: '2024-01-01T00:00:00.000Z' } },
       { id: 2, at: '2024-01-02T03:04:05.000Z', s: { at: '2024-01-03T00:00:00.000Z' } },
     ]);
@@ -186,8 +168,8 @@ describe('duckdb sink, native file loads', () => {
       'c',
       await jsonlFile('c.jsonl', [{ id: 3, at: '2024-01-03T00:00:00Z', s: { at: 'soon' } }], false),
     );
-    expect(await columnTypes('SELECT "at", s FROM t', db)).toEqual({ at: 'TIMESTAMP', s: 'STRUCT("at" VARCHAR)' });
-    expect(await query('SELECT count(*) AS n FROM t', db)).toEqual([{ n: 3 }]);
+    expect(await columnTypes('SELECT "at", s FROM t', h.db)).toEqual({ at: 'TIMESTAMP', s: 'STRUCT("at" VARCHAR)' });
+    expect(await query('SELECT count(*) AS n FROM t', h.db)).toEqual([{ n: 3 }]);
   });
 
   it('checks text against list elements of an existing table the same way', async () => {
@@ -201,10 +183,10 @@ describe('duckdb sink, native file loads', () => {
       ]),
       NO_CHECKPOINT,
     );
-    expect(await columnTypes('SELECT l FROM t', db)).toEqual({ l: 'STRUCT(d TIMESTAMP)[]' });
+    expect(await columnTypes('SELECT l FROM t', h.db)).toEqual({ l: 'STRUCT(d TIMESTAMP)[]' });
     await sink.writeUnit(unit('c'), batches([{ id: 4, l: [{ d: 'never' }] }]), NO_CHECKPOINT);
-    expect(await columnTypes('SELECT l FROM t', db)).toEqual({ l: 'STRUCT(d VARCHAR)[]' });
-    expect(await query('SELECT count(*) AS n FROM t', db)).toEqual([{ n: 4 }]);
+    expect(await columnTypes('SELECT l FROM t', h.db)).toEqual({ l: 'STRUCT(d VARCHAR)[]' });
+    expect(await query('SELECT count(*) AS n FROM t', h.db)).toEqual([{ n: 4 }]);
   });
 
   it('loads records longer than the smallest read buffer (sized from the longest line)', async () => {
@@ -219,7 +201,7 @@ describe('duckdb sink, native file loads', () => {
       true,
     );
     expect(await load(sink, 'u', file)).toEqual({ committed: true, records: 2 });
-    expect(await query('SELECT id, length(text) AS n FROM t ORDER BY id', db)).toEqual([
+    expect(await query('SELECT id, length(text) AS n FROM t ORDER BY id', h.db)).toEqual([
       { id: 1, n: 5 },
       { id: 2, n: 3 << 20 },
     ]);
@@ -243,7 +225,7 @@ describe('duckdb sink, native file loads', () => {
     const results = await Promise.all(files.flatMap((f, i) => [load(a, `u${i}`, f), load(b, `u${i}`, f)]));
     expect(results.every((r) => r.committed && r.records === 1)).toBe(true);
     expect(most).toBe(1);
-    expect(await query('SELECT (SELECT count(*) FROM a) AS a, (SELECT count(*) FROM b) AS b', db)).toEqual([
+    expect(await query('SELECT (SELECT count(*) FROM a) AS a, (SELECT count(*) FROM b) AS b', h.db)).toEqual([
       { a: 4, b: 4 },
     ]);
   });
