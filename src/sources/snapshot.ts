@@ -50,7 +50,7 @@ import { filterFieldNames, filterRefusal, matchesNothing, readFilterFiles, withC
 import { unknownId } from './unknown-id.js';
 import { checkDataset, keyRefused, warnUnknownFields, type DatasetFieldNames } from './preflight.js';
 import { startFilterJobOnce, type FilterAttempt } from './snapshot-reconcile.js';
-import { missingJob, readSavedJob, saveJob, type SavedJob } from './saved-job.js';
+import { missingJob, noteCharge, readSavedJob, saveJob, type SavedJob } from './saved-job.js';
 
 import { snapshotSchema, type SnapshotConfig } from './snapshot-schema.js';
 import { compareCursor, lastCursorValue, snapshotBackfill, type CursorCheckpoint } from './snapshot-cursor.js';
@@ -134,6 +134,7 @@ class SnapshotSource implements Source {
       this.nothingMatched(ctx, `snapshot ${snapshotId}: ${meta.warning ?? 'no records matched the filter'}`);
       return [];
     }
+    await noteCharge(ctx.state, snapshotId, meta.dataset_size);
     const { format, compress, batch_size } = this.cfg.download;
     // Parts can say "not ready" after the status said ready, as downloads can: waited out within the poll timeout.
     const { parts } = await client.datasets
