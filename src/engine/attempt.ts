@@ -7,10 +7,10 @@
  * Nothing the stages learn is written into a work unit: a unit's results come back as values (the scheduler's
  * counts, each sink's CommitResult) and are noted here, from where the summary and the run history are drawn.
  */
-import type { CommitResult, DeadLetterFn, Sink } from '../core/types.js';
+import type { BackfillWindow, CommitResult, DeadLetterFn, Logger, Sink } from '../core/types.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
 import { pipelineLimits } from '../pipeline/limits-schema.js';
-import type { BackfillWindow } from '../core/types.js';
+import type { Limits } from '../core/limits.js';
 import type { RunOptions, RunSummary } from './api.js';
 import { refuseShardedReplaceSinks } from './components.js';
 import { FailureBudget, parseDeadLetterLimit } from './failure-budget.js';
@@ -24,6 +24,7 @@ import { backfillWindow } from './stages/backfill.js';
 import type { ScheduleRunResult, UnitCounts } from './stages/schedule.js';
 import { buildSummary, CommittedRecords, newRunCounters, SchemaChangeLog, type RunCounters } from './summary.js';
 import type { DeadLetterFile } from './dead-letter-file.js';
+import type { RunSession } from './run-session.js';
 import type { RunWatch } from './run-watch.js';
 
 export class Attempt {
@@ -32,11 +33,11 @@ export class Attempt {
   readonly progress: Progress;
   /** The run's identity on every JSON log line (logger.ts withContext); `run` is set once the state is open. */
   readonly identity: { run: string | undefined; pipeline: string; shard?: string };
-  readonly log;
+  readonly log: Logger;
   readonly warnings = new RunWarnings();
   /** A shard keeps its state, temp files and lock apart from the other shards (paths.ts). */
   readonly paths: PipelinePaths;
-  readonly limits;
+  readonly limits: Limits;
   /** The backfill asked for (`--from/--to`), judged against the config. */
   readonly askedWindow: BackfillWindow | undefined;
   readonly budget: FailureBudget;
@@ -120,13 +121,12 @@ export class Attempt {
   }
 
   /** What the schedule handed back; throws what ends the run, in the order that names the true cause. */
-  scheduled(result: ScheduleRunResult, interruption: () => Error | undefined): void {
+  scheduled(result: ScheduleRunResult, session: Pick<RunSession, 'interrupted' | 'interruption'>): void {
     this.units = result.units;
     this.committedPerSink = result.committedPerSink;
     // Not complete: the next run resumes, skipping what was committed. Units in flight were let finish their
     // commit or abandoned with nothing of them committed (stages/schedule.ts).
-    const interrupted = interruption();
-    if (interrupted) throw interrupted;
+    if (session.interrupted) throw session.interruption(this.units);
     // Over budget mid-run, the run stopped for it: that, not a unit that failed meanwhile, is the cause.
     if (this.overBudget()) throw this.budget.error(this.counters.records);
     if (result.failure !== undefined) throw result.failure;

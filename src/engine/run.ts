@@ -69,9 +69,8 @@ async function runAttempt(
     const wired = await wireRun(a, session, run);
     await openOutputs(a, session, run, wired);
     const planned = await plan(a, session, run, wired);
-    a.scheduled(await wired.watch.schedule(scheduleOf(a, session, wired, run.runId, planned)), () =>
-      session.interrupted ? session.interruption(a.units) : undefined,
-    );
+    const scheduled = await wired.watch.schedule(scheduleOf(a, session, wired, run.runId, planned));
+    a.scheduled(scheduled, session);
     await finishRun(wired.sinks, run.state);
     // The data stays committed whatever the checks find.
     await wired.watch.check(wired.sinkConfigs, { log: a.log, ...(wired.sctx.now && { now: wired.sctx.now }) });
