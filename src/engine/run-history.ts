@@ -27,6 +27,8 @@ export interface PaidJobRecord {
   kind: string;
   id: string;
   started_at?: string;
+  /** Records the service charged for it, once known (a filter job: its snapshot's size once ready). */
+  recordsCharged?: number;
 }
 
 export interface SinkOutcome {
@@ -74,6 +76,12 @@ export interface RunRecord {
   deadLetterReasons?: ReasonCount[];
   /** Paid jobs the run started (a filter job's snapshot, a deep lookup request), as checkpointed in its state. */
   paidJobs?: PaidJobRecord[];
+  /**
+   * Records the service charged during this attempt for the run's paid jobs (open-run.ts `chargedSince`): the
+   * attempts of a run add up to what it was charged. 0 for a run that paid for no records (absent in lines of
+   * earlier versions).
+   */
+  recordsCharged?: number;
   sinks?: SinkOutcome[];
   /** Columns the attempt added to or widened in each sink's table / dataset (only sinks that changed something). */
   schemaChanges?: SinkSchemaChanges[];
@@ -174,7 +182,12 @@ export class RunHistory {
 /** The paid jobs a run's state lists (written by sources/saved-job.ts as each job starts). */
 export function paidJobsOf(state: { get<T>(key: string): T | undefined }): PaidJobRecord[] {
   const jobs = state.get<PaidJob[]>(PAID_JOBS_KEY) ?? [];
-  return jobs.map((j) => ({ kind: j.kind, id: j.id, ...(j.started_at !== undefined && { started_at: j.started_at }) }));
+  return jobs.map((j) => ({
+    kind: j.kind,
+    id: j.id,
+    ...(j.started_at !== undefined && { started_at: j.started_at }),
+    ...(j.records_charged !== undefined && { recordsCharged: j.records_charged }),
+  }));
 }
 
 /** How an attempt ended, from what it threw (undefined: it succeeded). */

@@ -21,6 +21,8 @@ export interface SavedJob {
 export interface PaidJob extends SavedJob {
   /** `filter` (a snapshot) or `deep_lookup` (a lookup request). */
   kind: 'filter' | 'deep_lookup';
+  /** Records the service charged for it, once known (the run history's `recordsCharged`). */
+  records_charged?: number;
 }
 
 /** The run state key listing the paid jobs this run started, in order. */
@@ -42,6 +44,16 @@ export async function saveJob(state: StateStore, key: string, kind: PaidJob['kin
   await state.set(key, job);
   await state.set(PAID_JOBS_KEY, [...(state.get<PaidJob[]>(PAID_JOBS_KEY) ?? []), { kind, ...job }]);
   return job;
+}
+
+/** A paid job of this run is charged `records` (a filter job: its snapshot's size, once ready); noted once. */
+export async function noteCharge(state: StateStore, id: string, records: number | undefined): Promise<void> {
+  const jobs = state.get<PaidJob[]>(PAID_JOBS_KEY) ?? [];
+  if (records === undefined || !jobs.some((j) => j.id === id && j.records_charged === undefined)) return;
+  await state.set(
+    PAID_JOBS_KEY,
+    jobs.map((j) => (j.id === id && j.records_charged === undefined ? { ...j, records_charged: records } : j)),
+  );
 }
 
 /**

@@ -90,8 +90,9 @@ describe('sluice report over a real history', () => {
     expect(seriesValues(html, 'units-failed')).toEqual(field((r) => r.units?.failed));
     expect(seriesValues(html, 'duration')).toEqual(field((r) => Date.parse(r.endedAt!) - Date.parse(r.startedAt)));
     expect(seriesValues(html, 'paid-calls')).toEqual(field((r) => r.paidJobs?.length));
-    // Nothing recorded what the file source was charged: a gap in every attempt, not a zero.
-    expect(seriesValues(html, 'records-charged')).toEqual([undefined, undefined, undefined]);
+    // Every attempt records what it was charged; a file source pays for nothing: zeros, not gaps.
+    expect(seriesValues(html, 'records-charged')).toEqual(field((r) => r.recordsCharged));
+    expect(seriesValues(html, 'records-charged')).toEqual([0, 0, 0]);
     const sinks = [...new Set(history.flatMap((r) => (r.sinks ?? []).map((s) => s.sink)))];
     expect(sinks).toHaveLength(2);
     sinks.forEach((name, i) =>
@@ -143,7 +144,8 @@ describe('sluice report over a hostile or unusual runs.jsonl', () => {
       records: 10,
       deadLetters: 0,
       retries: 2,
-      paidJobs: [{ kind: 'filter', id: 's1', records: 10 }],
+      paidJobs: [{ kind: 'filter', id: 's1', recordsCharged: 10 }],
+      recordsCharged: 10,
       sinks: [{ sink: `duckdb ${evil}`, committedUnits: 1 }],
     },
     // Wrong types and missing fields: gaps, not zeros and not a crash.
@@ -155,6 +157,7 @@ describe('sluice report over a hostile or unusual runs.jsonl', () => {
       cause: `boom ${evil} & "quotes"`,
       startedAt: '2026-11-02T02:30:00Z',
       records: '12',
+      recordsCharged: '5',
       deadLetters: null,
       retries: Number.NaN,
     },

@@ -29,6 +29,7 @@ import type { EmulatorOptions } from '../../src/emulator/context.js';
 import { COMPANY_PROFILES_ID, findDataset } from '../../src/emulator/data/datasets-catalogue.js';
 import { growingDataset, sizeAt } from '../../src/emulator/datasets/growth.js';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
+import { readRunHistory, type RunRecord } from '../../src/engine/run-history.js';
 import { memoryIo } from '../cli/memory-io.js';
 import { query } from './harness.js';
 
@@ -164,14 +165,24 @@ const played: Night[] = [];
 /** Rows in the table after the last night played. */
 let loadedSoFar = 0;
 
+/** The nightly pipeline's run history: every attempt's last line, by `run#attempt`. */
+async function history(): Promise<Map<string, RunRecord>> {
+  const records = await readRunHistory(path.join(dir, '.sluice/nightly_companies/runs.jsonl'));
+  return new Map(records.map((r) => [`${r.run}#${r.attempt}`, r]));
+}
+
 /** Plays the night `day` days after the first: the clock set, one run, what it paid and loaded. */
 async function night(day: number): Promise<{ n: Night; log: string }> {
   const at = NIGHT_1 + day * DAY;
   await setClock(at);
   const before = await counters();
+  const attempts = await history();
   const { code, log } = await run();
   const after = await counters();
   const rows = await table();
+  // The run history records what the service charged, attempt by attempt (what `sluice report` charts).
+  const recorded = [...(await history()).values()].filter((r) => !attempts.has(`${r.run}#${r.attempt}`));
+  expect(recorded.reduce((sum, r) => sum + r.recordsCharged!, 0)).toBe(after.records_charged - before.records_charged);
   const n: Night = {
     night: new Date(at).toISOString().slice(0, 10),
     exit: code,

@@ -8,6 +8,7 @@ import type { Batch, Source, TransformContext } from '../../src/core/types.js';
 import type { RunSummary } from '../../src/engine/api.js';
 import { readDeadLetters } from '../../src/engine/dead-letter-file.js';
 import { pipelinePaths } from '../../src/engine/paths.js';
+import { readRunHistory, runHistoryFile } from '../../src/engine/run-history.js';
 import { acquireRunLock } from '../../src/engine/run-lock.js';
 import { runPipeline } from '../../src/engine/run.js';
 import type { LoadedPipeline } from '../../src/pipeline/load.js';
@@ -204,6 +205,28 @@ describe('runPipeline', () => {
     const summary = await runPipeline(p, quiet, { registry: w.registry, log: recordingLogger() });
     expect(summary.units.done).toBe(3);
     expect(existsSync(lockPath)).toBe(false);
+  });
+
+  it('records a failure while the run is wired (a sink that cannot be built) and releases what it took', async () => {
+    const w = world(new MemorySource(units), { a: {} });
+    const p = w.pipeline();
+    const create = w.registry.sink[0]!.create;
+    w.registry.sink[0] = {
+      ...w.registry.sink[0]!,
+      create: () => {
+        throw new SluiceError('sinks[0]: cannot be built', { hint: 'fix it' });
+      },
+    };
+    const err = await runPipeline(p, quiet, { registry: w.registry, log: recordingLogger() }).catch((e) => e);
+    expect((err as Error).message).toBe('sinks[0]: cannot be built');
+    // Its line in runs.jsonl says how it ended (not left `running` for the next run to call crashed).
+    const history = await readRunHistory(runHistoryFile(pipelinePaths(p).stateDir), { asWritten: true });
+    expect(history.map((r) => [r.status, r.cause, r.recordsCharged])).toEqual([
+      ['failed', 'sinks[0]: cannot be built', 0],
+    ]);
+    expect(existsSync(pipelinePaths(p).lockFile)).toBe(false);
+    w.registry.sink[0] = { ...w.registry.sink[0]!, create };
+    expect((await runPipeline(p, quiet, { registry: w.registry, log: recordingLogger() })).units.done).toBe(3);
   });
 
   it('on an interrupt stops taking units, abandons the read in flight, and says how far it got; a rerun resumes', async () => {

@@ -94,27 +94,12 @@ function list(v: unknown): unknown[] {
   return Array.isArray(v) ? v : [];
 }
 
-/** Sum of a field over a list, or a gap when no element has it. */
-function sumOf(items: unknown[], keys: readonly string[]): number | undefined {
-  let total: number | undefined;
-  for (const item of items) {
-    if (!isObj(item)) continue;
-    const v = keys.map((k) => num(item[k])).find((x) => x !== undefined);
-    if (v !== undefined) total = (total ?? 0) + v;
-  }
-  return total;
-}
-
-/** Names a run line may give the records it was charged for (paid jobs' records), newest spelling first. */
-const CHARGED_RUN_KEYS = ['recordsCharged', 'records_charged', 'chargedRecords'] as const;
-const CHARGED_JOB_KEYS = ['recordsCharged', 'records_charged', 'records', 'dataset_size'] as const;
-
+/**
+ * Records the service charged during the attempt, as the run history records them (`recordsCharged`, written by
+ * every run since it was added: engine/open-run.ts); a gap for lines written before.
+ */
 export function recordsCharged(p: RunPoint): number | undefined {
-  for (const k of CHARGED_RUN_KEYS) {
-    const v = num(p.raw[k]);
-    if (v !== undefined) return v;
-  }
-  return sumOf(list(p.raw.paidJobs), CHARGED_JOB_KEYS);
+  return num(p.raw.recordsCharged);
 }
 
 /** Paid calls: the paid jobs the run started (a gap for lines written before runs recorded them). */
@@ -170,7 +155,7 @@ const KNOWN = new Set([
   'paidJobs',
   'sinks',
   'schemaChanges',
-  ...CHARGED_RUN_KEYS,
+  'recordsCharged',
 ]);
 
 /**
@@ -233,7 +218,8 @@ export function charts(points: readonly RunPoint[]): Chart[] {
     {
       id: 'paid',
       title: 'Paid calls and records charged',
-      about: 'Paid jobs the attempt started (`paidJobs`), and the records they were charged for where recorded.',
+      about:
+        'Paid jobs of the run as each attempt ended (`paidJobs`), and the records the service charged during the attempt (`recordsCharged`).',
       kind: 'bars',
       series: [
         { id: 'paid-calls', label: 'paid jobs', unit: 'count', values: points.map(paidCalls) },

@@ -2,10 +2,11 @@
  * One attempt at a unit: read it and commit it into the sinks that still need it, by one of two paths.
  *
  * - JS path: `source.read()` → transforms → every sink's `writeUnit`.
- * - Raw path (no transforms, the source hands over a raw file, every pending sink loads some format natively):
- *   when every pending sink lists the file's format, each loads the file itself (`writeUnitFile`); a sink that
- *   refuses the file (`NativeLoadRefused`), or every sink when not all of them can read the format, gets the file
- *   decoded in JS with the source's own decode options. Those options are what `read()` uses, so both paths give
+ * - Raw path (no transforms, the source hands over a raw file, every pending sink loads some format natively:
+ *   decided before reading, `wantsRawFile`): when every pending sink lists the file's format (decided when the file
+ *   arrives, `allReadNatively`), each loads the file itself (`writeUnitFile`); otherwise every sink gets the file
+ *   decoded in JS with the source's own decode options. Only a refusal that reading alone can find (a hostile
+ *   record mid-file: `NativeLoadRefused`) sends that sink to the JS decoder after it tried. Those options are what `read()` uses, so both paths give
  *   the same records (test/engine/fast-path-parity.test.ts) and the JS decoder dead-letters bad records one by one.
  *
  * A sink whose schema contract is not `evolve` takes rows only: its gate (schema-gate.ts) judges each row, which a
@@ -44,56 +45,73 @@ export interface LoadUnitOptions {
   rawPath: boolean;
   /** Where sources download raw files. */
   tmpDir: string;
-  /** Told of each unit whose file some sink loaded natively. */
-  onNativeLoad?(unit: WorkUnit): void;
-  /** Told of each unit whose file a sink refused to load natively. */
-  onNativeFallback?(unit: WorkUnit, refusals: NativeLoadRefused[]): void;
   /** The sinks' schema contracts, where their dead letters go, and who hears of each commit. */
   writing?: SinkWriting;
 }
 
-/** Whether a sink could load some raw file natively at all. */
-function loadsNatively(s: Sink): boolean {
-  return s.writeUnitFile !== undefined && s.capabilities.nativeFormats.length > 0;
+/**
+ * How a unit was loaded, handed back to the caller (the run counts native loads and fallbacks from it):
+ * `rows`: read by the source; `native`: its raw file loaded natively by at least one sink; `decoded`: its raw file
+ * decoded in JS for every sink. `refusals`: the sinks that refused the file while loading it.
+ */
+export interface UnitLoad {
+  path: 'rows' | 'native' | 'decoded';
+  refusals: NativeLoadRefused[];
 }
 
-export async function loadUnit(u: WorkUnit, sinkUnit: WorkUnit, sinks: Sink[], opts: LoadUnitOptions): Promise<void> {
+/**
+ * Decided before anything is read, from what the pipeline and the sinks declare: the raw file is asked for only when
+ * the raw path is allowed, the source hands raw files over, and every pending sink loads some format natively and
+ * takes the file whole (an `evolve` contract).
+ */
+export function wantsRawFile(source: Source, sinks: readonly Sink[], opts: LoadUnitOptions): boolean {
+  const native = (s: Sink): boolean =>
+    s.writeUnitFile !== undefined && s.capabilities.nativeFormats.length > 0 && isEvolve(contractOf(s, opts.writing));
+  return opts.rawPath && source.rawFile !== undefined && sinks.every(native);
+}
+
+/** Decided as soon as the file's format is known (it comes with the file): whether every sink reads it natively. */
+export function allReadNatively(sinks: readonly Sink[], file: RawFile): boolean {
+  return sinks.every((s) => s.capabilities.nativeFormats.includes(file.decode.format));
+}
+
+export async function loadUnit(
+  u: WorkUnit,
+  sinkUnit: WorkUnit,
+  sinks: Sink[],
+  opts: LoadUnitOptions,
+): Promise<UnitLoad> {
   const { source } = opts;
-  const native = (s: Sink): boolean => loadsNatively(s) && isEvolve(contractOf(s, opts.writing));
-  if (opts.rawPath && source.rawFile && sinks.every(native)) {
-    await mkdir(opts.tmpDir, { recursive: true });
-    const raw = await source.rawFile(u, opts.sctx, opts.tmpDir);
-    try {
-      await loadRawFile(u, sinkUnit, sinks, raw, opts);
-    } finally {
-      if (raw.temporary) await rm(raw.path, { force: true });
-    }
-    return;
+  if (!wantsRawFile(source, sinks, opts)) {
+    const first = opts.firstTransform?.(u) ?? 0;
+    const batches = transformed(u, source.read(u, opts.sctx), { ...opts.chain, first });
+    await writeToSinks(sinkUnit, sinks, batches, opts.commit, opts.writing, u.id);
+    return { path: 'rows', refusals: [] };
   }
-  const first = opts.firstTransform?.(u) ?? 0;
-  await writeToSinks(
-    sinkUnit,
-    sinks,
-    transformed(u, source.read(u, opts.sctx), { ...opts.chain, first }),
-    opts.commit,
-    opts.writing,
-    u.id,
-  );
+  await mkdir(opts.tmpDir, { recursive: true });
+  const raw = await source.rawFile!(u, opts.sctx, opts.tmpDir);
+  try {
+    if (allReadNatively(sinks, raw)) return await loadNatively(u, sinkUnit, sinks, raw, opts);
+    await writeToSinks(sinkUnit, sinks, decodedInJs(u, raw, opts), opts.commit, opts.writing, u.id);
+    return { path: 'decoded', refusals: [] };
+  } finally {
+    if (raw.temporary) await rm(raw.path, { force: true });
+  }
 }
 
-async function loadRawFile(
+/**
+ * Every sink loads the file natively. What only reading the file can tell — a record in its middle that the sink's
+ * judge refuses, a line its native reader cannot parse, gzip that breaks off — comes back as the sink's
+ * `NativeLoadRefused` while it loads: that sink (and only it) gets the file decoded in JS. This one exception stays:
+ * knowing it up front would mean reading the file twice.
+ */
+async function loadNatively(
   u: WorkUnit,
   sinkUnit: WorkUnit,
   sinks: Sink[],
   raw: RawFile,
   opts: LoadUnitOptions,
-): Promise<void> {
-  const format = raw.decode.format;
-  const native = sinks.every((s) => s.capabilities.nativeFormats.includes(format));
-  if (!native) {
-    await writeToSinks(sinkUnit, sinks, decodedInJs(u, raw, opts), opts.commit, opts.writing, u.id);
-    return;
-  }
+): Promise<UnitLoad> {
   // Each sink's native load checks every record with the sink's judge, and refuses the file at the first it refuses.
   const judges = judgesOf(opts.writing);
   const outcomes = await Promise.allSettled(
@@ -107,16 +125,15 @@ async function loadRawFile(
   outcomes.forEach((o, i) => {
     if (o.status === 'fulfilled') opts.writing?.onCommit?.(sinks[i]!, o.value);
   });
-  if (refused.length < sinks.length) opts.onNativeLoad?.(u);
   if (refused.length === 0) {
     // Every sink read the same records: count them once.
     const loaded = outcomes as PromiseFulfilledResult<CommitResult>[];
     opts.chain.counters.records += Math.max(0, ...loaded.map((o) => o.value.records));
-    return;
+    return { path: 'native', refusals: [] };
   }
   const refusals = outcomes.flatMap((o) => (o.status === 'rejected' ? [o.reason as NativeLoadRefused] : []));
-  opts.onNativeFallback?.(u, refusals);
   await writeToSinks(sinkUnit, refused, decodedInJs(u, raw, opts), opts.commit, opts.writing, u.id);
+  return { path: refused.length < sinks.length ? 'native' : 'decoded', refusals };
 }
 
 function decodedInJs(u: WorkUnit, raw: RawFile, opts: LoadUnitOptions): AsyncIterable<Batch> {

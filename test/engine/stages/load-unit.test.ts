@@ -1,7 +1,6 @@
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
-import type { NativeLoadRefused } from '../../../src/core/errors.js';
 import type { Batch, Row, TransformContext, WorkUnit } from '../../../src/core/types.js';
 import { loadUnit, type LoadUnitOptions } from '../../../src/engine/stages/load-unit.js';
 import type { BuiltTransform, TransformLetter } from '../../../src/engine/stages/transform-chain.js';
@@ -17,8 +16,6 @@ const scoped: WorkUnit = { id: 'r/u1', params: { page: 1 } };
 function options(source: MemorySource, over: Partial<LoadUnitOptions> = {}) {
   const sctx = sourceContext();
   const letters: TransformLetter[] = [];
-  const fallbacks: { unit: string; refusals: NativeLoadRefused[] }[] = [];
-  const nativeLoads: string[] = [];
   const opts: LoadUnitOptions = {
     source,
     commit: NO_CHECKPOINT,
@@ -27,11 +24,9 @@ function options(source: MemorySource, over: Partial<LoadUnitOptions> = {}) {
     chain: { transforms: [], log: sctx.log, deadLetter: (d) => letters.push(d), counters: sctx.counters },
     rawPath: true,
     tmpDir: tempDir(),
-    onNativeLoad: (u) => nativeLoads.push(u.id),
-    onNativeFallback: (u, refusals) => fallbacks.push({ unit: u.id, refusals }),
     ...over,
   };
-  return { opts, letters, fallbacks, nativeLoads, counters: sctx.counters };
+  return { opts, letters, counters: sctx.counters };
 }
 
 describe('loadUnit', () => {
@@ -41,16 +36,15 @@ describe('loadUnit', () => {
       new MemorySink('a', { nativeFormats: ['jsonl'] }),
       new MemorySink('b', { nativeFormats: ['jsonl'] }),
     ];
-    const { opts, counters, fallbacks, nativeLoads } = options(source);
-    await loadUnit(unit, scoped, sinks, opts);
-    expect(nativeLoads).toEqual(['u1']);
+    const { opts, counters } = options(source);
+    // How it was loaded is handed back, not told through callbacks.
+    expect(await loadUnit(unit, scoped, sinks, opts)).toEqual({ path: 'native', refusals: [] });
     for (const s of sinks) {
       expect(s.writes).toEqual([{ id: 'r/u1', path: 'native' }]);
       expect(s.rows.get('r/u1')).toEqual(rows);
     }
     expect(counters.records).toBe(2);
     expect(source.reads).toEqual([]);
-    expect(fallbacks).toEqual([]);
     // A downloaded (temporary) file is deleted once loaded.
     expect(existsSync(source.rawFiles[0]!.path)).toBe(false);
   });
@@ -59,8 +53,9 @@ describe('loadUnit', () => {
     const source = new MemorySource([{ id: 'u1', rows }], { rawFormat: 'jsonl' });
     const picky = new MemorySink('picky', { nativeFormats: ['jsonl'], refuse: () => 'a line is not an object' });
     const fine = new MemorySink('fine', { nativeFormats: ['jsonl'] });
-    const { opts, counters, fallbacks } = options(source);
-    await loadUnit(unit, scoped, [picky, fine], opts);
+    const { opts, counters } = options(source);
+    const load = await loadUnit(unit, scoped, [picky, fine], opts);
+    expect(load.path).toBe('native');
     expect(picky.writes).toEqual([
       { id: 'r/u1', path: 'native' },
       { id: 'r/u1', path: 'rows' },
@@ -68,8 +63,7 @@ describe('loadUnit', () => {
     expect(fine.writes).toEqual([{ id: 'r/u1', path: 'native' }]);
     expect(picky.rows.get('r/u1')).toEqual(rows);
     expect(fine.rows.get('r/u1')).toEqual(rows);
-    expect(fallbacks).toHaveLength(1);
-    expect(fallbacks[0]!.refusals.map((r) => r.reason)).toEqual(['a line is not an object']);
+    expect(load.refusals.map((r) => r.reason)).toEqual(['a line is not an object']);
     expect(counters.records).toBe(2);
     expect(source.reads).toEqual([]);
   });
@@ -77,20 +71,18 @@ describe('loadUnit', () => {
   it('fails the unit on a native load error that is not a refusal (no silent fallback)', async () => {
     const source = new MemorySource([{ id: 'u1', rows }], { rawFormat: 'jsonl' });
     const broken = new MemorySink('broken', { nativeFormats: ['jsonl'], failNative: new Error('database is locked') });
-    const { opts, fallbacks, nativeLoads } = options(source);
+    const { opts } = options(source);
     await expect(loadUnit(unit, scoped, [broken], opts)).rejects.toThrow('database is locked');
-    expect(nativeLoads).toEqual([]);
     expect(broken.writes).toEqual([{ id: 'r/u1', path: 'native' }]);
-    expect(fallbacks).toEqual([]);
   });
 
   it('decodes the raw file in JS for every sink when not all of them read its format', async () => {
     // CSV cells holding JSON come back as arrays and objects: the source's decode options say `jsonColumns: auto`.
     const source = new MemorySource([{ id: 'u1', rows }], { rawFormat: 'csv' });
     const sinks = [new MemorySink('j', { nativeFormats: ['jsonl'] }), new MemorySink('c', { nativeFormats: ['csv'] })];
-    const { opts, counters, nativeLoads } = options(source);
-    await loadUnit(unit, scoped, sinks, opts);
-    expect(nativeLoads).toEqual([]);
+    const { opts, counters } = options(source);
+    // Decided once the file's format is known, before any sink tried it: no refusal round trip.
+    expect(await loadUnit(unit, scoped, sinks, opts)).toEqual({ path: 'decoded', refusals: [] });
     // CSV text stays text (`id`); only the JSON-looking cells are decoded.
     const fromCsv = rows.map((r) => ({ ...r, id: String(r.id) }));
     for (const s of sinks) {
@@ -104,7 +96,7 @@ describe('loadUnit', () => {
     const source = new MemorySource([{ id: 'u1', rows }], { rawFormat: 'jsonl' });
     const sinks = [new MemorySink('native', { nativeFormats: ['jsonl'] }), new MemorySink('rows')];
     const { opts } = options(source);
-    await loadUnit(unit, scoped, sinks, opts);
+    expect(await loadUnit(unit, scoped, sinks, opts)).toEqual({ path: 'rows', refusals: [] });
     expect(source.rawFiles).toEqual([]);
     expect(source.reads).toEqual(['u1']);
     for (const s of sinks) expect(s.writes).toEqual([{ id: 'r/u1', path: 'rows' }]);
