@@ -13,7 +13,8 @@ import type {
 import { RetryPolicy, notYet, pollUntil } from '../core/retry.js';
 import { NotReadyError, ServiceError } from './errors.js';
 import { readBounded } from './answers.js';
-import { parseRetryAfter, type HttpCore } from './http.js';
+import { parseRetryAfter } from './error-answers.js';
+import type { HttpCore } from './http.js';
 
 /** Waits between "not ready" answers: no bound on their number (the caller's wait budget bounds them), 30 s at most. */
 const NOT_READY_MAX_MS = 30_000;

@@ -71,6 +71,11 @@ export interface KnownColumns {
   columns: string[];
   /** Which transform fixed them, for messages: `transforms[2] (normalize serp_organic)`. */
   from: string;
+  /**
+   * The rows have these columns and may carry others (a `company_profile` preset declares its columns and lets the
+   * record's other fields through). Absent: these are all the rows' columns.
+   */
+  partial?: true;
 }
 
 /** A local file an option of a component names. */

@@ -5,11 +5,10 @@
  * against the records the source announced. What reaches the file is plain bytes, which the sinks read in place.
  */
 import { decompressed } from './gunzip.js';
+import { CR, LF } from './byte-codes.js';
+import { CarriedLine, lastByte, piecesLength } from './carried-line.js';
 import { Oversized, tooManyRecords, type DecodeContext } from './context.js';
 import { decodeContext, inflateBounds, type DecodeOptions } from './options.js';
-
-const LF = 0x0a;
-const CR = 0x0d;
 
 /** The download's bytes as the file should hold them: decompressed, bounded, JSONL lines checked. */
 export function checkedBytes(bytes: AsyncIterable<Uint8Array>, opts: DecodeOptions): AsyncIterable<Buffer> {
@@ -21,13 +20,10 @@ async function* checkedLines(chunks: AsyncIterable<Buffer>, ctx: DecodeContext):
   const max = ctx.maxRecordBytes;
   const limit = ctx.maxRecords?.limit ?? Infinity;
   let records = 0;
-  /** The line that started in an earlier chunk: its pieces (kept while under the limit) and its length so far. */
-  let partial: Buffer[] = [];
-  let partialBytes = 0;
-  let skipping: Oversized | null = null;
-  /** Decompressed offset of the current chunk's first byte, and of the line not yet complete. */
+  // Copied: the chunk may be a view of a buffer its producer reuses, and a carried line outlives its chunk.
+  const carried = new CarriedLine(ctx, true);
+  /** Decompressed offset of the current chunk's first byte. */
   let chunkOffset = 0;
-  let lineOffset = 0;
 
   const counted = (bytes: number, lastByte: number | undefined): void => {
     // Blank lines are no records (the sinks skip them); a lone CR is a blank line written on Windows.
@@ -38,26 +34,16 @@ async function* checkedLines(chunks: AsyncIterable<Buffer>, ctx: DecodeContext):
   for await (const chunk of chunks) {
     let pos = 0;
     let nl = chunk.indexOf(LF);
-    if (nl !== -1 && (skipping !== null || partial.length > 0)) {
+    if (nl !== -1 && carried.open) {
       // The line from earlier chunks ends here.
-      const bytes = (skipping?.bytes ?? partialBytes) + nl;
-      if (skipping !== null || bytes > max) {
-        if (skipping !== null) skipping.bytes = bytes;
-        (skipping ?? new Oversized(lineOffset, partial, bytes)).reject(ctx, 'line');
-      } else {
-        counted(bytes, nl > 0 ? chunk[nl - 1] : lastByte(partial));
-        for (const p of partial) yield p;
+      const earlier = carried.close(nl);
+      if (earlier !== undefined) {
+        counted(piecesLength(earlier) + nl, nl > 0 ? chunk[nl - 1] : lastByte(earlier));
+        for (const p of earlier) yield p;
         yield chunk.subarray(0, nl + 1);
       }
-      skipping = null;
-      partial = [];
-      partialBytes = 0;
       pos = nl + 1;
       nl = chunk.indexOf(LF, pos);
-    } else if (nl === -1 && skipping !== null) {
-      skipping.bytes += chunk.length;
-      chunkOffset += chunk.length;
-      continue;
     }
     // Whole lines of this chunk go out as runs of bytes: only an over-long one splits a run.
     let run = pos;
@@ -71,29 +57,13 @@ async function* checkedLines(chunks: AsyncIterable<Buffer>, ctx: DecodeContext):
       pos = nl + 1;
     }
     if (run < pos) yield chunk.subarray(run, pos);
-    if (pos < chunk.length) {
-      if (partial.length === 0) lineOffset = chunkOffset + pos;
-      // Copied: the chunk may be a view of a buffer its producer reuses.
-      const rest = Buffer.from(chunk.subarray(pos));
-      partial.push(rest);
-      partialBytes += rest.length;
-      if (partialBytes > max) {
-        skipping = new Oversized(lineOffset, partial, partialBytes);
-        partial = [];
-        partialBytes = 0;
-      }
-    }
+    if (pos < chunk.length) carried.hold(chunk, pos, chunkOffset + pos);
     chunkOffset += chunk.length;
   }
-  if (skipping !== null) skipping.reject(ctx, 'line', false);
-  else if (partial.length > 0) {
+  const last = carried.end();
+  if (last !== undefined && last.length > 0) {
     // A last line without its newline: the sinks read it as a record (or refuse it) like any other.
-    counted(partialBytes, lastByte(partial));
-    for (const p of partial) yield p;
+    counted(piecesLength(last), lastByte(last));
+    for (const p of last) yield p;
   }
-}
-
-function lastByte(pieces: readonly Buffer[]): number | undefined {
-  const last = pieces[pieces.length - 1];
-  return last?.[last.length - 1];
 }

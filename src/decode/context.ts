@@ -147,6 +147,22 @@ export class Batcher {
 }
 
 /**
+ * A decoder that is fed chunks and fills a `Batcher` (the CSV parser, the JSON array scanner): the batches it fills
+ * are yielded after each chunk, the rest once the input ends, so both decoders stream the same way.
+ */
+export async function* batchesOf(
+  decoder: { readonly out: Batcher; feed(chunk: Buffer): void; end(): void },
+  chunks: AsyncIterable<Buffer>,
+): AsyncGenerator<Batch> {
+  for await (const chunk of chunks) {
+    decoder.feed(chunk);
+    for (const b of decoder.out.take()) yield b;
+  }
+  decoder.end();
+  for (const b of decoder.out.rest()) yield b;
+}
+
+/**
  * JSON.parse's complaint about `text`, safe to show. V8 quotes a window of the input in its message, which can cut a
  * secret in the middle where `redact` (whole secrets only) no longer sees it: the text is redacted first and parsed
  * again, so the window quotes the redacted text.

@@ -15,34 +15,24 @@
  * - cells of `jsonColumns` hold JSON text written by the service and are decoded back: with `'auto'`, cells that
  *   start with `[` or `{` and parse (others stay text); with a list, every non-empty cell of those columns, and a
  *   cell that does not parse rejects its row.
+ *
+ * The header's decisions (names, JSON columns, the row builder) are in csv-header.ts, the constant-memory scan that
+ * skips an over-long record in csv-record-ends.ts: this file is the per-byte parser only.
  */
 import type { Batch, Row } from '../core/types.js';
-import { DecodeError, SluiceError } from '../core/errors.js';
+import { DecodeError } from '../core/errors.js';
 import { LIMIT_OPTIONS, LimitExceeded, formatBytes } from '../core/limits.js';
-import { Batcher, type DecodeContext, jsonFailure, Oversized, rejectRecord } from './context.js';
-
-const QUOTE = 0x22;
-const COMMA = 0x2c;
-const LF = 0x0a;
-const CR = 0x0d;
-
-/** How a column's cells are decoded. */
-const TEXT = 0;
-const JSON_AUTO = 1;
-const JSON_ALWAYS = 2;
+import { COMMA, CR, LF, QUOTE } from './byte-codes.js';
+import { Batcher, batchesOf, type DecodeContext, jsonFailure, Oversized, rejectRecord } from './context.js';
+import { JSON_ALWAYS, JSON_AUTO, TEXT, readHeader } from './csv-header.js';
+import { RecordEnds } from './csv-record-ends.js';
 
 export async function* decodeCsv(
   chunks: AsyncIterable<Buffer>,
   ctx: DecodeContext,
   jsonColumns: 'auto' | string[] | undefined,
 ): AsyncGenerator<Batch> {
-  const parser = new CsvParser(ctx, jsonColumns);
-  for await (const chunk of chunks) {
-    parser.feed(chunk);
-    for (const b of parser.out.take()) yield b;
-  }
-  parser.end();
-  for (const b of parser.out.rest()) yield b;
+  yield* batchesOf(new CsvParser(ctx, jsonColumns), chunks);
 }
 
 /** Returned by `record` when the text so far cannot tell where the record ends: wait for more input. */
@@ -55,7 +45,7 @@ class CsvParser {
   readonly out: Batcher;
   private header: string[] | null = null;
   private kinds: number[] = [];
-  /** Builds a record from the fields, one object literal shape per header (see `rowFactory`). */
+  /** Builds a record from the fields, one object literal shape per header (see `readHeader` in csv-header.ts). */
   private makeRow: (fields: unknown[]) => Row = () => ({});
   /** The record's fields; reused across records. */
   private readonly fields: (string | null)[] = [];
@@ -330,106 +320,14 @@ class CsvParser {
   }
 
   private setHeader(fields: (string | null)[]): void {
-    const taken = new Set<string>();
-    this.header = fields.map((f, k) => {
-      const name = f === null || f === '' ? `column_${k + 1}` : f;
-      // Duplicate names would overwrite each other's cells: number the repeats.
-      let unique = name;
-      for (let n = 2; taken.has(unique); n++) unique = `${name}_${n}`;
-      taken.add(unique);
-      return unique;
-    });
-    this.makeRow = rowFactory(this.header);
-    const cols = this.jsonColumns;
-    if (Array.isArray(cols)) {
-      const missing = cols.filter((c) => !this.header!.includes(c));
-      if (missing.length > 0)
-        throw new SluiceError(
-          `${this.ctx.unit}: JSON column(s) ${missing.join(', ')} not in the CSV header (${this.header.join(', ')})`,
-          { hint: 'name columns that exist in the file, or use `auto` to decode every cell that holds JSON' },
-        );
-    }
-    this.kinds = this.header.map((h) =>
-      cols === 'auto' ? JSON_AUTO : Array.isArray(cols) && cols.includes(h) ? JSON_ALWAYS : TEXT,
-    );
+    const header = readHeader(fields, this.jsonColumns, this.ctx.unit);
+    this.header = header.names;
+    this.kinds = header.kinds;
+    this.makeRow = header.makeRow;
   }
 
   private raw(start: number, end: number): string {
     return this.bytes.toString('utf8', start, Math.min(end, start + 8192));
-  }
-}
-
-/**
- * A function that builds a record as one object literal with the header's keys: V8 then creates every record
- * with the same shape in one step, where assigning keys one by one made the records in dictionary mode and took
- * most of the decoder's time (bench/decode.ts). Keys are JSON-quoted, so any header text is a safe key; a
- * `__proto__` column would set the prototype in a literal, so that header gets plain assignments instead.
- */
-function rowFactory(header: string[]): (fields: unknown[]) => Row {
-  if (header.includes('__proto__'))
-    return (fields) => {
-      const row: Row = {};
-      for (let k = 0; k < header.length; k++)
-        Object.defineProperty(row, header[k]!, {
-          value: fields[k],
-          enumerable: true,
-          writable: true,
-          configurable: true,
-        });
-      return row;
-    };
-  const body = header.map((h, k) => `${JSON.stringify(h)}: f[${k}]`).join(', ');
-  // Only JSON string literals and indexes go into the code.
-  return new Function('f', `return { ${body} };`) as (fields: unknown[]) => Row;
-}
-
-/** The scanner's states: at a field's first byte, inside an unquoted field, inside quotes, just after a quote. */
-const FIELD_START = 0;
-const UNQUOTED = 1;
-const QUOTED = 2;
-const QUOTE_SEEN = 3;
-
-/**
- * Finds where a record ends with constant memory, for records too large to hold: the line feed that is not inside
- * quotes. Follows the parser's grammar: quotes open a field only at its start, a doubled quote inside quotes is a
- * quote, text after a closing quote runs to the next delimiter. (A lone CR after a closing quote, which the parser
- * also takes as a record's end, is not: such a record is skipped to the next line feed.)
- */
-class RecordEnds {
-  private state = FIELD_START;
-
-  reset(): void {
-    this.state = FIELD_START;
-  }
-
-  /** The index just after the record's line feed in `buf`, or -1 when the record goes on past it. */
-  scan(buf: Buffer): number {
-    const n = buf.length;
-    let i = 0;
-    while (i < n) {
-      if (this.state === QUOTED) {
-        const q = buf.indexOf(QUOTE, i);
-        if (q === -1) return -1;
-        this.state = QUOTE_SEEN;
-        i = q + 1;
-        continue;
-      }
-      const c = buf[i]!;
-      if (this.state === QUOTE_SEEN && c === QUOTE) {
-        this.state = QUOTED;
-      } else if (this.state === FIELD_START && c === QUOTE) {
-        this.state = QUOTED;
-      } else if (c === COMMA) {
-        this.state = FIELD_START;
-      } else if (c === LF) {
-        this.state = FIELD_START;
-        return i + 1;
-      } else {
-        this.state = UNQUOTED;
-      }
-      i++;
-    }
-    return -1;
   }
 }
 

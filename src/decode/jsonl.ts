@@ -5,33 +5,25 @@
  */
 import type { Batch } from '../core/types.js';
 import { DecodeError } from '../core/errors.js';
+import { CR, LF } from './byte-codes.js';
+import { CarriedLine } from './carried-line.js';
 import {
   Batcher,
   type DecodeContext,
   isRecord,
   jsonFailure,
   kindOf,
-  Oversized,
   rejectOversized,
   rejectRecord,
 } from './context.js';
-
-const LF = 0x0a;
-const CR = 0x0d;
 const BOM = 0xfeff;
 
 export async function* decodeJsonl(chunks: AsyncIterable<Buffer>, ctx: DecodeContext): AsyncGenerator<Batch> {
   const out = new Batcher(ctx);
   const max = ctx.maxRecordBytes;
-  /** Pieces of a line that started in an earlier chunk. */
-  let partial: Buffer[] = [];
-  let partialBytes = 0;
-  /** A line over the size limit being skipped to its newline: only its first bytes are kept. */
-  let skipping: Oversized | null = null;
+  const carried = new CarriedLine(ctx, false);
   /** Decompressed offset of the current chunk's first byte. */
   let chunkOffset = 0;
-  /** Decompressed offset of the first line not yet complete. */
-  let lineOffset = 0;
 
   const line = (buf: Buffer, start: number, end: number, offset: number): void => {
     if (end > start && buf[end - 1] === CR) end--;
@@ -57,31 +49,14 @@ export async function* decodeJsonl(chunks: AsyncIterable<Buffer>, ctx: DecodeCon
   for await (const chunk of chunks) {
     let pos = 0;
     let nl = chunk.indexOf(LF);
-    if (skipping !== null) {
-      if (nl === -1) {
-        skipping.bytes += chunk.length;
-        chunkOffset += chunk.length;
-        continue;
+    if (nl !== -1 && carried.open) {
+      const earlier = carried.close(nl);
+      if (earlier !== undefined) {
+        earlier.push(chunk.subarray(0, nl));
+        const joined = Buffer.concat(earlier);
+        line(joined, 0, joined.length, carried.offset);
       }
-      skipping.bytes += nl;
-      skipping.reject(ctx, 'line');
-      skipping = null;
       pos = nl + 1;
-      lineOffset = chunkOffset + pos;
-      nl = chunk.indexOf(LF, pos);
-    } else if (partial.length > 0 && nl !== -1) {
-      if (partialBytes + nl > max) {
-        // Over the limit with its end in sight: judged by its length, never joined.
-        new Oversized(lineOffset, partial, partialBytes + nl).reject(ctx, 'line');
-      } else {
-        partial.push(chunk.subarray(0, nl));
-        const joined = Buffer.concat(partial);
-        line(joined, 0, joined.length, lineOffset);
-      }
-      partial = [];
-      partialBytes = 0;
-      pos = nl + 1;
-      lineOffset = chunkOffset + pos;
       nl = chunk.indexOf(LF, pos);
     }
     while (nl !== -1) {
@@ -89,24 +64,13 @@ export async function* decodeJsonl(chunks: AsyncIterable<Buffer>, ctx: DecodeCon
       pos = nl + 1;
       nl = chunk.indexOf(LF, pos);
     }
-    if (pos < chunk.length) {
-      if (partial.length === 0) lineOffset = chunkOffset + pos;
-      const rest = chunk.subarray(pos);
-      partial.push(rest);
-      partialBytes += rest.length;
-      if (partialBytes > max) {
-        // Past the limit without an end: from here only its length is counted, until its newline.
-        skipping = new Oversized(lineOffset, partial, partialBytes);
-        partial = [];
-        partialBytes = 0;
-      }
-    }
+    if (pos < chunk.length) carried.hold(chunk, pos, chunkOffset + pos);
     chunkOffset += chunk.length;
     for (const b of out.take()) yield b;
   }
 
-  if (skipping !== null) skipping.reject(ctx, 'line', false);
-  else if (partial.length > 0) lastLine(Buffer.concat(partial), lineOffset, ctx, out);
+  const last = carried.end();
+  if (last !== undefined && last.length > 0) lastLine(Buffer.concat(last), carried.offset, ctx, out);
   for (const b of out.rest()) yield b;
 }
 

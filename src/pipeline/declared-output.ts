@@ -12,24 +12,10 @@ export function declaredOutput(
   transformConfigs: readonly { type: string }[],
   registry?: Registry,
 ): DeclaredSchema | undefined {
-  return declaredOrigin(transformConfigs, registry)?.declared;
-}
-
-/**
- * The declared columns and which transform declared them (the last one that changed the declaration, e.g. the
- * preset, or a `rename` after it), for messages about them.
- */
-export function declaredOrigin(
-  transformConfigs: readonly { type: string }[],
-  registry?: Registry,
-): { declared: DeclaredSchema; index: number } | undefined {
   let declared: DeclaredSchema | undefined;
-  let index = -1;
-  transformConfigs.forEach((config, i) => {
+  for (const config of transformConfigs) {
     const def = findDef('transform', config.type, registry);
-    const next = def.declares ? def.declares(config, declared) : undefined;
-    if (next !== declared) index = i;
-    declared = next;
-  });
-  return declared && { declared, index };
+    declared = def.declares ? def.declares(config, declared) : undefined;
+  }
+  return declared;
 }

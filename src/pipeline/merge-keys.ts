@@ -1,7 +1,7 @@
 /**
- * Merge keys checked against the columns the rows will have, where the transforms fix them (output-columns.ts), or
- * else against the columns they declare (declared-output.ts: a `company_profile` preset declares its columns and
- * lets undeclared fields pass through): a `primary_key` that names no such column used to surface only when the
+ * Merge keys checked against the columns the rows will have, as the transforms' definitions know them
+ * (output-columns.ts): all of them, or some (a `company_profile` preset declares its columns and lets undeclared
+ * fields pass through): a `primary_key` that names no such column used to surface only when the
  * first unit was written, after its requests were paid for. A key must be in every row, and only a declared column
  * is (an undeclared field is in the rows whose record happens to carry it). Where the transforms neither fix nor
  * declare the columns (a source's own rows), nothing is reported.
@@ -9,7 +9,6 @@
 import { didYouMean } from '../core/suggest.js';
 import type { YamlPath } from './interpolate.js';
 import { formatPath, type Problem } from './issues.js';
-import { declaredOrigin } from './declared-output.js';
 import { outputColumns } from './output-columns.js';
 import type { Registry } from './registry.js';
 import type { ComponentConfig, PipelineConfig } from './schema.js';
@@ -19,16 +18,12 @@ interface KeyColumns {
   hint: string;
 }
 
-/** The columns every row reaching the sinks has, as the transforms fix or declare them; undefined: not known. */
+/** The columns every row reaching the sinks has, as the transforms' definitions know them; undefined: not known. */
 function keyColumns(transforms: PipelineConfig['transforms'], registry?: Registry): KeyColumns | undefined {
   const known = outputColumns(transforms, registry);
-  if (known)
-    return { columns: known.columns, hint: `the columns after ${known.from} are: ${known.columns.join(', ')}` };
-  const declared = declaredOrigin(transforms, registry);
-  if (!declared) return undefined;
-  const t = transforms[declared.index]!;
-  const columns = declared.declared.map((c) => c.name);
-  const from = `transforms[${declared.index}] (${t.type}${t.type === 'normalize' ? ` ${String(t.preset)}` : ''})`;
+  if (!known) return undefined;
+  const { columns, from } = known;
+  if (!known.partial) return { columns, hint: `the columns after ${from} are: ${columns.join(', ')}` };
   return {
     columns,
     hint:

@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import type { ComponentDef } from '../contracts/component.js';
 import { describeType } from '../core/logical-type.js';
-import { PRESETS, presetDeclared, type PresetName } from '../transforms/normalize.js';
+import { PRESETS, presetColumns, presetDeclared, type PresetName } from '../transforms/normalize.js';
 import type { ComponentKind, Registry } from './registry.js';
 import { pipelineSchema, serviceSchema } from './schema.js';
 
@@ -153,8 +153,9 @@ export function presetColumnsSections(): { preset: PresetName; markdown: string 
       const type = code(describeType(c.type));
       return `| ${code(c.name)} | ${type} | ${c.nullable ? '' : 'not null'} | ${c.description}${note} |`;
     });
+    // A preset whose rows carry more than it declares (its declaration says so: no full column set).
     const intro =
-      preset === 'company_profile'
+      presetColumns(preset) === undefined
         ? ' Fields of the record that are not declared here pass through after these columns, typed from the data.'
         : '';
     return {

@@ -64,6 +64,11 @@ export class PipelineFileError extends ConfigError {
   }
 }
 
+/** A file wrong as a whole (empty, not a mapping, aliases that explode): one problem, and nothing else is checked. */
+function onlyProblem(file: string, at: { line: number; column: number }, message: string, hint: string): Validation {
+  return { problems: [new ConfigError(file, at.line, at.column, message, hint)] };
+}
+
 export function validatePipelineText(file: string, text: string, env: Env, reg: Registry): Validation {
   const { source, problems: syntax } = parseYaml(file, text);
   // After a syntax error the document is a guess: schema errors on it would only mislead.
@@ -81,31 +86,20 @@ export function validatePipelineText(file: string, text: string, env: Env, reg: 
       ),
     };
   if (source.doc.contents === null)
-    return {
-      problems: [
-        new ConfigError(
-          file,
-          1,
-          1,
-          'the file is empty',
-          'start with `version: 1`, `name`, `service`, `source` and `sink`',
-        ),
-      ],
-    };
+    return onlyProblem(
+      file,
+      { line: 1, column: 1 },
+      'the file is empty',
+      'start with `version: 1`, `name`, `service`, `source` and `sink`',
+    );
 
   if (!isMap(source.doc.contents)) {
-    const at = positionAt(source, source.doc.contents.range?.[0] ?? 0);
-    return {
-      problems: [
-        new ConfigError(
-          file,
-          at.line,
-          at.column,
-          `the file: expected a mapping, got ${isSeq(source.doc.contents) ? 'a list' : 'a single value'}`,
-          'start with `version: 1`, `name`, `service`, `source` and `sink`, one `key: value` per line',
-        ),
-      ],
-    };
+    return onlyProblem(
+      file,
+      positionAt(source, source.doc.contents.range?.[0] ?? 0),
+      `the file: expected a mapping, got ${isSeq(source.doc.contents) ? 'a list' : 'a single value'}`,
+      'start with `version: 1`, `name`, `service`, `source` and `sink`, one `key: value` per line',
+    );
   }
 
   const errors: ConfigError[] = [];
@@ -125,18 +119,12 @@ export function validatePipelineText(file: string, text: string, env: Env, reg: 
   } catch (err) {
     // The yaml library refuses aliases that expand past the count: a "billion laughs" file, not a bug of ours.
     if (!/alias/i.test(err instanceof Error ? err.message : '')) throw err;
-    const at = firstAlias(source);
-    return {
-      problems: [
-        new ConfigError(
-          file,
-          at.line,
-          at.column,
-          `the file's aliases (\`*name\`) expand to more than ${MAX_ALIAS_COUNT} values: a pipeline file never needs that many, and expanding them would exhaust memory`,
-          'write the repeated parts out, or use fewer nested aliases',
-        ),
-      ],
-    };
+    return onlyProblem(
+      file,
+      firstAlias(source),
+      `the file's aliases (\`*name\`) expand to more than ${MAX_ALIAS_COUNT} values: a pipeline file never needs that many, and expanding them would exhaust memory`,
+      'write the repeated parts out, or use fewer nested aliases',
+    );
   }
   const schema = pipelineSchema(reg);
   // Before any message can quote a value of the file.

@@ -15,25 +15,29 @@
  * run at once cannot bring `Name` and `name` into one DuckDB table. It walks each record once, never deeper than the
  * store's nesting limit, and remembers the names it accepted at each place in the record, so a record of known names
  * costs a map lookup per key.
+ *
+ * This file is the judge and its walk, the path every record takes. The rest runs only for some records or some
+ * sinks, each in its own file: the repairs (storable-repair.ts), the partition checks (partition-values.ts), the
+ * `on_unstorable` option (unstorable-option.ts) and the wording of reasons (unstorable-problem.ts).
  */
-import { createHash } from 'node:crypto';
-import { z } from 'zod';
 import type { RecordCheck, Row, StoreLimits, UnstorablePolicy } from '../core/types.js';
 import { formatPath } from './conflicts.js';
 import type { LogicalType } from '../core/logical-type.js';
+import { partitionProblems } from './partition-values.js';
+import { repairedCopy } from './storable-repair.js';
+import {
+  describeProblems as describe,
+  isPlainObject,
+  jsonBytes,
+  pathText,
+  quote,
+  type Path,
+  type Problem,
+} from './unstorable-problem.js';
 
-/** The `on_unstorable` option of every sink. */
-export const onUnstorableOption = z
-  .enum(['dead_letter', 'repair'])
-  .optional()
-  .describe(
-    'A record the store cannot hold as it is (a key it cannot name — empty, NUL, too long, reserved, differing only in case from another —, nesting too deep, too large, too many columns, a partition value that cannot be a directory): `dead_letter` (default) sends it to the dead letters with the reason and its position; `repair` renames such keys (`<key>_<hash>`) and cuts over-long text, and logs what it changed (nesting, columns and partition values cannot be repaired: those records are dead-lettered).',
-  );
-
-/** The policy a sink's config chose (`on_unstorable`); absent: `dead_letter`. */
-export function unstorablePolicy(config: Readonly<Record<string, unknown>> | undefined): UnstorablePolicy {
-  return config?.on_unstorable === 'repair' ? 'repair' : 'dead_letter';
-}
+// The judge's neighbours, exported from here as before the split so that no importer changes.
+export { onUnstorableOption, unstorablePolicy } from './unstorable-option.js';
+export { escapedBytes } from './partition-values.js';
 
 /** What the judge made of a record: the row to store (a repaired copy, then `repairs` says how), or why not. */
 export type Verdict = { row: Row; repairs?: string[] } | { refused: string };
@@ -48,17 +52,6 @@ class Place {
 
 /** Stands for every place where keys are data, not names: nothing is remembered there. */
 const FREE = new Place();
-
-type Path = (string | number)[];
-
-interface Problem {
-  /** The reason, without the record's position (the caller adds it). */
-  text: string;
-  /** A name to rename: where its object sits, and the key. */
-  rename?: { at: Path; key: string };
-  /** The record is larger than the store reads (repaired by cutting text). */
-  size?: boolean;
-}
 
 /** One walk over a record. */
 interface Walk {
@@ -111,7 +104,7 @@ export class RecordJudge implements RecordCheck {
     const reason = describe(walk.problems);
     if (this.policy !== 'repair' || walk.problems.some((p) => !p.rename && !p.size)) return { refused: reason };
     const repairs: string[] = [];
-    const copy = this.repaired(row, walk.problems, repairs);
+    const copy = repairedCopy(row, walk.problems, this.limits, repairs);
     const again = this.walk(copy);
     if (again.problems.length === 0) return { row: copy, repairs };
     for (const undo of again.added.reverse()) undo();
@@ -146,7 +139,7 @@ export class RecordJudge implements RecordCheck {
           text: `a row of about ${bytes} bytes in the table's page: ${l.store} fits at most ${l.maxRowBytes} (numbers, booleans and timestamps take 8 bytes each; longer values are moved out of the row)`,
         });
     }
-    if (l.partitions) this.checkPartitions(row, l.partitions, walk);
+    if (l.partitions) partitionProblems(row, l.partitions, walk.problems);
     // Each character is at most 6 bytes of JSON (`\u001f`), a value other than text at most ~32: only a record that
     // could be over the limit is serialised to measure it.
     if (6 * walk.chars + 32 * walk.values > l.maxRecordBytes) {
@@ -254,89 +247,6 @@ export class RecordJudge implements RecordCheck {
       };
     return undefined;
   }
-
-  private checkPartitions(row: Row, p: NonNullable<StoreLimits['partitions']>, walk: Walk): void {
-    let pathBytes = 0;
-    for (const column of p.columns) {
-      const v = row[column];
-      if (v === null || v === undefined) continue;
-      const what =
-        typeof v === 'string'
-          ? `partition value ${quote(v)} of ${quote(column)}`
-          : `partition value of ${quote(column)}`;
-      if (typeof v === 'object' && (Array.isArray(v) || isPlainObject(v))) {
-        walk.problems.push({
-          text: `the partition value of ${quote(column)} is ${Array.isArray(v) ? 'a list' : 'an object'}: a partition directory takes a single value`,
-        });
-        continue;
-      }
-      const text = typeof v === 'string' ? v : String(v instanceof Date ? v.toISOString() : v);
-      if (typeof v === 'string' && (/^null$/i.test(v) || v === HIVE_NULL)) {
-        walk.problems.push({ text: `${what}: a reader takes the directory ${quote(`${column}=${v}`)} for null` });
-        continue;
-      }
-      const bytes = Buffer.byteLength(column) + 1 + escapedBytes(text);
-      pathBytes += bytes + 1;
-      if (bytes > p.maxSegmentBytes)
-        walk.problems.push({
-          text: `${what}: its directory name would be ${bytes} bytes, over the ${p.maxSegmentBytes} a file name may have`,
-        });
-    }
-    if (pathBytes > p.maxPathBytes)
-      walk.problems.push({
-        text: `partition directories of ${pathBytes} bytes, over the ${p.maxPathBytes} the output's paths leave them`,
-      });
-  }
-
-  /** A copy of `row` with its names renamed and, if too large, its longest texts cut. */
-  private repaired(row: Row, problems: Problem[], repairs: string[]): Row {
-    const copy = copyContainers(row) as Row;
-    for (const p of problems) {
-      if (!p.rename) continue;
-      const obj = resolve(copy, p.rename.at);
-      if (obj === undefined) continue;
-      const to = this.newName(p.rename.key, obj);
-      renameKey(obj, p.rename.key, to);
-      repairs.push(`key ${quote(p.rename.key)} renamed to ${quote(to)} (${p.text})`);
-    }
-    if (problems.some((p) => p.size)) cutTexts(copy, this.limits.maxRecordBytes, repairs);
-    return copy;
-  }
-
-  /** `<key>_<8 hex of its hash>`, NULs as `_`, shortened to the store's longest name; not a key `obj` has. */
-  private newName(key: string, obj: Record<string, unknown>): string {
-    const max = this.limits.maxNameBytes;
-    const hex = max === undefined ? 8 : Math.max(1, Math.min(8, max - 1));
-    for (let salt = 0; ; salt++) {
-      const suffix = `_${createHash('sha256').update(`${salt}:${key}`).digest('hex').slice(0, hex)}`;
-      let base = key.replace(/\0/g, '_');
-      if (max !== undefined)
-        while (base.length > 0 && Buffer.byteLength(base + suffix) > max) base = dropLastChar(base);
-      const name = base + suffix;
-      if (!Object.hasOwn(obj, name)) return name;
-    }
-  }
-}
-
-const HIVE_NULL = '__HIVE_DEFAULT_PARTITION__';
-
-function describe(problems: readonly Problem[]): string {
-  const shown = problems.slice(0, 3).map((p) => p.text);
-  return problems.length > 3 ? `${shown.join('; ')}; and ${problems.length - 3} more` : shown.join('; ');
-}
-
-function isPlainObject(v: object): boolean {
-  const proto = Object.getPrototypeOf(v) as unknown;
-  return proto === Object.prototype || proto === null;
-}
-
-function quote(s: string): string {
-  return JSON.stringify(s.length > 80 ? `${s.slice(0, 60)}…` : s);
-}
-
-/** `['items', 3, 'sku']` → `['items', '[]', 'sku']` for formatPath. */
-function pathText(at: Path): string[] {
-  return at.map((s) => (typeof s === 'number' ? '[]' : s));
 }
 
 /** Bytes a top-level value takes in a table row: fixed-size values as stored, others at most an out-of-line pointer. */
@@ -345,100 +255,4 @@ function rowBytes(v: unknown): number {
   if (typeof v === 'string') return Math.min(v.length + 1, OUT_OF_LINE_BYTES);
   if (v instanceof Date) return 8;
   return OUT_OF_LINE_BYTES;
-}
-
-/** UTF-8 bytes of `s` as a hive partition directory escapes it: all but `A-Za-z0-9-._~` as `%XX` per byte. */
-export function escapedBytes(s: string): number {
-  let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x80) n += /[A-Za-z0-9\-._~]/.test(s[i]!) ? 1 : 3;
-    else if (c < 0x800) n += 6;
-    else if (c >= 0xd800 && c <= 0xdbff) {
-      n += 12;
-      i++;
-    } else n += 9;
-  }
-  return n;
-}
-
-function jsonBytes(row: Row): number {
-  try {
-    const text = JSON.stringify(row, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
-    return Buffer.byteLength(text);
-  } catch (err) {
-    if (err instanceof RangeError) return Infinity; // longer than a JS string can be
-    throw err;
-  }
-}
-
-function copyContainers(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(copyContainers);
-  if (typeof v === 'object' && v !== null && isPlainObject(v)) {
-    const out: Record<string, unknown> = {};
-    for (const k in v) out[k] = copyContainers((v as Record<string, unknown>)[k]);
-    return out;
-  }
-  return v;
-}
-
-function resolve(row: Row, at: Path): Record<string, unknown> | undefined {
-  let node: unknown = row;
-  for (const s of at) node = (node as Record<string | number, unknown> | undefined)?.[s];
-  return typeof node === 'object' && node !== null && !Array.isArray(node)
-    ? (node as Record<string, unknown>)
-    : undefined;
-}
-
-/** Renames `from` to `to` in place, keeping the keys' order. */
-function renameKey(obj: Record<string, unknown>, from: string, to: string): void {
-  const entries = Object.entries(obj);
-  for (const k of Object.keys(obj)) delete obj[k];
-  for (const [k, v] of entries) obj[k === from ? to : k] = v;
-}
-
-function dropLastChar(s: string): string {
-  const last = s.charCodeAt(s.length - 1);
-  return s.slice(0, last >= 0xdc00 && last <= 0xdfff ? -2 : -1);
-}
-
-/** Cuts the record's longest texts until its JSON fits `max` bytes; each cut is told in `repairs`. */
-function cutTexts(row: Row, max: number, repairs: string[]): void {
-  const texts: { holder: Record<string | number, unknown>; key: string | number; path: Path }[] = [];
-  const collect = (v: unknown, path: Path): void => {
-    if (Array.isArray(v))
-      v.forEach((x, i) =>
-        typeof x === 'string'
-          ? texts.push({ holder: v as never, key: i, path: [...path, i] })
-          : collect(x, [...path, i]),
-      );
-    else if (typeof v === 'object' && v !== null && isPlainObject(v))
-      for (const k in v) {
-        const x = (v as Record<string, unknown>)[k];
-        if (typeof x === 'string') texts.push({ holder: v as Record<string, unknown>, key: k, path: [...path, k] });
-        else collect(x, [...path, k]);
-      }
-  };
-  collect(row, []);
-  const cut = new Map<(typeof texts)[number], number>();
-  for (let round = 0; round < 20; round++) {
-    const bytes = jsonBytes(row);
-    if (bytes <= max) break;
-    const longest = texts.reduce<(typeof texts)[number] | undefined>(
-      (a, t) => (a === undefined || (t.holder[t.key] as string).length > (a.holder[a.key] as string).length ? t : a),
-      undefined,
-    );
-    if (longest === undefined) break;
-    const s = longest.holder[longest.key] as string;
-    if (!cut.has(longest)) cut.set(longest, s.length);
-    const keep = Math.max(0, Math.floor(s.length - (bytes - max) * 1.05 - 16));
-    const kept = s.slice(0, keep);
-    const last = kept.charCodeAt(kept.length - 1);
-    // Not half a surrogate pair.
-    longest.holder[longest.key] = last >= 0xd800 && last <= 0xdbff ? kept.slice(0, -1) : kept;
-  }
-  for (const [t, was] of cut)
-    repairs.push(
-      `text at ${formatPath(pathText(t.path))} cut from ${was} to ${(t.holder[t.key] as string).length} characters (the record was over ${max} bytes as JSON)`,
-    );
 }

@@ -26,9 +26,16 @@ export const PRESETS = {
 
 export type PresetName = keyof typeof PRESETS;
 
-/** The columns each preset declares, and those `keep_image_data` adds after them. */
-const PRESET_COLUMNS: Record<PresetName, { columns: DeclaredSchema; imageData?: DeclaredSchema }> = {
-  company_profile: { columns: COMPANY_PROFILE_COLUMNS },
+/**
+ * The columns each preset declares, and those `keep_image_data` adds after them: the one statement of what its rows
+ * hold, read by the sinks (typed columns) and by validation (merge keys). `passesUndeclared`: its rows carry the
+ * record's other fields too, so the declared columns are only some of theirs.
+ */
+const PRESET_COLUMNS: Record<
+  PresetName,
+  { columns: DeclaredSchema; imageData?: DeclaredSchema; passesUndeclared?: true }
+> = {
+  company_profile: { columns: COMPANY_PROFILE_COLUMNS, passesUndeclared: true },
   serp_organic: { columns: SERP_ORGANIC_COLUMNS, imageData: SERP_ORGANIC_IMAGE_DATA_COLUMNS },
   serp_related: { columns: SERP_RELATED_COLUMNS, imageData: SERP_RELATED_IMAGE_DATA_COLUMNS },
   serp_images: { columns: SERP_IMAGES_COLUMNS, imageData: SERP_IMAGES_IMAGE_DATA_COLUMNS },
@@ -40,6 +47,12 @@ const PRESET_COLUMNS: Record<PresetName, { columns: DeclaredSchema; imageData?: 
 export function presetDeclared(preset: PresetName, keepImageData = false): DeclaredSchema {
   const { columns, imageData } = PRESET_COLUMNS[preset];
   return keepImageData && imageData ? [...columns, ...imageData] : columns;
+}
+
+/** The columns a preset's rows have, all of them, from its declaration; undefined when they carry more. */
+export function presetColumns(preset: PresetName, keepImageData = false): string[] | undefined {
+  if (PRESET_COLUMNS[preset].passesUndeclared) return undefined;
+  return presetDeclared(preset, keepImageData).map((c) => c.name);
 }
 
 const PRESETS_WITH_IMAGES: readonly PresetName[] = ['serp_organic', 'serp_related', 'serp_images'];
@@ -84,8 +97,11 @@ export const normalizeTransform: ComponentDef<'transform', NormalizeConfig, Tran
   schema: normalizeSchema,
   declares: (config) => presetDeclared(config.preset, config.keep_image_data ?? false),
   outputColumns(config, _input, at) {
-    const columns = presetColumns(config.preset, config.keep_image_data ?? false);
-    return columns && { columns, from: `${at} (normalize ${config.preset})` };
+    const from = `${at} (normalize ${config.preset})`;
+    const keepImageData = config.keep_image_data ?? false;
+    const columns = presetColumns(config.preset, keepImageData);
+    if (columns) return { columns, from };
+    return { columns: presetDeclared(config.preset, keepImageData).map((c) => c.name), from, partial: true };
   },
   create(config) {
     const preset: PresetFn = PRESETS[config.preset];
@@ -107,30 +123,3 @@ export const normalizeTransform: ComponentDef<'transform', NormalizeConfig, Tran
     };
   },
 };
-
-/**
- * One input row per preset that yields at least one output row. The presets build each row as one object literal
- * (optional image payloads aside, which `keep_image_data` decides), so the keys of one row are the keys of all.
- */
-const PRESET_PROBES: Partial<Record<PresetName, Row>> = {
-  serp_organic: { organic: [{ link: 'https://example.com/', title: 'probe' }] },
-  serp_related: { related: [{ text: 'probe' }] },
-  serp_images: { images: [{ link: 'https://example.com/' }] },
-  serp_pages: { general: {} },
-  reviews: { reviews: [{ review_id: 'probe' }] },
-};
-
-const PROBE_CONTEXT: TransformContext = {
-  log: { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
-  deadLetter: () => undefined,
-  unitId: 'probe',
-  unitParams: {},
-};
-
-/** The columns a `normalize` preset outputs, or undefined when they depend on the input (`company_profile`). */
-export function presetColumns(preset: string, keepImageData = false): string[] | undefined {
-  const probe = PRESET_PROBES[preset as PresetName];
-  if (!probe) return undefined;
-  const rows = PRESETS[preset as PresetName](structuredClone(probe), PROBE_CONTEXT, { keepImageData });
-  return rows[0] ? Object.keys(rows[0]) : undefined;
-}

@@ -1,0 +1,156 @@
+/**
+ * The sink contract: a sink owns its atomic commit of a unit's rows with the unit's checkpoint, declares what it
+ * can do (native formats, store limits) and how its output is read back. Apart from the source contract because the
+ * two meet only through records and units (records.ts) and raw files (source-contract.ts).
+ */
+import type { DeclaredSchema } from './declared.js';
+import type { LogicalType } from './logical-type.js';
+import type { Batch, DeadLetterFn, Logger, Row, UnitCommit, WorkUnit } from './records.js';
+import type { RawFile, RawFormat } from './source-contract.js';
+import type { RecordCheck, StoreLimits } from './store-limits.js';
+
+export type WriteDisposition = 'append' | 'replace' | 'merge';
+
+/** A change a sink made to its table / dataset columns while committing a unit (schema evolution). */
+export interface SchemaChange {
+  /** Column path: `price`, `funding.rounds`, `updates[].likes_count`. */
+  column: string;
+  change: 'added' | 'widened';
+  /** The sink's type names (its own mapping): undefined for `added`. */
+  from?: string;
+  to: string;
+}
+
+export interface CommitResult {
+  /** false when the unit had been committed before: committing again is a no-op. */
+  committed: boolean;
+  records: number;
+  /** Columns added or widened by this commit (empty or absent: none). The engine reports them. */
+  schemaChanges?: SchemaChange[];
+}
+
+export interface SinkContext {
+  log: Logger;
+  deadLetter: DeadLetterFn;
+  baseDir: string;
+  /** Name of the pipeline: state tables and manifests are keyed by it. */
+  pipeline: string;
+  /** `--fresh`: forget committed units (and, for `replace`, start the new generation). */
+  fresh: boolean;
+  /**
+   * The run's id (kept by a resumed run; unit ids handed to the sink start with it). A sink that records its loads
+   * (DuckDB's `_sluice_runs`) keys them by it. Absent when no engine run drives the sink (tests, benches).
+   */
+  runId?: string;
+  /**
+   * Columns the pipeline's transforms declare (a normalizer preset's): the sink creates every one of them from the
+   * first run, with the declared type, in this order — even when no row fills them. Absent: columns are inferred.
+   */
+  declared?: DeclaredSchema;
+}
+
+/** What a sink can do, declared rather than inferred from its type name (dlt's destination capabilities). */
+export interface SinkCapabilities {
+  /**
+   * Raw files the sink loads natively through `writeUnitFile` (the fast path); empty = rows only. A sink may still
+   * refuse one file at load time with `NativeLoadRefused` (core/errors.ts), and the engine then decodes it in JS.
+   */
+  nativeFormats: readonly RawFormat[];
+  /** What its store can hold (absent: anything); read after `open()`, where it may depend on what the sink found. */
+  limits?: StoreLimits;
+}
+
+/** What a compaction did (Sink.compact): data files before and after, small files replaced, new files written. */
+export interface CompactSummary {
+  filesBefore: number;
+  filesAfter: number;
+  replaced: number;
+  written: number;
+}
+
+/** A query that reads a sink's output back through DuckDB (`--show`), and the database file it runs in. */
+export interface OutputQuery {
+  /** undefined: an in-memory DuckDB (files read with read_parquet / read_json). */
+  database?: string;
+  sql: string;
+}
+
+/**
+ * What a sink committed, readable by SQL in the sink's own dialect: checks after the load (src/observe/checks) run
+ * through it, never through a sink's type name.
+ */
+export interface QueryableOutput {
+  readonly dialect: 'duckdb' | 'postgres';
+  /** The committed rows as a FROM-clause item: a quoted table, or `read_parquet(…)` over the committed files. */
+  readonly relation: string;
+  /** The rows a query returns, as JSON-compatible objects. */
+  query(sql: string): Promise<Row[]>;
+  /** Releases what `queryable()` opened for it (not the sink). */
+  close(): Promise<void>;
+}
+
+/**
+ * A sink owns its atomic commit: a unit's records and the unit's checkpoint become visible together or not at all.
+ * The engine serialises nothing: a sink must accept `writeUnit` calls for different units concurrently.
+ */
+export interface Sink {
+  readonly capabilities: SinkCapabilities;
+  /** One line for summaries and `plan`: type, where it writes (as typed from the current directory), table. */
+  describe(): string;
+  /** `--show`: how to read back what the sink wrote; works without `open()`. */
+  outputQuery(limit: number): OutputQuery;
+  /**
+   * Optional: a lock file the engine takes before `open()` and releases after `close()`, for output that two
+   * pipelines could share (a file sink's directory). Sinks whose store locks itself (a DuckDB file) have none.
+   * `baseDir` is the pipeline file's directory, which relative paths in the config resolve against.
+   */
+  lockPath?(baseDir: string): string;
+  /**
+   * Once per run, before any unit. One that throws has released what it took: a transient failure (core/retry.ts)
+   * is followed by another `open()` (stages/open-sinks.ts).
+   */
+  open(ctx: SinkContext): Promise<void>;
+  /** Ids of units already committed by earlier runs of this pipeline into this sink. */
+  committedUnits(): Promise<Set<string>>;
+  /**
+   * Optional (incremental loads): the `checkpoint` of every committed unit that had one, by unit id, as committed
+   * together with the unit's rows. A sink without it cannot take part in cursor state.
+   */
+  committedCheckpoints?(): Promise<Map<string, unknown>>;
+  /**
+   * Optional (`sluice state drop`): removes what the sink holds of this pipeline — its table or files — together with
+   * its committed units and checkpoints, so neither outlives the other. Called after `open()`, under the run locks;
+   * returns what it removed, for the run history.
+   */
+  drop?(): Promise<string[]>;
+  /**
+   * The columns of the sink's table / dataset as committed so far (after `open()`); undefined when nothing exists
+   * yet. The engine's schema-contract gate checks each unit's rows against them.
+   */
+  currentColumns?(): Promise<ReadonlyMap<string, LogicalType> | undefined>;
+  /** The sink's own name for a column type (`TIMESTAMP`, `timestamptz`, `string`), for `sluice schema` and reports. */
+  typeName(t: LogicalType): string;
+  /**
+   * Consume the unit's batches and commit them atomically with the unit id and `commit.checkpoint()` (called once
+   * the batches are drained). No-op if already committed.
+   */
+  writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>, commit: UnitCommit): Promise<CommitResult>;
+  /**
+   * Optional fast path for the formats in `capabilities.nativeFormats`: load a unit's file (gzip or not) natively,
+   * atomically with the unit id and `commit.checkpoint()`, giving exactly the rows `writeUnit` would give for the
+   * file decoded with `file.decode`. Throws `NativeLoadRefused` when the file cannot be loaded as a whole (the
+   * engine then decodes it in JS); any other error fails the unit like an error of `writeUnit`. `check` is the
+   * engine's record judge for this sink: every record must pass it, or the file is refused.
+   */
+  writeUnitFile?(unit: WorkUnit, file: RawFile, commit: UnitCommit, check?: RecordCheck): Promise<CommitResult>;
+  /** Called once after every unit succeeded (e.g. `replace` swaps the new generation in here). */
+  finish(): Promise<void>;
+  /**
+   * Optional (file sinks): `sluice compact` — rewrites the small published files of the output into files of about
+   * the target size, under the output's commit protocol. Called instead of `open()`, under the output's lock.
+   */
+  compact?(ctx: SinkContext): Promise<CompactSummary>;
+  /** Optional: what the sink committed, for checks after the load; called after `finish()`, before `close()`. */
+  queryable?(): Promise<QueryableOutput>;
+  close(): Promise<void>;
+}
