@@ -1,7 +1,7 @@
 /**
  * What a component (source, transform, sink) is built from: its registry entry and the shared services it may
- * use. Apart from core/types.ts because a component may need the service client, and core/types.ts stays free of
- * imports so every layer can depend on it.
+ * use. Apart from the contracts in core/ (types.ts and the files it lists) because a component may need the service
+ * client, and core imports nothing above itself so that every layer can depend on it.
  */
 import type { z } from 'zod';
 import type { ServiceClient } from '../client/index.js';
