@@ -58,6 +58,7 @@ import {
   type Move,
   type OutputDirOptions,
   type OutputStore,
+  type TempCleanup,
 } from './store.js';
 
 export { LOCK_FILE, STAGED_DIR, TMP_DIR };
@@ -309,11 +310,12 @@ export class OutputDir {
 
   /**
    * Completes a commit whose files could not all be moved into place earlier in the run (see `commit`), clears
-   * what is left in the temp area; then `replace` swaps the new generation in.
+   * what is left in the temp area; then `replace` swaps the new generation in. After a manifest write that failed,
+   * whether its commit landed is unknown: its temp files stay for the next open, which reads the manifest again.
    */
   async finish(): Promise<void> {
     await this.mutex.run(async () => {
-      await this.settle();
+      await this.settle(!this.unsettled);
       await this.generation?.swapIn();
     });
   }
@@ -323,7 +325,7 @@ export class OutputDir {
    * marker's files all named by the manifest: a crash between 2 and 4); then every other temp file, staged files no
    * unit refers to and incomplete uploads are removed.
    */
-  private async settle(): Promise<void> {
+  private async settle(clear = true): Promise<void> {
     const referenced = referencedFiles(this.manifest);
     const completed: string[] = [];
     for (const { ref, marker } of await this.store.markers()) {
@@ -332,8 +334,8 @@ export class OutputDir {
       const present = await this.store.presentTemp(moves.map((m) => m.from));
       completed.push(...(await this.complete(ref, moves, marker.removes ?? [], present)));
     }
-    const cleared = await this.store.clearTemp(referencedFiles(this.manifest));
-    const orphans = await this.store.settleStaged(stagedFiles(this.manifest), this.stagedDir);
+    const cleared = clear ? await this.store.clearTemp(referencedFiles(this.manifest)) : NOTHING_CLEARED;
+    const orphans = clear ? await this.store.settleStaged(stagedFiles(this.manifest), this.stagedDir) : 0;
     const { label, log } = this.opts;
     const { moved } = this.store.words;
     const files = `${this.store.words.files.slice(0, -1)}(s)`;
@@ -352,6 +354,8 @@ export class OutputDir {
       );
   }
 }
+
+const NOTHING_CLEARED: TempCleanup = { uncommitted: [], temp: 0, aborted: 0 };
 
 /** The staging files (relative: `.sluice-staged/<name>`) the manifest's units refer to. */
 function stagedFiles(m: Manifest): Set<string> {
