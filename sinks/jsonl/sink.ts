@@ -22,14 +22,11 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { ComponentDef, ComponentDeps } from '../../src/contracts/component.js';
 import type {
   Batch,
   CommitResult,
   CompactSummary,
   Logger,
-  OutputQuery,
-  QueryableOutput,
   RawFile,
   RecordCheck,
   Sink,
@@ -39,29 +36,17 @@ import type {
   UnitCommit,
   WorkUnit,
 } from '../../src/core/types.js';
-import { quoteString } from '../../src/schema/duckdb-types.js';
 import { InferredSchema } from '../../src/schema/infer.js';
 import { jsonTypeName, type LogicalType } from '../../src/core/logical-type.js';
 import { RecordJudge } from '../../src/schema/storable.js';
-import { displayPath } from '../display-path.js';
 import { datasetColumns, deserializeColumns, schemaChanges, serializeColumns } from '../output-files/dataset-schema.js';
 import type { Manifest } from '../output-files/manifest.js';
 import { Mutex } from '../../src/core/concurrency.js';
 import { writeNdjson } from '../output-files/ndjson-writer.js';
-import { compactAtFinish, compactOutput } from '../output-files/compact.js';
-import {
-  fileSinkLockPath,
-  manifestCheckpoints,
-  openForCompaction,
-  newPublishId,
-  openFileSinkOutput,
-  publishedFilesGlob,
-  stageUnit,
-  type FileSinkOptions,
-} from '../output-files/file-sink.js';
+import { compactOutput } from '../output-files/compact.js';
+import { newPublishId, stageUnit, type FileSinkOptions } from '../output-files/file-sink.js';
+import { FileSinkBase, fileSinkDef } from '../output-files/file-sink-base.js';
 import { CommitIncompleteError, type OutputDir, type Move } from '../output-files/output-dir.js';
-import { publishedFilesQueryable } from '../output-files/queryable.js';
-import { fileSharedOutput } from '../output-files/shared-state.js';
 import { unitFileStem } from '../output-files/unit-file-name.js';
 import { asNativeRefusal, refuseUnlessJsonl } from '../raw-jsonl/refusal.js';
 import { DEFAULT_TARGET_FILE_MB, JSONL_LIMITS, jsonlSinkSchema, type JsonlSinkConfig } from './config.js';
@@ -77,26 +62,24 @@ interface StagedUnit {
   bytes: number;
 }
 
-export class JsonlSink implements Sink {
+export class JsonlSink extends FileSinkBase<JsonlSinkConfig> implements Sink {
   /** Copying a raw JSONL file's bytes is this sink's native path. */
   readonly capabilities: SinkCapabilities = { nativeFormats: ['jsonl'], limits: JSONL_LIMITS };
-  private ctx: SinkContext | undefined;
-  private out: OutputDir | undefined;
   private readonly publishing = new Mutex();
   private readonly gzipLevel: number | undefined;
   private readonly ext: string;
   private readonly targetBytes: number;
-  private readonly baseDir: string | undefined;
 
-  constructor(
-    private readonly config: JsonlSinkConfig,
-    private readonly options: JsonlSinkOptions = {},
-  ) {
+  constructor(config: JsonlSinkConfig, options: JsonlSinkOptions = {}) {
+    // Gzip or not; temp and staged files are never named `.jsonl` (`stagedName`).
+    super(config, options, 'jsonl', {
+      pattern: '*.jsonl*',
+      reader: (glob) => `read_json_auto(${glob}, format = 'newline_delimited', union_by_name = true)`,
+    });
     const compress = config.compress ?? config.path.endsWith('.gz');
     this.gzipLevel = compress ? config.gzip_level : undefined;
     this.ext = compress ? '.jsonl.gz' : '.jsonl';
     this.targetBytes = Math.max(1, Math.round((config.target_file_mb ?? DEFAULT_TARGET_FILE_MB) * 2 ** 20));
-    this.baseDir = options.baseDir;
   }
 
   /** JSON has no column types: what a value of the column is written as. */
@@ -104,42 +87,8 @@ export class JsonlSink implements Sink {
     return jsonTypeName(t);
   }
 
-  describe(): string {
-    return `jsonl ${displayPath(this.config.path, this.baseDir)}`;
-  }
-
-  /**
-   * Every published file under the directory (gzip or not); temp and staged files are never named `.jsonl`
-   * (`stagedName`).
-   */
-  outputQuery(limit: number): OutputQuery {
-    const files = publishedFilesGlob(this.baseDir ?? '.', this.config.path, '*.jsonl*');
-    return {
-      sql: `SELECT * FROM read_json_auto(${quoteString(files)}, format = 'newline_delimited', union_by_name = true) LIMIT ${limit}`,
-    };
-  }
-
-  /** Checks after the load read the published files. */
-  queryable(): Promise<QueryableOutput> {
-    const files = publishedFilesGlob(this.baseDir ?? '.', this.config.path, '*.jsonl*');
-    return publishedFilesQueryable(
-      files,
-      (glob) => `read_json_auto(${glob}, format = 'newline_delimited', union_by_name = true)`,
-      'jsonl sink',
-    );
-  }
-
-  lockPath(baseDir: string): string {
-    return fileSinkLockPath(this.config, baseDir, this.options.shard);
-  }
-
   async open(ctx: SinkContext): Promise<void> {
-    this.ctx = ctx;
-    this.out = await openFileSinkOutput(this.config, ctx, this.options, 'jsonl');
-  }
-
-  async committedUnits(): Promise<Set<string>> {
-    return this.dir().committedUnits();
+    this.setOpened({ ctx, out: await this.openOutput(ctx) });
   }
 
   /**
@@ -148,21 +97,14 @@ export class JsonlSink implements Sink {
    * sinks type them, so a schema contract judges every sink alike.
    */
   async currentColumns(): Promise<ReadonlyMap<string, LogicalType> | undefined> {
-    const s = this.dir().manifest.schema;
+    const s = this.opened().out.manifest.schema;
     return s && deserializeColumns(s);
   }
 
-  async committedCheckpoints(): Promise<Map<string, unknown>> {
-    return manifestCheckpoints(this.dir().manifest);
-  }
-
-  drop(): Promise<string[]> {
-    return this.dir().drop();
-  }
-
   async writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>, commit: UnitCommit): Promise<CommitResult> {
-    if (this.dir().isCommitted(unit.id)) return { committed: false, records: 0 };
-    const keys = this.ctx?.declared?.map((c) => c.name);
+    const { out, ctx } = this.opened();
+    if (out.isCommitted(unit.id)) return { committed: false, records: 0 };
+    const keys = ctx.declared?.map((c) => c.name);
     return this.stage(unit, commit, async (file, schema) => {
       const { rows } = await writeNdjson(batches, file, { gzipLevel: this.gzipLevel, sync: true, schema, keys });
       return rows;
@@ -176,7 +118,7 @@ export class JsonlSink implements Sink {
    */
   async writeUnitFile(unit: WorkUnit, file: RawFile, commit: UnitCommit, check?: RecordCheck): Promise<CommitResult> {
     refuseUnlessJsonl('jsonl sink', file);
-    if (this.dir().isCommitted(unit.id)) return { committed: false, records: 0 };
+    if (this.opened().out.isCommitted(unit.id)) return { committed: false, records: 0 };
     const judge = check ?? new RecordJudge(JSONL_LIMITS);
     return this.stage(unit, commit, async (staged, schema) => {
       try {
@@ -187,28 +129,8 @@ export class JsonlSink implements Sink {
     });
   }
 
-  /** Publishes whatever is still staged, compacts if `compact_after` says so, then (`replace`) swaps in. */
-  async finish(): Promise<void> {
-    await this.publish(true);
-    const after = this.config.compact_after;
-    if (after !== undefined)
-      await compactAtFinish(
-        () => this.compactWith(this.dir(), after, this.context().log),
-        'jsonl sink',
-        this.context().log,
-      );
-    await this.dir().finish();
-  }
-
-  /** `sluice compact`: the output's small files joined into target-size ones (output-files/compact.ts). */
-  async compact(ctx: SinkContext): Promise<CompactSummary> {
-    const out = await openForCompaction(this.config, ctx, this.options, 'jsonl');
-    if (!out) return { filesBefore: 0, filesAfter: 0, replaced: 0, written: 0 };
-    return this.compactWith(out, 2, ctx.log);
-  }
-
   /** Files are joined as they are, lines in file-name order (gzip members stay members, as a publish joins them). */
-  private compactWith(out: OutputDir, minFiles: number, log: Logger): Promise<CompactSummary> {
+  protected compactWith(out: OutputDir, minFiles: number, log: Logger): Promise<CompactSummary> {
     return compactOutput(out, {
       targetBytes: this.targetBytes,
       minFiles,
@@ -224,11 +146,6 @@ export class JsonlSink implements Sink {
     });
   }
 
-  async close(): Promise<void> {
-    this.out = undefined;
-    this.ctx = undefined;
-  }
-
   /**
    * Commits a unit as staged (output-files/file-sink.ts): `write` puts its lines (each ending in a newline, in the
    * output's encoding) into the staging file and returns the records.
@@ -238,7 +155,7 @@ export class JsonlSink implements Sink {
     commit: UnitCommit,
     write: (file: string, schema: InferredSchema) => Promise<number>,
   ): Promise<CommitResult> {
-    const out = this.dir();
+    const { out, ctx } = this.opened();
     return stageUnit(out, unit, commit, {
       name: stagedName(unit.id),
       write: async (file, schema) => {
@@ -252,7 +169,7 @@ export class JsonlSink implements Sink {
       stagedEnough: () => stagedBytes(out.manifest) >= this.targetBytes,
       publish: () => this.publish(false),
       label: 'jsonl sink',
-      log: this.context().log,
+      log: ctx.log,
     });
   }
 
@@ -289,9 +206,9 @@ export class JsonlSink implements Sink {
    * Staged units → files of about the target size, moved into place with one manifest swap. Unless `all`, only
    * full files: units that triggered a publish while another was running must not make a small file.
    */
-  private publish(all: boolean): Promise<void> {
+  protected publish(all: boolean): Promise<void> {
     return this.publishing.run(async () => {
-      const out = this.dir();
+      const { out, ctx } = this.opened();
       const staged = stagedUnits(out.manifest);
       const files = all ? this.pack(staged) : this.fullFiles(staged);
       if (files.length === 0) return;
@@ -309,7 +226,6 @@ export class JsonlSink implements Sink {
           );
           for (const u of group) fileOf.set(u.id, moves[i]!.to);
         }
-        const stagedPaths = files.flat().map((u) => path.join(out.dataDir, u.file));
         await out.commit({
           moves,
           apply: (m) => {
@@ -320,12 +236,9 @@ export class JsonlSink implements Sink {
               u.files = [name];
             }
           },
-          after: async () => {
-            await Promise.all(stagedPaths.map((p) => rm(p, { force: true })));
-          },
         });
         const bytes = files.flat().reduce((n, u) => n + u.bytes, 0);
-        this.ctx?.log.info(
+        ctx.log.info(
           `jsonl sink: published ${fileOf.size} unit(s) as ${files.length} file(s), ${(bytes / 2 ** 20).toFixed(1)} MB`,
         );
       } catch (err) {
@@ -347,20 +260,10 @@ export class JsonlSink implements Sink {
   /** Joins a committed unit's columns into the dataset's (under the commit lock); returns what that changed. */
   private addToSchema(m: Manifest, unitColumns: ReadonlyMap<string, LogicalType>): SchemaChange[] {
     const before = m.schema && deserializeColumns(m.schema);
-    const after = datasetColumns([...(before ? [before] : []), unitColumns], this.ctx?.declared);
+    const after = datasetColumns([...(before ? [before] : []), unitColumns], this.opened().ctx.declared);
     if (!after) return [];
     m.schema = serializeColumns(after);
     return schemaChanges(before, after, (t) => this.typeName(t));
-  }
-
-  private dir(): OutputDir {
-    if (!this.out) throw new Error('jsonl sink used before open()');
-    return this.out;
-  }
-
-  private context(): SinkContext {
-    if (!this.ctx) throw new Error('jsonl sink used before open()');
-    return this.ctx;
   }
 }
 
@@ -386,14 +289,9 @@ function stagedName(unitId: string): string {
   return `${unitFileStem(unitId).replace(/\./g, '_')}.${randomBytes(4).toString('hex')}.staged`;
 }
 
-export const jsonlSink: ComponentDef<'sink', JsonlSinkConfig, Sink> = {
-  kind: 'sink',
+export const jsonlSink = fileSinkDef<JsonlSinkConfig>({
   type: 'jsonl',
   description: 'Newline-delimited JSON files (optionally gzip) of about a target size, with a manifest.',
   schema: jsonlSinkSchema,
-  create(config: JsonlSinkConfig, deps: ComponentDeps): Sink {
-    // Shards write into the one `path`, each with its own manifest (output-files/output-dir.ts).
-    return new JsonlSink(config, { baseDir: deps.baseDir, ...(deps.shard && { shard: deps.shard }) });
-  },
-  sharedOutput: (config, baseDir) => fileSharedOutput(config.path, baseDir, config.s3),
-};
+  make: (config, options) => new JsonlSink(config, options),
+});

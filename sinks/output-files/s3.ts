@@ -1,13 +1,11 @@
 /**
- * S3-compatible object storage for the file sinks (`path: s3://bucket/prefix/`): the URL, the client, and the few
- * object operations the commit protocol of output-dir.ts needs. Endpoint, region and credentials come from the
+ * S3-compatible object storage for the file sinks (`path: s3://bucket/prefix/`): the client and the few object
+ * operations the commit protocol of output-dir.ts needs. Endpoint, region and credentials come from the
  * sink's `s3` options or the SDK's standard chain (`AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL`, `AWS_REGION`,
  * `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY`, `AWS_PROFILE` …); credentials are never logged or put in messages.
  */
-import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, open, readdir, rm, stat } from 'node:fs/promises';
-import path from 'node:path';
+import { open, stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
@@ -25,12 +23,13 @@ import {
   type CompletedPart,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
-import { z } from 'zod';
 import { SluiceError } from '../../src/core/errors.js';
-import { secretOption } from '../../src/core/secret-option.js';
 import { failpoint } from '../../src/core/failpoints.js';
-import { PRIVATE_DIR, privateWorkRoot } from '../../src/core/private-files.js';
-import { shardTag, type ShardRef } from './manifest.js';
+import type { S3Location, S3Options } from './s3-location.js';
+
+// Where an output is lives in s3-location.ts; named here too, as the place the file sinks' S3 code is found.
+export { isS3Url, parseS3Url, s3LockPath, s3Option, s3WorkDir } from './s3-location.js';
+export type { S3Location, S3Options } from './s3-location.js';
 
 /** Part size of a multipart upload; a file up to this size is one PutObject. */
 const PART_BYTES = 8 * 2 ** 20;
@@ -41,94 +40,6 @@ const PARTS_IN_FLIGHT = 4;
 export interface UploadJournal {
   key: string;
   upload_id: string;
-}
-
-export const s3Option = z
-  .object({
-    endpoint: secretOption(
-      z
-        .string()
-        .url()
-        .describe(
-          'Endpoint of an S3-compatible store (MinIO, R2, …). Default: `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL`, else AWS.',
-        ),
-      'connection',
-    ).optional(),
-    region: z.string().min(1).optional().describe('Region. Default: `AWS_REGION` or the profile, else `us-east-1`.'),
-    force_path_style: z
-      .boolean()
-      .optional()
-      .describe(
-        'Address buckets as `<endpoint>/<bucket>` (most S3-compatible stores). Default: true with a custom endpoint.',
-      ),
-  })
-  .strict()
-  .optional()
-  .describe(
-    'For `path: s3://…` only: where the store is. Credentials come from the standard AWS environment or profile.',
-  );
-
-export type S3Options = z.infer<typeof s3Option>;
-
-export interface S3Location {
-  bucket: string;
-  /** Key prefix of the output, without a leading `/`, ending in `/` (empty for a whole bucket). */
-  prefix: string;
-}
-
-export function isS3Url(p: string): boolean {
-  return /^s3:\/\//i.test(p);
-}
-
-export function parseS3Url(url: string): S3Location {
-  const m = /^s3:\/\/([^/]+)\/?(.*)$/i.exec(url);
-  const bucket = m?.[1];
-  if (!m || !bucket)
-    throw new SluiceError(`"${url}" is not an S3 URL`, { hint: 'write `path: s3://<bucket>/<prefix>/`' });
-  const rest = m[2]!.replace(/^\/+/, '');
-  return { bucket, prefix: rest === '' || rest.endsWith('/') ? rest : `${rest}/` };
-}
-
-/**
- * A local directory for an S3 output's temp and staging files, of this process and shard only (two writers of one
- * prefix must not delete each other's temp files), inside this user's private working directory
- * (core/private-files.ts: never a shared, predictable path another user could create first); directories of
- * processes that are gone are removed.
- */
-export async function s3WorkDir(url: string, pipelineName: string, shard?: ShardRef): Promise<string> {
-  const h = createHash('sha256')
-    .update(`${url}\0${pipelineName}${shard ? `\0${shardTag(shard)}` : ''}`)
-    .digest('hex')
-    .slice(0, 16);
-  const root = path.join(privateWorkRoot(), 's3');
-  await mkdir(root, { recursive: true, mode: PRIVATE_DIR });
-  for (const name of await readdir(root)) {
-    const pid = name.startsWith(`${h}-`) ? Number(name.slice(h.length + 1)) : NaN;
-    if (Number.isInteger(pid) && pid !== process.pid && !alive(pid))
-      await rm(path.join(root, name), { recursive: true, force: true });
-  }
-  return path.join(root, `${h}-${process.pid}`);
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/**
- * The run lock of an S3 output: a local file in this user's private working directory, so it keeps apart this
- * user's runs on this machine (see docs/guides/s3.md: S3 has no lock that is safe on every S3-compatible
- * store), and no other user can plant one.
- */
-export function s3LockPath(url: string, shard?: ShardRef): string {
-  const { bucket, prefix } = parseS3Url(url);
-  const h = createHash('sha256').update(`${bucket}/${prefix}`).digest('hex').slice(0, 16);
-  // Shards of one output never touch each other's state (output-dir.ts): each takes a lock of its own.
-  return path.join(privateWorkRoot(), 'locks', `${h}${shard ? `.${shardTag(shard)}` : ''}.lock`);
 }
 
 export function s3Client(opts: S3Options = {}): S3Client {

@@ -8,7 +8,6 @@
  * just has its longest line recorded. Its other records stay committed, exactly once.
  */
 import { createReadStream } from 'node:fs';
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Batch, DeadLetter, DeadLetterFn, Logger, Row } from '../../src/core/types.js';
 import { InferredSchema } from '../../src/schema/infer.js';
@@ -34,7 +33,6 @@ export async function restageUnjudged(out: OutputDir, o: RestageOptions): Promis
   const legacy = Object.entries(out.manifest.units).filter(([, u]) => u.staged && u.staged.longest === undefined);
   if (legacy.length === 0) return;
   const changed = new Map<string, { staged?: Staged; records: number }>();
-  const replaced: string[] = [];
   let refused = 0;
   for (const [id, u] of legacy) {
     const staged = u.staged!;
@@ -70,7 +68,6 @@ export async function restageUnjudged(out: OutputDir, o: RestageOptions): Promis
     }
     if (kept.length === 0) {
       changed.set(id, { records: 0 });
-      replaced.push(file);
       continue;
     }
     const name = `${path.basename(staged.file).replace(/\.staged$/, '')}-judged.staged`;
@@ -91,7 +88,6 @@ export async function restageUnjudged(out: OutputDir, o: RestageOptions): Promis
       },
       records: written.rows,
     });
-    replaced.push(file);
   }
   await out.commit({
     moves: [],
@@ -103,9 +99,6 @@ export async function restageUnjudged(out: OutputDir, o: RestageOptions): Promis
         if (c.staged === undefined) delete unit.staged;
         else unit.staged = c.staged;
       }
-    },
-    after: async () => {
-      await Promise.all(replaced.map((f) => rm(f, { force: true })));
     },
   });
   o.log.warn(

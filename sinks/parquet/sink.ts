@@ -26,24 +26,20 @@ import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { EXIT_CODES, SluiceError } from '../../src/core/errors.js';
 import { failpoint } from '../../src/core/failpoints.js';
-import type { ComponentDef, ComponentDeps } from '../../src/contracts/component.js';
 import type {
   Batch,
   CommitResult,
   CompactSummary,
   Logger,
-  OutputQuery,
-  QueryableOutput,
   Sink,
   SinkCapabilities,
   SinkContext,
   UnitCommit,
   WorkUnit,
 } from '../../src/core/types.js';
-import { duckdbType, quoteString } from '../../src/schema/duckdb-types.js';
+import { duckdbType } from '../../src/schema/duckdb-types.js';
 import { VARCHAR, type LogicalType } from '../../src/core/logical-type.js';
 import { RecordJudge, unstorablePolicy } from '../../src/schema/storable.js';
-import { displayPath } from '../display-path.js';
 import {
   deserializeColumns,
   joinDataset,
@@ -51,23 +47,13 @@ import {
   serializeColumns,
   textifies,
 } from '../output-files/dataset-schema.js';
-import { compactAtFinish, compactOutput } from '../output-files/compact.js';
-import {
-  fileSinkLockPath,
-  manifestCheckpoints,
-  openForCompaction,
-  newPublishId,
-  openFileSinkOutput,
-  publishedFilesGlob,
-  stageUnit,
-  type FileSinkOptions,
-} from '../output-files/file-sink.js';
+import { compactOutput } from '../output-files/compact.js';
+import { newPublishId, stageUnit, type FileSinkOptions } from '../output-files/file-sink.js';
+import { FileSinkBase, fileSinkDef, type OpenedFileSink } from '../output-files/file-sink-base.js';
 import type { Manifest } from '../output-files/manifest.js';
 import { Mutex } from '../../src/core/concurrency.js';
 import { LONG_LINE, writeNdjson } from '../output-files/ndjson-writer.js';
 import { CommitIncompleteError, outputRoot, type OutputDir, type Move } from '../output-files/output-dir.js';
-import { publishedFilesQueryable } from '../output-files/queryable.js';
-import { fileSharedOutput } from '../output-files/shared-state.js';
 import { unitFileStem } from '../output-files/unit-file-name.js';
 import { DEFAULT_TARGET_FILE_MB, parquetLimits, parquetSinkSchema, type ParquetSinkConfig } from './config.js';
 import { restageUnjudged } from './restage.js';
@@ -79,13 +65,15 @@ const INITIAL_JSON_PER_PARQUET = 6;
 /** How the registry (or a test) makes the sink. */
 export type ParquetSinkOptions = FileSinkOptions;
 
-export class ParquetSink implements Sink {
+/** What the sink holds while open: the output, and an in-memory DuckDB that converts staged files to Parquet. */
+interface OpenedParquet extends OpenedFileSink {
+  db: DuckDBInstance;
+  conn: DuckDBConnection;
+}
+
+export class ParquetSink extends FileSinkBase<ParquetSinkConfig, OpenedParquet> implements Sink {
   /** Rows only: Parquet is written by DuckDB from staged NDJSON that sluice wrote itself. */
   readonly capabilities: SinkCapabilities;
-  private ctx: SinkContext | undefined;
-  private out: OutputDir | undefined;
-  private db: DuckDBInstance | undefined;
-  private conn: DuckDBConnection | undefined;
   private readonly publishing = new Mutex();
   /**
    * The dataset's columns by manifest version (`dataset()`): joining every staged unit's schema at each commit
@@ -94,15 +82,15 @@ export class ParquetSink implements Sink {
   private readonly datasets = new WeakMap<Manifest, Map<string, LogicalType> | undefined>();
   private readonly targetBytes: number;
   private jsonPerParquet = INITIAL_JSON_PER_PARQUET;
-  private readonly baseDir: string | undefined;
 
-  constructor(
-    private readonly config: ParquetSinkConfig,
-    private readonly options: ParquetSinkOptions = {},
-  ) {
+  constructor(config: ParquetSinkConfig, options: ParquetSinkOptions = {}) {
+    // Every published file, partition columns read back from the directory names.
+    super(config, options, 'parquet', {
+      pattern: '*.parquet',
+      reader: (glob) => `read_parquet(${glob}, hive_partitioning = true, union_by_name = true)`,
+    });
     this.targetBytes =
       config.file_size_bytes ?? Math.round((config.target_file_mb ?? DEFAULT_TARGET_FILE_MB) * 2 ** 20);
-    this.baseDir = options.baseDir;
     this.capabilities = {
       nativeFormats: [],
       limits: parquetLimits(config, outputRoot(path.resolve(options.baseDir ?? '.'), config.path)),
@@ -113,48 +101,22 @@ export class ParquetSink implements Sink {
     return duckdbType(t);
   }
 
-  describe(): string {
-    return `parquet ${displayPath(this.config.path, this.baseDir)}`;
-  }
-
-  /** Every published file, partition columns read back from the directory names. */
-  outputQuery(limit: number): OutputQuery {
-    const files = publishedFilesGlob(this.baseDir ?? '.', this.config.path, '*.parquet');
-    return {
-      sql: `SELECT * FROM read_parquet(${quoteString(files)}, hive_partitioning = true, union_by_name = true) LIMIT ${limit}`,
-    };
-  }
-
-  /** Checks after the load read the published files. */
-  queryable(): Promise<QueryableOutput> {
-    const files = publishedFilesGlob(this.baseDir ?? '.', this.config.path, '*.parquet');
-    return publishedFilesQueryable(
-      files,
-      (glob) => `read_parquet(${glob}, hive_partitioning = true, union_by_name = true)`,
-      'parquet sink',
-    );
-  }
-
-  lockPath(baseDir: string): string {
-    return fileSinkLockPath(this.config, baseDir, this.options.shard);
-  }
-
   async open(ctx: SinkContext): Promise<void> {
-    this.ctx = ctx;
     this.refuseDeclaredPartitions(ctx);
-    this.out = await openFileSinkOutput(this.config, ctx, this.options, 'parquet');
+    const out = await this.openOutput(ctx);
     // An in-memory database of its own: it only converts files, and must not lock any database file.
-    this.db = await DuckDBInstance.create(':memory:');
-    this.conn = await this.db.connect();
-    await this.conn.run(`SET TimeZone = 'UTC'`);
+    const db = await DuckDBInstance.create(':memory:');
+    const conn = await db.connect();
+    this.setOpened({ ctx, out, db, conn });
+    await conn.run(`SET TimeZone = 'UTC'`);
     // One thread, freed memory handed back: the JS pass that stages the next units keeps the other core busy.
     // Measured over 200k company profiles (`npm run bench -- --only sluice-parquet`, five runs each): peak RSS
     // 695–742 → 484–561 MB; wall 7.4–9.5 → 8.4–9.4 s, CPU 9.9–12.7 → 9.3–10.5 s. A memory limit would bound it
     // further (256 MB: 526 MB) but makes a publish of wide rows fail where DuckDB could have finished it (128 MB
     // ran out of memory; 192 MB spilled, 1.6× slower).
-    await this.conn.run('SET threads = 1');
-    await this.conn.run(`SET allocator_flush_threshold = '32MB'`);
-    await restageUnjudged(this.out, {
+    await conn.run('SET threads = 1');
+    await conn.run(`SET allocator_flush_threshold = '32MB'`);
+    await restageUnjudged(out, {
       judge: this.judge(),
       deadLetter: ctx.deadLetter,
       log: ctx.log,
@@ -163,10 +125,15 @@ export class ParquetSink implements Sink {
     });
   }
 
+  protected override release(s: OpenedParquet): void {
+    s.conn.closeSync();
+    s.db.closeSync();
+  }
+
   /** A judge of this sink's limits that knows the published columns, for units staged without one. */
   private judge(): RecordJudge {
     const judge = new RecordJudge(this.capabilities.limits!, unstorablePolicy(this.config));
-    const published = this.dir().manifest.schema;
+    const published = this.opened().out.manifest.schema;
     if (published) judge.know(deserializeColumns(published));
     return judge;
   }
@@ -183,12 +150,8 @@ export class ParquetSink implements Sink {
     }
   }
 
-  async committedUnits(): Promise<Set<string>> {
-    return this.dir().committedUnits();
-  }
-
   async writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>, commit: UnitCommit): Promise<CommitResult> {
-    const out = this.dir();
+    const out = this.opened().out;
     if (out.isCommitted(unit.id)) return { committed: false, records: 0 };
     return stageUnit(out, unit, commit, {
       name: `${unitFileStem(unit.id)}.${randomBytes(4).toString('hex')}.staged`,
@@ -203,7 +166,7 @@ export class ParquetSink implements Sink {
             { hint: 'Parquet readers match names ignoring case: rename one of each pair with the `rename` transform' },
           );
         if (schema.conflicts.size > 0)
-          this.context().log.warn(`parquet sink: unit ${unit.id}: ${schema.conflicts.format()}`);
+          this.opened().ctx.log.warn(`parquet sink: unit ${unit.id}: ${schema.conflicts.format()}`);
         failpoint('parquet:staged');
         return { rows: written.rows, bytes: written.bytes, longest: written.longestLine };
       },
@@ -212,7 +175,7 @@ export class ParquetSink implements Sink {
       joinColumns: (m, schema) => {
         // Under the commit lock: the dataset as committed just before this unit, whichever units ran beside it.
         const before = this.dataset(out.manifest);
-        const after = joinDataset([...(before ? [before] : []), schema.columns], this.context().declared).columns;
+        const after = joinDataset([...(before ? [before] : []), schema.columns], this.opened().ctx.declared).columns;
         // `m` is the manifest once this commit is done: the next unit starts from here, not from every part.
         this.datasets.set(m, after);
         return after ? schemaChanges(before, after, (t) => this.typeName(t)) : [];
@@ -220,52 +183,34 @@ export class ParquetSink implements Sink {
       stagedEnough: () => this.stagedEnough(),
       publish: () => this.publish(false),
       label: 'parquet sink',
-      log: this.context().log,
+      log: this.opened().ctx.log,
     });
   }
 
   /** The dataset's columns: of the published files and the staged units, with the declared ones. */
   async currentColumns(): Promise<ReadonlyMap<string, LogicalType> | undefined> {
-    return this.dataset(this.dir().manifest);
+    return this.dataset(this.opened().out.manifest);
   }
 
-  async committedCheckpoints(): Promise<Map<string, unknown>> {
-    return manifestCheckpoints(this.dir().manifest);
-  }
-
-  drop(): Promise<string[]> {
-    return this.dir().drop();
-  }
-
-  /** Publishes whatever is still staged, compacts if `compact_after` says so, then (`replace`) swaps in. */
-  async finish(): Promise<void> {
-    await this.publish(true);
-    if (this.config.compact_after !== undefined)
-      await compactAtFinish(
-        () => this.compactWith(this.dir(), this.connection(), this.config.compact_after!, this.context().log),
-        'parquet sink',
-        this.context().log,
-      );
-    await this.dir().finish();
-  }
-
-  /** `sluice compact`: the output's small files rewritten into target-size ones (output-files/compact.ts). */
-  async compact(ctx: SinkContext): Promise<CompactSummary> {
-    const out = await openForCompaction(this.config, ctx, this.options, 'parquet');
-    if (!out) return { filesBefore: 0, filesAfter: 0, replaced: 0, written: 0 };
+  /** `sluice compact`: with a DuckDB of its own, as no run has one open. */
+  protected override async compactAlone(out: OutputDir, log: Logger): Promise<CompactSummary> {
     const db = await DuckDBInstance.create(':memory:');
     const conn = await db.connect();
     try {
       await conn.run(`SET TimeZone = 'UTC'`);
       await conn.run('SET threads = 1');
-      return await this.compactWith(out, conn, 2, ctx.log);
+      return await this.compactOn(conn, out, 2, log);
     } finally {
       conn.closeSync();
       db.closeSync();
     }
   }
 
-  private compactWith(out: OutputDir, conn: DuckDBConnection, minFiles: number, log: Logger): Promise<CompactSummary> {
+  protected compactWith(out: OutputDir, minFiles: number, log: Logger): Promise<CompactSummary> {
+    return this.compactOn(this.opened().conn, out, minFiles, log);
+  }
+
+  private compactOn(conn: DuckDBConnection, out: OutputDir, minFiles: number, log: Logger): Promise<CompactSummary> {
     const order = (out.manifest.schema ?? []).map(([k]) => k);
     const targetBytes = this.targetBytes;
     return compactOutput(out, {
@@ -279,14 +224,6 @@ export class ParquetSink implements Sink {
     });
   }
 
-  async close(): Promise<void> {
-    this.conn?.closeSync();
-    this.db?.closeSync();
-    this.conn = undefined;
-    this.db = undefined;
-    this.out = undefined;
-  }
-
   /**
    * The columns the files of `m` have once its staged units are published (dataset-schema.ts); undefined while no
    * unit holds a row.
@@ -296,7 +233,7 @@ export class ParquetSink implements Sink {
     const parts: Map<string, LogicalType>[] = [];
     if (m.schema) parts.push(deserializeColumns(m.schema));
     for (const u of Object.values(m.units)) if (u.staged) parts.push(deserializeColumns(u.staged.schema));
-    const columns = parts.length === 0 ? undefined : joinDataset(parts, this.context().declared).columns;
+    const columns = parts.length === 0 ? undefined : joinDataset(parts, this.opened().ctx.declared).columns;
     this.datasets.set(m, columns);
     return columns;
   }
@@ -304,7 +241,7 @@ export class ParquetSink implements Sink {
   /** Staged rows would make a file of about the target size. */
   private stagedEnough(): boolean {
     let n = 0;
-    for (const u of Object.values(this.dir().manifest.units)) n += u.staged?.bytes ?? 0;
+    for (const u of Object.values(this.opened().out.manifest.units)) n += u.staged?.bytes ?? 0;
     return n >= this.targetBytes * this.jsonPerParquet;
   }
 
@@ -312,17 +249,17 @@ export class ParquetSink implements Sink {
    * Every staged unit → target-size Parquet files, moved into place with one manifest swap. Unless `all`, only
    * when enough is staged: units that triggered a publish while another was running must not make a small file.
    */
-  private publish(all: boolean): Promise<void> {
+  protected publish(all: boolean): Promise<void> {
     return this.publishing.run(async () => {
       if (!all && !this.stagedEnough()) return;
-      const out = this.dir();
+      const out = this.opened().out;
       const staged = Object.entries(out.manifest.units).filter(([, u]) => u.staged !== undefined);
       if (staged.length === 0) return;
       // Starting from what earlier publishes wrote keeps one column and struct-field order across all the files of
       // the directory, whichever unit a field first appeared in, and gives new files the dataset's widened types.
       const published = out.manifest.schema && deserializeColumns(out.manifest.schema);
       const parts = [...(published ? [published] : []), ...staged.map(([, u]) => deserializeColumns(u.staged!.schema))];
-      const { columns: joined, conflicts } = joinDataset(parts, this.context().declared);
+      const { columns: joined, conflicts } = joinDataset(parts, this.opened().ctx.declared);
       const columns = joined ?? new Map<string, LogicalType>();
       // A partition column no record filled yet: null for all of them (the default partition), as DuckDB names it.
       if (columns.size > 0)
@@ -354,7 +291,7 @@ export class ParquetSink implements Sink {
       try {
         let written: string[] = [];
         if (columns.size > 0) {
-          await copyToParquet(this.connection(), this.config, {
+          await copyToParquet(this.opened().conn, this.config, {
             files: stagedPaths,
             // Units staged without it were measured when the output opened (restage.ts).
             longestLine: Math.max(...staged.map(([, u]) => u.staged!.longest ?? LONG_LINE)),
@@ -367,14 +304,14 @@ export class ParquetSink implements Sink {
         } else {
           // No value decided a column and none is declared: like the DuckDB sink without a table, nothing to store.
           const records = staged.reduce((n, [, u]) => n + u.records, 0);
-          this.context().log.warn(
+          this.opened().ctx.log.warn(
             `parquet sink: ${records} record(s) with only null values and no columns: not stored`,
           );
         }
         const moves: Move[] = published ? await this.rewrites(published, columns, tmpRewrites) : [];
         const rewritten = moves.length;
         let parquetBytes = 0;
-        const empty = await emptyFiles(this.connection(), tmpOut, written);
+        const empty = await emptyFiles(this.opened().conn, tmpOut, written);
         for (const rel of written) {
           if (empty.has(rel)) continue;
           moves.push({ from: path.join(tmpOut, rel), to: rel.replace(/\.tmp$/, '.parquet') });
@@ -392,12 +329,9 @@ export class ParquetSink implements Sink {
             }
             if (columns.size > 0) m.schema = serializeColumns(columns);
           },
-          after: async () => {
-            await Promise.all(stagedPaths.map((p) => rm(p, { force: true })));
-          },
         });
         if (parquetBytes > 0) this.jsonPerParquet = Math.max(1, jsonBytes / parquetBytes);
-        this.context().log.info(
+        this.opened().ctx.log.info(
           `parquet sink: published ${staged.length} unit(s) as ${files.length} file(s), ${(parquetBytes / 2 ** 20).toFixed(1)} MB` +
             (rewritten > 0 ? `; rewrote ${rewritten} earlier file(s) for columns that became text or JSON` : ''),
         );
@@ -427,7 +361,7 @@ export class ParquetSink implements Sink {
       if (u !== undefined && textifies(t, u)) any = true;
     }
     if (!any) return [];
-    const out = this.dir();
+    const out = this.opened().out;
     const moves: Move[] = [];
     const files = [...new Set(Object.values(out.manifest.units).flatMap((u) => u.files))].sort();
     await mkdir(tmpDir, { recursive: true });
@@ -435,7 +369,7 @@ export class ParquetSink implements Sink {
       const to = path.join(tmpDir, `${i}.tmp`);
       const file = await out.localFile(rel);
       try {
-        if (await rewriteIfNeeded(this.connection(), this.config, file, to, published, columns))
+        if (await rewriteIfNeeded(this.opened().conn, this.config, file, to, published, columns))
           moves.push({ from: to, to: rel });
       } finally {
         // On S3 `file` is a download into the temp directory.
@@ -444,31 +378,11 @@ export class ParquetSink implements Sink {
     }
     return moves;
   }
-
-  private context(): SinkContext {
-    if (!this.ctx) throw new Error('parquet sink used before open()');
-    return this.ctx;
-  }
-
-  private dir(): OutputDir {
-    if (!this.out) throw new Error('parquet sink used before open()');
-    return this.out;
-  }
-
-  private connection(): DuckDBConnection {
-    if (!this.conn) throw new Error('parquet sink used before open()');
-    return this.conn;
-  }
 }
 
-export const parquetSink: ComponentDef<'sink', ParquetSinkConfig, Sink> = {
-  kind: 'sink',
+export const parquetSink = fileSinkDef<ParquetSinkConfig>({
   type: 'parquet',
   description: 'Parquet files (zstd, optionally hive-partitioned) of about a target size, with a manifest.',
   schema: parquetSinkSchema,
-  create(config: ParquetSinkConfig, deps: ComponentDeps): Sink {
-    // Shards write into the one `path`, each with its own manifest (output-files/output-dir.ts).
-    return new ParquetSink(config, { baseDir: deps.baseDir, ...(deps.shard && { shard: deps.shard }) });
-  },
-  sharedOutput: (config, baseDir) => fileSharedOutput(config.path, baseDir, config.s3),
-};
+  make: (config, options) => new ParquetSink(config, options),
+});

@@ -1,4 +1,4 @@
-import { mkdir, readFile, readdir, readlink, rm, symlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readFile, readdir, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
@@ -142,6 +142,33 @@ describe('OutputDir', () => {
     await out.finish();
     expect(await readdir(path.join(base, 'elsewhere'))).toEqual(['keep.jsonl']);
     expect(await readlink(path.join(base, 'out'))).toMatch(/^\.out\.sluice-generations\/gen-/);
+  });
+
+  it('drop of a replace output: the link first, then every generation; the lock stays; the next run starts over', async () => {
+    const base = await tempDir();
+    const root = path.join(base, 'out');
+    const genRoot = path.join(base, '.out.sluice-generations');
+    const first = await OutputDir.open(options(root, { mode: 'replace' }));
+    const tmp = first.tempPath('a');
+    await writeFile(tmp, '{"x":1}\n');
+    await first.commit({
+      moves: [{ from: tmp, to: 'a.jsonl' }],
+      apply: (m) => void (m.units.a = { records: 1, files: ['a.jsonl'], committed_at: '' }),
+    });
+    await first.finish();
+    const live = path.basename(await readlink(root));
+    await writeFile(outputLockPath(root, 'replace'), '{"pid":1}\n');
+    // As `sluice state drop` opens the output: as a run does, which begins (or continues) the next generation.
+    const out = await OutputDir.open(options(root, { mode: 'replace', fresh: false }));
+    expect(out.dataDir).not.toBe(path.join(genRoot, live));
+    expect(await out.drop()).toEqual([`the live generation ${live} of ${root}`, `2 generation(s) under ${genRoot}`]);
+    await expect(lstat(root)).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(await readdir(genRoot)).toEqual(['.sluice-lock']);
+    expect(out.committedUnits()).toEqual(new Set());
+    const next = await OutputDir.open(options(root, { mode: 'replace', fresh: false }));
+    expect(next.committedUnits()).toEqual(new Set());
+    await next.finish();
+    expect(await readlink(root)).toMatch(/^\.out\.sluice-generations\/gen-/);
   });
 
   it('run lock: in the directory for append, beside the generations for replace, where swaps leave it alone', async () => {

@@ -129,6 +129,41 @@ describe('OutputDir on S3', () => {
   });
 });
 
+describe('OutputDir on S3: sluice state drop', () => {
+  it('append: the manifest first, then the objects it lists; the next open finds nothing committed', async () => {
+    const o = await options();
+    const p = prefixOf(o);
+    const out = await OutputDir.open(o);
+    await commitUnit(out, 'a');
+    await commitUnit(out, 'b');
+    expect(await out.drop()).toEqual([`2 object(s) in ${o.root}`, 'its manifest _sluice_manifest.json']);
+    expect(await s3.keys(BUCKET, p)).toEqual([]);
+    expect((await OutputDir.open(o)).committedUnits()).toEqual(new Set());
+  });
+
+  it('replace: the pointer first, then the live generation and the one a run had begun', async () => {
+    const o = await options({ mode: 'replace', fresh: true });
+    const p = prefixOf(o);
+    const first = await OutputDir.open(o);
+    await commitUnit(first, 'a');
+    await first.finish();
+    // As `sluice state drop` opens the output: as a run does, which begins (or continues) the next generation.
+    const out = await OutputDir.open({ ...o, fresh: false });
+    expect(await s3.keys(BUCKET, `${p}.sluice-generations/`)).toContain(`${p}.sluice-generations/NEXT`);
+    expect(await out.drop()).toEqual([
+      expect.stringMatching(/^the live generation gen-\S+ of s3:\/\/outputs\/t\d+\/data\/ \(2 object\(s\)\)$/),
+      'its pointer _sluice_current.json',
+    ]);
+    expect(await s3.keys(BUCKET, p)).toEqual([]);
+    // The next run writes a generation of its own and switches the pointer to it.
+    const next = await OutputDir.open({ ...o, fresh: false });
+    expect(next.committedUnits()).toEqual(new Set());
+    await commitUnit(next, 'c');
+    await next.finish();
+    expect(await dataKeys(o)).toEqual([expect.stringMatching(/\.sluice-generations\/gen-[^/]+\/c\.jsonl$/)]);
+  });
+});
+
 describe('OutputDir on S3: shards in one prefix', () => {
   it('shards commit side by side into one prefix, each to its own manifest; one shard’s open leaves the other’s temp objects', async () => {
     const base = await options();
