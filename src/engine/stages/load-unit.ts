@@ -6,8 +6,9 @@
  *   decided before reading, `wantsRawFile`): when every pending sink lists the file's format (decided when the file
  *   arrives, `allReadNatively`), each loads the file itself (`writeUnitFile`); otherwise every sink gets the file
  *   decoded in JS with the source's own decode options. Only a refusal that reading alone can find (a hostile
- *   record mid-file: `NativeLoadRefused`) sends that sink to the JS decoder after it tried. Those options are what `read()` uses, so both paths give
- *   the same records (test/engine/fast-path-parity.test.ts) and the JS decoder dead-letters bad records one by one.
+ *   record mid-file: `NativeLoadRefused`) sends that sink to the JS decoder after it tried. Those options are what
+ *   `read()` uses, so both paths give the same records (test/engine/fast-path-parity.test.ts) and the JS decoder
+ *   dead-letters bad records one by one.
  *
  * A sink whose schema contract is not `evolve` takes rows only: its gate (schema-gate.ts) judges each row, which a
  * native load would not let it see.
