@@ -105,3 +105,14 @@ export function serviceCommandGroup<Args>(
     handler: () => undefined,
   };
 }
+
+/** One subcommand of a service command group, refusing options it does not know. */
+export function subcommand<Args>(
+  command: string,
+  describe: string,
+  builder: (y: Argv<Args>) => Argv<any>,
+  handler: (args: Args) => Promise<void>,
+): CommandModule<Args, Args> {
+  // yargs types the parsed arguments as camel-cased too; the handlers read them as declared.
+  return { command, describe, builder: (y) => builder(y).strict(), handler: (a) => handler(a as Args) };
+}

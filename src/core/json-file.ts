@@ -28,3 +28,16 @@ export async function readJsonFile<T = unknown>(file: string, errors: JsonFileEr
     throw e;
   }
 }
+
+/**
+ * A state file's text, or undefined when it does not exist yet (the first run): the JSON and JSON-lines files a run
+ * keeps (history, dead letters, cursor changes) are absent until something is written to them.
+ */
+export async function readTextIfPresent(file: string): Promise<string | undefined> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}

@@ -13,10 +13,11 @@
  * A run after the change commits under a larger id: its checkpoints count on top of the entry's, so the cursor goes
  * on from the value set as soon as a run loads past it. Entries apply oldest first: a reset after a set forgets the set.
  */
-import { readFile, rename, writeFile } from 'node:fs/promises';
+import { rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { SluiceError } from '../core/errors.js';
 import { PRIVATE_FILE } from '../core/private-files.js';
+import { readTextIfPresent } from '../core/json-file.js';
 
 export interface CursorBaseEntry {
   /** A run-id-like mark: checkpoints of runs with a smaller id, in the sinks below, are not counted. */
@@ -34,13 +35,8 @@ export function cursorBaseFile(stateDir: string): string {
 /** The entries, oldest first; none when nothing was changed by hand. */
 export async function readCursorBase(stateDir: string): Promise<CursorBaseEntry[]> {
   const file = cursorBaseFile(stateDir);
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw err;
-  }
+  const text = await readTextIfPresent(file);
+  if (text === undefined) return [];
   try {
     const parsed = JSON.parse(text) as { entries?: CursorBaseEntry[] };
     if (!Array.isArray(parsed.entries)) throw new Error('no `entries` list');

@@ -7,12 +7,13 @@
  * letter cut short could not be replayed (it says so with `truncated`).
  */
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { appendFile, mkdir, readFile } from 'node:fs/promises';
+import { appendFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { SluiceError } from '../core/errors.js';
 import { makePrivate, PRIVATE_DIR, PRIVATE_FILE } from '../core/private-files.js';
 import { redact } from '../core/redact.js';
 import type { DeadLetter } from '../core/types.js';
+import { readTextIfPresent } from '../core/json-file.js';
 
 /** Characters of a record kept in its letter (records are rarely near this; letters are few). */
 export const MAX_RAW = 1 << 20;
@@ -109,13 +110,8 @@ export function deadLetterKey(d: DeadLetter & { run?: string; index?: number }):
 
 /** All dead letters of a pipeline, de-duplicated, oldest first. */
 export async function readDeadLetters(file: string): Promise<StoredDeadLetter[]> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw err;
-  }
+  const text = await readTextIfPresent(file);
+  if (text === undefined) return [];
   const seen = new Set<string>();
   const out: StoredDeadLetter[] = [];
   for (const line of text.split('\n')) {

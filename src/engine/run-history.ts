@@ -8,7 +8,7 @@
  *
  * A run keeps its id across the attempts that resume it (stages/open-state.ts); `attempt` counts them.
  */
-import { open, readFile } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { EXIT_CODES, InterruptedError, SluiceError } from '../core/errors.js';
 import { PRIVATE_FILE } from '../core/private-files.js';
@@ -20,6 +20,7 @@ import type { SinkSchemaChanges } from './api.js';
 import type { CheckResult } from '../observe/events.js';
 import type { ReasonCount } from './failure-budget.js';
 import { identityOf, judgeHolder, selfIdentity } from './process-identity.js';
+import { readTextIfPresent } from '../core/json-file.js';
 
 export type RunStatus = 'running' | 'succeeded' | 'failed' | 'interrupted' | 'crashed';
 
@@ -102,13 +103,8 @@ const CRASHED_CAUSE = 'the process ended without recording an outcome (killed, o
  * whose process is gone from this host is `crashed` (`asWritten`: as the file says, for the writer).
  */
 export async function readRunHistory(file: string, opts: { asWritten?: boolean } = {}): Promise<RunRecord[]> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw err;
-  }
+  const text = await readTextIfPresent(file);
+  if (text === undefined) return [];
   const byAttempt = new Map<string, RunRecord>();
   for (const line of text.split('\n')) {
     if (!line.trim()) continue;

@@ -13,7 +13,7 @@ import type { CliContext } from '../context.js';
 import { SluiceError } from '../../core/errors.js';
 import { readJsonFile } from '../../core/json-file.js';
 import { UsageError } from '../report.js';
-import { requireYes, serviceCommandGroup, withClient, type ServiceArgs } from '../service-client.js';
+import { requireYes, serviceCommandGroup, subcommand, withClient, type ServiceArgs } from '../service-client.js';
 
 type Args = ServiceArgs & Record<string, any>;
 
@@ -43,12 +43,7 @@ function downloadParams(a: Args) {
 export function datasetsCommand(ctx: CliContext): CommandModule<object, Args> {
   const print = (value: unknown): void => ctx.io.out(JSON.stringify(value, null, 2));
 
-  const sub = (
-    command: string,
-    describe: string,
-    builder: (y: Argv<Args>) => Argv<any>,
-    handler: (args: Args) => Promise<void>,
-  ): CommandModule<Args, Args> => ({ command, describe, builder: (y) => builder(y).strict(), handler });
+  const sub = subcommand<Args>;
 
   const commands: CommandModule<Args, Args>[] = [
     sub(

@@ -1,8 +1,8 @@
 /** `sluice zones …`: the zone endpoints of the service, JSON on stdout. Account-changing ones need `--yes`. */
-import type { Argv, CommandModule } from 'yargs';
+import type { CommandModule } from 'yargs';
 import { jsonArg, listArg } from '../args.js';
 import type { CliContext } from '../context.js';
-import { requireYes, serviceCommandGroup, withClient, type ServiceArgs } from '../service-client.js';
+import { requireYes, serviceCommandGroup, subcommand, withClient, type ServiceArgs } from '../service-client.js';
 
 type Args = ServiceArgs & Record<string, any>;
 
@@ -12,12 +12,7 @@ export function zonesCommand(ctx: CliContext): CommandModule<object, Args> {
   const print = (value: unknown): void => ctx.io.out(JSON.stringify(value, null, 2));
   const call = (args: Args, fn: Parameters<typeof withClient>[2]) => withClient(ctx.io, args, fn).then(print);
 
-  const sub = (
-    command: string,
-    describe: string,
-    builder: (y: Argv<Args>) => Argv<any>,
-    handler: (args: Args) => Promise<void>,
-  ): CommandModule<Args, Args> => ({ command, describe, builder: (y) => builder(y).strict(), handler });
+  const sub = subcommand<Args>;
 
   const commands: CommandModule<Args, Args>[] = [
     sub(
