@@ -4,8 +4,8 @@
  * non-zero, and commits nothing (see harness.ts for what "nothing" is checked against). Bad records are not fatal:
  * they become dead letters with the reason and offset, and the good records are committed.
  *
- * What the corpus files (bad-input/*.test.ts) share: the emulator each file runs against, the pipeline pieces the cases are made
- * of, and `run`, which writes a case into a fresh workspace and runs the CLI on it.
+ * What the corpus files (bad-input/*.test.ts) share: the emulator each file runs against, the pipeline pieces the
+ * cases are made of, and `run`, which writes a case into a fresh workspace and runs the CLI on it.
  */
 import { afterAll, beforeAll } from 'vitest';
 import { startEmulator, type EmulatorHandle } from '../../../src/emulator/server.js';
