@@ -5,17 +5,10 @@
 import { chmodSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { EXIT_CODES } from '../../../src/core/errors.js';
-import {
-  cli,
-  expectFailure,
-  expectNothingCommitted,
-  expectNothingWritten,
-  workspace,
-  type Workspace,
-} from './harness.js';
-import { FILTER_SOURCE, HEAD, JSONL_SINK, emu, env, filterJobs, run, useEmulator } from './corpus.js';
+import { cli, expectFailure, expectNothingCommitted, expectNothingWritten, type Workspace } from './harness.js';
+import { FILTER_SOURCE, HEAD, JSONL_SINK, emu, env, filterJobs, run, useCorpus, workspace } from './corpus.js';
 
-useEmulator();
+useCorpus();
 
 describe('a wrong command line: usage error, exit 2', () => {
   const argCases: [string, string[], RegExp, RegExp][] = [

@@ -5,9 +5,9 @@
 import { describe, expect, it } from 'vitest';
 import { EXIT_CODES } from '../../../src/core/errors.js';
 import { KEY, cli, expectFailure, expectNothingWritten } from './harness.js';
-import { FILTER_SOURCE, HEAD, JSONL_SINK, env, run, useEmulator } from './corpus.js';
+import { FILTER_SOURCE, HEAD, JSONL_SINK, env, run, useCorpus } from './corpus.js';
 
-useEmulator();
+useCorpus();
 
 /** A case whose pipeline file is wrong: reported at p.yaml:line:column, before anything is created; exit 2. */
 interface ConfigCase {

@@ -9,9 +9,9 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { startEmulator, type EmulatorHandle } from '../../../src/emulator/server.js';
 import { KEY, cli, duckdbRows, expectFailure, expectNothingCommitted, inventory, type Workspace } from './harness.js';
-import { FILTER_SOURCE, HEAD, JSONL_SINK, emu, env, run, useEmulator } from './corpus.js';
+import { FILTER_SOURCE, HEAD, JSONL_SINK, emu, env, run, useCorpus } from './corpus.js';
 
-useEmulator();
+useCorpus();
 
 /** A JSONL body with `good` records and malformed lines at the given line numbers (1-based). */
 function jsonlWithBadLines(good: number, bad: Record<number, string>): { text: string; offsets: number[] } {

@@ -6,9 +6,9 @@ import { describe, expect, it } from 'vitest';
 import { EXIT_CODES } from '../../../src/core/errors.js';
 import { startEmulator } from '../../../src/emulator/server.js';
 import { KEY, cli, duckdbRows, expectFailure, expectNothingCommitted, inventory } from './harness.js';
-import { DATASET, FILTER_SOURCE, HEAD, JSONL_SINK, emu, env, filterJobs, run, useEmulator } from './corpus.js';
+import { DATASET, FILTER_SOURCE, HEAD, JSONL_SINK, emu, env, filterJobs, run, useCorpus } from './corpus.js';
 
-useEmulator();
+useCorpus();
 
 describe('filter files: checked before the paid filter job starts', () => {
   const withFile = (name: string, field = 'country_code') =>
