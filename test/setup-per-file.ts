@@ -5,5 +5,9 @@
  */
 import { afterAll } from 'vitest';
 import { removeWorkspaces } from './e2e/harness.js';
+import { removeFileDirs } from './support/file-cleanup.js';
 
-afterAll(removeWorkspaces);
+afterAll(() => {
+  removeWorkspaces();
+  removeFileDirs();
+});

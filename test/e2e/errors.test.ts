@@ -1,6 +1,6 @@
 /**
  * Fatal errors from the real executable: exit status 1 (the service or the network said no; a config error is 2,
- * see test/reliability/bad-input.test.ts), and stderr ends with `error: <cause>` on one line and
+ * see test/reliability/bad-input/), and stderr ends with `error: <cause>` on one line and
  * `  fix: <what to do>`. The key the user passed never shows up in the output.
  *
  * The runs with a wrong key are real processes: the key is a secret registered process-wide (src/core/redact.ts), so

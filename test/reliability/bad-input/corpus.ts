@@ -7,7 +7,6 @@
  * What the corpus files (bad-input/*.test.ts) share: the emulator each file runs against, the pipeline pieces the
  * cases are made of, and `run`, which writes a case into a fresh workspace and runs the CLI on it.
  */
-import { rmSync } from 'node:fs';
 import { afterAll, beforeAll } from 'vitest';
 import { startEmulator, type EmulatorHandle } from '../../../src/emulator/server.js';
 import { KEY, cli, workspace as newWorkspace, type Result, type Workspace } from './harness.js';
@@ -17,26 +16,16 @@ export const DATASET = 'gd_l1vikfnt1wgvvqz95w';
 /** The emulator of the test file running now (set by `useEmulator`). */
 export let emu: EmulatorHandle;
 
-const made: string[] = [];
+/** A fresh workspace, removed after the test file that made it (harness.ts: test/support/file-cleanup.ts). */
+export const workspace = (): Workspace => newWorkspace();
 
-/**
- * A fresh workspace, removed after the test file that made it. harness.ts removes its own only after the first file
- * that imported it: the corpus files share one module instance per process (isolate: false).
- */
-export function workspace(): Workspace {
-  const ws = newWorkspace();
-  made.push(ws.dir);
-  return ws;
-}
-
-/** Starts an emulator for the calling test file before its tests; stops it and removes its workspaces after them. */
+/** Starts an emulator for the calling test file before its tests and stops it after them. */
 export function useCorpus(): void {
   beforeAll(async () => {
     emu = await startEmulator({ apiKey: KEY, seed: 5, size: 2000, timeScale: 50 });
   });
   afterAll(async () => {
     await emu?.close();
-    for (const d of made.splice(0)) rmSync(d, { recursive: true, force: true });
   });
 }
 

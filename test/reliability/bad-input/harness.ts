@@ -6,13 +6,14 @@
  * "Nothing committed" is checked on the bytes: no data file appeared, every DuckDB table (and `_sluice_state`) is
  * empty, every manifest lists no unit, no run is marked complete, no dead letter was written.
  */
-import { lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { lstatSync, mkdtempSync, readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { afterAll, expect } from 'vitest';
+import { expect } from 'vitest';
 import { runCli } from '../../../src/cli/cli.js';
 import { memoryIo } from '../../cli/memory-io.js';
+import { removeAfterFile } from '../../support/file-cleanup.js';
 
 export const KEY = 'bad-input-key-5e2d9a71';
 
@@ -25,14 +26,9 @@ export interface Workspace {
   files(): Set<string>;
 }
 
-const made: string[] = [];
-afterAll(() => {
-  for (const d of made.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
 export function workspace(): Workspace {
   const dir = mkdtempSync(path.join(tmpdir(), 'sluice-bad-input-'));
-  made.push(dir);
+  removeAfterFile(dir);
   const ws: Workspace = {
     dir,
     path: (name) => path.join(dir, name),

@@ -4,7 +4,7 @@
  * at a failpoint (bench/lib/sluice-child.ts, the crash matrix's machinery); one emulator per test file, its clock
  * pinned to an emulated night and moved between runs, its counters telling what each run paid for.
  */
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
@@ -19,6 +19,7 @@ import type { RunHooks } from '../../../src/engine/run-hooks.js';
 import { loadPipeline } from '../../../src/pipeline/load.js';
 import { registry, type Registry } from '../../../src/pipeline/registry.js';
 import type { CommitFailpoint, Output, Servers, Target } from './targets.js';
+import { removeAfterFile } from '../../support/file-cleanup.js';
 
 export const API_KEY = 'conformance-key-5d0c1e';
 export const DAY = 86_400_000;
@@ -79,15 +80,10 @@ export function useService(opts: { size?: number; faults?: unknown; seed?: numbe
   };
 }
 
-const dirs: string[] = [];
-afterAll(() => {
-  if (!process.env.SLUICE_CONFORMANCE_KEEP) for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
 /** A fresh directory for one scenario on one target: its pipeline files, local outputs and state. */
 export function scenarioDir(tag: string): string {
   const dir = mkdtempSync(path.join(tmpdir(), `sluice-conf-${tag}-`));
-  dirs.push(dir);
+  removeAfterFile(dir, 'SLUICE_CONFORMANCE_KEEP');
   return dir;
 }
 
@@ -98,7 +94,7 @@ export function scenarioDir(tag: string): string {
  */
 export function relocate(dir: string): string {
   const next = mkdtempSync(`${dir.replace(/-[^-]*$/, '')}-`);
-  dirs.push(next);
+  removeAfterFile(next, 'SLUICE_CONFORMANCE_KEEP');
   cpSync(dir, next, { recursive: true, preserveTimestamps: true });
   return next;
 }
