@@ -2,10 +2,11 @@
  * Where an end-to-end test's pipelines and outputs live: a temporary copy of pipelines/ per workspace, removed after
  * each test file, and the outputs read back with DuckDB.
  */
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
+import { removeAfterFile } from '../../support/file-cleanup.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '../../..');
 export const API_KEY = 'e2e-key-7f3a9c21';
@@ -23,20 +24,13 @@ export interface Workspace {
   write(name: string, text: string): string;
 }
 
-const workspaces: string[] = [];
 /**
- * Deletes the workspaces made so far; test/setup-per-file.ts runs it after each test file (this module is imported
- * once per worker process, which runs many files). SLUICE_E2E_KEEP=1 keeps the directories for a look at what a run
- * wrote.
+ * A temporary copy of pipelines/, so the examples' relative outputs and state stay out of the repository; removed
+ * after the test file (test/support/file-cleanup.ts) unless SLUICE_E2E_KEEP=1 keeps it for a look at what a run wrote.
  */
-export function removeWorkspaces(): void {
-  if (!process.env.SLUICE_E2E_KEEP) for (const d of workspaces.splice(0)) rmSync(d, { recursive: true, force: true });
-}
-
-/** A temporary copy of pipelines/, so the examples' relative outputs and state stay out of the repository. */
 export function workspace(): Workspace {
   const dir = mkdtempSync(path.join(tmpdir(), 'sluice-e2e-'));
-  workspaces.push(dir);
+  removeAfterFile(dir, 'SLUICE_E2E_KEEP');
   const pipelines = path.join(dir, 'pipelines');
   // Without the state of runs made in the repository (`.sluice/`): a copied checkpoint would make a run resume.
   cpSync(path.join(ROOT, 'pipelines'), pipelines, {
