@@ -1,5 +1,6 @@
 /**
- * Builds the compiled CLI once before the suite. Tests spawn `bin/sluice.js`, which runs `dist/src/cli/main.js`:
+ * Once before the suite: the servers that come from system packages are installed where they can be
+ * (support/system-packages.ts), and the compiled CLI is built. Tests spawn `bin/sluice.js`, which runs `dist/src/cli/main.js`:
  * without this build a test would exercise whatever was compiled last, not the source under test.
  *
  * The build is `npm run build`'s (tsconfig.build.json, through the TypeScript API), made incremental with its build
@@ -21,6 +22,7 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
+import { installMissing, installNotice } from './support/system-packages.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const DIST = path.join(ROOT, 'dist');
@@ -34,7 +36,14 @@ const LOCK = path.join(DIST, '.build-lock');
 const LOCK_STALE_MS = 180_000;
 const INPUTS = ['src', 'sinks', 'tsconfig.json', 'tsconfig.build.json', 'package.json'];
 
-export default async function buildCompiledCli(): Promise<void> {
+export default async function setup(): Promise<void> {
+  // Once, at the top of the run: the servers from system packages the suite runs (support/system-packages.ts).
+  const notice = installNotice(installMissing());
+  if (notice !== undefined) process.stderr.write(notice);
+  await buildCompiledCli();
+}
+
+async function buildCompiledCli(): Promise<void> {
   if (upToDate()) return;
   mkdirSync(DIST, { recursive: true });
   await takeLock();

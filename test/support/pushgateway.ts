@@ -1,11 +1,11 @@
 /**
  * A real Prometheus Pushgateway for the tests (Debian's `prometheus-pushgateway`), on a free port of 127.0.0.1,
- * without persistence, stopped by `stop()`. Started once it logs that it listens. Without the binary this throws,
- * naming the package to install: the metrics tests fail rather than skip.
+ * without persistence, stopped by `stop()`. Started once it logs that it listens. The binary is the suite's to
+ * install (system-packages.ts); a test file that finds none skips its gateway tests (`systemBinary`).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
+import { installCommand, systemBinary } from './system-packages.js';
 
 export interface Pushgateway {
   url: string;
@@ -17,15 +17,10 @@ export interface Pushgateway {
 }
 
 function findBinary(): string {
-  for (const candidate of [process.env.SLUICE_PUSHGATEWAY, '/usr/bin/prometheus-pushgateway'])
-    if (candidate && existsSync(candidate)) return candidate;
-  const which = spawnSync('sh', ['-c', 'command -v prometheus-pushgateway || command -v pushgateway'], {
-    encoding: 'utf8',
-  });
-  if (which.status === 0 && which.stdout.trim()) return which.stdout.trim().split('\n')[0]!;
+  const bin = systemBinary('pushgateway');
+  if (bin !== undefined) return bin;
   throw new Error(
-    'the Prometheus Pushgateway binary was not found (/usr/bin/prometheus-pushgateway, $SLUICE_PUSHGATEWAY or PATH): ' +
-      'install it with `apt-get install prometheus-pushgateway` (Debian/Ubuntu), or set SLUICE_PUSHGATEWAY to its path',
+    `the Prometheus Pushgateway binary was not found ($SLUICE_PUSHGATEWAY, /usr/bin/prometheus-pushgateway or PATH): ${installCommand(['pushgateway'])}`,
   );
 }
 
