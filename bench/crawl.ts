@@ -23,7 +23,7 @@ import type { Logger, SourceContext } from '../src/core/types.js';
 import type { ComponentDeps } from '../src/contracts/component.js';
 import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
-import { MemoryStateStore } from '../src/engine/state-store.js';
+import { MemoryStateStore } from '../src/state/state-store.js';
 import { serpSchema, serpSource } from '../src/sources/serp.js';
 import { driveCrawl } from '../test/support/drive-crawl.js';
 

@@ -97,8 +97,13 @@ async function throughFiles(env: Env, sink: Sink): Promise<number> {
   const n = await eachUnit(
     env,
     async (f) =>
-      (await sink.writeUnitFile!(unitOf(f), { path: f, decode: { format: 'jsonl' }, temporary: false }, NO_CHECKPOINT))
-        .records,
+      (
+        await sink.capabilities.native!.load(
+          unitOf(f),
+          { path: f, decode: { format: 'jsonl' }, temporary: false },
+          NO_CHECKPOINT,
+        )
+      ).records,
   );
   await sink.finish();
   await sink.close();

@@ -11,7 +11,7 @@ import { FAILPOINTS_ENV } from '../../src/core/failpoints.js';
 import { redact } from '../../src/core/redact.js';
 import type { Logger } from '../../src/core/types.js';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
-import { runPipeline } from '../../src/engine/run.js';
+import { runPipeline } from '../../src/operations/run.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
 import {
   CELLS,

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../../src/core/types.js';
 import { startEmulator } from '../../src/emulator/server.js';
-import { runPipeline } from '../../src/engine/run.js';
+import { runPipeline } from '../../src/operations/run.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
 import { startPostgres, type PostgresServer } from '../../test/support/postgres-server.js';
 import { CUT_MOMENTS } from '../../test/support/tcp-proxy.js';

@@ -38,7 +38,7 @@ export const NORMALIZE_COMPANY_PROFILES = [{ type: 'normalize', preset: 'company
  */
 export async function partsPipelineCase(p: PartsPipeline): Promise<() => Promise<CaseOutcome>> {
   const { loadPipeline } = await import('../../src/pipeline/load.js');
-  const { runPipeline } = await import('../../src/engine/run.js');
+  const { runPipeline } = await import('../../src/operations/run.js');
   const file = path.join(p.outDir, `${p.name}.yaml`);
   const config = {
     version: 1,

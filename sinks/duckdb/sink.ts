@@ -82,7 +82,10 @@ export class DuckDBSink implements Sink {
     this.table = new TableColumns(this.names, this.label);
     this.baseDir = options.baseDir;
     this.hooks = options.hooks ?? {};
-    this.capabilities = { nativeFormats: ['jsonl'], limits: duckdbLimits(config) };
+    this.capabilities = {
+      native: { formats: ['jsonl'], load: (unit, file, commit, check) => this.loadFile(unit, file, commit, check) },
+      limits: duckdbLimits(config),
+    };
   }
 
   typeName(t: LogicalType): string {
@@ -157,7 +160,7 @@ export class DuckDBSink implements Sink {
   }
 
   /** Native path: the unit's raw JSONL file (native.ts). */
-  async writeUnitFile(unit: WorkUnit, file: RawFile, commit: UnitCommit, check?: RecordCheck): Promise<CommitResult> {
+  private loadFile(unit: WorkUnit, file: RawFile, commit: UnitCommit, check?: RecordCheck): Promise<CommitResult> {
     return commitRawFile(this.scope(), unit, file, commit, check, () => this.isCommitted(unit.id));
   }
 

@@ -64,7 +64,7 @@ interface StagedUnit {
 
 export class JsonlSink extends FileSinkBase<JsonlSinkConfig> implements Sink {
   /** Copying a raw JSONL file's bytes is this sink's native path. */
-  readonly capabilities: SinkCapabilities = { nativeFormats: ['jsonl'], limits: JSONL_LIMITS };
+  readonly capabilities: SinkCapabilities;
   private readonly publishing = new Mutex();
   private readonly gzipLevel: number | undefined;
   private readonly ext: string;
@@ -80,6 +80,11 @@ export class JsonlSink extends FileSinkBase<JsonlSinkConfig> implements Sink {
     this.gzipLevel = compress ? config.gzip_level : undefined;
     this.ext = compress ? '.jsonl.gz' : '.jsonl';
     this.targetBytes = Math.max(1, Math.round((config.target_file_mb ?? DEFAULT_TARGET_FILE_MB) * 2 ** 20));
+    this.capabilities = {
+      native: { formats: ['jsonl'], load: (unit, file, commit, check) => this.copyFile(unit, file, commit, check) },
+      limits: JSONL_LIMITS,
+      files: this.fileOutput(),
+    };
   }
 
   /** JSON has no column types: what a value of the column is written as. */
@@ -116,7 +121,12 @@ export class JsonlSink extends FileSinkBase<JsonlSinkConfig> implements Sink {
    * parsed into rows and rewritten. A line is copied as it came: one with a key twice in an object stays so (JSON
    * readers take the last value, as the JS path would have written it).
    */
-  async writeUnitFile(unit: WorkUnit, file: RawFile, commit: UnitCommit, check?: RecordCheck): Promise<CommitResult> {
+  private async copyFile(
+    unit: WorkUnit,
+    file: RawFile,
+    commit: UnitCommit,
+    check?: RecordCheck,
+  ): Promise<CommitResult> {
     refuseUnlessJsonl('jsonl sink', file);
     if (this.opened().out.isCommitted(unit.id)) return { committed: false, records: 0 };
     const judge = check ?? new RecordJudge(JSONL_LIMITS);

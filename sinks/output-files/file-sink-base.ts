@@ -7,7 +7,15 @@
  */
 import type { z } from 'zod';
 import type { ComponentDef, ComponentDeps } from '../../src/contracts/component.js';
-import type { CompactSummary, Logger, OutputQuery, QueryableOutput, Sink, SinkContext } from '../../src/core/types.js';
+import type {
+  CompactSummary,
+  FileOutput,
+  Logger,
+  OutputQuery,
+  QueryableOutput,
+  Sink,
+  SinkContext,
+} from '../../src/core/types.js';
 import { quoteString } from '../../src/schema/duckdb-types.js';
 import { displayPath } from '../display-path.js';
 import { compactAtFinish } from './compact.js';
@@ -95,8 +103,12 @@ export abstract class FileSinkBase<C extends FileSinkConfig, O extends OpenedFil
     return publishedFilesGlob(this.options.baseDir ?? '.', this.config.path, this.files.pattern);
   }
 
-  lockPath(baseDir: string): string {
-    return fileSinkLockPath(this.config, baseDir, this.options.shard);
+  /** What the sink declares as a file output (`SinkCapabilities.files`): its lock and its compaction. */
+  protected fileOutput(): FileOutput {
+    return {
+      lockFile: fileSinkLockPath(this.config, this.options.baseDir ?? '.', this.options.shard),
+      compact: (ctx) => this.compact(ctx),
+    };
   }
 
   async committedUnits(): Promise<Set<string>> {

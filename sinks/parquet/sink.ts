@@ -92,7 +92,7 @@ export class ParquetSink extends FileSinkBase<ParquetSinkConfig, OpenedParquet> 
     this.targetBytes =
       config.file_size_bytes ?? Math.round((config.target_file_mb ?? DEFAULT_TARGET_FILE_MB) * 2 ** 20);
     this.capabilities = {
-      nativeFormats: [],
+      files: this.fileOutput(),
       limits: parquetLimits(config, outputRoot(path.resolve(options.baseDir ?? '.'), config.path)),
     };
   }

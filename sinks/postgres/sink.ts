@@ -101,7 +101,7 @@ export class PostgresSink implements Sink {
   ) {
     this.names = tableNames(config);
     this.table = new TableColumns(config, this.names, this.label);
-    this.capabilities = { nativeFormats: [], limits: postgresLimits(config) };
+    this.capabilities = { limits: postgresLimits(config) };
     // Resolved (and the password registered as a secret) before anything can log or fail.
     this.target = resolveTarget(connectionUrl(config));
     this.hooks = options.hooks ?? {};

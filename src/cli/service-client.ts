@@ -62,8 +62,8 @@ export async function withClient<T>(
 ): Promise<T> {
   const config = serviceConfig(io, args);
   const [{ ServiceConnection }, { createLogger }] = await Promise.all([
-    import('../engine/service.js'),
-    import('../engine/logger.js'),
+    import('../runtime/service.js'),
+    import('../runtime/logger.js'),
   ]);
   const log = createLogger({ format: 'text', level: 'warn', write: (line) => io.err(line) });
   const connection = new ServiceConnection(config, process.cwd(), log, { retries: 0 });

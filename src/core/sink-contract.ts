@@ -9,8 +9,6 @@ import type { Batch, DeadLetterFn, Logger, Row, UnitCommit, WorkUnit } from './r
 import type { RawFile, RawFormat } from './source-contract.js';
 import type { RecordCheck, StoreLimits } from './store-limits.js';
 
-export type WriteDisposition = 'append' | 'replace' | 'merge';
-
 /** A change a sink made to its table / dataset columns while committing a unit (schema evolution). */
 export interface SchemaChange {
   /** Column path: `price`, `funding.rounds`, `updates[].likes_count`. */
@@ -19,6 +17,13 @@ export interface SchemaChange {
   /** The sink's type names (its own mapping): undefined for `added`. */
   from?: string;
   to: string;
+}
+
+/** The schema changes of one sink during a run, for its summary and history. */
+export interface SinkSchemaChanges {
+  /** `sink.describe()`. */
+  sink: string;
+  changes: SchemaChange[];
 }
 
 export interface CommitResult {
@@ -49,15 +54,49 @@ export interface SinkContext {
   declared?: DeclaredSchema;
 }
 
-/** What a sink can do, declared rather than inferred from its type name (dlt's destination capabilities). */
+/**
+ * What a sink can do beyond the contract every sink keeps, declared once rather than inferred from its type name
+ * (dlt's destination capabilities) or probed for as optional methods: each optional capability is one member that
+ * holds everything it takes, so "can it?" and "how?" are the same question.
+ */
 export interface SinkCapabilities {
-  /**
-   * Raw files the sink loads natively through `writeUnitFile` (the fast path); empty = rows only. A sink may still
-   * refuse one file at load time with `NativeLoadRefused` (core/errors.ts), and the engine then decodes it in JS.
-   */
-  nativeFormats: readonly RawFormat[];
+  /** Raw files the sink loads itself, and how (the fast path); absent: it takes rows only. */
+  readonly native?: NativeLoad;
   /** What its store can hold (absent: anything); read after `open()`, where it may depend on what the sink found. */
-  limits?: StoreLimits;
+  readonly limits?: StoreLimits;
+  /**
+   * Its output is files two pipelines could share (a directory, an `s3://` prefix): the lock taken for it and its
+   * compaction. Absent: a store that locks itself (a database).
+   */
+  readonly files?: FileOutput;
+}
+
+/** A sink's native load of a unit's raw file (`SinkCapabilities.native`). */
+export interface NativeLoad {
+  /** The raw formats it reads; a file of another format is decoded in JS for it. */
+  readonly formats: readonly RawFormat[];
+  /**
+   * Loads the unit's file (gzip or not) atomically with the unit id and `commit.checkpoint()`, giving exactly the
+   * rows `writeUnit` would give for the file decoded with `file.decode`. Throws `NativeLoadRefused`
+   * (core/errors.ts) when the file cannot be loaded as a whole (the engine then decodes it in JS for this sink); any
+   * other error fails the unit like an error of `writeUnit`. `check` is the engine's record judge for this sink:
+   * every record must pass it, or the file is refused.
+   */
+  load(unit: WorkUnit, file: RawFile, commit: UnitCommit, check?: RecordCheck): Promise<CommitResult>;
+}
+
+/** A file output's own lock and compaction (`SinkCapabilities.files`). */
+export interface FileOutput {
+  /**
+   * The lock file the runtime takes before `open()` (and `compact`) and releases after `close()`: opening a file
+   * output settles and deletes another writer's temp files, so two pipelines sharing it must not open it at once.
+   */
+  readonly lockFile: string;
+  /**
+   * `sluice compact`: rewrites the small published files of the output into files of about the target size, under
+   * the output's commit protocol. Called instead of `open()`, under the output's lock.
+   */
+  compact(ctx: SinkContext): Promise<CompactSummary>;
 }
 
 /** What a compaction did (Sink.compact): data files before and after, small files replaced, new files written. */
@@ -91,7 +130,8 @@ export interface QueryableOutput {
 
 /**
  * A sink owns its atomic commit: a unit's records and the unit's checkpoint become visible together or not at all.
- * The engine serialises nothing: a sink must accept `writeUnit` calls for different units concurrently.
+ * The engine serialises nothing: a sink must accept `writeUnit` calls for different units concurrently. Every member
+ * is required; what only some sinks can do is declared in `capabilities`.
  */
 export interface Sink {
   readonly capabilities: SinkCapabilities;
@@ -100,34 +140,28 @@ export interface Sink {
   /** `--show`: how to read back what the sink wrote; works without `open()`. */
   outputQuery(limit: number): OutputQuery;
   /**
-   * Optional: a lock file the engine takes before `open()` and releases after `close()`, for output that two
-   * pipelines could share (a file sink's directory). Sinks whose store locks itself (a DuckDB file) have none.
-   * `baseDir` is the pipeline file's directory, which relative paths in the config resolve against.
-   */
-  lockPath?(baseDir: string): string;
-  /**
    * Once per run, before any unit. One that throws has released what it took: a transient failure (core/retry.ts)
-   * is followed by another `open()` (stages/open-sinks.ts).
+   * is followed by another `open()`.
    */
   open(ctx: SinkContext): Promise<void>;
   /** Ids of units already committed by earlier runs of this pipeline into this sink. */
   committedUnits(): Promise<Set<string>>;
   /**
-   * Optional (incremental loads): the `checkpoint` of every committed unit that had one, by unit id, as committed
-   * together with the unit's rows. A sink without it cannot take part in cursor state.
+   * The `checkpoint` of every committed unit that had one, by unit id, as committed together with the unit's rows
+   * (incremental loads: the next run starts from them).
    */
-  committedCheckpoints?(): Promise<Map<string, unknown>>;
+  committedCheckpoints(): Promise<Map<string, unknown>>;
   /**
-   * Optional (`sluice state drop`): removes what the sink holds of this pipeline — its table or files — together with
-   * its committed units and checkpoints, so neither outlives the other. Called after `open()`, under the run locks;
+   * `sluice state drop`: removes what the sink holds of this pipeline — its table or files — together with its
+   * committed units and checkpoints, so neither outlives the other. Called after `open()`, under the run locks;
    * returns what it removed, for the run history.
    */
-  drop?(): Promise<string[]>;
+  drop(): Promise<string[]>;
   /**
    * The columns of the sink's table / dataset as committed so far (after `open()`); undefined when nothing exists
-   * yet. The engine's schema-contract gate checks each unit's rows against them.
+   * yet. The schema-contract gate checks each unit's rows against them, and the store gate's judge learns them.
    */
-  currentColumns?(): Promise<ReadonlyMap<string, LogicalType> | undefined>;
+  currentColumns(): Promise<ReadonlyMap<string, LogicalType> | undefined>;
   /** The sink's own name for a column type (`TIMESTAMP`, `timestamptz`, `string`), for `sluice schema` and reports. */
   typeName(t: LogicalType): string;
   /**
@@ -135,22 +169,9 @@ export interface Sink {
    * the batches are drained). No-op if already committed.
    */
   writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>, commit: UnitCommit): Promise<CommitResult>;
-  /**
-   * Optional fast path for the formats in `capabilities.nativeFormats`: load a unit's file (gzip or not) natively,
-   * atomically with the unit id and `commit.checkpoint()`, giving exactly the rows `writeUnit` would give for the
-   * file decoded with `file.decode`. Throws `NativeLoadRefused` when the file cannot be loaded as a whole (the
-   * engine then decodes it in JS); any other error fails the unit like an error of `writeUnit`. `check` is the
-   * engine's record judge for this sink: every record must pass it, or the file is refused.
-   */
-  writeUnitFile?(unit: WorkUnit, file: RawFile, commit: UnitCommit, check?: RecordCheck): Promise<CommitResult>;
   /** Called once after every unit succeeded (e.g. `replace` swaps the new generation in here). */
   finish(): Promise<void>;
-  /**
-   * Optional (file sinks): `sluice compact` — rewrites the small published files of the output into files of about
-   * the target size, under the output's commit protocol. Called instead of `open()`, under the output's lock.
-   */
-  compact?(ctx: SinkContext): Promise<CompactSummary>;
-  /** Optional: what the sink committed, for checks after the load; called after `finish()`, before `close()`. */
-  queryable?(): Promise<QueryableOutput>;
+  /** What the sink committed, for checks after the load; called after `finish()`, before `close()`. */
+  queryable(): Promise<QueryableOutput>;
   close(): Promise<void>;
 }

@@ -67,25 +67,53 @@ export interface BackfillWindow {
   to?: string | number;
 }
 
+/**
+ * What reading a unit learned, handed back with its records: the return value of the iterator `Source.read` gives
+ * (`return { checkpoint }` at the end of an async generator). Values out, never instance state a caller reads later.
+ */
+export interface UnitEnd {
+  /**
+   * What the unit advanced the source's cursor to (incremental sources), JSON-serialisable: the sinks commit it with
+   * the unit's rows, and the next run's `plan()` finds it in `ctx.checkpoints`. Absent: none.
+   */
+  checkpoint?: unknown;
+  /** Units this one leads to (the next page of a crawl), scheduled unless already committed. */
+  next?: readonly WorkUnit[];
+}
+
+/** A unit's records in batches; the iterator's return value is what the read learned (`UnitEnd`). */
+export interface UnitRead {
+  [Symbol.asyncIterator](): AsyncIterator<Batch, UnitEnd | void, undefined>;
+}
+
 export interface Source {
+  /** Units the engine reads at once for this source (the source's own config decides). */
+  readonly concurrency: number;
+  /**
+   * The source keeps a cursor: each unit's read ends with its checkpoint (`UnitEnd.checkpoint`, and
+   * `RawFile.checkpoint` for its raw file). The engine then reads the checkpoints the sinks committed before
+   * `plan()`, and refuses a sink that cannot store them.
+   */
+  readonly incremental: boolean;
   /**
    * Split the job into units. May start a paid job (filter, trigger) when not dryRun, and then must checkpoint
    * its id in `ctx.state` before waiting on it. Sources whose units are discovered while reading (crawl pages)
-   * return the units known so far and yield more through `discover`.
+   * return the units known so far and hand on more as each read ends (`UnitEnd.next`).
    */
   plan(ctx: SourceContext): Promise<WorkUnit[]>;
-  /** Read one unit as batches. Must be safe to call again for the same unit after a crash. */
-  read(unit: WorkUnit, ctx: SourceContext): AsyncIterable<Batch>;
+  /** Read one unit as batches, ending with what the read learned. Must be safe to call again for the same unit. */
+  read(unit: WorkUnit, ctx: SourceContext): UnitRead;
   /**
-   * Optional: for crawls, units found while reading a unit (the next page). Called by the engine after `read`
-   * finished for `unit`. Returned units are scheduled unless already committed.
+   * Optional (crawls): the units a unit committed by an earlier attempt leads to, as the source's checkpointed state
+   * knows them — a unit read in this attempt hands them over itself (`UnitEnd.next`).
    */
   discover?(unit: WorkUnit, ctx: SourceContext): WorkUnit[];
   /**
    * Optional fast path: the unit's bytes as a local file, for sinks that load files natively when the pipeline
    * has no JS transform (DuckDB reads JSONL faster than JS can hand it rows). Sources that download put the
    * bytes in `tmpDir` (`temporary: true`, the engine deletes the file); local-file sources return their path.
-   * `read(unit)` must yield exactly what decoding this file with `file.decode` yields: the engine relies on it.
+   * Decoding the file with `file.decode` must yield exactly what `read(unit)` yields, and the file carries the
+   * checkpoint `read` would end with: a source whose checkpoint depends on the rows has no raw files.
    */
   rawFile?(unit: WorkUnit, ctx: SourceContext, tmpDir: string): Promise<RawFile>;
   /**
@@ -94,16 +122,6 @@ export interface Source {
    * Throws a `SluiceError` whose hint is the fix. `plan` and `run` call it once, before `plan`.
    */
   preflight?(ctx: SourceContext): Promise<void>;
-  /**
-   * Optional (incremental sources): the unit's checkpoint — what the unit advanced the cursor to — once `read(unit)`
-   * has yielded its last batch (or, when `checkpointFromRows` is false, at any time). The engine hands it to the
-   * sinks with the unit's rows (`UnitCommit`); undefined = none. The next run's `plan()` sees it in `ctx.checkpoints`.
-   */
-  unitCheckpoint?(unit: WorkUnit): unknown;
-  /** The checkpoint depends on the rows `read()` yields: the engine then never loads the unit from its raw file. */
-  readonly checkpointFromRows?: boolean;
-  /** Units the engine reads at once for this source (the source's own config decides; default 4). */
-  readonly concurrency?: number;
   close?(): Promise<void>;
 }
 
@@ -128,4 +146,6 @@ export interface RawFile {
   path: string;
   decode: RawDecodeOptions;
   temporary: boolean;
+  /** The unit's checkpoint, as `read` would end with it (incremental sources). */
+  checkpoint?: unknown;
 }

@@ -27,6 +27,10 @@ import { missingJob, readSavedJob, saveJob, type SavedJob } from './saved-job.js
 export { deepLookupSchema, type DeepLookupConfig } from './deep-lookup-schema.js';
 
 class DeepLookupSource implements Source {
+  // One download unit per request: nothing to read side by side beyond what the engine's default allows.
+  readonly concurrency = 4;
+  readonly incremental = false;
+
   constructor(
     private readonly cfg: DeepLookupConfig,
     private readonly deps: ComponentDeps,

@@ -13,7 +13,7 @@ import { lstat, open, readdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { SluiceError } from '../core/errors.js';
-import type { Batch, RawDecodeOptions, RawFile, Source, SourceContext, WorkUnit } from '../core/types.js';
+import type { Batch, RawDecodeOptions, RawFile, Source, SourceContext, UnitEnd, WorkUnit } from '../core/types.js';
 import { fileReferences, type ComponentDef, type ComponentDeps } from '../contracts/component.js';
 import { decode } from '../decode/index.js';
 import { countBytes, localFileBounds } from './bytes.js';
@@ -88,8 +88,7 @@ class FileSource implements Source {
   readonly concurrency: number;
   /** What every file's bytes are: the same for `read()` and `rawFile()`. */
   private readonly decodeOptions: RawDecodeOptions;
-  /** Incremental only: the file's fingerprint, taken when the unit was planned. */
-  readonly unitCheckpoint?: (unit: WorkUnit) => unknown;
+  readonly incremental: boolean;
 
   constructor(
     private readonly cfg: FileConfig,
@@ -97,9 +96,7 @@ class FileSource implements Source {
   ) {
     this.concurrency = cfg.concurrency;
     this.decodeOptions = rawDecodeOptions(cfg.format, cfg.items_path);
-    // Taken at plan time: a file rewritten between plan and read is committed with its old fingerprint, so the
-    // next run sees it changed and loads it again — never skips it.
-    if (cfg.incremental) this.unitCheckpoint = (unit) => unit.params.fingerprint;
+    this.incremental = cfg.incremental;
   }
 
   /** The file itself: nothing to download. A sink that cannot read `items_path` natively refuses it. */
@@ -107,7 +104,12 @@ class FileSource implements Source {
     const file = unit.params.path as string;
     // The sink opens it by name: a file replaced by a link since it was planned is not handed over.
     if ((await lstat(file)).isSymbolicLink()) throw replacedByLink(file);
-    return { path: file, decode: { ...this.decodeOptions, bounds: localFileBounds(ctx) }, temporary: false };
+    return {
+      path: file,
+      decode: { ...this.decodeOptions, bounds: localFileBounds(ctx) },
+      temporary: false,
+      ...checkpointOf(unit),
+    };
   }
 
   async plan(ctx: SourceContext): Promise<WorkUnit[]> {
@@ -187,7 +189,7 @@ class FileSource implements Source {
     return out;
   }
 
-  async *read(unit: WorkUnit, ctx: SourceContext): AsyncIterable<Batch> {
+  async *read(unit: WorkUnit, ctx: SourceContext): AsyncGenerator<Batch, UnitEnd> {
     // Without following a link: the name was checked when the unit was planned, and what it names now is read.
     const file = unit.params.path as string;
     const handle = await open(file, READ_NO_FOLLOW).catch((err: unknown) => {
@@ -200,7 +202,17 @@ class FileSource implements Source {
       deadLetter: ctx.deadLetter,
       bounds: localFileBounds(ctx),
     });
+    return checkpointOf(unit);
   }
+}
+
+/**
+ * An incremental file's checkpoint: its fingerprint, taken when the unit was planned. A file rewritten between plan
+ * and read is committed with its old fingerprint, so the next run sees it changed and loads it again — never skips it.
+ */
+function checkpointOf(unit: WorkUnit): UnitEnd {
+  const fingerprint = unit.params.fingerprint;
+  return fingerprint === undefined ? {} : { checkpoint: fingerprint };
 }
 
 /** Opens a file for reading, failing (ELOOP) when its name is now a symbolic link; plain read where there is none. */

@@ -11,6 +11,7 @@ export function oneShotSource(
   return {
     // One unit: nothing to read in parallel.
     concurrency: 1,
+    incremental: false,
     async plan(ctx: SourceContext): Promise<WorkUnit[]> {
       ctx.report?.('request', unitId);
       return [{ id: unitId, params: {} }];

@@ -7,26 +7,9 @@
 import { ServiceError } from '../client/index.js';
 import { SluiceError } from '../core/errors.js';
 import type { StateStore } from '../core/types.js';
+import { PAID_JOBS_KEY, type PaidJob, type SavedJob } from '../core/paid-jobs.js';
 
-/** A checkpointed paid job. Older state files hold only the id (a string). */
-export interface SavedJob {
-  id: string;
-  /** When the service answered with the id (ISO 8601, local clock). */
-  started_at?: string;
-  /** The run that started it. */
-  run_id?: string;
-}
-
-/** A paid job started in this run, as the run history lists it (`run:paid_jobs` in the run state). */
-export interface PaidJob extends SavedJob {
-  /** `filter` (a snapshot) or `deep_lookup` (a lookup request). */
-  kind: 'filter' | 'deep_lookup';
-  /** Records the service charged for it, once known (the run history's `recordsCharged`). */
-  records_charged?: number;
-}
-
-/** The run state key listing the paid jobs this run started, in order. */
-export const PAID_JOBS_KEY = 'run:paid_jobs';
+export { PAID_JOBS_KEY, type PaidJob, type SavedJob } from '../core/paid-jobs.js';
 
 export function readSavedJob(state: StateStore, key: string): SavedJob | undefined {
   const saved = state.get<string | SavedJob>(key);

@@ -30,6 +30,7 @@ import type {
   RawFile,
   Source,
   SourceContext,
+  UnitEnd,
   WorkUnit,
 } from '../core/types.js';
 import { fileReferences, type ComponentDef, type ComponentDeps } from '../contracts/component.js';
@@ -55,11 +56,12 @@ const SNAPSHOT_ID_HINT =
 
 class SnapshotSource implements Source {
   readonly concurrency: number;
-  readonly checkpointFromRows: boolean;
-  /** Only an incremental snapshot has it: the engine keeps a cursor for sources that do. */
-  readonly unitCheckpoint?: (unit: WorkUnit) => CursorCheckpoint | undefined;
-  /** Largest cursor value read per unit, for `unitCheckpoint`. */
-  private readonly maxima = new Map<string, string | number>();
+  readonly incremental: boolean;
+  /**
+   * Only without a cursor: an incremental part's checkpoint is the largest cursor value among its rows, which only
+   * reading them in JS tells.
+   */
+  readonly rawFile?: (unit: WorkUnit, ctx: SourceContext, tmpDir: string) => Promise<RawFile>;
   /** The latest value a run takes as its cursor (cursor-bound.ts). */
   private readonly bound: CursorBound;
   /** What a part's bytes are: the same for `read()` and `rawFile()`. */
@@ -74,16 +76,9 @@ class SnapshotSource implements Source {
     private readonly deps: ComponentDeps,
   ) {
     this.concurrency = cfg.concurrency;
-    this.checkpointFromRows = cfg.incremental !== undefined;
+    this.incremental = cfg.incremental !== undefined;
     this.bound = new CursorBound(cfg.incremental?.max_ahead_s);
-    const cursor = cfg.incremental?.cursor;
-    if (cursor !== undefined)
-      this.unitCheckpoint = (unit) => {
-        const max = this.maxima.get(unit.id);
-        if (max === undefined) return undefined;
-        const w = this.window;
-        return { cursor, max, ...(w && { backfill: { from: w.from, ...(w.to !== undefined && { to: w.to }) } }) };
-      };
+    if (!this.incremental) this.rawFile = (unit, ctx, tmpDir) => this.downloadToFile(unit, ctx, tmpDir);
     this.decodeOptions = rawDecodeOptions(cfg.download.format);
   }
 
@@ -192,7 +187,7 @@ class SnapshotSource implements Source {
    * (decode/checked-bytes.ts), so the file a sink reads holds no line over the record size limit and no more
    * records than announced. Plain bytes on disk also spare the sink decompressing them again.
    */
-  async rawFile(unit: WorkUnit, ctx: SourceContext, tmpDir: string): Promise<RawFile> {
+  private async downloadToFile(unit: WorkUnit, ctx: SourceContext, tmpDir: string): Promise<RawFile> {
     const file = path.join(tmpDir, `${tempFileStem(unit.id)}.${this.cfg.download.format}`);
     const bounds = this.bounds(ctx);
     const body = countBytes((await this.download(unit, ctx)).body, ctx.counters);
@@ -224,7 +219,7 @@ class SnapshotSource implements Source {
       });
   }
 
-  async *read(unit: WorkUnit, ctx: SourceContext): AsyncIterable<Batch> {
+  async *read(unit: WorkUnit, ctx: SourceContext): AsyncGenerator<Batch, UnitEnd | void> {
     const dl = await this.download(unit, ctx);
     const batches = decode(countBytes(dl.body, ctx.counters), {
       ...this.decodeOptions,
@@ -234,11 +229,10 @@ class SnapshotSource implements Source {
     });
     const cursor = this.cfg.incremental?.cursor;
     if (cursor === undefined) return yield* batches;
-    // A read again (retry) starts over: its checkpoint is that of the rows it yields this time.
-    this.maxima.delete(unit.id);
+    // The part's checkpoint is the largest cursor value among the rows this read yields (a read again starts over).
+    let max: string | number | undefined;
     let rejected: { count: number; first: string } | undefined;
     for await (const batch of batches) {
-      let max = this.maxima.get(unit.id);
       for (const row of batch) {
         const v = row[cursor];
         if ((typeof v !== 'string' && typeof v !== 'number') || (max !== undefined && compareCursor(v, max) <= 0))
@@ -247,11 +241,18 @@ class SnapshotSource implements Source {
         else if (rejected) rejected.count++;
         else rejected = { count: 1, first: String(v) };
       }
-      if (max !== undefined) this.maxima.set(unit.id, max);
       yield batch;
     }
     const part = `snapshot ${String(unit.params.snapshot_id)} part ${String(unit.params.part)}`;
     if (rejected) ctx.log.warn(rejectedCursorWarning(part, cursor, rejected, this.bound));
+    if (max === undefined) return {};
+    const w = this.window;
+    const checkpoint: CursorCheckpoint = {
+      cursor,
+      max,
+      ...(w && { backfill: { from: w.from, ...(w.to !== undefined && { to: w.to }) } }),
+    };
+    return { checkpoint };
   }
 }
 

@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
 import { toPoint } from '../../src/cli/report/series.js';
 import { renderChart } from '../../src/cli/report/svg.js';
-import { readRunHistory, type RunRecord } from '../../src/engine/run-history.js';
+import { readRunHistory, type RunRecord } from '../../src/state/run-history.js';
 import { memoryIo } from './memory-io.js';
 
 const dirs: string[] = [];

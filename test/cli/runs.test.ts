@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
-import type { RunRecord } from '../../src/engine/run-history.js';
+import type { RunRecord } from '../../src/state/run-history.js';
 import { memoryIo } from './memory-io.js';
 
 /** A pipeline over a local JSONL file (no service) whose key comes from a variable, as in the README. */

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
 import { formatPlan } from '../../src/cli/commands/plan.js';
-import type { SinkColumns } from '../../src/engine/api.js';
+import type { SinkColumns } from '../../src/operations/api.js';
 import { presetDeclared } from '../../src/transforms/normalize.js';
 import { memoryIo } from './memory-io.js';
 

@@ -4,9 +4,34 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
-import type { LoadedPipeline } from '../../src/pipeline/load.js';
-import { readRows, showOutputs, sinkForShow } from '../../src/cli/show.js';
+import type { Sink } from '../../src/core/types.js';
+import { loadPipeline, type LoadedPipeline } from '../../src/pipeline/load.js';
+import { firstRows, withOutputs } from '../../src/operations/outputs.js';
+import { showOutputs } from '../../src/cli/show.js';
 import { memoryIo } from './memory-io.js';
+
+/** A pipeline file in `dir` whose sinks are `sinks` (a file source: nothing here calls a service). */
+async function pipelineWith(dir: string, sinks: object[]): Promise<LoadedPipeline> {
+  const file = path.join(dir, 'p.yaml');
+  writeFileSync(
+    file,
+    JSON.stringify({ version: 1, name: 'p', source: { type: 'file', paths: ['.'], format: 'jsonl' }, sinks }),
+  );
+  return loadPipeline(file, {});
+}
+
+const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+
+/** The first rows of the one sink `config` describes, as `--show` reads them. */
+async function rowsOf(dir: string, config: object, limit: number): Promise<Record<string, unknown>[]> {
+  const p = await pipelineWith(dir, [config]);
+  return withOutputs(p, { log: quiet, command: 'test' }, (sinks) => firstRows(sinks[0]!, limit));
+}
+
+/** The one sink `config` describes, built (not opened) as the runtime builds it. */
+async function sinkOf(dir: string, config: object): Promise<Sink> {
+  return withOutputs(await pipelineWith(dir, [config]), { log: quiet, command: 'test' }, async (s) => s[0]!);
+}
 
 function tempDir(): string {
   return mkdtempSync(path.join(tmpdir(), 'sluice-show-'));
@@ -30,7 +55,7 @@ describe('--show reads outputs back through DuckDB', () => {
       `CREATE TABLE "my table" (id INTEGER, tags VARCHAR[], info STRUCT(a INTEGER, b VARCHAR), "at" TIMESTAMP, n BIGINT)`,
       `INSERT INTO "my table" VALUES (1, ['x','y'], {'a': 1, 'b': 'q'}, TIMESTAMP '2026-01-02 03:04:05', 9007199254740993), (2, [], NULL, NULL, 7), (3, NULL, NULL, NULL, NULL)`,
     ]);
-    const rows = await readRows(sinkForShow({ type: 'duckdb', path: 'w.duckdb', table: 'my table' }, dir), 2);
+    const rows = await rowsOf(dir, { type: 'duckdb', path: 'w.duckdb', table: 'my table' }, 2);
     expect(rows).toHaveLength(2);
     expect(rows).toEqual([
       { id: 1, tags: ['x', 'y'], info: { a: 1, b: 'q' }, at: '2026-01-02T03:04:05.000Z', n: '9007199254740993' },
@@ -46,14 +71,14 @@ describe('--show reads outputs back through DuckDB', () => {
     writeFileSync(path.join(jsonl, 'u2.jsonl.gz'), gzipSync('{"n":3,"s":"c"}\n'));
     writeFileSync(path.join(jsonl, '.sluice-tmp', 'u3.tmp'), '{"n":99}\n');
     writeFileSync(path.join(jsonl, '_sluice_manifest.json'), '{"units":{}}');
-    const rows = await readRows(sinkForShow({ type: 'jsonl', path: 'out/jsonl' }, dir), 10);
+    const rows = await rowsOf(dir, { type: 'jsonl', path: 'out/jsonl' }, 10);
     expect(rows.map((r) => r.n).sort()).toEqual([1, 2, 3]);
 
     const parquet = path.join(dir, 'pq');
     await sql(':memory:', [
       `COPY (SELECT * FROM (VALUES (1, 'us'), (2, 'de'), (3, 'us')) t(id, country_code)) TO '${parquet}' (FORMAT parquet, PARTITION_BY (country_code))`,
     ]);
-    const pq = await readRows(sinkForShow({ type: 'parquet', path: 'pq' }, dir), 10);
+    const pq = await rowsOf(dir, { type: 'parquet', path: 'pq' }, 10);
     expect(pq.map((r) => [r.id, r.country_code]).sort()).toEqual([
       [1, 'us'],
       [2, 'de'],
@@ -70,17 +95,10 @@ describe('--show reads outputs back through DuckDB', () => {
       path.join(dir, 'long', 'u.jsonl'),
       JSON.stringify({ about: 'x'.repeat(200), short: [1, 2], list, nested: { a: 'y'.repeat(100) } }) + '\n',
     );
-    const pipeline = {
-      file: path.join(dir, 'p.yaml'),
-      baseDir: dir,
-      name: 'p',
-      config: {
-        sinks: [
-          { type: 'jsonl', path: 'long' },
-          { type: 'jsonl', path: 'empty' },
-        ],
-      },
-    } as unknown as LoadedPipeline;
+    const pipeline = await pipelineWith(dir, [
+      { type: 'jsonl', path: 'long' },
+      { type: 'jsonl', path: 'empty' },
+    ]);
     const io = memoryIo();
     await showOutputs(io, pipeline, 3);
     expect(io.stdout).toEqual([
@@ -91,15 +109,16 @@ describe('--show reads outputs back through DuckDB', () => {
     ]);
   });
 
-  it("reads through each sink's own outputQuery, identifiers and paths quoted", () => {
+  it("reads through each sink's own outputQuery, identifiers and paths quoted", async () => {
+    const dir = tempDir();
     expect(
-      sinkForShow({ type: 'duckdb', path: 'a.duckdb', table: 'we"ird', schema: 's' }, '/base').outputQuery(5),
+      (await sinkOf(dir, { type: 'duckdb', path: 'a.duckdb', table: 'we"ird', schema: 's' })).outputQuery(5),
     ).toEqual({
-      database: '/base/a.duckdb',
+      database: path.join(dir, 'a.duckdb'),
       sql: 'SELECT * FROM "s"."we""ird" LIMIT 5',
     });
-    expect(sinkForShow({ type: 'jsonl', path: "it's" }, '/base').outputQuery(1).sql).toContain(
-      `'/base/it''s/**/*.jsonl*'`,
+    expect((await sinkOf(dir, { type: 'jsonl', path: "it's" })).outputQuery(1).sql).toContain(
+      `'${dir}/it''s/**/*.jsonl*'`,
     );
   });
 
@@ -107,17 +126,12 @@ describe('--show reads outputs back through DuckDB', () => {
     const dir = tempDir();
     mkdirSync(path.join(dir, 'ok'));
     writeFileSync(path.join(dir, 'ok', 'u.jsonl'), '{"n":1}\n');
-    const pipeline = {
-      file: path.join(dir, 'p.yaml'),
-      baseDir: dir,
-      name: 'p',
-      config: {
-        sinks: [
-          { type: 'duckdb', path: 'w.duckdb', table: 'missing' },
-          { type: 'jsonl', path: 'ok' },
-        ],
-      },
-    } as unknown as LoadedPipeline;
+    // The database exists, the table does not.
+    await sql(path.join(dir, 'w.duckdb'), ['CREATE TABLE other (x INTEGER)']);
+    const pipeline = await pipelineWith(dir, [
+      { type: 'duckdb', path: 'w.duckdb', table: 'missing' },
+      { type: 'jsonl', path: 'ok' },
+    ]);
     const io = memoryIo();
     await showOutputs(io, pipeline, 1);
     expect(io.stderr.join('\n')).toMatch(/warn: cannot show duckdb .*w\.duckdb table missing: .*missing/);

@@ -11,8 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
 import { COMPANY_PROFILES_ID } from '../../src/emulator/data/datasets-catalogue.js';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
-import { createLogger } from '../../src/engine/logger.js';
-import { acquireRunLock } from '../../src/engine/run-lock.js';
+import { createLogger } from '../../src/runtime/logger.js';
+import { acquireRunLock } from '../../src/state/run-lock.js';
 import { query } from '../e2e/harness.js';
 import { memoryIo } from './memory-io.js';
 

@@ -12,7 +12,7 @@ import { printed } from '../../src/cli/io.js';
 import { reportError } from '../../src/cli/report.js';
 import { SluiceError } from '../../src/core/errors.js';
 import { printableLine, printableLines } from '../../src/core/printable.js';
-import { createLogger } from '../../src/engine/logger.js';
+import { createLogger } from '../../src/runtime/logger.js';
 import { memoryIo } from '../cli/memory-io.js';
 
 /** A value that would clear the screen, return to the line's start and print a line of its own. */

@@ -8,11 +8,11 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SluiceError } from '../../src/core/errors.js';
 import { ensurePrivateDir, privateWorkRoot } from '../../src/core/private-files.js';
-import { pipelinePaths } from '../../src/engine/paths.js';
-import { runPipeline } from '../../src/engine/run.js';
+import { pipelinePaths } from '../../src/state/paths.js';
+import { runPipeline } from '../../src/operations/run.js';
 import { s3LockPath, s3WorkDir } from '../../sinks/output-files/s3.js';
-import { MemorySource, recordingLogger } from '../engine/in-memory.js';
-import { memoryPipeline, quiet } from '../engine/memory-pipeline.js';
+import { MemorySource, recordingLogger } from '../support/in-memory.js';
+import { memoryPipeline, quiet } from '../support/memory-pipeline.js';
 
 const mode = (p: string): number => statSync(p).mode & 0o777;
 

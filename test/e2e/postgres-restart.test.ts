@@ -22,7 +22,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ComponentDef } from '../../src/contracts/component.js';
 import type { Batch, Logger, Source, WorkUnit } from '../../src/core/types.js';
-import { runPipeline } from '../../src/engine/run.js';
+import { runPipeline } from '../../src/operations/run.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
 import { registry } from '../../src/pipeline/registry.js';
 import { PostgresSink, postgresSink, type PostgresSinkHooks } from '../../sinks/postgres/sink.js';
@@ -77,6 +77,7 @@ class Restarts {
 /** Units of `BATCHES` batches of `ROWS` rows, ids unique over the run; `onBatch` runs before each batch is yielded. */
 class Units implements Source {
   readonly concurrency = 1;
+  readonly incremental = false;
   constructor(private readonly onBatch: (unit: string, batch: number) => void) {}
 
   async plan(): Promise<WorkUnit[]> {

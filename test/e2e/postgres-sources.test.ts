@@ -10,7 +10,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runPipeline } from '../../src/engine/run.js';
+import { runPipeline } from '../../src/operations/run.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
 import { sourceDefs } from '../../src/sources/index.js';
 import { digest, duckTableRows, pgTableRows, type Digest } from '../support/compare-tables.js';

@@ -12,7 +12,7 @@
  */
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runPipeline } from '../../src/engine/run.js';
+import { runPipeline } from '../../src/operations/run.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
 import { digest, type Digest } from '../support/compare-tables.js';
 import { PG_PASSWORD } from '../support/postgres-server.js';

@@ -12,7 +12,7 @@ import { SluiceError } from '../../src/core/errors.js';
 import type { Logger } from '../../src/core/types.js';
 import { mapsPlaceFids, serpQueryPlan } from '../../src/emulator/data/serp.js';
 import type { EmulatorHandle } from '../../src/emulator/server.js';
-import { runPipeline } from '../../src/engine/run.js';
+import { runPipeline } from '../../src/operations/run.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
 import { API_KEY, emulator, query, type Obj } from './harness.js';
 

@@ -18,7 +18,7 @@ import { gunzipSync } from 'node:zlib';
 import { UploadPartCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmulatorHandle } from '../../src/emulator/server.js';
-import { runPipeline } from '../../src/engine/run.js';
+import { runPipeline } from '../../src/operations/run.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
 import { startS3Server, type S3TestServer } from '../support/s3-server.js';
 import { API_KEY, ROOT, emulator, query, variant, workspace, type Obj, type Workspace } from './harness.js';

@@ -16,7 +16,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmulatorHandle } from '../../src/emulator/server.js';
-import { inShard } from '../../src/engine/run.js';
+import { inShard } from '../../src/unit/run-units.js';
 import { api, API_KEY, emulator, query, runInProcess, sluice, workspace } from './harness.js';
 import { runCli } from '../../src/cli/cli.js';
 import { memoryIo } from '../cli/memory-io.js';

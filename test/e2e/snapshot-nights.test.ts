@@ -29,7 +29,7 @@ import type { EmulatorOptions } from '../../src/emulator/context.js';
 import { COMPANY_PROFILES_ID, findDataset } from '../../src/emulator/data/datasets-catalogue.js';
 import { growingDataset, sizeAt } from '../../src/emulator/datasets/growth.js';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
-import { readRunHistory, type RunRecord } from '../../src/engine/run-history.js';
+import { readRunHistory, type RunRecord } from '../../src/state/run-history.js';
 import { memoryIo } from '../cli/memory-io.js';
 import { query } from './harness.js';
 

@@ -4,7 +4,7 @@ import type { WorkUnit } from '../../src/core/types.js';
 import { observeRun, type RunEnded, type RunObserver } from '../../src/observe/events.js';
 import { endNotices, slackBody } from '../../src/observe/notify/message.js';
 import { pushUrl } from '../../src/observe/metrics/run-metrics.js';
-import { recordingLogger } from '../engine/in-memory.js';
+import { recordingLogger } from '../support/in-memory.js';
 
 const totals = {
   units: { total: 2, committed: 2, skipped: 0, failed: 0 },

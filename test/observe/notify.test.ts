@@ -10,9 +10,9 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { SluiceError } from '../../src/core/errors.js';
 import type { Batch, Source, WorkUnit } from '../../src/core/types.js';
-import { runPipeline } from '../../src/engine/run.js';
-import { readRunHistory } from '../../src/engine/run-history.js';
-import { createLogger } from '../../src/engine/logger.js';
+import { runPipeline } from '../../src/operations/run.js';
+import { readRunHistory } from '../../src/state/run-history.js';
+import { createLogger } from '../../src/runtime/logger.js';
 import { deliver } from '../../src/observe/notify/deliver.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
 import { closedUrl, startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
@@ -140,6 +140,7 @@ describe('notifications', () => {
     // The second unit's read waits for the stall alert, then lets several more `stall_after` periods pass without
     // a commit (the time passing is the condition under test), before it yields its rows.
     const source: Source = {
+      incremental: false,
       plan: async () => [
         { id: 'u1', params: {} },
         { id: 'u2', params: {} },

@@ -8,8 +8,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runPipeline } from '../../src/engine/run.js';
-import { readRunHistory } from '../../src/engine/run-history.js';
+import { runPipeline } from '../../src/operations/run.js';
+import { readRunHistory } from '../../src/state/run-history.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
 import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Sink, SinkContext } from '../../src/core/types.js';
 import { LINEAGE_COLUMNS } from '../../src/schema/lineage.js';
-import { withLineage } from '../../src/engine/lineage.js';
+import { withLineage } from '../../src/runtime/lineage.js';
 import { declaredOutput } from '../../src/pipeline/declared-output.js';
 import { registry } from '../../src/pipeline/registry.js';
 import { BIGINT, DOUBLE, VARCHAR } from '../../src/core/logical-type.js';
@@ -84,8 +84,8 @@ describe('declaredOutput', () => {
     const sink = { open: (ctx: SinkContext) => void seen.push(ctx.declared ?? 'none') } as unknown as Sink;
     const ctx = { pipeline: 'p' } as SinkContext;
     const declared = presetDeclared('serp_pages');
-    await withLineage(sink, 'run-1').open({ ...ctx, declared });
-    await withLineage(sink, 'run-1').open(ctx);
+    await withLineage(sink, () => 'run-1').open({ ...ctx, declared });
+    await withLineage(sink, () => 'run-1').open(ctx);
     expect(seen[0]).toEqual([...declared, ...LINEAGE_COLUMNS]);
     expect(names(LINEAGE_COLUMNS)).toEqual(['_sluice_run_id', '_sluice_loaded_at']);
     expect(LINEAGE_COLUMNS.map((c) => c.type.kind)).toEqual(['varchar', 'timestamp']);

@@ -7,10 +7,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SluiceError } from '../../src/core/errors.js';
-import { createLogger } from '../../src/engine/logger.js';
-import { planPipeline } from '../../src/engine/plan-pipeline.js';
-import { runPipeline } from '../../src/engine/run.js';
-import { ServiceConnection, type RetryCounter } from '../../src/engine/service.js';
+import { createLogger } from '../../src/runtime/logger.js';
+import { planPipeline } from '../../src/operations/plan.js';
+import { runPipeline } from '../../src/operations/run.js';
+import { ServiceConnection, type RetryCounter } from '../../src/runtime/service.js';
 import { loadPipeline, validatePipeline } from '../../src/pipeline/load.js';
 
 const quiet = { fresh: false, logFormat: 'text', quiet: true, progress: false } as const;

@@ -10,8 +10,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
-import { silentLogger } from '../../src/engine/logger.js';
-import { replayDeadLetters } from '../../src/engine/dead-letters.js';
+import { silentLogger } from '../../src/runtime/logger.js';
+import { replayDeadLetters } from '../../src/operations/replay.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
 import { cli, workspace, type Result, type Workspace } from './bad-input/harness.js';
 

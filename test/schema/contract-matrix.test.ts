@@ -18,17 +18,18 @@ import { runCli } from '../../src/cli/cli.js';
 import type { ComponentDef } from '../../src/contracts/component.js';
 import { EXIT_CODES, SluiceError } from '../../src/core/errors.js';
 import type { Row } from '../../src/core/types.js';
-import type { RunSummary } from '../../src/engine/api.js';
-import { readDeadLetters } from '../../src/engine/dead-letter-file.js';
-import { pipelinePaths } from '../../src/engine/paths.js';
-import { formatSummary, runPipeline } from '../../src/engine/run.js';
-import { readRunHistory, runHistoryFile } from '../../src/engine/run-history.js';
+import type { RunSummary } from '../../src/operations/api.js';
+import { readDeadLetters } from '../../src/state/dead-letter-file.js';
+import { pipelinePaths } from '../../src/state/paths.js';
+import { formatSummary } from '../../src/operations/summary.js';
+import { runPipeline } from '../../src/operations/run.js';
+import { readRunHistory, runHistoryFile } from '../../src/state/run-history.js';
 import { formatRuns } from '../../src/cli/runs-table.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
 import { registry, type Registry } from '../../src/pipeline/registry.js';
 import { CONTRACT_MODES, type ContractMode } from '../../src/schema/contract.js';
 import { memoryIo } from '../cli/memory-io.js';
-import { MemorySource, recordingLogger, tempDir } from '../engine/in-memory.js';
+import { MemorySource, recordingLogger, tempDir } from '../support/in-memory.js';
 
 const quiet = { fresh: false, logFormat: 'text', quiet: true, progress: false } as const;
 

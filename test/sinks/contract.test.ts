@@ -34,15 +34,11 @@ const configs = {
 };
 
 describe('sink capabilities', () => {
-  it('declares the raw formats each sink loads natively, and has writeUnitFile exactly then', () => {
+  it('declares the raw formats each sink loads natively (and how, in the same place)', () => {
     const formats = Object.fromEntries(
-      Object.entries(configs).map(([type, c]) => [type, [...build(c, '/base').capabilities.nativeFormats]]),
+      Object.entries(configs).map(([type, c]) => [type, [...(build(c, '/base').capabilities.native?.formats ?? [])]]),
     );
     expect(formats).toEqual({ duckdb: ['jsonl'], parquet: [], jsonl: ['jsonl'] });
-    for (const c of Object.values(configs)) {
-      const sink = build(c, '/base');
-      expect(typeof sink.writeUnitFile === 'function', c.type).toBe(sink.capabilities.nativeFormats.length > 0);
-    }
   });
 });
 
@@ -100,9 +96,9 @@ describe('NativeLoadRefused is the only refusal', () => {
       const bad = path.join(dir, 'bad.jsonl');
       await writeFile(bad, '{"id":1}\n{"id": oops}\n');
       const load = (id: string, file: string, format: 'jsonl' | 'csv' | 'json' = 'jsonl') =>
-        sink.writeUnitFile!(unit(id), { path: file, decode: { format }, temporary: false }, NO_CHECKPOINT).catch(
-          (e: unknown) => e,
-        );
+        sink.capabilities
+          .native!.load(unit(id), { path: file, decode: { format }, temporary: false }, NO_CHECKPOINT)
+          .catch((e: unknown) => e);
 
       for (const format of ['csv', 'json'] as const)
         expect(await load(`as-${format}`, good, format), format).toBeInstanceOf(NativeLoadRefused);

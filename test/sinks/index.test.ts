@@ -61,7 +61,7 @@ describe('sinkDefs', () => {
   it.each(types)('%s: says its output is shared by shards exactly when it locks that output', (type) => {
     const { sink, dir, config } = built(type);
     const shared = defOf(type).sharedOutput?.(config, dir);
-    expect(shared !== undefined, 'sharedOutput given').toBe(sink.lockPath !== undefined);
+    expect(shared !== undefined, 'sharedOutput given').toBe(sink.capabilities.files !== undefined);
     if (!shared) return;
     expect(path.dirname(shared.prepared.location)).toBe(path.join(dir, 'out'));
     expect(path.dirname(shared.shardsRecord.location)).toBe(path.join(dir, 'out'));

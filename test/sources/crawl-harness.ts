@@ -8,7 +8,7 @@ import type { Counters, Logger, SourceContext } from '../../src/core/types.js';
 import type { ComponentDeps } from '../../src/contracts/component.js';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
 import type { EmulatorOptions } from '../../src/emulator/context.js';
-import { MemoryStateStore } from '../../src/engine/state-store.js';
+import { MemoryStateStore } from '../../src/state/state-store.js';
 
 export const API_KEY = 'emulator-key';
 

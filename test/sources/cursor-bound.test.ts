@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
 import type { Row } from '../../src/core/types.js';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
-import type { RunRecord } from '../../src/engine/run-history.js';
+import type { RunRecord } from '../../src/state/run-history.js';
 import { reviewsIncremental } from '../../src/sources/crawl/review-pages.js';
 import { CursorBound, DEFAULT_MAX_AHEAD_S } from '../../src/sources/cursor-bound.js';
 import { lastCursorValue } from '../../src/sources/snapshot.js';

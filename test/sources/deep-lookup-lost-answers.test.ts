@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SluiceError } from '../../src/core/errors.js';
 import type { Logger, Row, Source } from '../../src/core/types.js';
 import type { FaultConfig } from '../../src/emulator/server.js';
-import { MemoryStateStore } from '../../src/engine/state-store.js';
+import { MemoryStateStore } from '../../src/state/state-store.js';
 import { deepLookupSchema, deepLookupSource } from '../../src/sources/deep-lookup.js';
 import { sourceContext, startHarness, type Harness } from './crawl-harness.js';
 

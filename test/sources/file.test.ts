@@ -9,7 +9,8 @@ import { runCli } from '../../src/cli/cli.js';
 import { SluiceError } from '../../src/core/errors.js';
 import type { Source, WorkUnit } from '../../src/core/types.js';
 import { fileSchema, fileSource } from '../../src/sources/file.js';
-import { recordingLogger, sourceContext, tempDir } from '../engine/in-memory.js';
+import { recordingLogger, sourceContext, tempDir } from '../support/in-memory.js';
+import { readUnit } from '../support/read-unit.js';
 import { memoryIo } from '../cli/memory-io.js';
 import { query } from '../sinks/helpers.js';
 
@@ -32,9 +33,13 @@ function put(dir: string, name: string, text: string, mtime: number): void {
   utimesSync(file, mtime, mtime);
 }
 
+/** The checkpoint a unit's read ends with, which the sinks commit with its rows. */
+const checkpointOf = async (source: Source, u: WorkUnit): Promise<unknown> =>
+  (await readUnit(source, u, sourceContext())).end.checkpoint;
+
 /** What a run that committed `units` hands the next plan (by source unit id). */
-const committed = (source: Source, units: WorkUnit[]): Map<string, unknown> =>
-  new Map(units.map((u) => [u.id, source.unitCheckpoint!(u)]));
+const committed = async (source: Source, units: WorkUnit[]): Promise<Map<string, unknown>> =>
+  new Map(await Promise.all(units.map(async (u) => [u.id, await checkpointOf(source, u)] as const)));
 
 const names = (units: WorkUnit[]): string[] => units.map((u) => path.basename(u.params.path as string));
 
@@ -46,7 +51,7 @@ describe('file source, incremental', () => {
     put(dir, 'c.jsonl', '{"id":3}\n', 1_700_000_000);
     const first = await source.plan(sourceContext({ checkpoints: new Map() }));
     expect(names(first)).toEqual(['a.jsonl', 'b.jsonl', 'c.jsonl']);
-    expect(source.unitCheckpoint!(first[0]!)).toEqual({
+    expect(await checkpointOf(source, first[0]!)).toEqual({
       path: path.join('in', 'a.jsonl'),
       size: 9,
       mtimeMs: 1_700_000_000_000,
@@ -56,7 +61,10 @@ describe('file source, incremental', () => {
     put(dir, 'b.jsonl', '{"id":9}\n', 1_700_000_100); // same size, new bytes
     put(dir, 'c.jsonl', '{"id":3}\n', 1_700_000_100); // touched only
     put(dir, 'd.jsonl', '{"id":4}\n', 1_700_000_100); // new
-    const ctx = sourceContext({ checkpoints: committed(source, first) });
+    // The raw file hands over the same checkpoint as the read (the fast path commits it).
+    const raw = await source.rawFile!(first[1]!, sourceContext(), dir);
+    expect(raw.checkpoint).toEqual(await checkpointOf(source, first[1]!));
+    const ctx = sourceContext({ checkpoints: await committed(source, first) });
     const second = await source.plan(ctx);
     expect(names(second)).toEqual(['b.jsonl', 'd.jsonl']);
     // A changed file is a new unit: its id is not the one committed before.
@@ -66,16 +74,17 @@ describe('file source, incremental', () => {
     );
 
     // Older runs first: the newest fingerprint of b decides.
-    const both = new Map([...committed(source, first), ...committed(source, second)]);
+    const both = new Map([...(await committed(source, first)), ...(await committed(source, second))]);
     expect(await source.plan(sourceContext({ checkpoints: both }))).toEqual([]);
   });
 
   it('with `incremental: false` plans every file and keeps no cursor', async () => {
     const { dir, source } = setup({ incremental: false });
     put(dir, 'a.jsonl', '{"id":1}\n', 1_700_000_000);
-    expect(source.unitCheckpoint).toBeUndefined();
+    expect(source.incremental).toBe(false);
     const units = await source.plan(sourceContext({ checkpoints: new Map([['x', { path: 'in/a.jsonl' }]]) }));
     expect(names(units)).toEqual(['a.jsonl']);
+    expect((await readUnit(source, units[0]!, sourceContext())).end.checkpoint).toBeUndefined();
   });
 });
 

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { ServiceError } from '../../src/client/index.js';
 import { SluiceError } from '../../src/core/errors.js';
-import { MemoryStateStore } from '../../src/engine/state-store.js';
+import { MemoryStateStore } from '../../src/state/state-store.js';
 import {
   RUN_RESTART_KEY,
   restartAfter,

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Row, Source } from '../../src/core/types.js';
 import { expectedReviewIds, reviewTotal } from '../../src/emulator/data/reviews.js';
 import { serpQueryPlan, type SerpQueryPlan } from '../../src/emulator/data/serp.js';
-import { MemoryStateStore } from '../../src/engine/state-store.js';
+import { MemoryStateStore } from '../../src/state/state-store.js';
 import { driveCrawl, type DriveResult } from '../support/drive-crawl.js';
 import { REVIEWS_SERP_FIDS_KEY } from '../../src/sources/crawl/places-from-search.js';
 import { REVIEWS_STATE_KEY, parseReviewsUnitId } from '../../src/sources/crawl/review-pages.js';

@@ -1,7 +1,7 @@
 /** Saved paid jobs: checkpointed with when and by which run, listed for the run history, and told apart when gone. */
 import { describe, expect, it } from 'vitest';
 import { ServiceError } from '../../src/client/index.js';
-import { MemoryStateStore } from '../../src/engine/state-store.js';
+import { MemoryStateStore } from '../../src/state/state-store.js';
 import {
   MissingJobError,
   PAID_JOBS_KEY,

@@ -5,7 +5,7 @@ import { createClient } from '../../src/client/index.js';
 import type { Row, Source, WorkUnit } from '../../src/core/types.js';
 import { startEmulator } from '../../src/emulator/server.js';
 import { expectedOrganicLinks, serpQueryPlan, type SerpQueryPlan } from '../../src/emulator/data/serp.js';
-import { MemoryStateStore } from '../../src/engine/state-store.js';
+import { MemoryStateStore } from '../../src/state/state-store.js';
 import { driveCrawl, type DriveResult } from '../support/drive-crawl.js';
 import { SERP_STATE_KEY, parseSerpUnitId } from '../../src/sources/crawl/search-pages.js';
 import { serpSchema, serpSource } from '../../src/sources/serp.js';
@@ -158,7 +158,7 @@ describe('serp source', () => {
       const [unit] = result.committed;
       const fetchedAt = Date.parse(result.rows.get(unit!)![0]!.fetched_at as string);
       expect(fetchedAt - night).toSatisfy((d: number) => d >= 0 && d < 60_000);
-      const checkpoint = first.unitCheckpoint!({ id: unit! } as WorkUnit);
+      const checkpoint = result.checkpoints.get(unit!);
       expect(checkpoint).toEqual({ query: q, fetched_at: new Date(fetchedAt).toISOString() });
 
       const planAt = (at: number): Promise<WorkUnit[]> =>

@@ -8,7 +8,7 @@ import { SluiceError } from '../../src/core/errors.js';
 import type { Logger, Source } from '../../src/core/types.js';
 import { COMPANY_PROFILES_ID } from '../../src/emulator/data/company-profiles.js';
 import type { FaultConfig } from '../../src/emulator/server.js';
-import { MemoryStateStore } from '../../src/engine/state-store.js';
+import { MemoryStateStore } from '../../src/state/state-store.js';
 import { snapshotSchema, snapshotSource } from '../../src/sources/snapshot.js';
 import {
   CRASH_WINDOW_MS,

@@ -7,7 +7,7 @@
  * process starts in a tenth of the time tsx takes.
  */
 /* global process, setTimeout */
-import { acquireRunLock } from '../../dist/src/engine/run-lock.js';
+import { acquireRunLock } from '../../dist/src/state/run-lock.js';
 
 const quiet = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 let lock;

@@ -23,8 +23,8 @@ export function compactCommand(ctx: CliContext): CommandModule<object, CompactAr
         .strict() as unknown as Argv<CompactArgs>,
     handler: async (args) => {
       const { loadWithoutService } = await import('../offline.js');
-      const { compactPipeline } = await import('../../engine/compact.js');
-      const { createLogger } = await import('../../engine/logger.js');
+      const { compactPipeline } = await import('../../operations/compact.js');
+      const { createLogger } = await import('../../runtime/logger.js');
       // Compaction calls no service: an unset key or address must not stop it (as `sluice runs` reads them).
       const pipeline = await loadWithoutService(args.pipeline, ctx.io.env);
       const log = createLogger({ format: 'text', level: 'warn', write: (line) => ctx.io.err(line) });

@@ -1,7 +1,7 @@
 /** `sluice dead-letters <pipeline.yaml> [--replay]`: records that failed to decode or transform, and their replay. */
 import type { Argv, CommandModule } from 'yargs';
-import type { StoredDeadLetter } from '../../engine/dead-letter-file.js';
-import type { ShardId } from '../../engine/paths.js';
+import type { StoredDeadLetter } from '../../state/dead-letter-file.js';
+import type { ShardId } from '../../state/paths.js';
 import type { LoadedPipeline } from '../../pipeline/load.js';
 import { parseShard } from '../args.js';
 import type { CliContext } from '../context.js';
@@ -61,7 +61,7 @@ export function deadLettersCommand(ctx: CliContext): CommandModule<object, DeadL
       const pipeline = args.replay
         ? await loadPipeline(args.pipeline, ctx.io.env)
         : await loadWithoutService(args.pipeline, ctx.io.env);
-      const { listDeadLetters } = await import('../../engine/dead-letters.js');
+      const { listDeadLetters } = await import('../../operations/replay.js');
       // A sharded run keeps each shard's letters under the shard's state: all of them unless one is asked for.
       const scopes = args.shard ? [args.shard] : await letterScopes(pipeline);
       if (!args.replay) {
@@ -96,7 +96,7 @@ function shardText(shard: ShardId): string {
 
 /** Where a pipeline's letters are: its own state, then each shard's that has state (undefined: the unsharded run). */
 async function letterScopes(pipeline: LoadedPipeline): Promise<(ShardId | undefined)[]> {
-  const { pipelinePaths, shardsWithState } = await import('../../engine/paths.js');
+  const { pipelinePaths, shardsWithState } = await import('../../state/paths.js');
   return [undefined, ...(await shardsWithState(pipelinePaths(pipeline).rootStateDir))];
 }
 
@@ -107,11 +107,11 @@ async function replay(
   shard: ShardId | undefined,
   sharded: boolean,
 ): Promise<boolean> {
-  const { listDeadLetters, replayDeadLetters } = await import('../../engine/dead-letters.js');
+  const { listDeadLetters, replayDeadLetters } = await import('../../operations/replay.js');
   // Of a sharded pipeline's scopes, one that left no letters has nothing to replay: its lock and state are not
   // touched (the unsharded one still says so when there are no shards).
   if (!args.shard && (shard || sharded) && (await listDeadLetters(pipeline, shard)).length === 0) return false;
-  const { formatSummary } = await import('../../engine/run.js');
+  const { formatSummary } = await import('../../operations/summary.js');
   const of = shard ? ` of shard ${shardText(shard)}` : '';
   const result = await interruptible(
     ctx,

@@ -1,6 +1,6 @@
 /** `sluice plan <pipeline.yaml>`: what a run would do — units, requests, targets — without starting paid work. */
 import type { Argv, CommandModule } from 'yargs';
-import type { PlanReport, SinkColumns } from '../../engine/api.js';
+import type { PlanReport, SinkColumns } from '../../operations/api.js';
 import { positiveInt } from '../args.js';
 import type { CliContext } from '../context.js';
 import { printableLine } from '../../core/printable.js';
@@ -63,7 +63,7 @@ export function planCommand(ctx: CliContext): CommandModule<object, PlanArgs> {
     handler: async (args) => {
       const { loadPipeline } = await import('../../pipeline/load.js');
       const pipeline = await loadPipeline(args.pipeline, ctx.io.env);
-      const { planPipeline } = await import('../../engine/run.js');
+      const { planPipeline } = await import('../../operations/plan.js');
       const plan = await planPipeline(pipeline);
       ctx.io.out(args.json ? JSON.stringify(plan, null, 2) : formatPlan(plan, args.units));
     },

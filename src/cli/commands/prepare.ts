@@ -52,7 +52,7 @@ export function prepareCommand(ctx: CliContext): CommandModule<object, PrepareAr
     handler: async (args) => {
       const { loadPipeline } = await import('../../pipeline/load.js');
       const pipeline = await loadPipeline(args.pipeline, ctx.io.env);
-      const { preparePipeline } = await import('../../engine/prepare.js');
+      const { preparePipeline } = await import('../../operations/prepare.js');
       const interrupts = ctx.io.interrupts();
       try {
         const { prepared, resumed, written } = await preparePipeline(
@@ -122,7 +122,7 @@ export function finalizeCommand(ctx: CliContext): CommandModule<object, Finalize
       const { loadWithoutService } = await import('../offline.js');
       // Reading the shards' states needs no service: an unset key or address must not stop it (as in `runs`).
       const pipeline = await loadWithoutService(args.pipeline, ctx.io.env);
-      const { formatCompletion, shardCompletion, writeShardsRecord } = await import('../../engine/prepare.js');
+      const { formatCompletion, shardCompletion, writeShardsRecord } = await import('../../operations/finalize.js');
       const c = await shardCompletion(pipeline, args['shard-count']);
       // Complete: the file outputs get the list of the shards' manifests (readers that follow manifests).
       const records = await writeShardsRecord(pipeline, c);

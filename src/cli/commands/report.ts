@@ -43,8 +43,8 @@ export function reportCommand(ctx: CliContext): CommandModule<object, ReportArgs
       const { loadWithoutService } = await import('../offline.js');
       // As `sluice runs`: the history needs no service, so an unset key or address must not stop the report.
       const pipeline = await loadWithoutService(args.pipeline, ctx.io.env);
-      const { pipelinePaths } = await import('../../engine/paths.js');
-      const { runHistoryFile } = await import('../../engine/run-history.js');
+      const { pipelinePaths } = await import('../../state/paths.js');
+      const { runHistoryFile } = await import('../../state/run-history.js');
       const { attemptsOf, toPoint } = await import('../report/series.js');
       const { renderReport } = await import('../report/page.js');
       const historyFile = runHistoryFile(pipelinePaths(pipeline, args.shard).stateDir);

@@ -1,8 +1,8 @@
 /** `sluice run <pipeline.yaml>`: the whole pipeline, resumable; the summary (and `--show` rows) on stdout. */
 import type { Argv, CommandModule } from 'yargs';
 import type { Logger } from '../../core/types.js';
-import type { RunSummary } from '../../engine/api.js';
-import { createLogger } from '../../engine/logger.js';
+import type { RunSummary } from '../../operations/api.js';
+import { createLogger } from '../../runtime/logger.js';
 import { DEFAULT_LOCK_WAIT, lockWait, parseShard, positiveInt } from '../args.js';
 import type { CliContext } from '../context.js';
 import { EXIT_CODES, SluiceError } from '../../core/errors.js';
@@ -161,7 +161,8 @@ export function runCommand(ctx: CliContext): CommandModule<object, RunArgs> {
       const backfill = backfillArgs(args, shard !== undefined);
       const { loadPipeline } = await import('../../pipeline/load.js');
       const pipeline = await loadPipeline(args.pipeline, ctx.io.env);
-      const { formatSummary, runPipeline } = await import('../../engine/run.js');
+      const { runPipeline } = await import('../../operations/run.js');
+      const { formatSummary } = await import('../../operations/summary.js');
       const summary = await interruptible(
         ctx,
         args['log-format'],

@@ -34,9 +34,9 @@ export function runsCommand(ctx: CliContext): CommandModule<object, RunsArgs> {
       // set first, so a `${VAR:-default}` in state_dir resolves as the run resolved it; then with the unset ones
       // standing for the embedded emulator, which every service setting accepts.
       const pipeline = await loadWithoutService(args.pipeline, ctx.io.env);
-      const { pipelinePaths } = await import('../../engine/paths.js');
-      const { readRunHistory, runHistoryFile } = await import('../../engine/run-history.js');
-      const { readStateChanges } = await import('../../engine/state-changes.js');
+      const { pipelinePaths } = await import('../../state/paths.js');
+      const { readRunHistory, runHistoryFile } = await import('../../state/run-history.js');
+      const { readStateChanges } = await import('../../state/state-changes.js');
       const { entryTime } = await import('../runs-table.js');
       const historyFile = runHistoryFile(pipelinePaths(pipeline, args.shard).stateDir);
       // Attempts and changes made by hand (`sluice state set/reset/drop`), newest first.
@@ -49,7 +49,8 @@ export function runsCommand(ctx: CliContext): CommandModule<object, RunsArgs> {
         return;
       }
       // A prepared job's shards keep their histories apart: first, whether all of them have committed.
-      const { findPrepared, formatCompletion, shardCompletion } = await import('../../engine/prepare.js');
+      const { findPrepared } = await import('../../operations/prepare.js');
+      const { formatCompletion, shardCompletion } = await import('../../operations/finalize.js');
       if (await findPrepared(pipeline, pipelinePaths(pipeline)))
         ctx.io.out(
           await shardCompletion(pipeline).then(

@@ -3,11 +3,9 @@
  * transforms declare none, the columns come from the data: then the output's current columns are shown when it
  * exists, read back the way `--show` reads it (a DESCRIBE of the sink's output query; nothing is opened for writing).
  */
-import { existsSync } from 'node:fs';
 import type { Argv, CommandModule } from 'yargs';
 import { printableLine } from '../../core/printable.js';
-import type { Sink } from '../../core/types.js';
-import type { SinkColumns } from '../../engine/api.js';
+import type { SinkColumns } from '../../operations/api.js';
 import type { CliContext } from '../context.js';
 import { formatColumns } from './plan.js';
 
@@ -19,27 +17,6 @@ interface SchemaArgs {
 interface SchemaReport extends SinkColumns {
   /** Undeclared sinks whose output exists: its columns now, in DuckDB's type names. */
   current?: { name: string; type: string }[];
-}
-
-/** The columns of what `sink` wrote so far; undefined when nothing was written yet or it cannot be read now. */
-async function currentColumns(sink: Sink): Promise<{ name: string; type: string }[] | undefined> {
-  const { database, sql } = sink.outputQuery(1);
-  // Reading a DuckDB file that does not exist would create it.
-  if (database !== undefined && !existsSync(database)) return undefined;
-  const { DuckDBInstance } = await import('@duckdb/node-api');
-  try {
-    const instance = database ? await DuckDBInstance.fromCache(database) : await DuckDBInstance.create(':memory:');
-    const connection = await instance.connect();
-    try {
-      const rows = (await connection.runAndReadAll(`DESCRIBE ${sql}`)).getRowObjectsJS();
-      return rows.map((r) => ({ name: String(r.column_name), type: String(r.column_type) }));
-    } finally {
-      connection.closeSync();
-    }
-  } catch {
-    // No table or no files yet, or a run holds the database: the columns are still "inferred from the data".
-    return undefined;
-  }
 }
 
 function formatReport(r: SchemaReport): string {
@@ -70,16 +47,18 @@ export function schemaCommand(ctx: CliContext): CommandModule<object, SchemaArgs
       // Declared columns need no service: an unset key or address must not stop it.
       const { loadWithoutService } = await import('../offline.js');
       const pipeline = await loadWithoutService(args.pipeline, ctx.io.env);
-      const { sinkColumns } = await import('../../engine/plan-pipeline.js');
-      const { sinkConfigs } = await import('../../engine/components.js');
-      const { sinkForShow } = await import('../show.js');
-      const sinks = sinkConfigs(pipeline.config).map((c) => sinkForShow(c, pipeline.baseDir));
-      const reports: SchemaReport[] = sinkColumns(pipeline, sinks);
-      for (const [i, r] of reports.entries()) {
-        if (r.declared) continue;
-        const current = await currentColumns(sinks[i]!);
-        if (current) r.current = current;
-      }
+      const { sinkColumns } = await import('../../operations/plan.js');
+      const { withOutputs, writtenColumns } = await import('../../operations/outputs.js');
+      const log = { debug() {}, info() {}, warn() {}, error() {} };
+      const reports = await withOutputs(pipeline, { log, command: `sluice schema ${args.pipeline}` }, async (sinks) => {
+        const out: SchemaReport[] = sinkColumns(pipeline, sinks);
+        for (const [i, r] of out.entries()) {
+          if (r.declared) continue;
+          const current = await writtenColumns(sinks[i]!);
+          if (current) r.current = current;
+        }
+        return out;
+      });
       ctx.io.out(args.json ? JSON.stringify(reports, null, 2) : reports.map(formatReport).join('\n\n'));
     },
   };

@@ -1,14 +1,14 @@
 /**
  * `sluice state <pipeline.yaml>`: where the next run of an incremental pipeline starts — the cursor every sink
  * committed, and each sink's own newest — then, with `--units`, the committed units, sorted.
- * `sluice state set|reset|drop <pipeline.yaml>` change it by hand (engine/state-control.ts), each recorded in the
+ * `sluice state set|reset|drop <pipeline.yaml>` change it by hand (operations/state.ts), each recorded in the
  * run history. All of them read the sinks under the pipeline's locks: a run in progress makes them exit 3. None
  * calls the service: no API key is needed.
  */
 import type { Argv, CommandModule } from 'yargs';
-import type { CursorState, StateTarget } from '../../engine/state-control.js';
-export type { CursorState } from '../../engine/state-control.js';
-import type { StateChange } from '../../engine/state-changes.js';
+import type { CursorState, StateTarget } from '../../operations/state.js';
+export type { CursorState } from '../../operations/state.js';
+import type { StateChange } from '../../state/state-changes.js';
 import { positiveInt } from '../args.js';
 import type { CliContext } from '../context.js';
 import { printableLine } from '../../core/printable.js';
@@ -54,7 +54,7 @@ export function stateCommand(ctx: CliContext): CommandModule<object, StateArgs> 
           .example('$0 state pipelines/nightly.yaml', 'Where tonight’s run starts')
           .example('$0 state pipelines/nightly_files.yaml --units', 'Which files the next run will not load again'),
       async (args) => {
-        const { readState } = await import('../../engine/state-control.js');
+        const { readState } = await import('../../operations/state.js');
         const state = await readState(await target(ctx, args.pipeline, 'state'));
         ctx.io.out(args.json ? JSON.stringify(state) : formatState(state, args.units ? args.limit : 0));
       },
@@ -71,7 +71,7 @@ export function stateCommand(ctx: CliContext): CommandModule<object, StateArgs> 
           })
           .example('$0 state set pipelines/nightly.yaml --cursor 2026-10-01T00:00:00Z', 'Load again from October'),
       async (args) => {
-        const { setCursor } = await import('../../engine/state-control.js');
+        const { setCursor } = await import('../../operations/state.js');
         report(await setCursor(await target(ctx, args.pipeline, 'state set'), args.cursor!));
       },
     ),
@@ -84,15 +84,9 @@ export function stateCommand(ctx: CliContext): CommandModule<object, StateArgs> 
           .option('yes', { type: 'boolean', default: false, describe: 'Confirm' })
           .example('$0 state reset pipelines/nightly.yaml --yes', 'Load everything again on the next run'),
       async (args) => {
-        const { resetCursor, selectSink } = await import('../../engine/state-control.js');
+        const { resetCursor } = await import('../../operations/state.js');
         const t = await target(ctx, args.pipeline, 'state reset');
-        const sink = args.sink === undefined ? undefined : selectSink(t, args.sink);
-        const which = sink === undefined ? 'every sink' : `sink ${sink + 1} (${t.built.sinks[sink]!.sink.describe()})`;
-        await confirm(
-          args,
-          `would forget the checkpoints ${which} committed, so the next run starts from the initial cursor`,
-        );
-        report(await resetCursor(t, sink));
+        report(await resetCursor(t, args.sink, (would) => confirm(args, would)));
       },
     ),
     sub(
@@ -108,14 +102,9 @@ export function stateCommand(ctx: CliContext): CommandModule<object, StateArgs> 
           .option('yes', { type: 'boolean', default: false, describe: 'Confirm' })
           .example('$0 state drop pipelines/nightly.yaml --sink duckdb --yes', 'Drop the table and load it again'),
       async (args) => {
-        const { dropSink, selectSink } = await import('../../engine/state-control.js');
+        const { dropSink } = await import('../../operations/state.js');
         const t = await target(ctx, args.pipeline, 'state drop');
-        const sink = selectSink(t, args.sink!);
-        await confirm(
-          args,
-          `would remove ${t.built.sinks[sink]!.sink.describe()} (its table or files) and its committed checkpoints`,
-        );
-        report(await dropSink(t, sink));
+        report(await dropSink(t, args.sink!, (would) => confirm(args, would)));
       },
     ),
   ];
@@ -147,17 +136,16 @@ export function stateCommand(ctx: CliContext): CommandModule<object, StateArgs> 
 }
 
 /**
- * The pipeline and its components, without a service: reading or changing state calls nothing, so an unset
- * variable (the key, the address) must not stop it — tried as set first, then with unset ones standing for the
- * embedded emulator, as `sluice runs` does.
+ * The pipeline, loaded without a service: reading or changing state calls nothing, so an unset variable (the key,
+ * the address) must not stop it — tried as set first, then with unset ones standing for the embedded emulator, as
+ * `sluice runs` does.
  */
 async function target(ctx: CliContext, file: string, command: string): Promise<StateTarget> {
-  const { loadWithoutService, componentsWithoutService } = await import('../offline.js');
-  const { createLogger } = await import('../../engine/logger.js');
+  const { loadWithoutService } = await import('../offline.js');
+  const { createLogger } = await import('../../runtime/logger.js');
   const pipeline = await loadWithoutService(file, ctx.io.env);
   const log = createLogger({ format: 'text', level: 'warn', write: (line) => ctx.io.err(line) });
-  const built = await componentsWithoutService(pipeline, log, `sluice ${command}`);
-  return { pipeline, built, log, command: `sluice ${command} ${pipeline.file}` };
+  return { pipeline, log, command: `sluice ${command} ${pipeline.file}` };
 }
 
 /** A checkpoint on one line, cut to what a terminal shows. */

@@ -3,41 +3,33 @@
  * read as `sluice state` and `--show` read them (under the pipeline's locks; through DuckDB) and both are extras: a
  * run holding the lock, a database that cannot be reached, becomes a note on the page, never a failed report.
  */
-import { existsSync } from 'node:fs';
 import type { Logger } from '../../core/types.js';
-import { sinkConfigs } from '../../engine/components.js';
-import { committedList, isIncremental } from '../../engine/cursor.js';
-import { pipelinePaths } from '../../engine/paths.js';
-import { readSinkCheckpoints } from '../../engine/read-checkpoints.js';
 import type { LoadedPipeline } from '../../pipeline/load.js';
-import { componentsWithoutService } from '../offline.js';
-import { sinkForShow } from '../show.js';
 import type { CursorInfo, OutputInfo } from './page.js';
 
 const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
 const firstLine = (err: unknown): string => (err instanceof Error ? err.message : String(err)).split('\n')[0]!;
 
+/** Where the next run starts, as `sluice state` tells it (the same function): the value a `state set` set included. */
 export async function readCursor(pipeline: LoadedPipeline): Promise<CursorInfo> {
-  const built = await componentsWithoutService(pipeline, quiet, 'sluice report');
-  const base = { source: built.sourceType, incremental: isIncremental(built.source) };
-  if (!base.incremental) return base;
+  const { readState } = await import('../../operations/state.js');
+  const command = `sluice report ${pipeline.file}`;
   try {
-    const perSink = await readSinkCheckpoints(
-      built.sinks.map((s) => s.sink),
-      {
-        lockFile: pipelinePaths(pipeline).lockFile,
-        baseDir: pipeline.baseDir,
-        pipeline: pipeline.name,
-        command: `sluice report ${pipeline.file}`,
-        log: quiet,
-      },
-    );
-    const effective = committedList(perSink);
-    const newest = effective[effective.length - 1];
-    return { ...base, units: effective.length, ...(newest && { newest }) };
+    const s = await readState({ pipeline, log: quiet, command });
+    const newest = s.effective[s.effective.length - 1];
+    return {
+      source: s.source,
+      incremental: s.incremental,
+      ...(s.incremental && { units: s.effective.length }),
+      ...(newest && { newest }),
+      ...(s.field !== undefined && { field: s.field }),
+      ...(s.cursor !== undefined ? { cursor: s.cursor } : s.initial !== undefined && { cursor: s.initial }),
+    };
   } catch (err) {
-    return { ...base, note: `cursor not read: ${firstLine(err)}` };
+    // A run holding the pipeline's lock, a database that cannot be reached: a note on the page, not a failed report.
+    const source = String((pipeline.config.source as { type: unknown }).type);
+    return { source, incremental: true, note: `cursor not read: ${firstLine(err)}` };
   }
 }
 
@@ -48,38 +40,23 @@ export async function readCursor(pipeline: LoadedPipeline): Promise<CursorInfo> 
 const CHEAP_COUNT = new Set(['duckdb', 'parquet']);
 
 export async function readOutputs(pipeline: LoadedPipeline): Promise<OutputInfo[]> {
-  const out: OutputInfo[] = [];
-  for (const config of sinkConfigs(pipeline.config)) {
-    const sink = sinkForShow(config, pipeline.baseDir);
-    const name = sink.describe();
-    if (!CHEAP_COUNT.has(config.type)) {
-      out.push({ sink: name, note: 'not counted here (it would read the whole output)' });
-      continue;
-    }
-    try {
-      const { database, sql } = sink.outputQuery(Number.MAX_SAFE_INTEGER);
-      // Opening a DuckDB file that does not exist would create it.
-      if (database !== undefined && !existsSync(database)) {
-        out.push({ sink: name, rows: 0, note: 'nothing written yet' });
+  const { countRows, withOutputs } = await import('../../operations/outputs.js');
+  const types = ((pipeline.config.sinks ?? [pipeline.config.sink]) as { type: string }[]).map((c) => c.type);
+  return withOutputs(pipeline, { log: quiet, command: `sluice report ${pipeline.file}` }, async (sinks) => {
+    const out: OutputInfo[] = [];
+    for (const [i, sink] of sinks.entries()) {
+      const name = sink.describe();
+      if (!CHEAP_COUNT.has(types[i]!)) {
+        out.push({ sink: name, note: 'not counted here (it would read the whole output)' });
         continue;
       }
-      const { DuckDBInstance } = await import('@duckdb/node-api');
-      const instance = database ? await DuckDBInstance.fromCache(database) : await DuckDBInstance.create(':memory:');
-      const connection = await instance.connect();
       try {
-        const rows = (await connection.runAndReadAll(`SELECT count(*) AS n FROM (${sql})`)).getRowObjectsJS();
-        out.push({ sink: name, rows: Number(rows[0]?.n ?? 0) });
-      } finally {
-        connection.closeSync();
+        const rows = await countRows(sink);
+        out.push({ sink: name, rows, ...(rows === 0 && { note: 'nothing written yet' }) });
+      } catch (err) {
+        out.push({ sink: name, note: firstLine(err) });
       }
-    } catch (err) {
-      const text = firstLine(err);
-      out.push(
-        /No files found/i.test(text)
-          ? { sink: name, rows: 0, note: 'nothing written yet' }
-          : { sink: name, note: text },
-      );
     }
-  }
-  return out;
+    return out;
+  });
 }

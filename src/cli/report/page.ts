@@ -12,6 +12,9 @@ export interface CursorInfo {
   /** Units whose checkpoint every sink committed. */
   units?: number;
   newest?: { unit: string; run: string; checkpoint: unknown };
+  /** A cursor that is one value: its field, and where the next run starts (a value set by hand included). */
+  field?: string;
+  cursor?: string | number;
   /** Why the cursor could not be read (a run holds the lock…). */
   note?: string;
 }
@@ -109,6 +112,8 @@ function cursorCard(c: CursorInfo | undefined): string {
   let body: string;
   if (c.note !== undefined) body = `<p class="about">${esc(c.note)}</p>`;
   else if (!c.incremental) body = `<p>The ${esc(c.source)} source keeps no cursor: every run loads everything.</p>`;
+  else if (c.field !== undefined && c.cursor !== undefined)
+    body = `<p>The next run loads records with <code>${esc(c.field)} &gt; ${esc(JSON.stringify(c.cursor))}</code>.</p>`;
   else if (!c.newest) body = `<p>No unit committed by every sink yet: the next run starts from the initial cursor.</p>`;
   else
     body =

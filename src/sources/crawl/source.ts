@@ -11,7 +11,7 @@
  * drop subjects at plan (SERP queries fetched recently), and end a chain early at a page whose items were loaded
  * before (reviews newest first), keeping only the new items on that page's row.
  */
-import type { Batch, Source, SourceContext, WorkUnit } from '../../core/types.js';
+import type { Batch, Source, SourceContext, UnitEnd, WorkUnit } from '../../core/types.js';
 import type { ComponentDeps } from '../../contracts/component.js';
 import { ChainStore } from './chains.js';
 import type { CrawlConfig } from './config.js';
@@ -62,16 +62,10 @@ export interface IncrementalPage {
 
 class CrawlSource implements Source {
   readonly concurrency: number;
-  readonly checkpointFromRows: boolean;
-  /** Only an incremental crawl has it: the engine keeps a cursor for sources that do. */
-  readonly unitCheckpoint?: (unit: WorkUnit) => unknown;
-  /** Each page's checkpoint, as its last read made it. */
-  private readonly checkpoints = new Map<string, unknown>();
+  readonly incremental: boolean;
   private readonly pager: Pager;
   private fetcher: CrawlFetcher | undefined;
   private chains: ChainStore | undefined;
-  /** Successors found by `read` in this run, for `discover` (null = the chain ended at this page). */
-  private readonly next = new Map<string, WorkUnit | null>();
   /** Pages answered but not loaded (not the page asked for, or one already answered): billed for nothing. */
   private wrongPages = 0;
 
@@ -81,8 +75,7 @@ class CrawlSource implements Source {
   ) {
     this.pager = opts.pager;
     this.concurrency = opts.crawl.concurrency;
-    this.checkpointFromRows = opts.incremental !== undefined;
-    if (opts.incremental) this.unitCheckpoint = (unit) => this.checkpoints.get(unit.id);
+    this.incremental = opts.incremental !== undefined;
     if (opts.crawl.rate_limit !== undefined) parseRate(opts.crawl.rate_limit);
   }
 
@@ -107,9 +100,9 @@ class CrawlSource implements Source {
     return units;
   }
 
-  async *read(unit: WorkUnit, ctx: SourceContext): AsyncIterable<Batch> {
+  /** One page: its row, then the page it leads to and (incremental) its checkpoint. */
+  async *read(unit: WorkUnit, ctx: SourceContext): AsyncGenerator<Batch, UnitEnd> {
     const at = this.position(unit);
-    this.checkpoints.delete(unit.id); // an attempt that yields nothing commits no earlier attempt's checkpoint
     const res = await this.fetch(ctx).page(this.pager.url(at), ctx);
     // On the service's clock (the answer's Date): a later run's SERP `refresh_after` compares it with its own
     // `ctx.now`, the same clock, and relative review dates are resolved against it.
@@ -121,21 +114,21 @@ class CrawlSource implements Source {
       // chain, load nothing. It was billed all the same.
       this.wrongPages++;
       ctx.log.warn(`${this.pager.name} "${at.subject}": ${wrong}; its crawl ends here and the page is not loaded`);
-      this.next.set(unit.id, null);
-      return;
+      return { next: [] };
     }
     const outcome = await this.pager.next(payload, at, this.opts.maxPages, ctx);
     const inc = this.opts.incremental?.page(payload, at, fetchedAt);
+    let next: WorkUnit | null;
     if (inc?.stop) {
       ctx.log.debug(`${this.pager.name} "${at.subject}": reached what was loaded before at page ${at.page}`);
-      this.next.set(unit.id, this.recorded(ctx, at));
+      next = this.recorded(ctx, at);
     } else {
       // Checkpoint the successor before the page's records can commit.
-      this.next.set(unit.id, await this.successor(ctx, at, outcome));
+      next = await this.successor(ctx, at, outcome);
     }
-    if (inc) this.checkpoints.set(unit.id, inc.checkpoint);
     if (inc?.warning !== undefined) ctx.log.warn(inc.warning);
     yield [this.pager.row(inc?.payload ?? payload, at, fetchedAt.toISOString())];
+    return { next: next ? [next] : [], ...(inc && { checkpoint: inc.checkpoint }) };
   }
 
   close(): Promise<void> {
@@ -152,10 +145,9 @@ class CrawlSource implements Source {
     return Promise.resolve();
   }
 
+  /** A page committed earlier: the checkpointed chain knows its successor. */
   discover(unit: WorkUnit, ctx: SourceContext): WorkUnit[] {
-    let next = this.next.get(unit.id);
-    // Not read in this run (committed earlier): the checkpointed chain knows its successor.
-    if (next === undefined) next = this.recorded(ctx, this.position(unit));
+    const next = this.recorded(ctx, this.position(unit));
     return next ? [next] : [];
   }
 

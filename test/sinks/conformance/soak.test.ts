@@ -20,7 +20,7 @@
  */
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { committedList } from '../../../src/engine/cursor.js';
+import { committedList } from '../../../src/runtime/cursor.js';
 import {
   DAY,
   NIGHT_1,

@@ -27,7 +27,11 @@ async function jsonlFile(name: string, rows: unknown[], gzip: boolean, eol = '\n
 }
 
 const load = (sink: DuckDBSink, id: string, file: string) =>
-  sink.writeUnitFile(unit(id), { path: file, decode: { format: 'jsonl' }, temporary: false }, NO_CHECKPOINT);
+  sink.capabilities.native!.load(
+    unit(id),
+    { path: file, decode: { format: 'jsonl' }, temporary: false },
+    NO_CHECKPOINT,
+  );
 
 describe('duckdb sink, native file loads', () => {
   it('keeps keys and values that only the last of thousands of lines has, nested ones too', async () => {

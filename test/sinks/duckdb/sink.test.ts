@@ -254,7 +254,7 @@ describe('duckdb sink', () => {
     const file = path.join(h.dir, 'unit.jsonl.data');
     await writeFile(file, gzipSync(lines.map((l) => JSON.stringify(l)).join('\n') + '\n'));
     const sink = await openSink();
-    const r = await sink.writeUnitFile(
+    const r = await sink.capabilities.native!.load(
       unit('f1'),
       { path: file, decode: { format: 'jsonl' }, temporary: false },
       NO_CHECKPOINT,
@@ -271,7 +271,7 @@ describe('duckdb sink', () => {
       { id: 2, at: '2024-01-02T03:00:00.000Z', day: null, o: { a: [] } },
     ]);
     expect(
-      await sink.writeUnitFile(
+      await sink.capabilities.native!.load(
         unit('f1'),
         { path: file, decode: { format: 'jsonl' }, temporary: false },
         NO_CHECKPOINT,
@@ -287,8 +287,8 @@ describe('duckdb sink', () => {
     await writeFile(file, '{"id":1}\n{"id":\n');
     const sink = await openSink();
     const load = (id: string, format: 'jsonl' | 'csv' = 'jsonl') =>
-      sink
-        .writeUnitFile(unit(id), { path: file, decode: { format }, temporary: false }, NO_CHECKPOINT)
+      sink.capabilities
+        .native!.load(unit(id), { path: file, decode: { format }, temporary: false }, NO_CHECKPOINT)
         .catch((e: unknown) => e);
     const notJson = await load('f1');
     expect(notJson).toBeInstanceOf(NativeLoadRefused);

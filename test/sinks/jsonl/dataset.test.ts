@@ -110,7 +110,7 @@ describe('jsonl sink: columns as committed, changes, checkpoints', () => {
     ]);
     const raw = path.join(dir, 'raw.jsonl');
     await writeFile(raw, '{"id":3,"v":"text","n":true}\n');
-    const native = await sink.writeUnitFile(
+    const native = await sink.capabilities.native!.load(
       unit('c'),
       { path: raw, decode: { format: 'jsonl' }, temporary: false },
       NO_CHECKPOINT,

@@ -244,20 +244,23 @@ describe('jsonl sink', () => {
 
     const zipped = new JsonlSink(config({ path: 'z', compress: true, ...EACH_UNIT }));
     await zipped.open(sinkContext(dir));
-    expect(await zipped.writeUnitFile(unit('g'), raw(gz), NO_CHECKPOINT)).toEqual({ committed: true, records: 2 });
+    expect(await zipped.capabilities.native!.load(unit('g'), raw(gz), NO_CHECKPOINT)).toEqual({
+      committed: true,
+      records: 2,
+    });
     expect(await readFile(path.join(dir, 'z', (await unitFiles('g', 'z'))[0]!))).toEqual(await readFile(gz));
-    await zipped.writeUnitFile(unit('p'), raw(plain), NO_CHECKPOINT);
+    await zipped.capabilities.native!.load(unit('p'), raw(plain), NO_CHECKPOINT);
     expect(gunzipSync(await readFile(path.join(dir, 'z', (await unitFiles('p', 'z'))[0]!))).toString()).toBe(text);
 
     const sink = await openSink(EACH_UNIT);
-    await sink.writeUnitFile(unit('g'), raw(gz), NO_CHECKPOINT);
+    await sink.capabilities.native!.load(unit('g'), raw(gz), NO_CHECKPOINT);
     expect(await readFile(path.join(dir, 'out', (await unitFiles('g'))[0]!), 'utf8')).toBe(text);
 
     await writeFile(plain, '{"id":1}\nnot json\n');
-    const bad = sink.writeUnitFile(unit('bad'), raw(plain), NO_CHECKPOINT);
+    const bad = sink.capabilities.native!.load(unit('bad'), raw(plain), NO_CHECKPOINT);
     await expect(bad).rejects.toThrow(NativeLoadRefused);
     await expect(bad).rejects.toThrow(/not JSON at byte 9/);
-    const csv = sink.writeUnitFile(unit('csv'), raw(plain, 'csv'), NO_CHECKPOINT);
+    const csv = sink.capabilities.native!.load(unit('csv'), raw(plain, 'csv'), NO_CHECKPOINT);
     await expect(csv).rejects.toThrow(NativeLoadRefused);
     await expect(csv).rejects.toThrow(/JSONL natively, not csv/);
     expect(await sink.committedUnits()).toEqual(new Set(['run1/g']));
@@ -326,9 +329,11 @@ describe('jsonl sink', () => {
   });
 
   it('locks its output directory, or the directory of its generations for replace', () => {
-    expect(new JsonlSink(config({ path: 'out/a' })).lockPath('/base')).toBe('/base/out/a/.sluice-lock');
-    expect(new JsonlSink(config({ path: 'out/a', write: 'replace' })).lockPath('/base')).toBe(
-      '/base/out/.a.sluice-generations/.sluice-lock',
+    expect(new JsonlSink(config({ path: 'out/a' }), { baseDir: '/base' }).capabilities.files!.lockFile).toBe(
+      '/base/out/a/.sluice-lock',
     );
+    expect(
+      new JsonlSink(config({ path: 'out/a', write: 'replace' }), { baseDir: '/base' }).capabilities.files!.lockFile,
+    ).toBe('/base/out/.a.sluice-generations/.sluice-lock');
   });
 });

@@ -121,8 +121,14 @@ describe('jsonl sink: files of about the target size', () => {
     const plain = await openSink({ path: 'plain' }, { fresh: true });
     for (const u of range(0, 6)) {
       const file = { path: path.join(dir, `raw${u}.gz`), decode: { format: 'jsonl' as const }, temporary: false };
-      expect(await zipped.writeUnitFile(unit(`u${u}`), file, NO_CHECKPOINT)).toEqual({ committed: true, records: 10 });
-      expect(await plain.writeUnitFile(unit(`u${u}`), file, NO_CHECKPOINT)).toEqual({ committed: true, records: 10 });
+      expect(await zipped.capabilities.native!.load(unit(`u${u}`), file, NO_CHECKPOINT)).toEqual({
+        committed: true,
+        records: 10,
+      });
+      expect(await plain.capabilities.native!.load(unit(`u${u}`), file, NO_CHECKPOINT)).toEqual({
+        committed: true,
+        records: 10,
+      });
     }
     await zipped.finish();
     await plain.finish();

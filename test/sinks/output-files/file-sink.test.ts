@@ -13,7 +13,7 @@ import {
 } from '../../../sinks/output-files/file-sink.js';
 import type { OutputDir } from '../../../sinks/output-files/output-dir.js';
 import { emptyManifest } from '../../../sinks/output-files/manifest.js';
-import { recordingLogger, tempDir } from '../../engine/in-memory.js';
+import { recordingLogger, tempDir } from '../../support/in-memory.js';
 
 const ctx = (baseDir: string) => ({
   log: recordingLogger(),

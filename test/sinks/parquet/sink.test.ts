@@ -263,17 +263,19 @@ describe('parquet sink', () => {
   });
 
   it('locks its output directory, or the directory of its generations for replace', () => {
-    expect(new ParquetSink(config({ path: 'out/a' })).lockPath('/base')).toBe('/base/out/a/.sluice-lock');
-    expect(new ParquetSink(config({ path: 'out/a', write: 'replace' })).lockPath('/base')).toBe(
-      '/base/out/.a.sluice-generations/.sluice-lock',
+    expect(new ParquetSink(config({ path: 'out/a' }), { baseDir: '/base' }).capabilities.files!.lockFile).toBe(
+      '/base/out/a/.sluice-lock',
     );
+    expect(
+      new ParquetSink(config({ path: 'out/a', write: 'replace' }), { baseDir: '/base' }).capabilities.files!.lockFile,
+    ).toBe('/base/out/.a.sluice-generations/.sluice-lock');
   });
 });
 
 describe('parquet sink: shards', () => {
   it('two shards at once into one partitioned directory: the single run’s layout and rows, a manifest each', async () => {
     const shard = async (index: number): Promise<ParquetSink> => {
-      const sink = new ParquetSink(config({ partition_by: ['cc'] }), { shard: { index, count: 2 } });
+      const sink = new ParquetSink(config({ partition_by: ['cc'] }), { baseDir: dir, shard: { index, count: 2 } });
       await sink.open(sinkContext(dir, { fresh: false }));
       return sink;
     };
@@ -300,7 +302,7 @@ describe('parquet sink: shards', () => {
     ).toEqual([{ ids: 18, n: 18 }]);
     expect(await a.committedUnits()).toEqual(new Set(['run1/u0']));
     // A shard's lock is its own, beside the others' in the directory.
-    expect(a.lockPath(dir)).toBe(path.join(dir, 'out', '.sluice-lock.shard-0-of-2'));
+    expect(a.capabilities.files!.lockFile).toBe(path.join(dir, 'out', '.sluice-lock.shard-0-of-2'));
     await Promise.all([a.close(), b.close()]);
   });
 });

@@ -8,7 +8,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import { RetryPolicy, isTransient } from '../../../src/core/retry.js';
-import { UNIT_ATTEMPTS } from '../../../src/engine/stages/run-unit.js';
+import { UNIT_ATTEMPTS } from '../../../src/unit/run-units.js';
 import type { Batch, Row, WorkUnit } from '../../../src/core/types.js';
 import { postgresSinkSchema } from '../../../sinks/postgres/config.js';
 import { PostgresSinkError, createPool, isTransientPgError } from '../../../sinks/postgres/connection.js';

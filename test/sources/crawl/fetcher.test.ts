@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ServiceError, createClient, type ServiceClient } from '../../../src/client/index.js';
 import { SluiceError } from '../../../src/core/errors.js';
 import { startEmulator, type EmulatorHandle } from '../../../src/emulator/server.js';
-import { MemoryStateStore } from '../../../src/engine/state-store.js';
+import { MemoryStateStore } from '../../../src/state/state-store.js';
 import { CrawlFetcher } from '../../../src/sources/crawl/fetcher.js';
 import type { LimiterClock } from '../../../src/sources/crawl/rate-limit.js';
 import { API_KEY, REQUEST_ROUTE, quietLogger } from '../crawl-harness.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectedReviewIds, reviewTotal } from '../../../src/emulator/data/reviews.js';
-import { MemoryStateStore } from '../../../src/engine/state-store.js';
+import { MemoryStateStore } from '../../../src/state/state-store.js';
 import { pagePayload, type PagePosition } from '../../../src/sources/crawl/pager.js';
 import {
   REVIEWS_FIRST_IDS_KEY,

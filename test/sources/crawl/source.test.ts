@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Row, Source, SourceContext, WorkUnit } from '../../../src/core/types.js';
-import { MemoryStateStore } from '../../../src/engine/state-store.js';
+import { MemoryStateStore } from '../../../src/state/state-store.js';
 import { crawlFields } from '../../../src/sources/crawl/config.js';
 import { targetUrl, type PageOutcome, type Pager } from '../../../src/sources/crawl/pager.js';
 import { crawlSource } from '../../../src/sources/crawl/source.js';

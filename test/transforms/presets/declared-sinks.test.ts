@@ -9,13 +9,13 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runPipeline } from '../../../src/engine/run.js';
-import { silentLogger } from '../../../src/engine/logger.js';
+import { runPipeline } from '../../../src/operations/run.js';
+import { silentLogger } from '../../../src/runtime/logger.js';
 import { loadPipeline } from '../../../src/pipeline/load.js';
 import type { DeclaredSchema } from '../../../src/core/declared.js';
 import { duckdbType } from '../../../src/schema/duckdb-types.js';
 import { PRESETS, presetDeclared, type PresetName } from '../../../src/transforms/normalize.js';
-import { tempDir } from '../../engine/in-memory.js';
+import { tempDir } from '../../support/in-memory.js';
 import { PRESET_INPUTS } from './declared-pages.js';
 
 const root = tempDir();
