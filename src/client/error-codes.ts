@@ -143,7 +143,9 @@ export function adviceFor(code: string, ctx: CodeContext = {}): CodeAdvice | und
 
 /** `<code>: <sluice's sentence> (the service: <its words>)`, or `<code>: <its words>`: the code first, once. */
 export function codeLedMessage(code: string, serviceMessage: string, says: string | undefined): string {
-  const own = serviceMessage.startsWith(code) ? serviceMessage.slice(code.length).replace(/^[\s:]+/, '') : serviceMessage;
+  const own = serviceMessage.startsWith(code)
+    ? serviceMessage.slice(code.length).replace(/^[\s:]+/, '')
+    : serviceMessage;
   if (says === undefined) return own === '' ? code : `${code}: ${own}`;
   return own === '' || own === `service error ${code}` ? `${code}: ${says}` : `${code}: ${says} (the service: ${own})`;
 }

@@ -4,7 +4,6 @@ import type { ZonesApi } from './api.js';
 import { ServiceError } from './errors.js';
 import type { HttpCore } from './http.js';
 
-
 export function zonesApi(http: HttpCore): ZonesApi {
   return {
     // The success body is undocumented (docs/service.md §7.1: older docs show 201 "Zone added", newer ones JSON). A zone

@@ -280,5 +280,8 @@ function realStatus429(res: ServerResponse, args: unknown[]): boolean {
     return false;
   }
   const h = headers as Record<string, unknown> | undefined;
-  return h !== undefined && Object.entries(h).some(([k, v]) => k.toLowerCase() === 'x-brd-status-code' && String(v) === '429');
+  return (
+    h !== undefined &&
+    Object.entries(h).some(([k, v]) => k.toLowerCase() === 'x-brd-status-code' && String(v) === '429')
+  );
 }

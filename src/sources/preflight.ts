@@ -37,7 +37,7 @@ export async function checkSearchZone(client: ServiceClient, zone: string, log: 
     if (listingUnavailable(err)) {
       log.warn(
         `cannot list the account's zones (${err.message}): zone "${zone}" is not checked before the run; if it is ` +
-          'not a search zone, the first page request fails with the service\'s code and the crawl stops there',
+          "not a search zone, the first page request fails with the service's code and the crawl stops there",
       );
       return;
     }

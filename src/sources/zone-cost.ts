@@ -43,7 +43,10 @@ export const zoneCostSource: ComponentDef<'source', ZoneCostConfig, Source> = {
       const rows: Row[] = [];
       for (const zone of cfg.zones)
         rows.push(
-          ...costRows(zone, await client.zones.cost(zone, cfg.from && cfg.to ? { from: cfg.from, to: cfg.to } : undefined)),
+          ...costRows(
+            zone,
+            await client.zones.cost(zone, cfg.from && cfg.to ? { from: cfg.from, to: cfg.to } : undefined),
+          ),
         );
       return rows;
     }),

@@ -83,7 +83,9 @@ describe('the service’s codes lead the message, with a fix that fits', () => {
     const { c, retries } = client(s.url);
     const err = (await c.request.page({ zone: 'z', url: SEARCH }).catch((x: unknown) => x)) as ServiceError;
     expect(err).toMatchObject({ status: 403, code: 'policy_20020', transient: false });
-    expect(err.serviceMessage).toBe("policy_20020: the service's usage policy refuses this request (the service: Bad Port used)");
+    expect(err.serviceMessage).toBe(
+      "policy_20020: the service's usage policy refuses this request (the service: Bad Port used)",
+    );
     expect(err.hint).toMatch(/compliance/);
     expect(err.hint).not.toMatch(/API key/);
     expect(retries).toEqual([]);
@@ -93,7 +95,11 @@ describe('the service’s codes lead the message, with a fix that fits', () => {
   it('a peer failure (502 peer_*) is retried; a refused certificate is not', async () => {
     const peer = await scripted((_req, res, hit) =>
       hit === 1
-        ? send(res, 200, '', { 'x-brd-status-code': '502', 'x-brd-err-code': 'peer_30002', 'x-brd-err-msg': 'Peer lost' })
+        ? send(res, 200, '', {
+            'x-brd-status-code': '502',
+            'x-brd-err-code': 'peer_30002',
+            'x-brd-err-msg': 'Peer lost',
+          })
         : send(res, 200, { organic: [] }),
     );
     const p = client(peer.url);

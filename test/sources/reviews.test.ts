@@ -255,7 +255,9 @@ describe('reviews source', () => {
       expect(ids).toHaveLength(39);
       // Four pages of reviews and the empty page that ends the place: nothing else tells its end.
       expect((await stats(d)).routes[REQUEST_ROUTE]).toBe(4 + 1);
-      expect(result.committed.map((u) => parseReviewsUnitId(u)!.start).sort((a, b) => a - b)).toEqual([0, 10, 19, 29, 39]);
+      expect(result.committed.map((u) => parseReviewsUnitId(u)!.start).sort((a, b) => a - b)).toEqual([
+        0, 10, 19, 29, 39,
+      ]);
     } finally {
       await d.close();
     }

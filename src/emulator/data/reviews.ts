@@ -99,8 +99,18 @@ export function reviewPageSize(seed: number, fid: string, start: number): number
  */
 export function reviewPageStarts(seed: number, fid: string, total: number): number[] {
   const starts = [0];
-  for (let s = 0; s < total; ) starts.push((s += Math.min(reviewPageSize(seed, fid, s), total - s)));
+  for (let s = 0; s < total;) starts.push((s += Math.min(reviewPageSize(seed, fid, s), total - s)));
   return starts;
+}
+
+/**
+ * Pages a crawl requests of a place showing `total` reviews, newest first, when the first `fresh` of them are new to
+ * it: up to the first page showing a review it loaded before, or, when all are new, up to the empty page.
+ */
+export function reviewPagesUntilKnown(seed: number, fid: string, total: number, fresh: number): number {
+  const starts = reviewPageStarts(seed, fid, total);
+  const i = starts.findIndex((s, k) => k === starts.length - 1 || starts[k + 1]! > fresh);
+  return i + 1;
 }
 
 export function reviewsPage(seed: number, fid: string, start: number, now: Date, grows = false): { reviews: Obj[] } {

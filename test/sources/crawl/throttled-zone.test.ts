@@ -29,7 +29,12 @@ interface Service {
 
 const services: Service[] = [];
 async function service(faults?: unknown): Promise<Service> {
-  const emu = await startEmulator({ apiKey: API_KEY, seed: SEED, timeScale: 5, ...(faults !== undefined && { faults }) });
+  const emu = await startEmulator({
+    apiKey: API_KEY,
+    seed: SEED,
+    timeScale: 5,
+    ...(faults !== undefined && { faults }),
+  });
   // The defaults of `service.retry`: first wait 500 ms, at most 30 s.
   const client = createClient({ baseUrl: emu.url, apiKey: API_KEY });
   const s = { emu, client, deps: { log: quietLogger(), baseDir: '.', client: async () => client } };
@@ -45,7 +50,7 @@ afterAll(async () => {
 
 async function crawl(s: Service): Promise<Awaited<ReturnType<typeof driveCrawl>>> {
   const cfg = serpSchema.parse({ type: 'serp', zone: 'serp_zone', queries: QUERIES, max_pages: 3, concurrency: 8 });
-  return driveCrawl(serpSource.create(cfg, s.deps), sourceContext(s), { concurrency: 8 });
+  return driveCrawl(serpSource.create(cfg, s.deps), sourceContext({ deps: s.deps, baseDir: '.' }), { concurrency: 8 });
 }
 
 describe('a zone throttled for 10 s (200 with x-brd-status-code: 429)', () => {
@@ -56,7 +61,9 @@ describe('a zone throttled for 10 s (200 with x-brd-status-code: 429)', () => {
 
   it('costs a handful of requests, each counted by the 429 budget, and every page loads after', async () => {
     const s = await service({
-      rules: [{ route: REQUEST_ROUTE, rate: 1, max_per_route: 1, faults: { sr_rate_limit: 1 }, throttle_s: THROTTLE_S }],
+      rules: [
+        { route: REQUEST_ROUTE, rate: 1, max_per_route: 1, faults: { sr_rate_limit: 1 }, throttle_s: THROTTLE_S },
+      ],
     });
     const result = await crawl(s);
     expect(result.error).toBeUndefined();
