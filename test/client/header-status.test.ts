@@ -43,6 +43,17 @@ describe('a 429 in x-brd-status-code (a throttled zone)', () => {
   });
 });
 
+/** A page request through `zone` to a server answering every request with an empty 200 and these headers. */
+async function refusal(
+  zone: string,
+  headers: Record<string, string>,
+): Promise<{ err: ServiceError; retries: unknown[]; hits: string[] }> {
+  const s = await scripted((_req, res) => send(res, 200, '', headers));
+  const { c, retries } = client(s.url);
+  const err = (await c.request.page({ zone, url: SEARCH }).catch((x: unknown) => x)) as ServiceError;
+  return { err, retries, hits: s.hits };
+}
+
 describe('the service’s codes lead the message, with a fix that fits', () => {
   it('a zone of the wrong type (403 client_10090): the code, the zone and the type it must have', async () => {
     const e = await emulator();
@@ -58,30 +69,22 @@ describe('the service’s codes lead the message, with a fix that fits', () => {
   });
 
   it('the same refusal as a 200 with the status in x-brd-status-code reads the same', async () => {
-    const s = await scripted((_req, res) =>
-      send(res, 200, '', {
-        'x-brd-status-code': '403',
-        'x-brd-err-code': 'client_10090',
-        'x-brd-err-msg': 'Zone type browser_api is not supported for this request',
-      }),
-    );
-    const { c, retries } = client(s.url);
-    const err = (await c.request.page({ zone: 'my_browser', url: SEARCH }).catch((x: unknown) => x)) as ServiceError;
+    const { err, retries } = await refusal('my_browser', {
+      'x-brd-status-code': '403',
+      'x-brd-err-code': 'client_10090',
+      'x-brd-err-msg': 'Zone type browser_api is not supported for this request',
+    });
     expect(err).toMatchObject({ status: 403, code: 'client_10090', transient: false });
     expect(err.message).toMatch(/403: client_10090: zone "my_browser" cannot fetch pages .* serp or unblocker/);
     expect(retries).toEqual([]);
   });
 
   it('a policy refusal: its code first, not the key’s fix, not retried', async () => {
-    const s = await scripted((_req, res) =>
-      send(res, 200, '', {
-        'x-brd-status-code': '403',
-        'x-brd-err-code': 'policy_20020',
-        'x-brd-err-msg': 'Bad Port used',
-      }),
-    );
-    const { c, retries } = client(s.url);
-    const err = (await c.request.page({ zone: 'z', url: SEARCH }).catch((x: unknown) => x)) as ServiceError;
+    const { err, retries, hits } = await refusal('z', {
+      'x-brd-status-code': '403',
+      'x-brd-err-code': 'policy_20020',
+      'x-brd-err-msg': 'Bad Port used',
+    });
     expect(err).toMatchObject({ status: 403, code: 'policy_20020', transient: false });
     expect(err.serviceMessage).toBe(
       "policy_20020: the service's usage policy refuses this request (the service: Bad Port used)",
@@ -89,7 +92,7 @@ describe('the service’s codes lead the message, with a fix that fits', () => {
     expect(err.hint).toMatch(/compliance/);
     expect(err.hint).not.toMatch(/API key/);
     expect(retries).toEqual([]);
-    expect(s.hits).toHaveLength(1);
+    expect(hits).toHaveLength(1);
   });
 
   it('a peer failure (502 peer_*) is retried; a refused certificate is not', async () => {

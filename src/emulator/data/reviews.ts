@@ -103,6 +103,22 @@ export function reviewPageStarts(seed: number, fid: string, total: number): numb
   return starts;
 }
 
+/** How many reviews each page of a place showing `total` reviews holds, in page order (the empty page left out). */
+export function reviewPageSizes(seed: number, fid: string, total: number): number[] {
+  const starts = reviewPageStarts(seed, fid, total);
+  return starts.slice(1).map((s, i) => s - starts[i]!);
+}
+
+/**
+ * Whether a place's pages (of `reviewPageSizes`) hold a page shorter than 10 before the last — the shape a crawl
+ * must not take for the end — or all hold 10 but the last.
+ */
+export function hasShortPageBeforeLast(seed: number, fid: string, total: number): boolean {
+  return reviewPageSizes(seed, fid, total)
+    .slice(0, -1)
+    .some((n) => n < REVIEWS_PAGE_SIZE);
+}
+
 /**
  * Pages a crawl requests of a place showing `total` reviews, newest first, when the first `fresh` of them are new to
  * it: up to the first page showing a review it loaded before, or, when all are new, up to the empty page.

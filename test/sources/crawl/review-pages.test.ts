@@ -1,5 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectedReviewIds, reviewPageStarts, reviewTotal } from '../../../src/emulator/data/reviews.js';
+import {
+  expectedReviewIds,
+  hasShortPageBeforeLast,
+  reviewPageSizes,
+  reviewPageStarts,
+  reviewTotal,
+} from '../../../src/emulator/data/reviews.js';
 import { MemoryStateStore } from '../../../src/engine/state-store.js';
 import { pagePayload, type PagePosition } from '../../../src/sources/crawl/pager.js';
 import {
@@ -129,16 +135,9 @@ describe('reviewPages (pager strategy)', () => {
         (_, i) => `0x${(i + 1).toString(16).padStart(16, '0')}:0x${'cd'.repeat(8)}`,
       );
       const starts = (f: string): number[] => reviewPageStarts(SEED, f, reviewTotal(SEED, f));
-      const sizes = (f: string): number[] =>
-        starts(f)
-          .slice(1)
-          .map((s, i) => s - starts(f)[i]!);
+      const sizes = (f: string): number[] => reviewPageSizes(SEED, f, reviewTotal(SEED, f));
       // A place with a page shorter than 10 before its last, and one whose last page is exactly full.
-      const uneven = candidates.find((f) =>
-        sizes(f)
-          .slice(0, -1)
-          .some((n) => n < 10),
-      )!;
+      const uneven = candidates.find((f) => hasShortPageBeforeLast(SEED, f, reviewTotal(SEED, f)))!;
       const full = candidates.find((f) => reviewTotal(SEED, f) >= 20 && sizes(f).every((n) => n === 10))!;
       expect(uneven).toBeDefined();
       expect(full).toBeDefined();
