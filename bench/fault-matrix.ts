@@ -1,7 +1,8 @@
 /**
  * The fault matrix: every pipeline kind × every sink × several fault seeds, against an emulator that injects faults
  * into 10% of its responses (429 with and without Retry-After, 500/502/503, resets before, after and in the middle
- * of answers, truncated gzip, JSON answers that end early, slow bodies), with its real-service defaults otherwise
+ * of answers, truncated gzip, JSON answers that end early, slow bodies, and crawl pages through a zone the service
+ * throttles: 200s whose x-brd-status-code says 429), with its real-service defaults otherwise
  * (the IP block after 25 answers of 429, review pages that repeat, enrichments without a status). A cell's run may fail; it is then rerun, as cron would, until it succeeds
  * or runs out of reruns. The cell passes when its final output equals a clean run's (rows, distinct keys, and a
  * checksum over the rows DuckDB — or for Postgres, the server — reads back from the output) and every paid call was

@@ -11,7 +11,10 @@ export const SINKS = ['duckdb', 'parquet', 'jsonl', 'postgres'] as const;
 export type PipelineKind = (typeof PIPELINES)[number];
 export type SinkKind = (typeof SINKS)[number];
 
-/** Every kind the emulator can inject, equally likely (latency is not a fault: slow_body covers slowness). */
+/**
+ * Every kind the emulator can inject, equally likely (latency is not a fault: slow_body covers slowness), and a zone
+ * the service throttles (`sr_rate_limit`: 200s with x-brd-status-code 429 for `throttle_s`; on crawl pages only).
+ */
 export const FAULT_WEIGHTS = {
   '429': 1,
   '429_retry_after': 1,
@@ -24,6 +27,7 @@ export const FAULT_WEIGHTS = {
   truncated_gzip: 1,
   truncated_json: 1,
   slow_body: 1,
+  sr_rate_limit: 1,
 } as const;
 
 /**
@@ -116,7 +120,9 @@ export function faultSeed(seed: number, pipeline: PipelineKind, sink: SinkKind):
 export const PAID_FAULT_RATE = 0.3;
 
 export function faultConfig(c: { seed: number; pipeline: PipelineKind; sink: SinkKind; rate: number }): FaultConfig {
-  const common = { faults: FAULT_WEIGHTS, retry_after_s: 1, slow_total_ms: 300 };
+  // A throttled zone for one emulated second: with the cells' fast retry timing (max_delay_ms 1000) the client's
+  // holds outlast it within a handful of 429s, so a cell's 429 budget and the emulator's IP block stay out of reach.
+  const common = { faults: FAULT_WEIGHTS, retry_after_s: 1, slow_total_ms: 300, throttle_s: 1 };
   const rules = [
     // A lost trigger answer cannot be reconciled (the service lists no lookup requests): the run stops and asks a
     // person (test/sources/deep-lookup-lost-answers.test.ts). The matrix gives the trigger refusals only.

@@ -216,7 +216,8 @@ export interface PageRequest {
 export interface RequestApi {
   /**
    * `POST /request`, returning the target payload parsed as JSON (the `json` envelope is unwrapped).
-   * An `x-brd-error` / `x-brd-err-code` header, or an empty 200, is a ServiceError even on HTTP 200.
+   * An `x-brd-error` / `x-brd-err-code` header, a status of 400 or more in `x-brd-status-code`, or an empty 200 is a
+   * ServiceError even on HTTP 200, with the real status; the service's code leads its message.
    */
   page(
     req: PageRequest,
@@ -233,9 +234,15 @@ export interface RequestApi {
   }>;
 }
 
+/** One bucket of `GET /zone/cost` (docs/service.md §7.2): `bw` and the request counts only where there was traffic. */
 export interface ZoneCostBucket {
-  bw?: number;
   cost: number;
+  /** Bytes. */
+  bw?: number;
+  /** Search requests. */
+  reqs_serp?: number;
+  /** Unlocker requests. */
+  reqs_unblocker?: number;
   range?: { from: string; to: string };
   [k: string]: unknown;
 }
@@ -260,6 +267,16 @@ export interface ZonesApi {
 
 export interface ServiceClient {
   readonly baseUrl: string;
+  /**
+   * The retry timing of `service.retry` (first wait, longest wait), for a caller that retries above the client: a
+   * crawl asks a page again after a 429 with these, waiting longer each time (core/retry.ts decides the waits).
+   */
+  readonly retryTiming: { baseMs: number; maxMs: number };
+  /**
+   * The client's one 429 budget (throttle.ts): answers of 429 — outright or in `x-brd-status-code` — within the last
+   * five minutes, and over the client's life.
+   */
+  answers429(): { inWindow: number; total: number };
   /** The service's time now, as its latest answer's `Date` header tells it; undefined before its first answer. */
   serviceNow(): number | undefined;
   datasets: DatasetsApi;

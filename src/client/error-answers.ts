@@ -6,6 +6,7 @@
  */
 import type { Dispatcher } from 'undici';
 import { readBounded } from './answers.js';
+import { adviceFor, codeLedMessage } from './error-codes.js';
 import { ServiceError, apiKeyRefusedHint } from './errors.js';
 
 /** Error bodies are small; a huge one is not worth holding. */
@@ -26,30 +27,108 @@ export function errInit(e: ServiceError): ConstructorParameters<typeof ServiceEr
 
 /** Reads the error answer in whichever shape the service chose (see errors.ts). */
 export async function errorFrom(
-  call: { method: string; path: string },
+  call: ErrorCall,
   res: Dispatcher.ResponseData,
   apiKeyVariable: string | undefined,
 ): Promise<ServiceError> {
   const text = await readBounded(res.body, MAX_ERROR_BODY).catch(() => '');
-  const parsed = parseErrorBody(text);
-  const h = res.headers;
-  const header = (name: string): string | undefined => {
-    const v = h[name];
-    return Array.isArray(v) ? v[0] : v;
-  };
-  const brdMessage = header('x-brd-error') ?? header('x-brd-err-msg') ?? header('x-luminati-error');
-  const brdCode = header('x-brd-err-code') ?? header('x-brd-error-code');
-  const retryAfterMs = parseRetryAfter(header('retry-after'));
+  return answerError(call, res.statusCode, res.headers, parseErrorBody(text), apiKeyVariable);
+}
+
+/** The call an error answer is about: where, and the zone its codes' fixes name (`POST /request`). */
+export interface ErrorCall {
+  method: string;
+  path: string;
+  zone?: string | undefined;
+}
+
+type Headers = Record<string, string | string[] | undefined>;
+
+function headerOf(h: Headers, name: string): string | undefined {
+  const v = h[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/**
+ * The status an answer really has: its outer status, unless that is a success and `x-brd-status-code` says another
+ * (docs/service.md §5.6: once a request reaches the page fetcher the outer status is 200 whatever happened). Read
+ * before anything else looks at the answer: the 429 budget counts a 429 given either way.
+ */
+export function realStatus(outer: number, headers: Headers): number {
+  if (outer < 200 || outer >= 300) return outer;
+  const inner = Number(headerOf(headers, 'x-brd-status-code'));
+  return Number.isInteger(inner) && inner >= 100 && inner <= 599 ? inner : outer;
+}
+
+/**
+ * The failure a successful answer reports in its headers, or undefined: an `x-brd-error*` header (present on every
+ * failure of the service's own, so an empty 200 with one is a failure, never "no results"), or a real status of 400
+ * or more in `x-brd-status-code`. Its status is the real one (502 when the headers give an error but no status).
+ */
+export function headerFailure(
+  call: ErrorCall,
+  outer: number,
+  headers: Headers,
+  apiKeyVariable: string | undefined,
+): ServiceError | undefined {
+  const status = realStatus(outer, headers);
+  const said = serviceSaid(headers);
+  if (said.message !== undefined || said.code !== undefined)
+    return answerError(call, status >= 400 ? status : 502, headers, { message: '' }, apiKeyVariable);
+  if (status < 400) return undefined;
+  // No error of the service's: the target's own status, passed on (docs/service.md §5.6).
   return new ServiceError({
     method: call.method,
     path: call.path,
-    status: res.statusCode,
-    serviceMessage: brdMessage ?? (parsed.message || `HTTP ${res.statusCode}`),
-    ...((brdCode ?? parsed.code) !== undefined && { code: (brdCode ?? parsed.code)! }),
-    ...(parsed.details && { details: parsed.details }),
-    ...(retryAfterMs !== undefined && { retryAfterMs }),
-    ...(res.statusCode === 401 && { hint: apiKeyRefusedHint(apiKeyVariable) }),
+    status,
+    serviceMessage: `the target answered ${status}`,
+    hint: 'the target site answered with an error status: check the target URL, or run again later',
   });
+}
+
+/** The service's own words and code, in whichever of its headers it put them. */
+function serviceSaid(h: Headers): { message?: string; code?: string } {
+  const message = headerOf(h, 'x-brd-error') ?? headerOf(h, 'x-brd-err-msg') ?? headerOf(h, 'x-luminati-error');
+  const code = headerOf(h, 'x-brd-err-code') ?? headerOf(h, 'x-brd-error-code') ?? headerOf(h, 'x-luminati-error-code');
+  return { ...(message !== undefined && { message }), ...(code !== undefined && { code }) };
+}
+
+/**
+ * One error answer as a `ServiceError`: the headers' words and code win over the body's. A code from the headers
+ * (docs/service.md §5.6) leads the message, with its own fix (error-codes.ts); only a 401 is the API key's.
+ */
+function answerError(
+  call: ErrorCall,
+  status: number,
+  headers: Headers,
+  body: { message: string; code?: string; details?: string[] },
+  apiKeyVariable: string | undefined,
+): ServiceError {
+  const said = serviceSaid(headers);
+  const code = said.code ?? body.code;
+  const words = said.message ?? (body.message || (said.code ? `service error ${said.code}` : `HTTP ${status}`));
+  const advice = said.code !== undefined ? adviceFor(said.code, { zone: call.zone }) : undefined;
+  const retryAfterMs = parseRetryAfter(headerOf(headers, 'retry-after'));
+  return new ServiceError({
+    method: call.method,
+    path: call.path,
+    status,
+    serviceMessage: said.code !== undefined ? codeLedMessage(said.code, words, advice?.says) : words,
+    ...(code !== undefined && { code }),
+    ...(body.details && { details: body.details }),
+    ...(retryAfterMs !== undefined && { retryAfterMs }),
+    ...(status === 401
+      ? { hint: apiKeyRefusedHint(apiKeyVariable) }
+      : advice !== undefined
+        ? { hint: advice.hint, ...(advice.transient !== undefined && { transient: advice.transient }) }
+        : said.code !== undefined && { hint: unknownCodeHint(said.code, status) }),
+  });
+}
+
+/** A code sluice has no fix for: said as the service's, so the status's generic fix does not blame the wrong thing. */
+function unknownCodeHint(code: string, status: number): string {
+  if (status === 429 || status >= 500) return `the service answered ${code}: run again later (completed work is kept)`;
+  return `the service refused the request with ${code}: look the code up in the service's error catalog, fix what it names, and run again`;
 }
 
 /** `{error: "…"}`, `{error: {code, message, details}}`, `{validation_errors: […]}`, `{message}`, or plain text. */

@@ -216,7 +216,13 @@ function hintFor(status: number, cause: unknown): string {
   if (status === 202) return 'the service is still preparing this answer: wait a little, then run again';
   if (status === 401) return apiKeyRefusedHint(undefined);
   if (status === 402) return 'the account balance is too low: add funds or lower records_limit';
-  if (status === 403) return 'the API key lacks permission for this call (zone changes need an Admin or Ops key)';
+  // A 403 with a code of the service's has that code's fix (error-codes.ts); without one it is a permission or
+  // policy refusal (docs/service.md §6).
+  if (status === 403)
+    return (
+      'the service refused this call: the API key lacks permission for it (zone changes need an Admin or Ops key), ' +
+      "or the account's policy forbids it (identity checks, compliance)"
+    );
   if (status === 404) return 'check the id or name in the request: the service does not know it';
   if (status === 429)
     return (

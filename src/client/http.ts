@@ -17,6 +17,9 @@
  * - Every request, whatever its caller, first takes a permit from the client's one `ServiceThrottle` (throttle.ts):
  *   one 429 budget for the service's address, a slow start, a hold after each 429, and a stop before the service
  *   would block the IP. A 403 that a call any key may make (`GET /status`) also gets is that block, named as such.
+ * - The real status of an answer is read first, before anything else looks at it: a 200 whose `x-brd-status-code`
+ *   says 429 (a throttled zone, docs/service.md §5.6) is a 429 for the throttle, the retry policy and the caller
+ *   alike, and a 200 with the service's error headers is that error, its code leading the message.
  * - Each answer's `Date` header sets the client's `ServiceClock` (service-clock.ts): the service's time, not this
  *   machine's.
  * - A 200 whose JSON ends early (a reset or a proxy cutting the answer) is a transient failure like a broken
@@ -37,7 +40,7 @@ import {
   networkFailure,
 } from './errors.js';
 import { DEFAULT_ANSWER_LIMITS, callDeadline, readAnswer, type AnswerLimits } from './answers.js';
-import { errInit, errorFrom, parseRetryAfter } from './error-answers.js';
+import { errInit, errorFrom, headerFailure, parseRetryAfter, realStatus } from './error-answers.js';
 import { firstContactPolicy, withinFirstContactBudget } from './first-contact.js';
 import { guardedBody, transportFailure } from './network.js';
 import { ServiceClock } from './service-clock.js';
@@ -57,6 +60,8 @@ export interface CallOptions {
   onRetry?: (info: RetryNotice) => void;
   /** Statuses that are answers for this call rather than errors (e.g. 202 on a download). */
   accept?: number[];
+  /** The zone the call goes through (`POST /request`): the fixes of the service's zone codes name it. */
+  zone?: string;
   /**
    * Reads an error answer the way this call knows it, before the retry decision: e.g. the cost report's 500 that
    * means a bad date (a configuration error, not the service failing). Returns the error to act on.
@@ -89,6 +94,10 @@ export class HttpCore {
   private readonly authorization: string;
   /** One 429 budget and slow start for every request to this address (throttle.ts). */
   readonly throttle: ServiceThrottle;
+  /** The retry policy of every request (`service.retry`). */
+  get retryPolicy(): RetryPolicy {
+    return this.policy;
+  }
   /** The service's time, from its answers' `Date` headers. */
   readonly clock = new ServiceClock();
   /** How large a JSON answer may be and how long a call may take, request to last byte (answers.ts). */
@@ -233,8 +242,14 @@ export class HttpCore {
       const ok =
         (res.statusCode >= 200 && res.statusCode < 300 && res.statusCode !== 202) ||
         call.accept?.includes(res.statusCode);
+      // A success whose headers report a failure (the real status in x-brd-status-code, docs/service.md §5.6) is
+      // that failure, before the caller reads a byte: retried, held and counted like the same status given outright.
+      const inHeaders = ok ? headerFailure(call, res.statusCode, res.headers, this.opts.apiKeyVariable) : undefined;
       if (!ok) err = await this.refusal(call, res);
-      else {
+      else if (inHeaders) {
+        await res.body.dump().catch(() => undefined);
+        err = inHeaders;
+      } else {
         try {
           const result = await consume({ status: res.statusCode, headers: res.headers, body: res.body });
           answered?.(res.statusCode);
@@ -346,11 +361,14 @@ export class HttpCore {
 /** A free call any API key may make: what tells a blocked IP from a key without permission. */
 const STATUS_PATH = '/status';
 
-/** What the throttle needs to know of an answer: its status and the wait it asked for. */
+/**
+ * What the throttle needs to know of an answer: its real status (a 429 in `x-brd-status-code` is a 429) and the wait
+ * it asked for.
+ */
 function outcomeOf(res: Dispatcher.ResponseData): Outcome {
   const v = res.headers['retry-after'];
   const retryAfterMs = parseRetryAfter(Array.isArray(v) ? v[0] : v);
-  return { status: res.statusCode, ...(retryAfterMs !== undefined && { retryAfterMs }) };
+  return { status: realStatus(res.statusCode, res.headers), ...(retryAfterMs !== undefined && { retryAfterMs }) };
 }
 
 /**

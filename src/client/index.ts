@@ -17,7 +17,8 @@ export {
   UnreachableServiceError,
 } from './errors.js';
 export { pollSnapshot, type PollOptions } from './poll.js';
-export { SEARCH_ZONE_TYPES, costPeriodProblem } from './zones.js';
+export { SEARCH_ZONE_TYPES } from './error-codes.js';
+export { costPeriodProblem } from './zones.js';
 
 export function createClient(options: ClientOptions): ServiceClient {
   // Registered before any request, so no error or log line can carry the key.
@@ -25,6 +26,8 @@ export function createClient(options: ClientOptions): ServiceClient {
   const http = new HttpCore(options);
   return {
     baseUrl: http.baseUrl,
+    retryTiming: { baseMs: http.retryPolicy.baseMs, maxMs: http.retryPolicy.maxMs },
+    answers429: () => ({ inWindow: http.throttle.count429(), total: http.throttle.answered429 }),
     serviceNow: () => http.clock.now(),
     datasets: datasetsApi(http),
     deepLookup: deepLookupApi(http),

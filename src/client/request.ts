@@ -1,12 +1,14 @@
 /**
  * `POST /request`: a search or reviews page through a zone. Billed per successful request only (docs/service.md §5.6), so
- * it is not a paid call for the retry policy. The real outcome can hide in headers: an `x-brd-error` or
- * `x-brd-err-code` header is an error even on HTTP 200, and an empty 200 is an error too, never "no results".
+ * it is not a paid call for the retry policy. The real outcome can hide in headers: the client (http.ts) reads
+ * `x-brd-status-code` and the `x-brd-error*` headers before this module sees the answer, so a failure reported that
+ * way arrives here as the error it is, the service's code leading its message (error-codes.ts: a zone of the wrong
+ * type names the zone and the type it must have). An empty 200 is an error too, never "no results".
  */
 import type { PageRequest, RequestApi } from './api.js';
 import { NetworkError } from '../core/errors.js';
 import { ServiceError } from './errors.js';
-import type { HttpCore, RawResponse } from './http.js';
+import type { HttpCore } from './http.js';
 import { answerDate } from './service-clock.js';
 import { endsEarly } from './truncated.js';
 
@@ -18,25 +20,14 @@ export function requestApi(http: HttpCore): RequestApi {
         method: 'POST' as const,
         path: '/request',
         json: { zone: req.zone, url: req.url, format },
+        zone: req.zone,
         ...(opts.signal && { signal: opts.signal }),
         ...(opts.onRetry && { onRetry: opts.onRetry }),
       };
       return http.call(call, async (res) => {
         const text = await http.answerText(call, res);
-        const fail = (status: number, serviceMessage: string, code?: string): ServiceError => {
-          const permanent = code === undefined ? undefined : PERMANENT[code];
-          return new ServiceError({
-            method: 'POST',
-            path: '/request',
-            status,
-            // The code is what the user looks up: it leads the message of an error that will not go away.
-            serviceMessage: permanent ? `${code}: ${serviceMessage}` : serviceMessage,
-            ...(code && { code }),
-            ...(permanent && { transient: false, hint: permanent }),
-          });
-        };
-        const headerError = brdError(res);
-        if (headerError) throw fail(headerError.status, headerError.message, headerError.code);
+        const fail = (status: number, serviceMessage: string): ServiceError =>
+          new ServiceError({ method: 'POST', path: '/request', status, serviceMessage });
         if (text.trim() === '')
           throw fail(502, 'empty answer with HTTP 200 and no error header (treated as a failed request)');
         if (endsEarly(text)) throw cutShort(text);
@@ -57,19 +48,6 @@ export function requestApi(http: HttpCore): RequestApi {
   };
 }
 
-/**
- * Service codes that fail the same way every time, though their status (502) says "try again" (docs/service.md §5.6):
- * retrying them only bills the wait. Each with what to change.
- */
-const PERMANENT: Readonly<Record<string, string>> = {
-  unexpected_q:
-    'the search engine cut the query short (its detected_query differs from the query): shorten the query (at ' +
-    'most 32 words) or remove it; the request was not billed',
-  no_peers:
-    'the service has no peers for this request (the zone has none in the country or targeting asked for): change ' +
-    "the zone's country or targeting, or use another zone; the request was not billed",
-};
-
 /** A page whose JSON stops before its end: the transfer broke (transient), the page is not HTML. */
 function cutShort(text: string): ServiceError {
   const what = `the answer was cut short: its JSON stops after ${Buffer.byteLength(text)} bytes`;
@@ -80,23 +58,6 @@ function cutShort(text: string): ServiceError {
     serviceMessage: what,
     cause: new NetworkError(what, { sent: true }),
   });
-}
-
-function header(res: RawResponse, name: string): string | undefined {
-  const v = res.headers[name];
-  return Array.isArray(v) ? v[0] : v;
-}
-
-function brdError(res: RawResponse): { status: number; message: string; code?: string } | undefined {
-  const message = header(res, 'x-brd-error') ?? header(res, 'x-brd-err-msg') ?? header(res, 'x-luminati-error');
-  const code = header(res, 'x-brd-err-code') ?? header(res, 'x-brd-error-code');
-  if (message === undefined && code === undefined) return undefined;
-  const status = Number(header(res, 'x-brd-status-code'));
-  return {
-    status: Number.isInteger(status) && status >= 400 ? status : 502,
-    message: message ?? `service error ${code}`,
-    ...(code !== undefined && { code }),
-  };
 }
 
 /** Parsed JSON when the text is JSON (brd_json=1 pages), else the text itself (HTML). */

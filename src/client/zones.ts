@@ -4,12 +4,6 @@ import type { ZonesApi } from './api.js';
 import { ServiceError } from './errors.js';
 import type { HttpCore } from './http.js';
 
-/**
- * Zone types that serve search and review pages through `POST /request`: `serp` (a search zone, docs/service.md
- * §7.1) and `unblocker`. A zone of any other type fails every page with 403 (docs/service.md §8).
- */
-export const SEARCH_ZONE_TYPES: readonly string[] = ['serp', 'unblocker'];
-
 export function zonesApi(http: HttpCore): ZonesApi {
   return {
     // The success body is undocumented (docs/service.md §7.1: older docs show 201 "Zone added", newer ones JSON). A zone

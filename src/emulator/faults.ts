@@ -14,8 +14,11 @@
  * - applied by the route itself, which knows what the request asked for (`ROUTE_KINDS`): `not_ready` (a snapshot
  *   download answers 202 "Snapshot is building" with a Retry-After although the status said ready) and
  *   `page_repeat` (a search page asked for at `start` > 0 answers the query's first page instead), `no_peers` (a
- *   `POST /request` fails with the service's `no_peers` code: no proxy peer for the request, not billed). A route
- *   counts such a fault only when it applies (a `page_repeat` on a first page, or on a review page, changes nothing).
+ *   `POST /request` fails with the service's `no_peers` code: no proxy peer for the request, not billed),
+ *   `sr_rate_limit` (the service throttles the request's zone for `throttle_s` emulated seconds: every `POST
+ *   /request` through it meanwhile is answered as the service answers a throttled zone — HTTP 200, the real status
+ *   429 and the code in headers, not billed — each answer counted). A route counts such a fault only when it applies
+ *   (a `page_repeat` on a first page, or on a review page, changes nothing).
  * `latency_ms` on a rule delays every matching request (a baseline, not counted as a fault).
  */
 import { readFileSync } from 'node:fs';
@@ -30,7 +33,7 @@ const PRE_HANDLER = ['429', '429_retry_after', '500', '502', '503', 'reset_befor
 /** Kinds applied while the answer's body is sent (fault-delivery.ts). */
 const BODY = ['reset', 'reset_after', 'slow_body', 'truncated_gzip', 'truncated_json'] as const;
 /** Kinds the route applies itself (the server hands them to the handler as `EmuRequest.fault`). */
-const ROUTE = ['not_ready', 'page_repeat', 'no_peers'] as const;
+const ROUTE = ['not_ready', 'page_repeat', 'no_peers', 'sr_rate_limit'] as const;
 
 export const FAULT_KINDS = [...PRE_HANDLER, ...BODY, ...ROUTE] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
@@ -51,6 +54,8 @@ export const faultRuleSchema = z.strictObject({
   spike_ms: z.number().int().nonnegative().max(10_000).default(500),
   /** `Retry-After` seconds of the `429_retry_after` and `not_ready` kinds. */
   retry_after_s: z.number().int().nonnegative().default(1),
+  /** Emulated seconds a zone struck by `sr_rate_limit` stays throttled. */
+  throttle_s: z.number().positive().max(3600).default(10),
   /** Most faults this rule injects per route (latency_ms excluded). */
   max_per_route: z.number().int().nonnegative().optional(),
   /** Total delay a `slow_body` may add. */

@@ -22,7 +22,7 @@ export interface EmuRequest {
   json(invalid?: (text: string) => Error): Promise<unknown>;
   raw: IncomingMessage;
   /** A fault the route applies itself (faults.ts `ROUTE_KINDS`), set by the server; the route counts it if applied. */
-  fault?: { kind: string; retryAfterS: number };
+  fault?: { kind: string; retryAfterS: number; throttleS: number };
 }
 
 export interface EmuResponder {

@@ -228,7 +228,12 @@ async function handle(
     return preHandlerFault(res, kind, decision.rule?.retry_after_s ?? 1);
   }
 
-  if (kind && ROUTE_KINDS.has(kind)) request.fault = { kind, retryAfterS: decision.rule?.retry_after_s ?? 1 };
+  if (kind && ROUTE_KINDS.has(kind))
+    request.fault = {
+      kind,
+      retryAfterS: decision.rule?.retry_after_s ?? 1,
+      throttleS: decision.rule?.throttle_s ?? 10,
+    };
   const bodyFault: BodyFault | undefined =
     kind && faults && !PRE_HANDLER_KINDS.has(kind) && !ROUTE_KINDS.has(kind)
       ? {
@@ -253,12 +258,30 @@ async function handle(
 
 /**
  * Calls `on429` when the answer's head says 429, whichever code path writes it (injected faults, routes, error
- * answers): counted the moment it is decided, so the next request already sees it.
+ * answers): counted the moment it is decided, so the next request already sees it. A 429 given as the real status
+ * of a 200 (`x-brd-status-code`, a throttled zone) counts as one given outright: whether the service's block counts
+ * them is not documented, and counting them is the stricter reading.
  */
 function countAnswers429(res: ServerResponse, on429: () => void): void {
   const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => ServerResponse;
   res.writeHead = ((status: number, ...rest: unknown[]) => {
-    if (status === 429) on429();
+    if (status === 429 || realStatus429(res, rest)) on429();
     return writeHead(status, ...rest);
   }) as ServerResponse['writeHead'];
+}
+
+/** Whether `x-brd-status-code` says 429, set on the response or passed to `writeHead` (as an object or a list). */
+function realStatus429(res: ServerResponse, args: unknown[]): boolean {
+  if (String(res.getHeader('x-brd-status-code')) === '429') return true;
+  const headers = args.find((a) => typeof a === 'object' && a !== null);
+  if (Array.isArray(headers)) {
+    for (let i = 0; i + 1 < headers.length; i += 2)
+      if (String(headers[i]).toLowerCase() === 'x-brd-status-code' && String(headers[i + 1]) === '429') return true;
+    return false;
+  }
+  const h = headers as Record<string, unknown> | undefined;
+  return (
+    h !== undefined &&
+    Object.entries(h).some(([k, v]) => k.toLowerCase() === 'x-brd-status-code' && String(v) === '429')
+  );
 }

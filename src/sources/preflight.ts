@@ -2,7 +2,13 @@
  * The sources' service preflight (Source.preflight): free calls that prove, before anything is paid, that the key
  * is accepted and that what the config names exists. Each failure is a `SluiceError` naming the option and the fix.
  */
-import { SEARCH_ZONE_TYPES, ServiceError, type ServiceClient } from '../client/index.js';
+import {
+  BlockedIpError,
+  SEARCH_ZONE_TYPES,
+  ServiceError,
+  UnreachableServiceError,
+  type ServiceClient,
+} from '../client/index.js';
 import { SluiceError } from '../core/errors.js';
 import { didYouMean } from '../core/suggest.js';
 import type { Logger } from '../core/types.js';
@@ -17,18 +23,22 @@ export function keyRefused(err: unknown): unknown {
 }
 
 /**
- * The crawl's zone exists in the account and serves search pages. When the zones cannot be listed (403, 404) the
- * check is skipped with a warning rather than failing a pipeline that may well work.
+ * The crawl's zone exists in the account and serves search pages. When the zones cannot be listed (a key without
+ * permission to list them, a service without the listing, the listing failing) the check is skipped with a warning
+ * rather than failing a pipeline that may well work: the first page then tells, the service's code naming the zone
+ * and the type it must have (client_10090, client/error-codes.ts), and the crawl ends at that first refusal
+ * (crawl/fetcher.ts).
  */
 export async function checkSearchZone(client: ServiceClient, zone: string, log: Logger): Promise<void> {
   let zones: { name: string; type: string }[];
   try {
     zones = await client.zones.active();
   } catch (err) {
-    // 403: a key without permission to list zones; 404: a service without the listing. Neither says the zone is
-    // wrong, and the pipeline may well work.
-    if (err instanceof ServiceError && (err.status === 403 || err.status === 404)) {
-      log.warn(`cannot list the account's zones (${err.serviceMessage}): zone "${zone}" is not checked before the run`);
+    if (listingUnavailable(err)) {
+      log.warn(
+        `cannot list the account's zones (${err.message}): zone "${zone}" is not checked before the run; if it is ` +
+          "not a search zone, the first page request fails with the service's code and the crawl stops there",
+      );
       return;
     }
     throw keyRefused(err);
@@ -55,6 +65,20 @@ export async function checkSearchZone(client: ServiceClient, zone: string, log: 
         ? `set source.zone to a zone of type ${SEARCH_ZONE_TYPES.join(' or ')}: ${search.join(', ')}`
         : 'create a search zone (`sluice zones create <name> --yes`) and set source.zone to it',
     });
+}
+
+/**
+ * Whether a failed listing leaves the check to the first real request: any answer of the service but a refused key,
+ * and a listing that kept failing after its retries. Not a service out of reach, an IP blocked or a spent 429 budget:
+ * every call would fail so.
+ */
+function listingUnavailable(err: unknown): err is ServiceError {
+  return (
+    err instanceof ServiceError &&
+    err.status !== 401 &&
+    !(err instanceof UnreachableServiceError) &&
+    !(err instanceof BlockedIpError)
+  );
 }
 
 /** A dataset's fields as its metadata describes them; undefined when the service has no metadata for it. */

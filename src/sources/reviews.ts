@@ -14,7 +14,7 @@ import { reviewsBackfill } from './crawl/backfill.js';
 import { crawlFields, extraParamsField } from './crawl/config.js';
 import { placesFromSearch } from './crawl/places-from-search.js';
 import { configuredQueries } from './crawl/queries.js';
-import { FID_PATTERN, reviewPages, reviewsIncremental } from './crawl/review-pages.js';
+import { FID_PATTERN, reviewPages, reviewsIncremental, reviewsPlanNote } from './crawl/review-pages.js';
 import { searchPages } from './crawl/search-pages.js';
 import { crawlSource } from './crawl/source.js';
 
@@ -107,8 +107,7 @@ export const reviewsSource: ComponentDef<'source', ReviewsConfig, Source> = {
           const search = searchPages({ engine: cfg.engine, params: fs.params, vertical: fs.search });
           return placesFromSearch({ queries, search, maxPages: fs.max_pages, fetch, onNoPlaces: fs.on_no_places }, ctx);
         },
-        note: (places) =>
-          `${places} places; further review pages are discovered while crawling, up to ${cfg.max_pages} per place`,
+        note: (places) => reviewsPlanNote(places, cfg.max_pages),
         ...(cfg.incremental && { incremental: reviewsIncremental(cfg.max_pages) }),
       },
       deps,

@@ -94,7 +94,8 @@ describe('errors', () => {
     expect(err).toMatchObject({
       status: 400,
       code: 'http_status',
-      serviceMessage: 'the search URL has no q parameter',
+      // The code leads the message: it is what the user looks up.
+      serviceMessage: 'http_status: the search URL has no q parameter',
     });
     expect(delays).toEqual([]);
     expect(e.stats.routes[ROUTE]).toBe(1);

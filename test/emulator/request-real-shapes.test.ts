@@ -1,6 +1,7 @@
 /**
  * The emulator's `POST /request` in the real shapes sluice must handle: map search pages whose results carry each
- * place's `fid` (`{engine}/maps/search/<query>/`), and the `page_repeat` fault (page 1 again for `start` > 0).
+ * place's `fid` (`{engine}/maps/search/<query>/`), the `page_repeat` fault (page 1 again for `start` > 0), and the
+ * `sr_rate_limit` fault (a zone the service throttles: HTTP 200, the real status 429 and the code in headers).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mapsPage, mapsPlaceFids, serpQueryPlan } from '../../src/emulator/data/serp.js';
@@ -83,5 +84,46 @@ describe('the page_repeat fault', () => {
     expect(repeating.stats.faults.page_repeat).toBe(1);
     // Without the fault the same request is page 2.
     expect((await page(plain, url(first.pagination.next_page_start ?? 10))).pagination.current_page).toBe(2);
+  });
+});
+
+describe('the sr_rate_limit fault: a throttled zone', () => {
+  it('answers every request through the zone with 200, x-brd-status-code 429 and the code, for throttle_s', async () => {
+    const throttled = await startEmulator({
+      seed: SEED,
+      now: Date.parse('2025-06-01T10:00:00Z'),
+      faults: {
+        rules: [{ route: 'POST /request', rate: 1, max_per_route: 1, faults: { sr_rate_limit: 1 }, throttle_s: 10 }],
+      },
+    });
+    try {
+      const ask = (): Promise<Response> =>
+        fetch(`${throttled.url}/request`, {
+          method: 'POST',
+          headers: AUTH,
+          body: JSON.stringify({ zone: 'serp_zone', url: `https://${ENGINE}/search?q=tea&brd_json=1`, format: 'raw' }),
+        });
+      for (let i = 0; i < 2; i++) {
+        const res = await ask();
+        expect(res.status).toBe(200);
+        expect(res.headers.get('x-brd-status-code')).toBe('429');
+        expect(res.headers.get('x-brd-error-code')).toBe('sr_rate_limit');
+        expect(res.headers.get('x-brd-error')).toMatch(/serp_zone.*auto-throttled due to low success rate/);
+        expect(await res.text()).toBe('');
+      }
+      expect(throttled.stats.faults.sr_rate_limit).toBe(2);
+      // Counted toward the client IP's block like 429s given outright.
+      const ips = throttled.ipBlock.view(throttled.ctx.clock.now()).ips;
+      expect(Object.values(ips).map((v) => v.total_429)).toEqual([2]);
+
+      // Ten emulated seconds later the zone serves pages again.
+      await fetch(`${throttled.url}/_emulator/clock`, { method: 'POST', body: JSON.stringify({ advance: '11s' }) });
+      const res = await ask();
+      expect(res.headers.get('x-brd-status-code')).toBeNull();
+      expect(((await res.json()) as Obj).general.query).toBe('tea');
+      expect(throttled.stats.faults.sr_rate_limit).toBe(2);
+    } finally {
+      await throttled.close();
+    }
   });
 });

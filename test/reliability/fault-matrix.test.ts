@@ -14,13 +14,13 @@ const FULL = process.env.SLUICE_FAULT_MATRIX === 'full';
  * (`SLUICE_FAULT_MATRIX=full`) and `npx tsx bench/fault-matrix.ts` run all five. The assertion below that every kind
  * struck keeps the subset honest if the emulator's fault draw ever changes.
  */
-const SEEDS = FULL ? [1, 2, 3, 4, 5] : [3, 4];
+const SEEDS = FULL ? [1, 2, 3, 4, 5] : [2, 4];
 /**
  * Postgres cells in `npm test`: the one whose resets (drawn from its fault seed, by occurrence: see
  * test/support/tcp-proxy.ts) strike every kind — mid-COPY, mid-commit, before a query — within its first run's
  * units. CI runs them all.
  */
-const POSTGRES_CELLS = FULL ? undefined : [{ seed: 3, pipeline: 'serp' }];
+const POSTGRES_CELLS = FULL ? undefined : [{ seed: 4, pipeline: 'serp' }];
 
 describe('fault matrix', () => {
   it('every pipeline × sink × seed ends with the clean output and pays once', { timeout: 240_000 }, async () => {

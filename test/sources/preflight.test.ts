@@ -16,6 +16,7 @@ import { reviewsSchema, reviewsSource } from '../../src/sources/reviews.js';
 import { serpSchema, serpSource } from '../../src/sources/serp.js';
 import { snapshotSchema, snapshotSource } from '../../src/sources/snapshot.js';
 import { COMPANY_PROFILES_ID, JOB_LISTINGS_ID } from '../../src/emulator/data/datasets-catalogue.js';
+import { driveCrawl } from '../support/drive-crawl.js';
 import { quietLogger, resetStats, sourceContext, startHarness, stats, type Harness } from './crawl-harness.js';
 
 let h: Harness;
@@ -99,6 +100,32 @@ describe('crawl preflight: the zone', () => {
       await client.close();
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+});
+
+describe('crawl preflight when the zones cannot be listed', () => {
+  it('the listing failing (500) leaves the check to the first page, which names the zone and the type it needs', async () => {
+    const d = await startHarness({
+      seed: 3,
+      faults: { rules: [{ route: 'GET /zone/get_active_zones', rate: 1, faults: { '500': 1 } }] },
+    });
+    try {
+      const warnings: string[] = [];
+      const deps = { ...d.deps, log: quietLogger(warnings) };
+      const cfg = serpSchema.parse({ type: 'serp', zone: 'static_zone', queries: ['ramen berlin', 'tea kyoto'] });
+      const source = serpSource.create(cfg, deps);
+      const ctx = sourceContext({ deps, baseDir: d.baseDir });
+      await expect(source.preflight!(ctx)).resolves.toBeUndefined();
+      expect(warnings.join('\n')).toMatch(/cannot list the account's zones .*500.*: zone "static_zone" is not checked/);
+      const result = await driveCrawl(source, ctx, { concurrency: 1 });
+      expect((result.error as Error).message).toMatch(
+        /403: client_10090: zone "static_zone" cannot fetch pages through \/request: it must be a zone of type serp or unblocker/,
+      );
+      expect((result.error as SluiceError).hint).not.toMatch(/API key/);
+      expect((await stats(d)).routes['POST /request']).toBe(1);
+    } finally {
+      await d.close();
     }
   });
 });

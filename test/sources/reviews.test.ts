@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Row, Source } from '../../src/core/types.js';
-import { expectedReviewIds, reviewTotal } from '../../src/emulator/data/reviews.js';
+import { expectedReviewIds, reviewPageStarts, reviewTotal } from '../../src/emulator/data/reviews.js';
 import { serpQueryPlan, type SerpQueryPlan } from '../../src/emulator/data/serp.js';
 import { MemoryStateStore } from '../../src/state/state-store.js';
 import { driveCrawl, type DriveResult } from '../support/drive-crawl.js';
@@ -234,5 +234,42 @@ describe('reviews source', () => {
     } finally {
       await d.close();
     }
+  });
+
+  it('pages of any size: a place on pages of 10, 9, 10, 10 and an empty one loads every review once', async () => {
+    // The emulator as the service was (its defaults), on a day it still paged reviews by start: page sizes vary.
+    const d = await startHarness({ seed: SEED, now: Date.parse('2025-01-20T10:00:00Z') });
+    try {
+      const fid = Array.from({ length: 200_000 }, (_, i) => `0x${(i + 1).toString(16)}:0x${'ef'.repeat(8)}`).find(
+        (f) => reviewPageStarts(SEED, f, reviewTotal(SEED, f)).join() === '0,10,19,29,39',
+      );
+      expect(fid, 'a place whose pages hold 10, 9, 10 and 10 reviews').toBeDefined();
+      const src = reviewsSource.create(
+        reviewsSchema.parse({ type: 'reviews', zone: 'serp_zone', max_pages: 10, fids: [fid] }),
+        d.deps,
+      );
+      const result = await driveCrawl(src, sourceContext(d), { concurrency: 4 });
+      expect(result.error).toBeUndefined();
+      const ids = idsByFid(result).get(fid!) ?? [];
+      expect(ids).toEqual(expectedReviewIds(SEED, fid!));
+      expect(ids).toHaveLength(39);
+      // Four pages of reviews and the empty page that ends the place: nothing else tells its end.
+      expect((await stats(d)).routes[REQUEST_ROUTE]).toBe(4 + 1);
+      expect(result.committed.map((u) => parseReviewsUnitId(u)!.start).sort((a, b) => a - b)).toEqual([
+        0, 10, 19, 29, 39,
+      ]);
+    } finally {
+      await d.close();
+    }
+  });
+
+  it('sluice plan says what ending at an empty page costs: one request more per place', async () => {
+    const reported: { kind: string; text: string }[] = [];
+    await reviews(h, { fids: FIDS }).plan(
+      sourceContext(h, new MemoryStateStore(), { dryRun: true, report: (kind, text) => reported.push({ kind, text }) }),
+    );
+    expect(reported.filter((r) => r.kind === 'note').map((r) => r.text)).toEqual([
+      expect.stringMatching(/^4 places; .* each place .* costs one request more than its pages$/),
+    ]);
   });
 });

@@ -2,9 +2,11 @@
  * Deterministic review pages for (seed, fid, start).
  *
  * Each fid has a finite review count (0–57, different per fid; some exactly a multiple of the page size). Like
- * the real service the response is `{reviews: […]}` with no pagination block, so a crawler moves on by the number
- * of reviews it got and stops on a short or empty page: every page is full (10) except the last, and a `start`
- * at or past the end gives `{reviews: []}`. A full crawl collects exactly `expectedReviewIds(seed, fid)`.
+ * the real service the response is `{reviews: […]}` with no pagination block and no end marker, and the page size
+ * varies ("usually 10"): the first page holds 10, a later one now and then 8 or 9 (`reviewPageSize`, from the
+ * seed, the fid and the page's `start`), the last one what is left, and a `start` at or past the end gives
+ * `{reviews: []}`. So a crawler moves on by the number of reviews it got and can only stop at an empty page; a
+ * full crawl collects exactly `expectedReviewIds(seed, fid)`, each once.
  *
  * The fid decides the kind of place: hotels carry the spec's `HOTELS_*` details (every fifth review has all ten
  * ids, so each id appears whenever a hotel has reviews), attractions carry `TTD_*` details the spec does not name
@@ -81,13 +83,59 @@ export function reviewIdsAt(seed: number, fid: string, at: number): string[] {
   return [...Array.from({ length: n }, (_, p) => newReviewId(seed, fid, n - 1 - p)), ...expectedReviewIds(seed, fid)];
 }
 
+/**
+ * Reviews the page asked for at `start` holds when the place has enough: 10 on the first page; on a later one 10,
+ * or now and then (one page in five) 9 or 8.
+ */
+export function reviewPageSize(seed: number, fid: string, start: number): number {
+  if (start <= 0) return REVIEWS_PAGE_SIZE;
+  const r = serpRng(seed, 'review-page-size', fid.toLowerCase(), start);
+  return r.bool(0.2) ? REVIEWS_PAGE_SIZE - r.int(1, 2) : REVIEWS_PAGE_SIZE;
+}
+
+/**
+ * The `start` of every page a crawl requests of a place showing `total` reviews, moving on by the reviews each page
+ * held, up to and including the empty page at the end.
+ */
+export function reviewPageStarts(seed: number, fid: string, total: number): number[] {
+  const starts = [0];
+  for (let s = 0; s < total;) starts.push((s += Math.min(reviewPageSize(seed, fid, s), total - s)));
+  return starts;
+}
+
+/** How many reviews each page of a place showing `total` reviews holds, in page order (the empty page left out). */
+export function reviewPageSizes(seed: number, fid: string, total: number): number[] {
+  const starts = reviewPageStarts(seed, fid, total);
+  return starts.slice(1).map((s, i) => s - starts[i]!);
+}
+
+/**
+ * Whether a place's pages (of `reviewPageSizes`) hold a page shorter than 10 before the last — the shape a crawl
+ * must not take for the end — or all hold 10 but the last.
+ */
+export function hasShortPageBeforeLast(seed: number, fid: string, total: number): boolean {
+  return reviewPageSizes(seed, fid, total)
+    .slice(0, -1)
+    .some((n) => n < REVIEWS_PAGE_SIZE);
+}
+
+/**
+ * Pages a crawl requests of a place showing `total` reviews, newest first, when the first `fresh` of them are new to
+ * it: up to the first page showing a review it loaded before, or, when all are new, up to the empty page.
+ */
+export function reviewPagesUntilKnown(seed: number, fid: string, total: number, fresh: number): number {
+  const starts = reviewPageStarts(seed, fid, total);
+  const i = starts.findIndex((s, k) => k === starts.length - 1 || starts[k + 1]! > fresh);
+  return i + 1;
+}
+
 export function reviewsPage(seed: number, fid: string, start: number, now: Date, grows = false): { reviews: Obj[] } {
   const fresh = grows ? newReviewCount(seed, fid, now.getTime()) : 0;
   const total = fresh + reviewTotal(seed, fid);
   const first = Math.max(0, Math.floor(start));
   const anchor = grows ? GROWTH_FROM : now.getTime();
   const reviews: Obj[] = [];
-  for (let p = first; p < Math.min(first + REVIEWS_PAGE_SIZE, total); p++)
+  for (let p = first; p < Math.min(first + reviewPageSize(seed, fid, first), total); p++)
     reviews.push(p < fresh ? newReview(seed, fid, fresh - 1 - p, now) : review(seed, fid, p - fresh, now, anchor));
   return { reviews };
 }

@@ -18,6 +18,10 @@
  * - Errors that fail the same way every time (docs/service.md §5.6), reported the same way with status 502 in
  *   `x-brd-status-code`: `unexpected_q` for a search query longer than the engine's 32 words (the engine cuts it, so
  *   `detected_query` would differ from `query`), and `no_peers` under the `no_peers` fault. Neither is billed.
+ * - A throttled zone (the `sr_rate_limit` fault): the service throttles the zone for the rule's `throttle_s` emulated
+ *   seconds, and answers every request through it meanwhile with HTTP 200, `x-brd-status-code: 429` and
+ *   `x-brd-error-code: sr_rate_limit` (docs/service.md §5.6), unbilled. The server counts such a 429 toward the
+ *   client IP's block like one given outright.
  */
 import { z } from 'zod';
 import type { EmulatorContext } from '../context.js';
@@ -46,6 +50,9 @@ export function register(router: Router, ctx: EmulatorContext): void {
   }));
   if (saved) served = saved.served;
 
+  /** Zones the service throttles for a low success rate (the `sr_rate_limit` fault): until when, emulated ms. */
+  const throttledUntil = new Map<string, number>();
+
   router.post('/request', async (req, res) => {
     const body = parseBody(await req.json());
     if (req.fault?.kind === 'no_peers') {
@@ -54,6 +61,18 @@ export function register(router: Router, ctx: EmulatorContext): void {
     }
     const zone = zones.get(body.zone);
     if (!zone) throw new HttpError(400, `zone "${body.zone}" not found`);
+    const now0 = ctx.clock.now();
+    if (req.fault?.kind === 'sr_rate_limit' && !((throttledUntil.get(zone.name) ?? -Infinity) > now0))
+      throttledUntil.set(zone.name, now0 + req.fault.throttleS * 1000);
+    if ((throttledUntil.get(zone.name) ?? -Infinity) > now0) {
+      ctx.stats.countFault('sr_rate_limit');
+      return serviceError(
+        res,
+        'sr_rate_limit',
+        `Zone "${zone.name}" is auto-throttled due to low success rate; requests are limited`,
+        429,
+      );
+    }
     if (!isSearch(zone)) {
       const msg = `Zone "${zone.name}" of type ${zone.type} cannot be used for this request; use a SERP zone`;
       throw new HttpError(403, '', {
@@ -153,9 +172,12 @@ function parseStart(v: string | null): number {
 /** Words the search engine reads of a query; it drops the rest (and the service then answers `unexpected_q`). */
 const MAX_QUERY_WORDS = 32;
 
-/** The service's own failure, reached after the request was accepted: HTTP 200, the code and message in headers. */
-function serviceError(res: EmuResponder, code: string, message: string): void {
-  res.text(200, '', { 'x-brd-error': message, 'x-brd-error-code': code, 'x-brd-status-code': '502' });
+/**
+ * The service's own failure, reached after the request was accepted by the page fetcher: HTTP 200, the real status,
+ * the code and the message in headers (docs/service.md §5.6).
+ */
+function serviceError(res: EmuResponder, code: string, message: string, status = 502): void {
+  res.text(200, '', { 'x-brd-error': message, 'x-brd-error-code': code, 'x-brd-status-code': String(status) });
 }
 
 /** The target failed: HTTP 200, empty body, the failure in `x-brd-*` headers. */

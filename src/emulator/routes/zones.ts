@@ -174,6 +174,7 @@ interface Bucket {
   cost: number;
   bw?: number;
   reqs_serp?: number;
+  reqs_unblocker?: number;
   range: { from: string; to: string };
 }
 
@@ -188,10 +189,12 @@ function bucket(zones: ZoneState, zone: ZoneRecord, fromDay: number, toDay: numb
     reqs += u.reqs;
   }
   const out: Bucket = { cost: Math.round(cost * 10_000) / 10_000, range };
-  // Only buckets with traffic carry `bw` (and request counts), as on the real service.
+  // Only buckets with traffic carry `bw` and the request counts, as on the real service (docs/service.md §7.2): a
+  // search zone's requests as `reqs_serp`, an unlocker zone's as `reqs_unblocker`.
   if (bw > 0 || reqs > 0) {
     out.bw = bw;
-    if (isSearch(zone)) out.reqs_serp = reqs;
+    if (zone.type === 'unblocker') out.reqs_unblocker = reqs;
+    else if (isSearch(zone)) out.reqs_serp = reqs;
   }
   return out;
 }

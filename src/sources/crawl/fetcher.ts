@@ -3,12 +3,20 @@
  * limiter, then `POST /request`.
  *
  * 429s are not retried inside the client: the retry hook tells the rate limiter (which slows the whole crawl down)
- * and cancels the client's own retry, and the page is requested again here, after the service's Retry-After, with a
- * new slot and a new token. So retries obey the crawl's rate and its concurrency like any other request (and, as
- * every request of the run does, the client's one 429 budget, which stops the run before the service's IP block:
- * client/throttle.ts). A cancelled retry never reached the service (it was waiting out its backoff), so no page is fetched
- * twice. Other failures (5xx, network) keep the client's own retries. Whether and when to request a page again is
- * the crawl's `RetryPolicy` (core/retry.ts), as for every other retry.
+ * and cancels the client's own retry, and the page is requested again here, with a new slot and a new token. So
+ * retries obey the crawl's rate and its concurrency like any other request (and, as every request of the run does,
+ * the client's one 429 budget, which holds every request after a 429 and stops the run before the service's IP
+ * block: client/throttle.ts). A 429 is a 429 however the service gave it: outright, or as a 200 whose
+ * `x-brd-status-code` says 429 (a zone the service throttles, `sr_rate_limit`; the client reads the real status
+ * first). A cancelled retry never reached the service (it was waiting out its backoff), so no page is fetched twice.
+ * Other failures (5xx, network) keep the client's own retries.
+ *
+ * Whether and when to request a page again is the crawl's `RetryPolicy` (core/retry.ts), with the pipeline's retry
+ * timing (`service.retry`): the service's Retry-After, else a backoff that grows with each 429 of the same page — a
+ * page requested again does not start over from the first wait.
+ *
+ * A refusal that is about the zone, not the page (an unknown zone, a zone of the wrong type: every page would get
+ * it) ends the crawl: the first such answer is kept and every later page fails with it without a request.
  */
 import { setMaxListeners } from 'node:events';
 import { ServiceError, type ServiceClient } from '../../client/index.js';
@@ -52,24 +60,27 @@ function rateLimited(err: unknown): err is ServiceError {
   return err instanceof ServiceError && err.status === 429;
 }
 
-/** A page's first wait after a 429 when the service gives no Retry-After; doubles with each 429, up to 30 s. */
-const REQUEUE_BASE_MS = 500;
-const REQUEUE_MAX_MS = 30_000;
+/** Codes of refusals that are about the zone (docs/service.md §5.6): every page of the crawl would get them. */
+const ZONE_CODES = /^client_(10090|100[0-1]\d)$/;
 
 export class CrawlFetcher {
   readonly rate: RateLimiter;
   readonly slots: InFlightLimiter;
   /** Requests of one page, 429s included: `max429` tries, then the page fails (the engine may retry the unit). */
-  private readonly requeue: RetryPolicy;
+  private readonly max429: number;
+  /** The page's retry policy, with the client's retry timing (known once the client is). */
+  private requeue: RetryPolicy | undefined;
   private readonly clock: LimiterClock;
   private readonly signals = new WeakMap<AbortSignal, AbortSignal>();
+  /** The zone's refusal, once a page got one: every later page fails with it, unsent. */
+  private zoneRefused: Error | undefined;
   /** Pages the service answered: each is billed (docs/service.md §5.6), whatever the crawl then does with it. */
   billed = 0;
 
   constructor(private readonly opts: CrawlFetcherOptions) {
     this.clock = opts.clock ?? realClock;
     this.slots = new InFlightLimiter(opts.concurrency);
-    this.requeue = new RetryPolicy({ attempts: opts.max429 ?? 10, baseMs: REQUEUE_BASE_MS, maxMs: REQUEUE_MAX_MS });
+    this.max429 = opts.max429 ?? 10;
     this.rate = new RateLimiter({
       ...(opts.perSecond !== undefined && { perSecond: opts.perSecond }),
       clock: this.clock,
@@ -77,31 +88,32 @@ export class CrawlFetcher {
   }
 
   async page(url: string, ctx: SourceContext): Promise<FetchedPage> {
+    if (this.zoneRefused) throw this.zoneRefused;
     const client = await this.opts.client();
+    const policy = this.policyFor(client);
     const signal = this.crawlSignal(ctx.signal);
-    /** The 429 the page is requested again after, and the wait the client had chosen for the retry it replaces. */
-    let requeued: { refused: ServiceError; clientDelayMs: number | undefined } | undefined;
+    /** The 429 the page is requested again after. */
+    let requeued: ServiceError | undefined;
     return retrying(
       async (attempt) => {
         requeued = undefined;
+        if (this.zoneRefused) throw this.zoneRefused;
         const release = await this.slots.acquire(signal);
         const call = new AbortController();
         const forward = (): void => call.abort(signal.reason);
         signal.addEventListener('abort', forward, { once: true });
         let refused: ServiceError | undefined;
-        let clientDelayMs: number | undefined;
         try {
           await this.rate.take(signal);
           const res = await client.request.page(
             { zone: this.opts.zone, url, format: this.opts.format },
             {
               signal: call.signal,
-              onRetry: ({ error, delayMs }) => {
+              onRetry: ({ error }) => {
                 if (!rateLimited(error)) return;
                 this.rate.note429();
                 if (!this.mayRequeue(attempt, error)) return; // let the client's last retries run
                 refused = error;
-                clientDelayMs = delayMs;
                 call.abort(new RequeueOn429());
               },
             },
@@ -113,12 +125,12 @@ export class CrawlFetcher {
           if (signal.aborted) throw err;
           if (refused === undefined) {
             // The client gave up on 429 (or does not retry): count it, and try again ourselves while allowed.
-            if (!this.mayRequeue(attempt, err)) throw unknownZone(err, this.opts.zone);
+            if (!this.mayRequeue(attempt, err)) throw this.finalFailure(err);
             this.rate.note429();
             ctx.counters.retries++;
             refused = err;
           }
-          requeued = { refused, clientDelayMs };
+          requeued = refused;
           throw err;
         } finally {
           signal.removeEventListener('abort', forward);
@@ -126,13 +138,10 @@ export class CrawlFetcher {
         }
       },
       {
-        policy: this.requeue,
-        // Only a 429 is requested again here; the wait is Retry-After (or the client's backoff: the pipeline's
-        // retry timing), without holding a slot.
-        next: (attempt) =>
-          requeued === undefined
-            ? undefined
-            : (requeued.clientDelayMs ?? this.requeue.delayMs(attempt, requeued.refused)),
+        policy,
+        // Only a 429 is requested again here, after the page's own wait (Retry-After, else a backoff growing with
+        // each of its 429s), without holding a slot.
+        next: (attempt) => (requeued === undefined ? undefined : policy.delayMs(attempt, requeued)),
         sleep: (ms) => this.clock.sleep(ms, signal),
       },
     );
@@ -143,7 +152,25 @@ export class CrawlFetcher {
    * its end is requeued all the same: this is the one level that retries a crawl's 429s.
    */
   private mayRequeue(attempt: number, err: unknown): err is ServiceError {
-    return rateLimited(err) && attempt < this.requeue.attempts;
+    return rateLimited(err) && attempt < this.max429;
+  }
+
+  private policyFor(client: ServiceClient): RetryPolicy {
+    this.requeue ??= new RetryPolicy({
+      attempts: this.max429,
+      baseMs: client.retryTiming.baseMs,
+      maxMs: client.retryTiming.maxMs,
+    });
+    return this.requeue;
+  }
+
+  /** The error a page fails with; a refusal of the zone is kept, and every later page fails with it unsent. */
+  private finalFailure(err: unknown): unknown {
+    const named = unknownZone(err, this.opts.zone);
+    const aboutZone =
+      named !== err || (err instanceof ServiceError && err.code !== undefined && ZONE_CODES.test(err.code));
+    if (aboutZone && named instanceof Error) this.zoneRefused ??= named;
+    return named;
   }
 
   /**

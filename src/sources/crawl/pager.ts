@@ -18,7 +18,11 @@ export interface PagePosition {
   page: number;
 }
 
-export type StopReason = 'last_page' | 'empty_page' | 'max_pages' | 'short_page' | 'no_progress';
+/**
+ * Why a chain ends at a page: evidence only — the service's end marker (`last_page`: no next page), an empty page,
+ * `max_pages`, a next page that does not move forward. A short page is none: page sizes vary.
+ */
+export type StopReason = 'last_page' | 'empty_page' | 'max_pages' | 'no_progress';
 
 /** Where the next page of a chain starts, or why the chain ends at this page. */
 export type PageOutcome = { next: number } | { stop: StopReason };
@@ -36,10 +40,7 @@ export interface Pager {
   unitId(at: PagePosition): string;
   /** The page's target URL (what `POST /request` is asked to fetch). */
   url(at: PagePosition): string;
-  /**
-   * Where the page after this one starts, or why there is none, from the fetched page. May checkpoint in
-   * `ctx.state` what later pages need (the reviews pager keeps each place's first page size).
-   */
+  /** Where the page after this one starts, or why there is none, from the fetched page. */
   next(payload: Record<string, unknown>, at: PagePosition, maxPages: number, ctx: SourceContext): Promise<PageOutcome>;
   /** The row a fetched page yields; `fetchedAt` is an ISO timestamp, carried on the row for the normalizers. */
   row(payload: Record<string, unknown>, at: PagePosition, fetchedAt: string): Row;

@@ -8,7 +8,7 @@
  * - Adaptive slow-down (AIMD): a 429 halves the current rate (at most once per `decreaseHoldMs`, since one
  *   overload shows up as several 429s at once), holds it for `cooldownMs`, then adds back `recoverFraction` of the
  *   configured rate every `recoverStepMs` until the configured rate is reached. Requests already waiting for a
- *   token are rescheduled at the slower rate. Without a configured rate the crawl runs unthrottled until its first
+ *   token are rescheduled at the slower rate, the first of them one interval of it after the 429. Without a configured rate the crawl runs unthrottled until its first
  *   429, then at half the rate it achieved over the preceding two seconds (at least 4/s), recovering the same way.
  * - The service's IP block (25 answers of 429 within five minutes) is not this limiter's to guard: every request of
  *   the run, crawl pages or not, goes through the client's one 429 budget (client/throttle.ts), which also holds the
@@ -140,9 +140,7 @@ export class RateLimiter {
         this.observeStart(now);
         return;
       }
-      const interval = 1000 / r;
-      const burst = Math.max(1, this.burst ?? r);
-      const tolerance = (burst - 1) * interval;
+      const { interval, tolerance } = this.spacing(r);
       // Start with one token, not a full bucket: the first second runs at the steady rate.
       this.tat ??= now + tolerance;
       const at = Math.max(now, this.tat - tolerance);
@@ -163,8 +161,6 @@ export class RateLimiter {
   note429(): void {
     const now = this.clock.now();
     this.epoch++;
-    // Reservations made at the old rate are dropped; the next token comes one (new) interval from now.
-    this.tat = undefined;
     if (this.base === undefined) this.base = Math.max(RateLimiter.MIN_OBSERVED_BASE, this.observedRate(now));
     if (now - this.lastDecreaseAt >= this.decreaseHoldMs || this.reducedTo === undefined) {
       const current = Math.min(this.rate(now), this.base);
@@ -172,6 +168,16 @@ export class RateLimiter {
       this.lastDecreaseAt = now;
     }
     this.reducedAt = now;
+    // Reservations made at the old rate are dropped, and so is any burst saved up: the next token comes one (new)
+    // interval from now, never at once — a 429 is the moment to send less, not a free slot.
+    const { interval, tolerance } = this.spacing(this.rate(now));
+    this.tat = now + interval + tolerance;
+  }
+
+  /** The GCRA's emission interval and burst tolerance at rate `r`. */
+  private spacing(r: number): { interval: number; tolerance: number } {
+    const interval = 1000 / r;
+    return { interval, tolerance: (Math.max(1, this.burst ?? r) - 1) * interval };
   }
 
   private observeStart(now: number): void {

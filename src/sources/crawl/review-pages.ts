@@ -1,29 +1,30 @@
 /**
- * The pager of a place's review pages (`reviews`). Review pages carry no pagination block (docs/service.md §5.4):
- * the next page starts at this page's offset plus the reviews it held, and a place ends at an empty page, at
- * `max_pages`, or at a page shorter than its first page (the first page shows the service's page size for that
- * place; a shorter one is the last). The first page size is checkpointed in `ctx.state`, so a resumed crawl that
- * does not read page 1 again still recognises the short last page.
+ * The pager of a place's review pages (`reviews`). Review pages carry no pagination block and no end marker
+ * (docs/service.md §5.4), and their size varies ("usually 10"): the next page starts at this page's offset plus the
+ * reviews it held, and a place ends only on evidence — an empty page, a page the service already answered, or
+ * `max_pages`. A short page is no such evidence (a page of 9 among pages of 10 is the service's page size
+ * varying), so a place costs one request more than its pages: the empty page that ends it.
  *
  * Paging by `start` is not documented for reviews (and was deprecated for maps): a service may answer the place's
- * first page for every `start`. A later page holding only reviews of the place's first page (kept in `ctx.state` with
- * the first page size) is that repeat: the place ends there, the page is not loaded, and the crawl counts it as billed
- * for nothing — one wasted request per place instead of `max_pages`, each review loaded once.
+ * first page for every `start`, or repeat a page. A page holding only reviews of the place's first page, or of the
+ * page read before it (both kept in `ctx.state`), is such a repeat: the place ends there, the page is not loaded, and
+ * the crawl counts it as billed for nothing — one wasted request per place instead of `max_pages`, each review
+ * loaded once.
  */
 import type { StateStore } from '../../core/types.js';
 import { CursorBound, rejectedCursorWarning } from '../cursor-bound.js';
 import { targetUrl, type PageOutcome, type PagePosition, type Pager } from './pager.js';
 import type { CrawlIncremental } from './source.js';
 
-/** Reviews per page as the service serves them. */
+/** Reviews per page as the service usually serves them (it varies). */
 const REVIEWS_PAGE_SIZE = 10;
 
 /** Where the `reviews` crawl checkpoints its discovered pages. */
 export const REVIEWS_STATE_KEY = 'reviews:discovered';
-/** Reviews on the first page of each place, by fid. */
-export const REVIEWS_FIRST_SIZE_KEY = 'reviews:first_page_size';
 /** The review ids of each place's first page, as last read, by fid. */
 export const REVIEWS_FIRST_IDS_KEY = 'reviews:first_page_ids';
+/** The review ids of the latest later page read of each place, with its start, by fid. */
+export const REVIEWS_LAST_IDS_KEY = 'reviews:last_page_ids';
 
 /** A feature id: two colon-joined 64-bit hex values, each prefixed `0x`. */
 export const FID_PATTERN = /^0x[0-9a-f]{1,16}:0x[0-9a-f]{1,16}$/i;
@@ -49,22 +50,29 @@ export function reviewPages(opts: ReviewPagesOptions): Pager {
     chainKey: (fid) => fid,
     unitId: (at) => reviewsUnitId(at.subject, at.start),
     url: (at) => targetUrl(opts.engine, '/reviews', [['fid', at.subject], ['start', at.start], ...extra]),
-    async next(payload, at, maxPages, ctx) {
-      const n = reviewCount(payload);
-      const firstSize = await firstPageSize(ctx.state, at, n);
-      return nextReviewsPage(n, at.start, at.page, maxPages, firstSize);
-    },
+    next: async (payload, at, maxPages) => nextReviewsPage(reviewCount(payload), at.start, at.page, maxPages),
     // The fid is on the row too: a review page does not name its place.
     row: (payload, at, fetchedAt) => ({ ...payload, fid: at.subject, fetched_at: fetchedAt }),
-    wrongPage: (payload, at, ctx) => repeatedFirstPage(ctx.state, payload, at),
+    wrongPage: (payload, at, ctx) => repeatedPage(ctx.state, payload, at),
   };
 }
 
+/** What `sluice plan` says a review crawl will request: one page per place, and more found while crawling. */
+export function reviewsPlanNote(places: number, maxPages: number): string {
+  return (
+    `${places} places; further review pages are discovered while crawling, up to ${maxPages} per place. A place ` +
+    'ends at an empty page (review pages have no end marker and vary in size), so each place whose reviews fit in ' +
+    'fewer pages costs one request more than its pages'
+  );
+}
+
 /**
- * Why a review page is the place's first page answered again (every review on it is one of the first page's), or
- * undefined. The first page's ids are recorded each time it is read: every run reads it, so they are this run's.
+ * Why a review page is one the service already answered for this place, or undefined: every review on it is one of
+ * the first page's (a service that does not page by `start`), or one of the page read before it (a page repeated).
+ * The first page's ids are recorded each time it is read (every run reads it, so they are this run's); a later
+ * page's, when it is not a repeat, replace the place's previous ones.
  */
-export async function repeatedFirstPage(
+export async function repeatedPage(
   state: StateStore,
   payload: Record<string, unknown>,
   at: PagePosition,
@@ -72,41 +80,36 @@ export async function repeatedFirstPage(
   const ids = Array.isArray(payload.reviews)
     ? (payload.reviews as Record<string, unknown>[]).map((r) => String(r?.review_id))
     : [];
-  const all = state.get<Record<string, string[]>>(REVIEWS_FIRST_IDS_KEY) ?? {};
+  const firsts = state.get<Record<string, string[]>>(REVIEWS_FIRST_IDS_KEY) ?? {};
   if (at.start === 0) {
-    if (ids.length > 0) await state.set(REVIEWS_FIRST_IDS_KEY, { ...all, [at.subject]: ids });
+    if (ids.length > 0) await state.set(REVIEWS_FIRST_IDS_KEY, { ...firsts, [at.subject]: ids });
     return undefined;
   }
-  const first = new Set(all[at.subject] ?? []);
-  if (ids.length === 0 || first.size === 0 || !ids.every((id) => first.has(id))) return undefined;
-  return `the service answered the place's first page again for start ${at.start} (it does not page reviews by start)`;
-}
-
-/** The place's first page size: recorded from page 1 the first time it is read, read back on later pages. */
-async function firstPageSize(state: StateStore, at: PagePosition, reviews: number): Promise<number | undefined> {
-  const sizes = { ...(state.get<Record<string, number>>(REVIEWS_FIRST_SIZE_KEY) ?? {}) };
-  if (at.page === 1 && reviews > 0 && sizes[at.subject] === undefined) {
-    sizes[at.subject] = reviews;
-    await state.set(REVIEWS_FIRST_SIZE_KEY, sizes);
+  if (ids.length === 0) return undefined;
+  const first = new Set(firsts[at.subject] ?? []);
+  if (first.size > 0 && ids.every((id) => first.has(id)))
+    return `the service answered the place's first page again for start ${at.start} (it does not page reviews by start)`;
+  const lasts = state.get<Record<string, { start: number; ids: string[] }>>(REVIEWS_LAST_IDS_KEY) ?? {};
+  // Only a page before this one is evidence: a page read again (a unit retried) is compared with its predecessor.
+  const last = lasts[at.subject];
+  if (last !== undefined && last.start < at.start) {
+    const before = new Set(last.ids);
+    if (ids.every((id) => before.has(id)))
+      return `the service answered the page at start ${last.start} again for start ${at.start}`;
   }
-  return sizes[at.subject];
+  if (last === undefined || last.start < at.start)
+    await state.set(REVIEWS_LAST_IDS_KEY, { ...lasts, [at.subject]: { start: at.start, ids } });
+  return undefined;
 }
 
 /**
  * Where the reviews page after this one starts. There is no pagination block: the next offset is `start` plus the
- * reviews on this page. The crawl stops on an empty page, at `maxPages`, or when a page holds fewer reviews than
- * the first page did (`firstPageSize`; the first page itself defines it) — a short page is the last one.
+ * reviews on this page, whatever their number. The crawl stops on an empty page or at `maxPages`; a page repeated
+ * is caught before (`repeatedPage`).
  */
-export function nextReviewsPage(
-  reviews: number,
-  start: number,
-  page: number,
-  maxPages: number,
-  firstPageSize: number | undefined,
-): PageOutcome {
+export function nextReviewsPage(reviews: number, start: number, page: number, maxPages: number): PageOutcome {
   if (reviews === 0) return { stop: 'empty_page' };
   if (page >= maxPages) return { stop: 'max_pages' };
-  if (page > 1 && firstPageSize !== undefined && reviews < firstPageSize) return { stop: 'short_page' };
   return { next: start + reviews };
 }
 
@@ -241,8 +244,8 @@ export function reviewsIncremental(maxPages: number): CrawlIncremental {
       const loaded = (place?.loaded ?? 0) + at.start + kept.length;
       if (stop && window === undefined) {
         stopped++;
-        // A full crawl pages through every review, up to a short (or empty) last page.
-        const full = Math.min(maxPages, Math.floor(loaded / REVIEWS_PAGE_SIZE) + 1);
+        // A full crawl pages through every review, pages of about 10, then the empty page that ends the place.
+        const full = Math.min(maxPages, Math.ceil(loaded / REVIEWS_PAGE_SIZE) + 1);
         saved += Math.max(0, full - at.page);
       }
       const checkpoint: ReviewsCheckpoint = {

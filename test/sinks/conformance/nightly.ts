@@ -13,7 +13,7 @@
 import { readdirSync, writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { PLACE_REVIEWS_ID, findDataset } from '../../../src/emulator/data/datasets-catalogue.js';
-import { reviewIdsAt } from '../../../src/emulator/data/reviews.js';
+import { reviewIdsAt, reviewPagesUntilKnown } from '../../../src/emulator/data/reviews.js';
 import { growingDataset, sizeAt } from '../../../src/emulator/datasets/growth.js';
 import type { Obj } from './read.js';
 
@@ -21,7 +21,6 @@ import type { Obj } from './read.js';
 export const SEED = 1;
 export const SIZE = 2000;
 export const FIDS = ['0x89c259a9b3117469:0xd134e199a405a163', '0x47e66e2964e34e2d:0x8ddca9ee380ef7e0', '0x1:0x2a'];
-const REVIEWS_PER_PAGE = 10;
 const ROWS_PER_FILE = 4;
 
 export interface NightlySource {
@@ -83,12 +82,15 @@ export const reviews: NightlySource = {
   loaded: (rows) => rows.map((r) => String(r.review_id)).sort(),
 };
 
-/** Billed page requests of a night's incremental crawl: per place, the pages up to the first showing an old review. */
+/**
+ * Billed page requests of a night's incremental crawl: per place, the pages (of the sizes the emulator serves) up to
+ * the first showing an old review, or up to the empty page after the last when every review is new.
+ */
 export function reviewPages(at: number, before: number | undefined): number {
   return FIDS.reduce((n, fid) => {
-    const fresh =
-      reviewIdsAt(SEED, fid, at).length - (before === undefined ? 0 : reviewIdsAt(SEED, fid, before).length);
-    return n + Math.floor(fresh / REVIEWS_PER_PAGE) + 1;
+    const total = reviewIdsAt(SEED, fid, at).length;
+    const fresh = total - (before === undefined ? 0 : reviewIdsAt(SEED, fid, before).length);
+    return n + reviewPagesUntilKnown(SEED, fid, total, fresh);
   }, 0);
 }
 

@@ -49,11 +49,12 @@ const FAULTS = {
     { route: 'GET /datasets/snapshots/:id/download', rate: 0.25, faults: { reset: 1, truncated_gzip: 1, 502: 1 } },
     { route: 'POST /datasets/filter', rate: 0.3, faults: { 500: 1, reset_after: 1 } },
     { route: 'GET /datasets/snapshots/:id', rate: 0.15, faults: { 500: 1 } },
-    { route: 'POST /request', rate: 0.1, faults: { 503: 1 } },
+    // A 503, or the zone throttled for 10 emulated seconds (200 with x-brd-status-code 429, docs/service.md §5.6).
+    { route: 'POST /request', rate: 0.1, faults: { 503: 1, sr_rate_limit: 1 }, throttle_s: 10 },
   ],
 };
-/** The kind only POST /request gets (above): crawl requests the service refused before billing them. */
-const UNBILLED = ['503'];
+/** The kinds only POST /request gets (above): crawl requests the service refused before billing them. */
+const UNBILLED = ['503', 'sr_rate_limit'];
 /** Reruns a night may need when faults outlast the retry budget: what cron's next attempt would do. */
 const MAX_RERUNS = 2;
 

@@ -13,6 +13,7 @@ import type { LimiterClock } from '../../../src/sources/crawl/rate-limit.js';
 import { API_KEY, REQUEST_ROUTE, quietLogger } from '../crawl-harness.js';
 
 const URL = 'https://www.google.com/search?q=pizza';
+const RATE = 1000;
 
 /** Sleeps end at once and move virtual time on; every wait asked for is listed. */
 class VirtualClock implements LimiterClock {
@@ -44,7 +45,7 @@ async function setup(
   const client: ServiceClient = createClient({
     baseUrl: emu.url,
     apiKey: API_KEY,
-    retry: { retries: 1, baseDelayMs: 1, maxDelayMs: 5 },
+    retry: { retries: 1, baseDelayMs: 10, maxDelayMs: 50 },
   });
   cleanups.push(
     () => emu.close(),
@@ -56,6 +57,9 @@ async function setup(
     zone: opts.zone ?? 'serp_zone',
     format: 'raw',
     concurrency: 1,
+    // Fast enough that the rate limiter's own spacing after a 429 (2 ms at the halved rate) never outlasts a page's
+    // wait: every wait listed is the page's.
+    perSecond: RATE,
     log: quietLogger(),
     clock,
     ...(opts.max429 !== undefined && { max429: opts.max429 }),
@@ -77,18 +81,28 @@ describe('CrawlFetcher retries', () => {
     const s = await setup({ rate: 1, faults: { '429_retry_after': 1 }, retry_after_s: 7, max_per_route: 1 });
     await expect(s.page()).resolves.toMatchObject({ bytes: expect.any(Number) });
     expect(s.emu.stats.routes[REQUEST_ROUTE]).toBe(2);
-    expect(s.fetcher.rate.rate(s.clock.now())).toBeLessThan(Infinity); // the crawl slowed down
-    // The Retry-After (7 s), capped by the client's max_delay_ms (5 ms here): the pipeline's retry timing.
-    expect(s.clock.waits).toEqual([5]);
+    expect(s.fetcher.rate.rate(s.clock.now())).toBeLessThan(RATE); // the crawl slowed down
+    // The Retry-After (7 s), capped by the client's max_delay_ms (50 ms here): the pipeline's retry timing.
+    expect(s.clock.waits).toEqual([50]);
   });
 
-  it('429s without Retry-After: the client’s backoff with jitter before each new request', async () => {
+  it('429s without Retry-After: a backoff that grows with each 429 of the page (base_delay_ms, doubling)', async () => {
     const s = await setup({ rate: 1, faults: { '429': 1 }, max_per_route: 3 });
     await s.page();
     expect(s.emu.stats.routes[REQUEST_ROUTE]).toBe(4);
+    // The page's k-th wait is base × 2^(k-1) with half of it jittered (base_delay_ms 10): a page requested again
+    // does not start over from the first wait.
     expect(s.clock.waits).toHaveLength(3);
-    // Its first retry's wait, each time (base_delay_ms 1): the client's one budget holds consecutive 429s longer.
-    for (const w of s.clock.waits) expect(w).toSatisfy((x: number) => x >= 0.5 && x <= 1);
+    s.clock.waits.forEach((w, k) => expect(w).toSatisfy((x: number) => x >= 5 * 2 ** k && x <= 10 * 2 ** k));
+  });
+
+  it('a 429 given as a 200 with x-brd-status-code (a throttled zone) is the same 429: slowed down, waited, asked again', async () => {
+    const s = await setup({ rate: 1, faults: { sr_rate_limit: 1 }, max_per_route: 1, throttle_s: 0.001 });
+    await expect(s.page()).resolves.toMatchObject({ bytes: expect.any(Number) });
+    expect(s.emu.stats.faults.sr_rate_limit).toBe(1);
+    expect(s.emu.stats.routes[REQUEST_ROUTE]).toBe(2);
+    expect(s.fetcher.rate.rate(s.clock.now())).toBeLessThan(RATE);
+    expect(s.clock.waits).toHaveLength(1);
   });
 
   it('after max429 tries the page fails with the service’s 429 (the client’s own retries spent last)', async () => {
@@ -105,8 +119,17 @@ describe('CrawlFetcher retries', () => {
     const s = await setup({ rate: 1, faults: { '503': 1 }, max_per_route: 1 });
     await s.page();
     expect(s.emu.stats.routes[REQUEST_ROUTE]).toBe(2);
-    expect(s.fetcher.rate.rate(s.clock.now())).toBe(Infinity); // no slow-down
+    expect(s.fetcher.rate.rate(s.clock.now())).toBe(RATE); // no slow-down
     expect(s.clock.waits).toEqual([]);
+  });
+
+  it('a zone of the wrong type ends the crawl: the first refusal names it, later pages fail with it unsent', async () => {
+    const s = await setup({ rate: 0, faults: { '429': 1 } }, { zone: 'static_zone' });
+    const first = await s.page().catch((e: unknown) => e);
+    expect(first).toBeInstanceOf(ServiceError);
+    expect((first as ServiceError).message).toMatch(/403: client_10090: zone "static_zone" .* serp or unblocker/);
+    expect(await s.page().catch((e: unknown) => e)).toBe(first);
+    expect(s.emu.stats.routes[REQUEST_ROUTE]).toBe(1);
   });
 
   it('a terminal answer fails the page at once: an unknown zone is named with its option', async () => {

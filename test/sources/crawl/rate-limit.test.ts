@@ -91,6 +91,33 @@ describe('RateLimiter', () => {
     for (let i = 1; i < after.length; i++) expect(after[i]! - after[i - 1]!).toBeGreaterThanOrEqual(200);
   });
 
+  it('after a 429 the next token comes one interval of the slower rate later, never at once', async () => {
+    const clock = new FakeClock();
+    const limiter = new RateLimiter({ perSecond: 10, clock });
+    await limiter.take();
+    // Idle long enough to save up a full burst (one second's worth): without the 429 these would all go at once.
+    await clock.advanceTo(5_000);
+    limiter.note429(); // now 5/s: 200 ms apart
+    const grants = takeAll(limiter, clock, 3);
+    await clock.advanceTo(10_000);
+    expect(grants).toEqual([5_200, 5_400, 5_600]);
+  });
+
+  it('an unconfigured crawl keeps the interval of its slowed-down rate after a 429 too', async () => {
+    const clock = new FakeClock();
+    const limiter = new RateLimiter({ clock });
+    for (let i = 0; i < 40; i++) {
+      await limiter.take();
+      await clock.advance(50);
+    }
+    limiter.note429(); // ~20/s observed → ~10/s
+    const at = clock.now();
+    const grants = takeAll(limiter, clock, 2);
+    await clock.advance(1_000);
+    expect(grants[0]! - at).toBeCloseTo(1000 / limiter.rate(), 6);
+    expect(grants[1]! - grants[0]!).toBeCloseTo(1000 / limiter.rate(), 6);
+  });
+
   it('without a configured rate runs unthrottled, then at half the observed rate after a 429', async () => {
     const clock = new FakeClock();
     const limiter = new RateLimiter({ clock });

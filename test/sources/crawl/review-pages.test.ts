@@ -1,10 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectedReviewIds, reviewTotal } from '../../../src/emulator/data/reviews.js';
+import {
+  expectedReviewIds,
+  hasShortPageBeforeLast,
+  reviewPageSizes,
+  reviewPageStarts,
+  reviewTotal,
+} from '../../../src/emulator/data/reviews.js';
 import { MemoryStateStore } from '../../../src/state/state-store.js';
 import { pagePayload, type PagePosition } from '../../../src/sources/crawl/pager.js';
 import {
   REVIEWS_FIRST_IDS_KEY,
-  REVIEWS_FIRST_SIZE_KEY,
   REVIEWS_STATE_KEY,
   nextReviewsPage,
   parseReviewsUnitId,
@@ -19,12 +24,13 @@ const reviewsOf = (n: number): { reviews: { review_id: string }[] } => ({
 });
 
 describe('nextReviewsPage', () => {
-  it('advances by the reviews on the page and stops on a short or empty page or at max_pages', () => {
-    expect(nextReviewsPage(8, 0, 1, 10, 8)).toEqual({ next: 8 });
-    expect(nextReviewsPage(8, 8, 2, 10, 8)).toEqual({ next: 16 });
-    expect(nextReviewsPage(5, 16, 3, 10, 8)).toEqual({ stop: 'short_page' });
-    expect(nextReviewsPage(0, 24, 4, 10, 8)).toEqual({ stop: 'empty_page' });
-    expect(nextReviewsPage(8, 72, 10, 10, 8)).toEqual({ stop: 'max_pages' });
+  it('advances by the reviews on the page, whatever their number, and stops on an empty page or at max_pages', () => {
+    expect(nextReviewsPage(10, 0, 1, 10)).toEqual({ next: 10 });
+    // A page shorter than the one before is the service's page size varying, not the end.
+    expect(nextReviewsPage(9, 10, 2, 10)).toEqual({ next: 19 });
+    expect(nextReviewsPage(3, 19, 3, 10)).toEqual({ next: 22 });
+    expect(nextReviewsPage(0, 22, 4, 10)).toEqual({ stop: 'empty_page' });
+    expect(nextReviewsPage(8, 72, 10, 10)).toEqual({ stop: 'max_pages' });
   });
 });
 
@@ -78,24 +84,22 @@ describe('reviewPages (pager strategy)', () => {
     expect(await pager.wrongPage!(reviewsOf(10), { subject: '0x1:0x2', start: 10, page: 2 }, ctx)).toBeUndefined();
   });
 
-  it('checkpoints the first page size, so a resumed crawl still ends at a short page it did not see page 1 of', async () => {
+  it('a later page holding only reviews of the page before it is that page answered again', async () => {
     const pager = reviewPages({ engine: 'https://www.google.com' });
-    const h = { deps: { log: quietLogger() }, baseDir: '.' };
-    const state = new MemoryStateStore();
-    const first = sourceContext(h, state);
-    expect(await pager.next(reviewsOf(8), { subject: FID, start: 0, page: 1 }, 10, first)).toEqual({ next: 8 });
-    expect(state.get(REVIEWS_FIRST_SIZE_KEY)).toEqual({ [FID]: 8 });
-    // A later page never redefines it.
-    expect(await pager.next(reviewsOf(9), { subject: FID, start: 8, page: 2 }, 10, first)).toEqual({ next: 17 });
-    expect(state.get(REVIEWS_FIRST_SIZE_KEY)).toEqual({ [FID]: 8 });
-
-    const resumed = sourceContext(h, state);
-    expect(await pager.next(reviewsOf(5), { subject: FID, start: 17, page: 3 }, 10, resumed)).toEqual({
-      stop: 'short_page',
+    const ctx = sourceContext({ deps: { log: quietLogger() }, baseDir: '.' });
+    const page = (from: number, n: number): { reviews: { review_id: string }[] } => ({
+      reviews: Array.from({ length: n }, (_, i) => ({ review_id: `r${from + i}` })),
     });
-    // Without the checkpoint the same page would not be known as short.
-    const fresh = sourceContext(h, new MemoryStateStore());
-    expect(await pager.next(reviewsOf(5), { subject: FID, start: 17, page: 3 }, 10, fresh)).toEqual({ next: 22 });
+    expect(await pager.wrongPage!(page(0, 10), { subject: FID, start: 0, page: 1 }, ctx)).toBeUndefined();
+    expect(await pager.wrongPage!(page(10, 9), { subject: FID, start: 10, page: 2 }, ctx)).toBeUndefined();
+    // The same page read again (a unit retried) is compared with the page before it, not with itself.
+    expect(await pager.wrongPage!(page(10, 9), { subject: FID, start: 10, page: 2 }, ctx)).toBeUndefined();
+    expect(await pager.wrongPage!(page(10, 9), { subject: FID, start: 19, page: 3 }, ctx)).toMatch(
+      /answered the page at start 10 again for start 19/,
+    );
+    // A page of its own moves the comparison on.
+    expect(await pager.wrongPage!(page(19, 10), { subject: FID, start: 19, page: 3 }, ctx)).toBeUndefined();
+    expect(await pager.wrongPage!(page(29, 10), { subject: FID, start: 29, page: 4 }, ctx)).toBeUndefined();
   });
 
   describe('on the emulator', () => {
@@ -125,24 +129,23 @@ describe('reviewPages (pager strategy)', () => {
       return { starts, ids };
     }
 
-    it('ends a place at its short last page, or at one empty page after an exactly full one', async () => {
+    it('ends a place only at the empty page after its last: every review once, pages of any size', async () => {
       const candidates = Array.from(
         { length: 300 },
         (_, i) => `0x${(i + 1).toString(16).padStart(16, '0')}:0x${'cd'.repeat(8)}`,
       );
-      const short = candidates.find((f) => reviewTotal(SEED, f) > 20 && reviewTotal(SEED, f) % 10 !== 0)!;
-      const full = candidates.find((f) => reviewTotal(SEED, f) >= 20 && reviewTotal(SEED, f) % 10 === 0)!;
-      expect(short).toBeDefined();
+      const starts = (f: string): number[] => reviewPageStarts(SEED, f, reviewTotal(SEED, f));
+      const sizes = (f: string): number[] => reviewPageSizes(SEED, f, reviewTotal(SEED, f));
+      // A place with a page shorter than 10 before its last, and one whose last page is exactly full.
+      const uneven = candidates.find((f) => hasShortPageBeforeLast(SEED, f, reviewTotal(SEED, f)))!;
+      const full = candidates.find((f) => reviewTotal(SEED, f) >= 20 && sizes(f).every((n) => n === 10))!;
+      expect(uneven).toBeDefined();
       expect(full).toBeDefined();
-
-      const s = await walk(short);
-      expect(s.starts).toEqual(Array.from({ length: Math.ceil(reviewTotal(SEED, short) / 10) }, (_, i) => i * 10));
-      expect(s.ids).toEqual(expectedReviewIds(SEED, short));
-
-      const f = await walk(full);
-      // A full last page looks like any other: one empty page tells the place ended.
-      expect(f.starts).toEqual(Array.from({ length: reviewTotal(SEED, full) / 10 + 1 }, (_, i) => i * 10));
-      expect(f.ids).toEqual(expectedReviewIds(SEED, full));
+      for (const fid of [uneven, full]) {
+        const walked = await walk(fid);
+        expect(walked.starts, fid).toEqual(starts(fid));
+        expect(walked.ids, fid).toEqual(expectedReviewIds(SEED, fid));
+      }
     });
   });
 });
