@@ -182,24 +182,31 @@ function sharedStores(p: LoadedPipeline): SharedStateStore[] {
  * machines share the output, not the state directory). Undefined when the pipeline was never prepared.
  */
 export async function findPrepared(p: LoadedPipeline, paths: PipelinePaths): Promise<PreparedJob | undefined> {
-  const texts: (string | undefined)[] = [await readIfExists(path.join(paths.rootStateDir, PREPARED_FILE))];
-  for (const store of sharedStores(p)) texts.push(await store.read().catch(() => undefined));
-  const found = texts.flatMap((t) => {
-    const parsed = t === undefined ? undefined : parsePrepared(t);
+  const own = path.join(paths.rootStateDir, PREPARED_FILE);
+  const texts: [string, string | undefined][] = [[own, await readIfExists(own)]];
+  for (const store of sharedStores(p)) texts.push([store.location, await store.read().catch(() => undefined)]);
+  const found = texts.flatMap(([where, t]) => {
+    const parsed = t === undefined ? undefined : parsePrepared(t, where);
     return parsed && parsed.pipeline === p.name ? [parsed] : [];
   });
   return found.sort((a, b) => b.preparedAt.localeCompare(a.preparedAt))[0];
 }
 
-function parsePrepared(text: string): PreparedJob | undefined {
+function parsePrepared(text: string, where: string): PreparedJob | undefined {
+  let r: Partial<PreparedJob>;
   try {
-    const r = JSON.parse(text) as Partial<PreparedJob>;
-    if (typeof r.id !== 'string' || typeof r.pipeline !== 'string' || typeof r.preparedAt !== 'string')
-      return undefined;
-    return { paidJobs: [], units: 0, state: {}, ...r } as PreparedJob;
+    r = (JSON.parse(text) ?? {}) as Partial<PreparedJob>;
   } catch {
     return undefined;
   }
+  if (typeof r.id !== 'string' || typeof r.pipeline !== 'string' || typeof r.preparedAt !== 'string') return undefined;
+  // The count names the shards' state directories and manifests: a count, or the record is refused.
+  if (r.shards !== undefined && !(Number.isSafeInteger(r.shards) && r.shards >= 1))
+    throw new SluiceError(`${where}: shards ${JSON.stringify(r.shards)} is not a number of shards`, {
+      hint: 'sluice prepare writes this record itself: something else changed it. Run `sluice prepare` again, or remove the file',
+      exitCode: EXIT_CODES.config,
+    });
+  return { paidJobs: [], units: 0, state: {}, ...r } as PreparedJob;
 }
 
 async function readIfExists(file: string): Promise<string | undefined> {
@@ -309,7 +316,10 @@ export async function writeShardsRecord(p: LoadedPipeline, c: Completion): Promi
     completed_at: new Date().toISOString(),
   };
   const written: string[] = [];
-  for (const output of sharedOutputs(p)) {
+  const outputs = sharedOutputs(p);
+  // What the record will name is checked in every output before any record is written.
+  for (const output of outputs) await output.checkShards?.(c.shards.map((s) => s.shard));
+  for (const output of outputs) {
     const store = output.shardsRecord;
     const manifests = c.shards.map((s) => output.manifestName(s.shard));
     await store.write(`${JSON.stringify({ ...record, manifests }, null, 1)}\n`).catch((err: unknown) => {

@@ -132,8 +132,8 @@ async function stateNow(t: StateTarget): Promise<CursorState> {
   };
 }
 
+/** Under the locks with the sinks open, also for a source that keeps no cursor: opening settles a crash's leftovers. */
 export function readState(t: StateTarget): Promise<CursorState> {
-  if (!isIncremental(t.built.source)) return stateNow(t);
   return locked(t, () => stateNow(t));
 }
 
