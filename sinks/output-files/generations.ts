@@ -18,7 +18,7 @@ import path from 'node:path';
 import { SluiceError } from '../../src/core/errors.js';
 import { failpoint } from '../../src/core/failpoints.js';
 import { ensureWritableDir, fsyncDir, isErrno, writeFileAtomic } from './fs-durable.js';
-import { entryName, insidePath, type NameSource } from './inside-output.js';
+import { entryName, ownDirectory, type NameSource } from './inside-output.js';
 import { MANIFEST_NAME } from './manifest.js';
 import type { S3Store } from './s3.js';
 import { LOCK_FILE, type Generation, type OutputDirOptions } from './store.js';
@@ -61,10 +61,10 @@ export class LocalGeneration implements Generation {
     const genRoot = generationsRoot(root);
     await ensureWritableDir(genRoot, opts.label);
     // Its leftovers are removed below: a link from it to elsewhere would remove that place's entries instead.
-    await insidePath(path.dirname(root), path.basename(genRoot), {
+    await ownDirectory(path.dirname(root), path.basename(genRoot), {
       file: path.dirname(root),
       entry: 'the generations directory',
-      fix: `sluice makes ${genRoot} itself: replace the symbolic link with a directory (or remove it), and run again`,
+      fix: `sluice makes ${genRoot} itself: replace the symbolic link with the directory it links to, and run again`,
     });
     const live = await liveGeneration(root);
     const nextFile = path.join(genRoot, 'NEXT');

@@ -85,6 +85,20 @@ export async function insidePath(root: string, name: unknown, src: NameSource): 
   return full;
 }
 
+/**
+ * A directory sluice makes itself and clears wholesale (its temp and staging areas, the generations directory):
+ * `name` under `root`, with no symbolic link on the way to it, or refused — a link to another place, even one inside
+ * the output, would have that place's entries removed. Returns its path.
+ */
+export async function ownDirectory(root: string, name: string, src: NameSource): Promise<string> {
+  const full = await insidePath(root, name, src);
+  const { real, exact } = await realExisting(full, root);
+  const expected = exact ? path.join(await realpath(root), name) : undefined;
+  if (expected !== undefined && real !== expected)
+    return refuse(name, src, `a symbolic link (to ${real}) where sluice keeps a directory of its own`);
+  return full;
+}
+
 /** The real path of `p` (`exact`), or of its nearest ancestor that exists (`stop` is taken to exist). */
 async function realExisting(p: string, stop: string): Promise<{ real: string; exact: boolean }> {
   for (let cur = p; ; cur = path.dirname(cur)) {

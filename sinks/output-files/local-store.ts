@@ -7,7 +7,7 @@ import { lstat, readFile, readdir, rename, rm, rmdir, stat, unlink, writeFile, m
 import path from 'node:path';
 import { ensureWritableDir, fsyncDir, fsyncFile, isErrno } from './fs-durable.js';
 import { LocalGeneration } from './generations.js';
-import { insidePath, insidePaths, refuse, type NameSource } from './inside-output.js';
+import { insidePath, insidePaths, ownDirectory, refuse, type NameSource } from './inside-output.js';
 import { manifestName, readManifest, SHARD_ENTRY, shardTag, writeManifest, type Manifest } from './manifest.js';
 import {
   decodeMarker,
@@ -38,11 +38,12 @@ export async function openLocalStore(opts: OutputDirOptions): Promise<OpenedStor
   await ensureWritableDir(store.tmpDir, opts.label);
   // The open clears the temp and staging areas: a link from either to elsewhere would clear that place instead.
   const areas = [TMP_DIR, STAGED_DIR].map((d) => [d, ...(opts.shard ? [shardTag(opts.shard)] : [])].join('/'));
-  await store.check(areas, {
-    file: dataDir,
-    entry: 'its temp or staging area',
-    fix: `sluice makes these directories itself: replace the symbolic link with a directory (or remove it), and run again`,
-  });
+  for (const area of areas)
+    await ownDirectory(dataDir, area, {
+      file: dataDir,
+      entry: 'its temp or staging area',
+      fix: `sluice makes ${area} itself: remove the symbolic link (sluice makes the directory again), and run again`,
+    });
   return { store, dataDir, ...(generation && { generation }) };
 }
 
