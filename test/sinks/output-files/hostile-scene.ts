@@ -190,11 +190,11 @@ export function untouched(s: Scene, found: Record<string, string | undefined>): 
 
 /** A command refused with exit 2, its message naming `file`, and nothing outside touched. */
 export async function expectRefused(s: Scene, r: CliResult, file: string): Promise<void> {
+  untouched(s, await s.outside());
+  // No data file was made outside the output either.
+  expect(readdirSync(s.dir).filter((f) => f.endsWith('.jsonl'))).toEqual([]);
   expect(r.code, r.err).toBe(2);
   expect(r.err).toContain(file);
   expect(r.err).toMatch(/refused, nothing was touched/);
   expect(r.err).not.toMatch(/not an error sluice expected/);
-  untouched(s, await s.outside());
-  // No data file was made outside the output either.
-  expect(readdirSync(s.dir).filter((f) => f.endsWith('.jsonl'))).toEqual([]);
 }
