@@ -7,20 +7,17 @@
  *
  * `npm test`: every failpoint on local disk. `SLUICE_COMPACT=full` (CI): on S3 as well.
  */
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
-import { FAILPOINTS_ENV } from '../../src/core/failpoints.js';
 import { memoryIo } from '../cli/memory-io.js';
 import { startS3Server, type S3TestServer } from '../support/s3-server.js';
-import { COMPACT_FAILPOINTS } from './compact-failpoints.js';
+import { COMPACT_FAILPOINTS, compactKilled } from './compact-failpoints.js';
 
 const FULL = process.env.SLUICE_COMPACT === 'full';
-const BIN = path.resolve(import.meta.dirname, '../../bin/sluice.js');
 const BUCKET = 'interrupted';
 const NIGHTS = 3;
 const ROWS = 20;
@@ -132,23 +129,6 @@ async function readers(o: Output): Promise<{ glob: string[]; manifest: string[];
   };
 }
 
-/** `sluice compact` in a child process that must die by SIGKILL at `failpoint`. */
-function compactKilled(o: Output, failpoint: string): Promise<{ died: boolean; stderr: string }> {
-  const child = spawn(process.execPath, [BIN, 'compact', o.file], {
-    cwd: o.dir,
-    env: { ...process.env, [FAILPOINTS_ENV]: failpoint },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (_code, signal) =>
-      resolve({ died: signal === 'SIGKILL' && stderr.includes(`failpoint ${failpoint} reached`), stderr }),
-    );
-  });
-}
-
 const expected = Array.from({ length: NIGHTS }, (_, n) => Array.from({ length: ROWS }, (_, i) => `n${n + 1}-${i}`))
   .flat()
   .sort();
@@ -163,7 +143,7 @@ describe('a kill -9 of sluice compact, then sluice state: every reader sees each
         // At least two small files per partition: compaction has work in each.
         expect(before.files).toBeGreaterThanOrEqual(4);
 
-        const killed = await compactKilled(o, failpoint);
+        const killed = await compactKilled(o.file, o.dir, failpoint);
         expect(killed.died, killed.stderr).toBe(true);
 
         const state = await cli('state', o.file);
