@@ -184,7 +184,14 @@ function sharedStores(p: LoadedPipeline): SharedStateStore[] {
 export async function findPrepared(p: LoadedPipeline, paths: PipelinePaths): Promise<PreparedJob | undefined> {
   const own = path.join(paths.rootStateDir, PREPARED_FILE);
   const texts: [string, string | undefined][] = [[own, await readIfExists(own)]];
-  for (const store of sharedStores(p)) texts.push([store.location, await store.read().catch(() => undefined)]);
+  for (const store of sharedStores(p)) {
+    // An output out of reach has no record for this shard; one that refuses its record (a link out of it) says so.
+    const text = await store.read().catch((err: unknown) => {
+      if (err instanceof SluiceError && err.exitCode === EXIT_CODES.config) throw err;
+      return undefined;
+    });
+    texts.push([store.location, text]);
+  }
   const found = texts.flatMap(([where, t]) => {
     const parsed = t === undefined ? undefined : parsePrepared(t, where);
     return parsed && parsed.pipeline === p.name ? [parsed] : [];

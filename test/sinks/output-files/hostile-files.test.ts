@@ -133,3 +133,33 @@ describe('write: replace with a generation pointer climbing out', () => {
     untouched(s, await s.outside());
   });
 });
+
+describe('a prepared record beside the output that is not sluice’s', () => {
+  const record = {
+    id: 'x',
+    pipeline: 'hostile',
+    preparedAt: '2999-01-01T00:00:00Z',
+    paidJobs: [],
+    units: 0,
+    state: {},
+  };
+
+  it('a shard count that is not a count: finalize refuses it (exit 2), writing no record', async () => {
+    const s = await scene({ sharded: true });
+    writeFileSync(path.join(s.root, '.sluice-prepared.json'), JSON.stringify({ ...record, shards: '../../x' }));
+    const r = await cli(...COMMANDS.finalize!(s.file));
+    expect(r.code, r.err).toBe(2);
+    expect(r.err).toContain(
+      `${path.join(s.root, '.sluice-prepared.json')}: shards "../../x" is not a number of shards`,
+    );
+    expect(existsSync(path.join(s.root, '_sluice_shards.json'))).toBe(false);
+  });
+
+  it('a link to a record outside: refused, not followed', async () => {
+    const s = await scene({ sharded: true });
+    writeFileSync(path.join(s.dir, 'record.json'), JSON.stringify({ ...record, shards: 2 }));
+    rmSync(path.join(s.root, '.sluice-prepared.json'));
+    symlinkSync(path.join(s.dir, 'record.json'), path.join(s.root, '.sluice-prepared.json'));
+    await expectRefused(s, await cli(...COMMANDS.finalize!(s.file)), path.join(s.root, '.sluice-prepared.json'));
+  });
+});
