@@ -34,6 +34,10 @@
  * it. An unsharded run's cleanup leaves the shards' areas alone. `replace` with shards is refused: one generation
  * swapped by each shard would publish a part of the output.
  *
+ * Every name this protocol reads back from a file — a marker's moves and removals, the manifest's data and staged
+ * files, a generation pointer — goes through inside-output.ts before the store acts on it: a name that would leave
+ * the output (`..`, an absolute path, a link leading out) refuses the open, or the drop, naming the file.
+ *
  * `sluice state drop` follows the same order: the manifest first (readers and runs then see nothing committed),
  * then the files it listed, committed and staged; for `replace`, the pointer first, then the generations
  * (generations.ts says what a reader sees).

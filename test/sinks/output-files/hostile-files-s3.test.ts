@@ -40,6 +40,16 @@ describe('s3: a hostile commit marker: every command refuses it and touches noth
   });
 });
 
+describe('s3: a hostile upload journal', () => {
+  it('naming an upload outside the temp and staging areas: the run refuses, aborting nothing', async () => {
+    const s = await scene({ s3 });
+    await s.writeMarker('c1/0.upload', { key: '../victim.txt', upload_id: 'abc123' });
+    const r = await cli(...COMMANDS.run!(s.file));
+    await expectRefused(s, r, s.markerAt('c1/0.upload'));
+    expect(r.err).toContain('key names "../victim.txt", not a key of .sluice-tmp/ or .sluice-staged/');
+  });
+});
+
 describe('s3: a hostile manifest: every command refuses it and touches nothing outside', () => {
   for (const [command, args] of Object.entries(COMMANDS))
     it(command, async () => {
