@@ -230,10 +230,7 @@ export class JsonlSink extends FileSinkBase<JsonlSinkConfig> implements Sink {
         for (const [i, group] of files.entries()) {
           const tmp = out.tempPath(`publish-${publishId}-${i}`);
           moves.push({ from: tmp, to: `part-${publishId}-${i}${this.ext}` });
-          await concatFiles(
-            group.map((u) => path.join(out.dataDir, u.file)),
-            tmp,
-          );
+          await concatFiles(await Promise.all(group.map((u) => out.stagedFile(u.file))), tmp);
           for (const u of group) fileOf.set(u.id, moves[i]!.to);
         }
         await out.commit({
@@ -258,7 +255,8 @@ export class JsonlSink extends FileSinkBase<JsonlSinkConfig> implements Sink {
           // second copy (the temp files are moved in by finish() or the next open).
           const still = new Set(stagedUnits(out.manifest).map((u) => u.file));
           const done = files.flat().filter((u) => !still.has(u.file));
-          await Promise.all(done.map((u) => rm(path.join(out.dataDir, u.file), { force: true })));
+          const copies = await Promise.all(done.map((u) => out.stagedFile(u.file)));
+          await Promise.all(copies.map((f) => rm(f, { force: true })));
         }
         throw err;
       } finally {

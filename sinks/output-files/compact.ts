@@ -10,7 +10,8 @@
  *      one before 2 leaves the old files, the temp files going as any crash's leftovers.
  * A reader that follows the manifest sees the old files or the new ones, never a part. A reader that lists the
  * directory sees each new file whole (renamed or copied in); between step 3's first rename and last removal it
- * also sees old files beside the new ones holding the same rows, the moment a listing cannot be made atomic in.
+ * also sees old files beside the new ones holding the same rows: while step 3 runs, or after a kill in it until the
+ * next command that opens the output completes the commit (docs/guides/compaction.md has the table).
  */
 import { rm } from 'node:fs/promises';
 import path from 'node:path';

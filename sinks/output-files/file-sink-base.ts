@@ -68,7 +68,8 @@ export function fileSinkDef<C extends FileSinkConfig & { s3?: FileSinkTarget['s3
     // Shards write into the one `path`, each with its own manifest (output-files/output-dir.ts).
     create: (config: C, deps: ComponentDeps): Sink =>
       def.make(config, { baseDir: deps.baseDir, ...(deps.shard && { shard: deps.shard }) }),
-    sharedOutput: (config, baseDir) => fileSharedOutput(config.path, baseDir, config.s3),
+    sharedOutput: (config, baseDir) =>
+      fileSharedOutput(config.path, baseDir, def.type as Manifest['format'], config.s3),
   };
 }
 

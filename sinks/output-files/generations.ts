@@ -18,6 +18,7 @@ import path from 'node:path';
 import { SluiceError } from '../../src/core/errors.js';
 import { failpoint } from '../../src/core/failpoints.js';
 import { ensureWritableDir, fsyncDir, isErrno, writeFileAtomic } from './fs-durable.js';
+import { entryName, ownDirectory, type NameSource } from './inside-output.js';
 import { MANIFEST_NAME } from './manifest.js';
 import type { S3Store } from './s3.js';
 import { LOCK_FILE, type Generation, type OutputDirOptions } from './store.js';
@@ -29,6 +30,15 @@ const S3_NEXT = `${S3_GENERATIONS}NEXT`;
 /** Where a local output's generations (and its run lock, for `replace`) live. */
 export function generationsRoot(root: string): string {
   return path.join(path.dirname(root), `.${path.basename(root)}.sluice-generations`);
+}
+
+/** Where a generation's name was read (`NEXT`, the pointer), for the message that refuses it. */
+function pointerSource(file: string, entry: string): NameSource {
+  return {
+    file,
+    entry,
+    fix: `sluice writes ${file} itself and names one of its generations there: something else changed it. Check who can write to the output, then remove it (a run starts a new generation) and run again`,
+  };
 }
 
 function newGenerationName(): string {
@@ -50,11 +60,18 @@ export class LocalGeneration implements Generation {
     const root = opts.root;
     const genRoot = generationsRoot(root);
     await ensureWritableDir(genRoot, opts.label);
+    // Its leftovers are removed below: a link from it to elsewhere would remove that place's entries instead.
+    await ownDirectory(path.dirname(root), path.basename(genRoot), {
+      file: path.dirname(root),
+      entry: 'the generations directory',
+      fix: `sluice makes ${genRoot} itself: replace the symbolic link with the directory it links to, and run again`,
+    });
     const live = await liveGeneration(root);
     const nextFile = path.join(genRoot, 'NEXT');
     let next: string | undefined;
     try {
-      next = (await readFile(nextFile, 'utf8')).trim() || undefined;
+      const text = (await readFile(nextFile, 'utf8')).trim();
+      if (text) next = entryName(text, pointerSource(nextFile, 'the generation being written'));
     } catch (err) {
       if (!isErrno(err, 'ENOENT')) throw err;
     }
@@ -138,7 +155,8 @@ async function liveGeneration(root: string): Promise<string | undefined> {
     const target = await readlink(root);
     const genRootName = `.${path.basename(root)}.sluice-generations`;
     const parts = target.split(/[\\/]/);
-    return parts.length === 2 && parts[0] === genRootName ? parts[1] : undefined;
+    // Anything else (a link the user made, or to `..`) is not a generation of this output.
+    return parts.length === 2 && parts[0] === genRootName && /^[^.]/.test(parts[1]!) ? parts[1] : undefined;
   } catch (err) {
     if (isErrno(err, 'ENOENT', 'EINVAL')) return undefined;
     throw err;
@@ -165,11 +183,13 @@ export interface GenerationPointer {
 export async function s3LiveGeneration(store: S3Store): Promise<string | undefined> {
   const text = await store.getText(S3_POINTER);
   if (text === undefined) return undefined;
+  let pointer: Partial<GenerationPointer>;
   try {
-    return (JSON.parse(text) as GenerationPointer).generation;
+    pointer = (JSON.parse(text) ?? {}) as Partial<GenerationPointer>;
   } catch {
     return undefined;
   }
+  return entryName(pointer.generation, pointerSource(store.url(S3_POINTER), 'generation'));
 }
 
 export class S3Generation implements Generation {
@@ -186,7 +206,8 @@ export class S3Generation implements Generation {
 
   static async open(store: S3Store, fresh: boolean): Promise<S3Generation> {
     const live = await s3LiveGeneration(store);
-    let next = (await store.getText(S3_NEXT))?.trim() || undefined;
+    const text = (await store.getText(S3_NEXT))?.trim();
+    let next = text ? entryName(text, pointerSource(store.url(S3_NEXT), 'the generation being written')) : undefined;
     if (next !== undefined && next === live) next = undefined; // crashed after the swap, before NEXT was deleted
     const all = await store.list(S3_GENERATIONS);
     if (next !== undefined && fresh) next = undefined;

@@ -7,8 +7,11 @@ import { lstat, readFile, readdir, rename, rm, rmdir, stat, unlink, writeFile, m
 import path from 'node:path';
 import { ensureWritableDir, fsyncDir, fsyncFile, isErrno } from './fs-durable.js';
 import { LocalGeneration } from './generations.js';
+import { insidePath, insidePaths, ownDirectory, refuse, type NameSource } from './inside-output.js';
 import { manifestName, readManifest, SHARD_ENTRY, shardTag, writeManifest, type Manifest } from './manifest.js';
 import {
+  decodeMarker,
+  STAGED_DIR,
   TMP_DIR,
   type FoundMarker,
   type Marker,
@@ -33,6 +36,14 @@ export async function openLocalStore(opts: OutputDirOptions): Promise<OpenedStor
   }
   const store = new LocalStore(dataDir, opts);
   await ensureWritableDir(store.tmpDir, opts.label);
+  // The open clears the temp and staging areas: a link from either to elsewhere would clear that place instead.
+  const areas = [TMP_DIR, STAGED_DIR].map((d) => [d, ...(opts.shard ? [shardTag(opts.shard)] : [])].join('/'));
+  for (const area of areas)
+    await ownDirectory(dataDir, area, {
+      file: dataDir,
+      entry: 'its temp or staging area',
+      fix: `sluice makes ${area} itself: remove the symbolic link (sluice makes the directory again), and run again`,
+    });
   return { store, dataDir, ...(generation && { generation }) };
 }
 
@@ -54,7 +65,22 @@ export class LocalStore implements OutputStore {
     return this.dir;
   }
 
-  readManifest(pipeline: string, format: Manifest['format']): Promise<Manifest> {
+  /** Where the manifest's names come from, for messages about them. */
+  private get manifestSource(): NameSource {
+    return { file: path.join(this.dir, this.manifestName), entry: 'a data file' };
+  }
+
+  /** The one way a name in the output becomes a path (inside-output.ts); `src` says where it was read. */
+  private at(rel: unknown, src: NameSource = this.manifestSource): Promise<string> {
+    return insidePath(this.dir, rel, src);
+  }
+
+  async check(rels: readonly string[], src: NameSource): Promise<void> {
+    await insidePaths(this.dir, rels, src);
+  }
+
+  async readManifest(pipeline: string, format: Manifest['format']): Promise<Manifest> {
+    await this.at(this.manifestName, { ...this.manifestSource, entry: 'its manifest' });
     return readManifest(this.dir, pipeline, format, this.manifestName);
   }
 
@@ -90,11 +116,43 @@ export class LocalStore implements OutputStore {
 
   async markers(): Promise<FoundMarker[]> {
     const out: FoundMarker[] = [];
-    for (const name of (await readdir(this.tmpDir)).filter((n) => n.endsWith(MARKER_EXT))) {
+    for (const name of (await this.tmpEntries()).filter((n) => n.endsWith(MARKER_EXT))) {
       const ref = path.join(this.tmpDir, name);
-      out.push({ ref, marker: await readMarker(ref) });
+      out.push({ ref, marker: await this.readMarker(ref) });
     }
     return out;
+  }
+
+  private async tmpEntries(): Promise<string[]> {
+    try {
+      return await readdir(this.tmpDir);
+    } catch (err) {
+      if (isErrno(err, 'ENOENT')) return [];
+      throw err;
+    }
+  }
+
+  /**
+   * A marker's content, its names resolved before anything acts on them: temp files (absolute paths) inside this
+   * writer's temp area, data files inside the output. A marker torn by a crash was written before the commit point
+   * and holds nothing.
+   */
+  private async readMarker(ref: string): Promise<FoundMarker['marker']> {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(await readFile(ref, 'utf8'));
+    } catch {
+      return {};
+    }
+    const tmp = `${this.tmpDir}${path.sep}`;
+    return decodeMarker(raw, ref, {
+      temp: async (name, src) => {
+        if (typeof name !== 'string' || !name.startsWith(tmp)) return refuse(name, src, `not a file under ${tmp}`);
+        await insidePath(this.tmpDir, name.slice(tmp.length), src);
+        return name;
+      },
+      data: async (name, src) => (await this.at(name, src), name as string),
+    });
   }
 
   async abandonMarker(ref: string): Promise<void> {
@@ -112,23 +170,20 @@ export class LocalStore implements OutputStore {
   }
 
   async place(m: Move): Promise<void> {
-    const to = path.join(this.dir, m.to);
+    const to = await this.at(m.to);
     await mkdir(path.dirname(to), { recursive: true });
     await rename(m.from, to);
   }
 
   async placed(moves: readonly Move[]): Promise<void> {
-    for (const d of new Set(moves.map((m) => path.dirname(path.join(this.dir, m.to))))) await fsyncDir(d);
+    for (const d of new Set(moves.map((m) => path.posix.dirname(m.to))))
+      await fsyncDir(d === '.' ? this.dir : await this.at(d));
   }
 
   async remove(rels: readonly string[]): Promise<void> {
-    const dirs = new Set<string>();
-    for (const rel of rels) {
-      const file = path.join(this.dir, rel);
-      await rm(file, { force: true });
-      dirs.add(path.dirname(file));
-    }
-    for (const d of dirs) await fsyncDir(d);
+    const files = await insidePaths(this.dir, rels, this.manifestSource);
+    for (const file of files) await rm(file, { force: true });
+    for (const d of new Set(files.map((f) => path.dirname(f)))) await fsyncDir(d);
   }
 
   async pruneEmpty(rels: readonly string[]): Promise<void> {
@@ -136,24 +191,30 @@ export class LocalStore implements OutputStore {
     for (const f of rels)
       for (let d = path.posix.dirname(f); d !== '.' && d !== '/'; d = path.posix.dirname(d)) dirs.add(d);
     // Deepest first; one that still holds something (another file, the user's) stays.
-    for (const d of [...dirs].sort((a, b) => b.length - a.length))
-      await rmdir(path.join(this.dir, d)).catch(() => undefined);
+    for (const d of [...dirs].sort((a, b) => b.length - a.length)) await rmdir(await this.at(d)).catch(() => undefined);
   }
 
   /** Local temp files cost nothing and go at every open: only data files an old marker left are reported. */
   async clearTemp(referenced: ReadonlySet<string>): Promise<TempCleanup> {
     const uncommitted: string[] = [];
-    for (const name of await readdir(this.tmpDir)) {
-      // A shard's own area: not this (unsharded) run's to clean.
-      if (!this.opts.shard && SHARD_ENTRY.test(name)) continue;
+    // A shard's own area: not this (unsharded) run's to clean.
+    const names = (await this.tmpEntries()).filter((n) => this.opts.shard || !SHARD_ENTRY.test(n));
+    // Markers of sluice before 2026-11-23 list files renamed into place before the manifest recorded them: every
+    // marker read (and its names resolved) before anything goes.
+    const old = new Map<string, string[]>();
+    for (const name of names.filter((n) => n.endsWith(MARKER_EXT))) {
       const p = path.join(this.tmpDir, name);
-      // Markers of sluice before 2026-11-23 list files renamed into place before the manifest recorded them.
-      if (name.endsWith(MARKER_EXT))
-        for (const f of (await readMarker(p)).files ?? []) {
-          if (referenced.has(f)) continue;
-          await rm(path.join(this.dir, f), { force: true });
-          uncommitted.push(f);
-        }
+      old.set(
+        p,
+        ((await this.readMarker(p)).files ?? []).filter((f) => !referenced.has(f)),
+      );
+    }
+    for (const name of names) {
+      const p = path.join(this.tmpDir, name);
+      for (const f of old.get(p) ?? []) {
+        await rm(await this.at(f, { file: p, entry: 'files' }), { force: true });
+        uncommitted.push(f);
+      }
       await rm(p, { recursive: true, force: true });
     }
     return { uncommitted, temp: 0, aborted: 0 };
@@ -177,7 +238,7 @@ export class LocalStore implements OutputStore {
     const out = new Map<string, number>();
     for (const rel of rels) {
       try {
-        out.set(rel, (await stat(path.join(this.dir, rel))).size);
+        out.set(rel, (await stat(await this.at(rel))).size);
       } catch (err) {
         if (!isErrno(err, 'ENOENT')) throw err;
       }
@@ -185,17 +246,8 @@ export class LocalStore implements OutputStore {
     return out;
   }
 
-  async localCopy(rel: string): Promise<string> {
-    return path.join(this.dir, rel);
-  }
-}
-
-/** A marker's content; a marker torn by a crash was written before the commit point and holds nothing. */
-async function readMarker(file: string): Promise<FoundMarker['marker']> {
-  try {
-    return JSON.parse(await readFile(file, 'utf8')) as FoundMarker['marker'];
-  } catch {
-    return {};
+  localCopy(rel: string): Promise<string> {
+    return this.at(rel);
   }
 }
 

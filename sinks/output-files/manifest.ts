@@ -12,6 +12,7 @@ import path from 'node:path';
 import { SluiceError } from '../../src/core/errors.js';
 import type { SerializedType } from '../../src/core/logical-type.js';
 import { isErrno, writeFileAtomic } from './fs-durable.js';
+import { refuse, relativeName, type NameSource } from './inside-output.js';
 
 export const MANIFEST_NAME = '_sluice_manifest.json';
 
@@ -104,7 +105,7 @@ export function parseManifest(text: string, file: string, dir: string, format: M
       cause: err,
     });
   }
-  if (m.version !== 1 || typeof m.units !== 'object' || m.units === null)
+  if (typeof m !== 'object' || m === null || m.version !== 1 || typeof m.units !== 'object' || m.units === null)
     throw new SluiceError(`${file} is not a sluice manifest (version 1)`, {
       hint: 'point the sink at a directory of its own',
     });
@@ -112,7 +113,31 @@ export function parseManifest(text: string, file: string, dir: string, format: M
     throw new SluiceError(`${dir} holds ${m.format} output, not ${format}`, {
       hint: 'point the sink at a directory of its own',
     });
+  checkNames(m, file);
   return m;
+}
+
+/** A staged file's name: in the staging area (a shard's own, or the unsharded one), one entry deep. */
+const STAGED_NAME = /^\.sluice-staged\/(shard-\d+-of-\d+\/)?[^/]+$/;
+
+/**
+ * Every name the manifest gives a unit, checked as written before anything acts on it (inside-output.ts): data files
+ * relative to the output and none of sluice's own files, staged files in the staging area. The stores resolve them
+ * on disk again before touching them (symbolic links).
+ */
+function checkNames(m: Manifest, file: string): void {
+  const fix = `sluice writes ${file} itself, atomically, and names only files inside its output there: something else changed it. Check who can write to the output, then restore the manifest from a backup, or remove that unit's entry (the next run loads the unit again)`;
+  for (const [id, u] of Object.entries(m.units)) {
+    const at = (entry: string): NameSource => ({ file, entry: `unit ${JSON.stringify(id)} ${entry}`, fix });
+    if (typeof u !== 'object' || u === null || !Array.isArray(u.files)) refuse(u, at('files'), 'not a list of files');
+    u.files.forEach((f, i) => {
+      const name = relativeName(f, at(`files[${i}]`));
+      if (name.startsWith('.sluice') || path.posix.basename(name).startsWith('_sluice_'))
+        refuse(name, at(`files[${i}]`), "one of sluice's own files, not a data file");
+    });
+    if (u.staged !== undefined && !STAGED_NAME.test(relativeName(u.staged?.file, at('staged.file'))))
+      refuse(u.staged.file, at('staged.file'), 'not a file of the staging area .sluice-staged/');
+  }
 }
 
 export async function writeManifest(dir: string, tmpDir: string, m: Manifest, name = MANIFEST_NAME): Promise<void> {

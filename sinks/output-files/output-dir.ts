@@ -34,6 +34,10 @@
  * it. An unsharded run's cleanup leaves the shards' areas alone. `replace` with shards is refused: one generation
  * swapped by each shard would publish a part of the output.
  *
+ * Every name this protocol reads back from a file — a marker's moves and removals, the manifest's data and staged
+ * files, a generation pointer — goes through inside-output.ts before the store acts on it: a name that would leave
+ * the output (`..`, an absolute path, a link leading out) refuses the open, or the drop, naming the file.
+ *
  * `sluice state drop` follows the same order: the manifest first (readers and runs then see nothing committed),
  * then the files it listed, committed and staged; for `replace`, the pointer first, then the generations
  * (generations.ts says what a reader sees).
@@ -46,6 +50,7 @@ import { refuseShardedReplace } from '../../src/core/sharded-replace.js';
 import { failpoint } from '../../src/core/failpoints.js';
 import { Mutex } from '../../src/core/concurrency.js';
 import { generationsRoot } from './generations.js';
+import { insidePath, type NameSource } from './inside-output.js';
 import { openLocalStore } from './local-store.js';
 import { emptyManifest, manifestName, referencedFiles, shardTag, type Manifest, type ShardRef } from './manifest.js';
 import { isS3Url, s3LockPath } from './s3.js';
@@ -132,6 +137,20 @@ export class OutputDir {
   /** The staging directory relative to the data directory, `/`-separated: how the manifest names staged files. */
   get stagedRel(): string {
     return [STAGED_DIR, ...this.shardEntry()].join('/');
+  }
+
+  /** The manifest's path or URL, for messages about the names it holds. */
+  private get manifestFile(): string {
+    const name = manifestName(this.opts.shard);
+    return isS3Url(this.opts.root) ? `${this.location}${name}` : path.join(this.location, name);
+  }
+
+  /**
+   * The local path of staged file `rel` (as the manifest names it): resolved inside the data directory before
+   * anything reads or removes it (inside-output.ts), so a name or a link that leads elsewhere is refused.
+   */
+  stagedFile(rel: string): Promise<string> {
+    return insidePath(this.dataDir, rel, { file: this.manifestFile, entry: 'a staged file' });
   }
 
   /** What data file names start with after `part-`: the shard's tag, so shards' files never collide. */
@@ -265,7 +284,8 @@ export class OutputDir {
   /** Staging files no unit names any more: the local copies, and (S3) the stored ones. */
   private async removeStaged(rels: string[]): Promise<void> {
     if (rels.length === 0) return;
-    await Promise.all(rels.map((rel) => rm(path.join(this.dataDir, rel), { force: true })));
+    const files = await Promise.all(rels.map((rel) => this.stagedFile(rel)));
+    await Promise.all(files.map((f) => rm(f, { force: true })));
     await this.store.removeStaged(rels);
   }
 
@@ -290,6 +310,10 @@ export class OutputDir {
       }
       const files = [...referencedFiles(this.manifest)];
       const staged = [...stagedFiles(this.manifest)];
+      // Every name resolved inside the output before the manifest goes: one that is not refuses the whole drop.
+      const src: NameSource = { file: this.manifestFile, entry: 'a file it lists' };
+      await this.store.check([...files, ...staged], src);
+      await Promise.all(staged.map((rel) => this.stagedFile(rel)));
       await this.store.removeManifest();
       this.manifest = dropped;
       for (let i = 0; i < files.length; i += this.store.removeBatch)

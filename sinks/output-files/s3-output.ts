@@ -35,6 +35,7 @@ import { mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { ensureWritableDir } from './fs-durable.js';
 import { S3Generation, s3LiveGeneration, S3_GENERATIONS } from './generations.js';
+import { keyOf, keyUnder, refuse, type NameSource } from './inside-output.js';
 import {
   emptyManifest,
   manifestName,
@@ -47,6 +48,7 @@ import {
 } from './manifest.js';
 import { parseS3Url, s3Client, s3WorkDir, S3Store } from './s3.js';
 import {
+  decodeMarker,
   TMP_DIR,
   type FoundMarker,
   type Marker,
@@ -114,12 +116,18 @@ export class S3OutputStore implements OutputStore {
     return `${this.dataPrefix}${manifestName(this.shard)}`;
   }
 
-  private key(rel: string): string {
-    return `${this.dataPrefix}${rel}`;
+  /** Where the manifest's names come from, for messages about them. */
+  private get manifestSource(): NameSource {
+    return { file: this.store.url(this.manifestKey), entry: 'a data file' };
   }
 
-  private unkey(key: string): string {
-    return key.startsWith(this.dataPrefix) ? key.slice(this.dataPrefix.length) : key;
+  /** The one way a name in the output becomes a key (inside-output.ts); `src` says where it was read. */
+  private key(rel: string, src: NameSource = this.manifestSource): string {
+    return keyOf(this.dataPrefix, rel, src);
+  }
+
+  async check(rels: readonly string[], src: NameSource): Promise<void> {
+    for (const rel of rels) this.key(rel, src);
   }
 
   /**
@@ -184,16 +192,19 @@ export class S3OutputStore implements OutputStore {
   async markers(): Promise<FoundMarker[]> {
     const out: FoundMarker[] = [];
     for (const ref of (await this.store.list(this.tmpPrefix)).filter((k) => this.mine(k) && k.endsWith('.pending'))) {
-      let marker: FoundMarker['marker'] = {};
+      let raw: unknown;
       try {
-        const content = JSON.parse((await this.store.getText(ref)) ?? '{}') as Partial<Marker>;
-        marker = {
-          moves: (content.moves ?? []).map((m) => ({ from: m.from, to: this.unkey(m.to) })),
-          removes: (content.removes ?? []).map((r) => this.unkey(r)),
-        };
+        raw = JSON.parse((await this.store.getText(ref)) ?? '{}');
       } catch {
         // A marker is one PutObject: never torn; unreadable means not ours.
+        out.push({ ref, marker: {} });
+        continue;
       }
+      // Keys relative to the output's prefix: temp objects in this writer's temp area, data under the data prefix.
+      const marker = await decodeMarker(raw, this.store.url(ref), {
+        temp: (name, src) => `${this.tmpPrefix}${keyUnder(this.tmpPrefix, name, src)}`,
+        data: (name, src) => keyUnder(this.dataPrefix, name, src),
+      });
       out.push({ ref, marker });
     }
     return out;
@@ -229,7 +240,16 @@ export class S3OutputStore implements OutputStore {
   async clearTemp(): Promise<TempCleanup> {
     const tmp = (await this.store.list(this.tmpPrefix)).filter((k) => this.mine(k));
     // Uploads a crash cut off, named by their journals, before the journals go with the other temp objects.
-    let aborted = await this.store.abortJournaled(tmp.filter((k) => k.endsWith('.upload')));
+    let aborted = await this.store.abortJournaled(
+      tmp.filter((k) => k.endsWith('.upload')),
+      // A journal names an upload to this writer's temp or staging area, nothing else.
+      (key, journal) => {
+        const src = { file: this.store.url(journal), entry: 'key' };
+        const area = [this.tmpPrefix, this.stagedPrefix].find((p) => key.startsWith(p));
+        if (area === undefined) refuse(key, src, `not a key of ${this.tmpPrefix} or ${this.stagedPrefix}`);
+        keyUnder(area, key, src);
+      },
+    );
     await this.store.delete(tmp);
     for (const prefix of [this.tmpPrefix, this.stagedPrefix])
       aborted += (await this.store.abortUploads(prefix, (k) => this.mine(k))) ?? 0;

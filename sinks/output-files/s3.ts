@@ -218,22 +218,27 @@ export class S3Store {
 
   /**
    * Aborts the uploads the journal objects `journals` name (see `uploadFile`); returns how many it found. A journal
-   * that does not parse was cut off before its upload's first part: there is nothing of it to abort.
+   * that does not parse was cut off before its upload's first part: there is nothing of it to abort. `check` refuses
+   * (throws for) a key the journal may not name, before anything is aborted.
    */
-  async abortJournaled(journals: readonly string[]): Promise<number> {
-    let n = 0;
+  async abortJournaled(
+    journals: readonly string[],
+    check: (key: string, journal: string) => void = () => undefined,
+  ): Promise<number> {
+    const uploads: UploadJournal[] = [];
     for (const j of journals) {
       let entry: Partial<UploadJournal> = {};
       try {
-        entry = JSON.parse((await this.getText(j)) ?? '{}') as Partial<UploadJournal>;
+        entry = (JSON.parse((await this.getText(j)) ?? '{}') ?? {}) as Partial<UploadJournal>;
       } catch {
         continue;
       }
       if (typeof entry.key !== 'string' || typeof entry.upload_id !== 'string') continue;
-      await this.abortUpload(entry.key, entry.upload_id);
-      n++;
+      check(entry.key, j);
+      uploads.push({ key: entry.key, upload_id: entry.upload_id });
     }
-    return n;
+    for (const u of uploads) await this.abortUpload(u.key, u.upload_id);
+    return uploads.length;
   }
 
   async downloadFile(rel: string, file: string): Promise<void> {

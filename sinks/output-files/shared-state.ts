@@ -11,7 +11,8 @@ import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { SharedOutput, SharedStateStore } from '../../src/contracts/component.js';
 import { isErrno, writeFileAtomic } from './fs-durable.js';
-import { manifestName } from './manifest.js';
+import { insidePath } from './inside-output.js';
+import { manifestName, type Manifest } from './manifest.js';
 import type { S3Options } from './s3.js';
 
 /** Named like no data file a sink writes (`*.parquet`, `*.jsonl*`), so listing readers skip it. */
@@ -28,13 +29,15 @@ class LocalSharedState implements SharedStateStore {
 
   constructor(
     private readonly dir: string,
-    name: string,
+    private readonly name: string,
   ) {
     this.location = path.join(dir, name);
   }
 
   async read(): Promise<string | undefined> {
     try {
+      // A link from it to a file elsewhere is refused, not followed (inside-output.ts).
+      await insidePath(this.dir, this.name, { file: this.location, entry: 'its own name' });
       return await readFile(this.location, 'utf8');
     } catch (err) {
       // ENOTDIR: the sink's path is a file (a database), which has no record beside it.
@@ -96,9 +99,24 @@ export function sharedStateAt(
   return new LocalSharedState(path.resolve(baseDir, outputPath), name);
 }
 
-/** A file sink's `sharedOutput` fact (contracts/component.ts): its output's state objects and manifest names. */
-export function fileSharedOutput(outputPath: string, baseDir: string, s3: S3Options = {}): SharedOutput | undefined {
+/**
+ * A file sink's `sharedOutput` fact (contracts/component.ts): its output's state objects, manifest names, and the
+ * check of the shards' files (check-output.ts, loaded when asked: it loads the S3 SDK).
+ */
+export function fileSharedOutput(
+  outputPath: string,
+  baseDir: string,
+  format: Manifest['format'],
+  s3: S3Options = {},
+): SharedOutput | undefined {
   const prepared = sharedStateAt(outputPath, baseDir, s3);
   const shardsRecord = sharedStateAt(outputPath, baseDir, s3, SHARDS_RECORD_NAME);
-  return prepared && shardsRecord ? { prepared, shardsRecord, manifestName } : undefined;
+  if (!prepared || !shardsRecord) return undefined;
+  const root = /^s3:\/\//i.test(outputPath) ? outputPath : path.resolve(baseDir, outputPath);
+  return {
+    prepared,
+    shardsRecord,
+    manifestName,
+    checkShards: async (shards) => (await import('./check-output.js')).checkShardFiles({ root, s3, format }, shards),
+  };
 }

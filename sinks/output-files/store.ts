@@ -6,6 +6,7 @@
  * directory, or a `replace` generation), `/`-separated, as the manifest names them.
  */
 import type { Logger } from '../../src/core/types.js';
+import { refuse, type NameSource } from './inside-output.js';
 import type { Manifest, ShardRef } from './manifest.js';
 import type { S3Options } from './s3.js';
 
@@ -79,6 +80,45 @@ export interface FoundMarker {
   };
 }
 
+/** How a store resolves the names a marker holds (inside-output.ts): its temp files, and names in the output. */
+export interface MarkerNames {
+  /** A temp file's name as the marker holds it, returned as the store's ref for it. */
+  temp(name: unknown, src: NameSource): string | Promise<string>;
+  /** A data file's name as the marker holds it, returned relative to the data root. */
+  data(name: unknown, src: NameSource): string | Promise<string>;
+}
+
+/**
+ * A marker's parsed content (`ref` names it), every name resolved by `names` before the store acts on any: one that
+ * leaves the temp area or the output, or content of another shape, is refused (UnsafeNameError), naming the marker.
+ */
+export async function decodeMarker(raw: unknown, ref: string, names: MarkerNames): Promise<FoundMarker['marker']> {
+  const fix = `sluice writes its commit markers itself and names only its temp area and its output in them: something else wrote or changed ${ref}. Check who can write to the output, then remove that marker and run again`;
+  const at = (entry: string): NameSource => ({ file: ref, entry, fix });
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    return refuse(raw, at('its content'), 'not a marker');
+  const m = raw as Record<string, unknown>;
+  const list = (key: string): unknown[] => {
+    const v = m[key];
+    if (v === undefined) return [];
+    return Array.isArray(v) ? v : refuse(v, at(key), 'not a list');
+  };
+  const out: FoundMarker['marker'] = { moves: [], removes: [] };
+  for (const [i, move] of list('moves').entries()) {
+    const mv = (typeof move === 'object' && move !== null ? move : {}) as Record<string, unknown>;
+    out.moves!.push({
+      from: await names.temp(mv.from, at(`moves[${i}].from`)),
+      to: await names.data(mv.to, at(`moves[${i}].to`)),
+    });
+  }
+  for (const [i, r] of list('removes').entries()) out.removes!.push(await names.data(r, at(`removes[${i}]`)));
+  if (m.files !== undefined) {
+    out.files = [];
+    for (const [i, f] of list('files').entries()) out.files.push(await names.data(f, at(`files[${i}]`)));
+  }
+  return out;
+}
+
 /** What a cleanup of the temp area removed, for the warning a crash's leftovers deserve. */
 export interface TempCleanup {
   /** Data files an old-style marker left in place without a commit (removed). */
@@ -142,6 +182,12 @@ export interface OutputStore {
    * `stagedDir` (S3: downloaded when missing). Returns how many orphans went.
    */
   settleStaged(refs: ReadonlySet<string>, stagedDir: string): Promise<number>;
+
+  /**
+   * Each of the data files `rels` (read at `src`) resolved inside the data root (inside-output.ts), the first that is
+   * not refused: called before a batch of them is acted on, so none is touched unless all pass.
+   */
+  check(rels: readonly string[], src: NameSource): Promise<void>;
 
   /** Bytes of the data files `rels` (those found). */
   sizes(rels: ReadonlySet<string>): Promise<Map<string, number>>;

@@ -36,7 +36,7 @@ export async function restageUnjudged(out: OutputDir, o: RestageOptions): Promis
   let refused = 0;
   for (const [id, u] of legacy) {
     const staged = u.staged!;
-    const file = path.join(out.dataDir, staged.file);
+    const file = await out.stagedFile(staged.file);
     const kept: Batch = [];
     let index = 0;
     let longest = LONG_LINE;

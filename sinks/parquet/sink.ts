@@ -282,7 +282,7 @@ export class ParquetSink extends FileSinkBase<ParquetSinkConfig, OpenedParquet> 
             },
           );
       }
-      const stagedPaths = staged.map(([, u]) => path.join(out.dataDir, u.staged!.file));
+      const stagedPaths = await Promise.all(staged.map(([, u]) => out.stagedFile(u.staged!.file)));
       const jsonBytes = staged.reduce((n, [, u]) => n + u.staged!.bytes, 0);
       const publishId = newPublishId(out);
       const tmpOut = out.tempPath(`publish-${publishId}`, 'dir');

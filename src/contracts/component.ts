@@ -118,4 +118,9 @@ export interface SharedOutput {
   shardsRecord: SharedStateStore;
   /** The manifest shard `index` of `count` writes, relative to the output. */
   manifestName(shard: { index: number; count: number }): string;
+  /**
+   * Reads what `shards` left in the output (their manifests, unfinished commits' markers) and throws for a file that
+   * names anything outside it: `sluice finalize` asks before its record names those manifests for readers.
+   */
+  checkShards?(shards: readonly { index: number; count: number }[]): Promise<void>;
 }

@@ -97,7 +97,10 @@ export async function writeShardsRecord(p: LoadedPipeline, c: Completion): Promi
     completed_at: new Date().toISOString(),
   };
   const written: string[] = [];
-  for (const output of sharedOutputs(p)) {
+  const outputs = sharedOutputs(p);
+  // What the record will name is checked in every output before any record is written.
+  for (const output of outputs) await output.checkShards?.(c.shards.map((s) => s.shard));
+  for (const output of outputs) {
     const store = output.shardsRecord;
     const manifests = c.shards.map((s) => output.manifestName(s.shard));
     await store.write(`${JSON.stringify({ ...record, manifests }, null, 1)}\n`).catch((err: unknown) => {

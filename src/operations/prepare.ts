@@ -17,7 +17,7 @@ import { readFile, writeFile, rename } from 'node:fs/promises';
 import path from 'node:path';
 import type { SharedOutput, SharedStateStore } from '../contracts/component.js';
 import { errorText } from '../core/error-text.js';
-import { SluiceError } from '../core/errors.js';
+import { EXIT_CODES, SluiceError } from '../core/errors.js';
 import { paidJobsOf, type PaidJobRecord } from '../core/paid-jobs.js';
 import { PRIVATE_FILE } from '../core/private-files.js';
 import type { Logger, StateStore } from '../core/types.js';
@@ -154,24 +154,38 @@ function sharedStores(p: LoadedPipeline): SharedStateStore[] {
  * machines share the output, not the state directory). Undefined when the pipeline was never prepared.
  */
 export async function findPrepared(p: LoadedPipeline, paths: PipelinePaths): Promise<PreparedJob | undefined> {
-  const texts: (string | undefined)[] = [await readIfExists(path.join(paths.rootStateDir, PREPARED_FILE))];
-  for (const store of sharedStores(p)) texts.push(await store.read().catch(() => undefined));
-  const found = texts.flatMap((t) => {
-    const parsed = t === undefined ? undefined : parsePrepared(t);
+  const own = path.join(paths.rootStateDir, PREPARED_FILE);
+  const texts: [string, string | undefined][] = [[own, await readIfExists(own)]];
+  for (const store of sharedStores(p)) {
+    // An output out of reach has no record for this shard; one that refuses its record (a link out of it) says so.
+    const text = await store.read().catch((err: unknown) => {
+      if (err instanceof SluiceError && err.exitCode === EXIT_CODES.config) throw err;
+      return undefined;
+    });
+    texts.push([store.location, text]);
+  }
+  const found = texts.flatMap(([where, t]) => {
+    const parsed = t === undefined ? undefined : parsePrepared(t, where);
     return parsed && parsed.pipeline === p.name ? [parsed] : [];
   });
   return found.sort((a, b) => b.preparedAt.localeCompare(a.preparedAt))[0];
 }
 
-function parsePrepared(text: string): PreparedJob | undefined {
+function parsePrepared(text: string, where: string): PreparedJob | undefined {
+  let r: Partial<PreparedJob>;
   try {
-    const r = JSON.parse(text) as Partial<PreparedJob>;
-    if (typeof r.id !== 'string' || typeof r.pipeline !== 'string' || typeof r.preparedAt !== 'string')
-      return undefined;
-    return { paidJobs: [], units: 0, state: {}, ...r } as PreparedJob;
+    r = (JSON.parse(text) ?? {}) as Partial<PreparedJob>;
   } catch {
     return undefined;
   }
+  if (typeof r.id !== 'string' || typeof r.pipeline !== 'string' || typeof r.preparedAt !== 'string') return undefined;
+  // The count names the shards' state directories and manifests: a count, or the record is refused.
+  if (r.shards !== undefined && !(Number.isSafeInteger(r.shards) && r.shards >= 1))
+    throw new SluiceError(`${where}: shards ${JSON.stringify(r.shards)} is not a number of shards`, {
+      hint: 'sluice prepare writes this record itself: something else changed it. Run `sluice prepare` again, or remove the file',
+      exitCode: EXIT_CODES.config,
+    });
+  return { paidJobs: [], units: 0, state: {}, ...r } as PreparedJob;
 }
 
 async function readIfExists(file: string): Promise<string | undefined> {

@@ -120,16 +120,13 @@ async function stateNow(rt: PipelineRuntime): Promise<CursorState> {
   };
 }
 
-/** `sluice state`, `sluice report`: where the next run starts, per source and per sink. */
+/**
+ * `sluice state`, `sluice report`: where the next run starts, per source and per sink. Under the locks with the sinks
+ * open, also for a source that keeps no cursor: opening an output settles what a crash left in it (an interrupted
+ * compaction), so no command leaves a reader seeing it longer than the next one that opens the output.
+ */
 export function readState(t: StateTarget): Promise<CursorState> {
-  return withRuntime(t.pipeline, { command: t.command, log: t.log, noService: true }, async (rt) => {
-    // A source that keeps no cursor has no state in the sinks to read: nothing is locked or opened for it.
-    if (rt.source.incremental) {
-      await rt.lockPipeline();
-      await rt.openOutputs({ fresh: false });
-    }
-    return stateNow(rt);
-  });
+  return locked(t, stateNow);
 }
 
 /** `--sink`: a 1-based index, a sink type that only one sink has, or text only one sink's description holds. */

@@ -8,28 +8,25 @@
  * `npm test`: a few nights (Parquet local, JSONL local and on S3), kills at two failpoints on local disk.
  * `SLUICE_COMPACT=full` (CI): thirty nights, Parquet on S3 too, every failpoint on local disk and on S3.
  */
-import { spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FAILPOINTS_ENV } from '../../src/core/failpoints.js';
 import { compactPipeline } from '../../src/operations/compact.js';
 import { runPipeline } from '../../src/operations/run.js';
 import { acquireRunLock } from '../../src/state/run-lock.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
 import { EXIT_CODES } from '../../src/core/errors.js';
 import type { Logger } from '../../src/core/types.js';
-import { COMPACT_FAILPOINTS } from './compact-failpoints.js';
+import { COMPACT_FAILPOINTS, compactKilled } from './compact-failpoints.js';
 import { startS3Server, type S3TestServer } from '../support/s3-server.js';
 
 const FULL = process.env.SLUICE_COMPACT === 'full';
 const NIGHTS = FULL ? 30 : 5;
 const ROWS = 40;
 const BUCKET = 'compact';
-const BIN = path.resolve(import.meta.dirname, '../../bin/sluice.js');
 
 type Kind = 'parquet' | 'jsonl' | 'jsonl-gz';
 type Storage = 'local' | 's3';
@@ -267,24 +264,6 @@ describe('sluice compact: the output’s lock', () => {
   });
 });
 
-/** `sluice compact <file>` in a child process that must die by SIGKILL at `failpoint`. */
-function compactKilled(o: Output, failpoint: string): Promise<{ died: boolean; stderr: string }> {
-  const env: Record<string, string | undefined> = { ...process.env, [FAILPOINTS_ENV]: failpoint };
-  const child = spawn(process.execPath, [BIN, 'compact', o.file], {
-    cwd: o.dir,
-    env,
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (_code, signal) =>
-      resolve({ died: signal === 'SIGKILL' && stderr.includes(`failpoint ${failpoint} reached`), stderr }),
-    );
-  });
-}
-
 const KILLS: { storage: Storage; failpoint: string }[] = FULL
   ? (['local', 's3'] as const).flatMap((storage) => COMPACT_FAILPOINTS.map((failpoint) => ({ storage, failpoint })))
   : [
@@ -313,7 +292,7 @@ describe('sluice compact: kill -9 mid-compaction', () => {
       async () => {
         const o = storage === 'local' ? copyOf(await killTemplate()) : await nights('parquet', storage, 3);
         const before = await dataset(o);
-        const killed = await compactKilled(o, failpoint);
+        const killed = await compactKilled(o.file, o.dir, failpoint);
         expect(killed.died, killed.stderr).toBe(true);
         const seen = await dataset(o);
         if (failpoint === 'files:after-rename' || failpoint === 'compact:after-remove') {
