@@ -1,18 +1,18 @@
 /**
  * A line that never ends, on every path that reads lines: time against the line's length, which must grow linearly
- * (the MB/s column stays flat). The input is three records, then one line of N MB (the rest of a string) without a
- * newline, as a local file or a download cut short would end.
+ * (the MB/s column stays flat, the last lines' ratio near the sizes' ratio). The input is three records, then one line
+ * of N MB (the rest of a string) without a newline, as a local file or a download cut short would end.
  *
- *   npx tsx bench/long-lines.ts [--sizes 20,40,80,160,300] [--only copy,duckdb-scan,…]
+ *   npx tsx bench/long-lines.ts [--sizes 20,40,80,160,300] [--only copy,duckdb-scan,…] [--repeat 3]
  *
  * Paths: the JS decoders (JSONL, JSON array, CSV: src/decode/) and the raw download's line check (checked-bytes.ts),
- * fed from memory; the native paths' line splitter (sinks/raw-jsonl/lines.ts) with no limit; the jsonl sink's copy
+ * each reading its file; the native paths' line splitter (sinks/raw-jsonl/lines.ts) with no limit; the jsonl sink's copy
  * (sinks/jsonl/copy.ts) and DuckDB's staging scan (sinks/duckdb/stage.ts, the native load's record judge) on a file,
  * with the default record size limit (they stop at it) and with none (they read the whole line: still linear); and
  * whole runs (`file` source → jsonl, duckdb, parquet sink, default limits: the native path stops at the limit and
  * the JS decoder dead-letters the line). Files are generated under the system's temp directory and removed.
  */
-import { createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -39,17 +39,24 @@ const HEADS = {
   csv: 'id,pad\n1,a\n2,b\n3,c\n4,"',
 };
 
-/** The input from memory: the head, then `bytes` of the endless line. */
+type Format = keyof typeof HEADS;
+
+/** The head, then `bytes` of the endless line. */
 async function* endless(head: string, bytes: number): AsyncGenerator<Buffer> {
   yield Buffer.from(head);
   for (let sent = 0; sent < bytes; sent += CHUNK.length) yield CHUNK.subarray(0, Math.min(CHUNK.length, bytes - sent));
 }
 
-async function writeInput(file: string, bytes: number): Promise<void> {
+async function writeInput(file: string, format: Format, bytes: number): Promise<void> {
   const out = createWriteStream(file);
-  for await (const chunk of endless(HEADS.jsonl, bytes))
+  for await (const chunk of endless(HEADS[format], bytes))
     if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()));
   await finished(out.end());
+}
+
+/** The input file of `format`, read as a source or a download would hand it over. */
+function read(c: Ctx, format: Format): AsyncIterable<Buffer> {
+  return createReadStream(c.files[format], { highWaterMark: 1 << 16 }) as AsyncIterable<Buffer>;
 }
 
 /** Whatever a path answers (a count, or what it threw), short, for the table. */
@@ -60,17 +67,19 @@ function outcome(v: unknown): string {
 
 interface Ctx {
   bytes: number;
+  /** The JSONL input, and each format's. */
   file: string;
+  files: Record<Format, string>;
   dir: string;
 }
 
 type PathCase = (c: Ctx) => Promise<unknown>;
 
-async function decodeAll(format: 'jsonl' | 'json' | 'csv', bytes: number): Promise<string> {
+async function decodeAll(c: Ctx, format: Format): Promise<string> {
   let records = 0;
   let letters = 0;
   const opts = { format, unit: 'bench', deadLetter: () => void letters++ };
-  for await (const batch of decode(endless(HEADS[format], bytes), opts)) records += batch.length;
+  for await (const batch of decode(read(c, format), opts)) records += batch.length;
   return `${records} records, ${letters} dead letter(s)`;
 }
 
@@ -99,20 +108,20 @@ async function runOnce(c: Ctx, sink: 'jsonl' | 'duckdb' | 'parquet'): Promise<st
 }
 
 const CASES: Record<string, PathCase> = {
-  'decode-jsonl': (c) => decodeAll('jsonl', c.bytes),
-  'decode-json': (c) => decodeAll('json', c.bytes),
-  'decode-csv': (c) => decodeAll('csv', c.bytes),
+  'decode-jsonl': (c) => decodeAll(c, 'jsonl'),
+  'decode-json': (c) => decodeAll(c, 'json'),
+  'decode-csv': (c) => decodeAll(c, 'csv'),
   'checked-bytes': async (c) => {
     let out = 0;
     let letters = 0;
     const opts = { format: 'jsonl' as const, unit: 'bench', deadLetter: () => void letters++ };
-    for await (const chunk of checkedBytes(endless(HEADS.jsonl, c.bytes), opts)) out += chunk.length;
+    for await (const chunk of checkedBytes(read(c, 'jsonl'), opts)) out += chunk.length;
     return `${out} bytes kept, ${letters} dead letter(s)`;
   },
   'raw-jsonl-lines': async (c) => {
     let lines = 0;
     const reader = new JsonlLines(Infinity, () => void lines++);
-    for await (const chunk of endless(HEADS.jsonl, c.bytes)) reader.push(chunk);
+    for await (const chunk of read(c, 'jsonl')) reader.push(chunk);
     reader.end();
     return `${lines} lines`;
   },
@@ -132,6 +141,7 @@ async function main(): Promise<void> {
   const argv = await yargs(hideBin(process.argv))
     .option('sizes', { type: 'string', default: '20,40,80,160,300', describe: 'Line lengths in MB' })
     .option('only', { type: 'string', describe: `Some of: ${Object.keys(CASES).join(', ')}` })
+    .option('repeat', { type: 'number', default: 3, describe: 'Runs per path and size; the fastest counts' })
     .strict()
     .parse();
   const sizes = argv.sizes.split(',').map(Number);
@@ -141,31 +151,41 @@ async function main(): Promise<void> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'sluice-bench-long-lines-'));
   try {
     for (const mb of sizes) {
-      const file = path.join(dir, `endless-${mb}.jsonl`);
-      await writeInput(file, mb * MB);
-      for (const name of names) {
-        const started = performance.now();
-        const answer = outcome(await CASES[name]!({ bytes: mb * MB, file, dir }).catch((e: unknown) => e));
-        const s = (performance.now() - started) / 1000;
-        results.set(name, [...(results.get(name) ?? []), { mb, s, answer }]);
-        process.stderr.write(`${name} ${mb} MB: ${s.toFixed(2)} s\n`);
+      const files = {} as Record<Format, string>;
+      for (const format of Object.keys(HEADS) as Format[]) {
+        files[format] = path.join(dir, `endless-${mb}.${format}`);
+        await writeInput(files[format], format, mb * MB);
       }
-      await rm(file, { force: true });
+      for (const name of names) {
+        let best = Infinity;
+        let answer = '';
+        for (let i = 0; i < argv.repeat; i++) {
+          const started = performance.now();
+          const ctx = { bytes: mb * MB, file: files.jsonl, files, dir };
+          answer = outcome(await CASES[name]!(ctx).catch((e: unknown) => e));
+          best = Math.min(best, (performance.now() - started) / 1000);
+        }
+        results.set(name, [...(results.get(name) ?? []), { mb, s: best, answer }]);
+        process.stderr.write(`${name} ${mb} MB: ${best.toFixed(3)} s\n`);
+      }
+      for (const f of Object.values(files)) await rm(f, { force: true });
     }
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
   const rows = [['path', 'MB', 's', 'MB/s', 'answer']];
   for (const [name, runs] of results)
-    for (const r of runs) rows.push([name, String(r.mb), r.s.toFixed(2), (r.mb / r.s).toFixed(0), r.answer]);
+    for (const r of runs) rows.push([name, String(r.mb), r.s.toFixed(3), (r.mb / r.s).toFixed(0), r.answer]);
   console.log(formatTable(rows));
-  const first = sizes[0]!;
+  // Against a middle size, not the smallest: a run of a few milliseconds says more about the machine than the path.
+  const base = sizes[Math.floor(sizes.length / 2)]!;
   const last = sizes[sizes.length - 1]!;
+  const k = last / base;
   console.log(
-    `\ntime at ${last} MB over time at ${first} MB (linear: ${(last / first).toFixed(1)}×; quadratic: ${((last / first) ** 2).toFixed(0)}×)`,
+    `\ntime at ${last} MB over time at ${base} MB (linear: ${k.toFixed(1)}×; quadratic: ${(k * k).toFixed(0)}×)`,
   );
   for (const [name, runs] of results) {
-    const a = runs.find((r) => r.mb === first)!;
+    const a = runs.find((r) => r.mb === base)!;
     const b = runs.find((r) => r.mb === last)!;
     console.log(`  ${name}: ${(b.s / a.s).toFixed(1)}×`);
   }
