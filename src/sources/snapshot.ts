@@ -37,6 +37,13 @@ import { checkedBytes, decode } from '../decode/index.js';
 import { countBytes, downloadBounds } from './bytes.js';
 import { PRIVATE_FILE } from '../core/private-files.js';
 import { CursorBound, rejectedCursorWarning } from './cursor-bound.js';
+import {
+  compareKeys,
+  cursorKind,
+  readCursorValue,
+  unreadableCursorWarning,
+  type CursorReading,
+} from './cursor-value.js';
 import { rawDecodeOptions } from './raw-decode.js';
 import { filterFieldNames } from './filter.js';
 import { unknownId } from './unknown-id.js';
@@ -45,7 +52,7 @@ import { nothingMatched, snapshotJob } from './snapshot-filter-job.js';
 import { missingJob, noteCharge, type SavedJob } from './saved-job.js';
 
 import { snapshotSchema, type SnapshotConfig } from './snapshot-schema.js';
-import { compareCursor, snapshotBackfill, type CursorCheckpoint } from './snapshot-cursor.js';
+import { snapshotBackfill, type CursorCheckpoint } from './snapshot-cursor.js';
 
 export { snapshotDownloadSchema, snapshotSchema, type SnapshotConfig } from './snapshot-schema.js';
 export { compareCursor, lastCursorValue } from './snapshot-cursor.js';
@@ -58,8 +65,8 @@ class SnapshotSource implements Source {
   readonly checkpointFromRows: boolean;
   /** Only an incremental snapshot has it: the engine keeps a cursor for sources that do. */
   readonly unitCheckpoint?: (unit: WorkUnit) => CursorCheckpoint | undefined;
-  /** Largest cursor value read per unit, for `unitCheckpoint`. */
-  private readonly maxima = new Map<string, string | number>();
+  /** Largest cursor value read per unit (canonical, cursor-value.ts), for `unitCheckpoint`. */
+  private readonly maxima = new Map<string, CursorReading>();
   /** The latest value a run takes as its cursor (cursor-bound.ts). */
   private readonly bound: CursorBound;
   /** What a part's bytes are: the same for `read()` and `rawFile()`. */
@@ -79,7 +86,7 @@ class SnapshotSource implements Source {
     const cursor = cfg.incremental?.cursor;
     if (cursor !== undefined)
       this.unitCheckpoint = (unit) => {
-        const max = this.maxima.get(unit.id);
+        const max = this.maxima.get(unit.id)?.value;
         if (max === undefined) return undefined;
         const w = this.window;
         return { cursor, max, ...(w && { backfill: { from: w.from, ...(w.to !== undefined && { to: w.to }) } }) };
@@ -232,18 +239,27 @@ class SnapshotSource implements Source {
       deadLetter: ctx.deadLetter,
       bounds: this.bounds(ctx),
     });
-    const cursor = this.cfg.incremental?.cursor;
-    if (cursor === undefined) return yield* batches;
+    const inc = this.cfg.incremental;
+    if (inc === undefined) return yield* batches;
+    const { cursor } = inc;
+    const kind = cursorKind(inc.initial);
     // A read again (retry) starts over: its checkpoint is that of the rows it yields this time.
     this.maxima.delete(unit.id);
     let rejected: { count: number; first: string } | undefined;
+    let unreadable: { count: number; first: unknown; problem: string } | undefined;
     for await (const batch of batches) {
       let max = this.maxima.get(unit.id);
       for (const row of batch) {
         const v = row[cursor];
-        if ((typeof v !== 'string' && typeof v !== 'number') || (max !== undefined && compareCursor(v, max) <= 0))
+        if (v === undefined || v === null) continue;
+        const read = readCursorValue(v, kind);
+        if ('problem' in read) {
+          if (unreadable) unreadable.count++;
+          else unreadable = { count: 1, first: v, problem: read.problem };
           continue;
-        if (this.bound.accepts(v, ctx)) max = v;
+        }
+        if (max !== undefined && compareKeys(read.key, max.key) <= 0) continue;
+        if (this.bound.accepts(read.value, ctx)) max = read;
         else if (rejected) rejected.count++;
         else rejected = { count: 1, first: String(v) };
       }
@@ -252,6 +268,7 @@ class SnapshotSource implements Source {
     }
     const part = `snapshot ${String(unit.params.snapshot_id)} part ${String(unit.params.part)}`;
     if (rejected) ctx.log.warn(rejectedCursorWarning(part, cursor, rejected, this.bound));
+    if (unreadable) ctx.log.warn(unreadableCursorWarning(part, cursor, kind, unreadable));
   }
 }
 
