@@ -3,7 +3,6 @@
  * integers, the one canonical text of each value, their order, and the refusals a user reads.
  */
 import { describe, expect, it } from 'vitest';
-import { SluiceError } from '../../src/core/errors.js';
 import { cursorToSet } from '../../src/sources/cursor-bound.js';
 import {
   compareCursor,
@@ -13,6 +12,7 @@ import {
   typedCursorValue,
 } from '../../src/sources/cursor-value.js';
 import { snapshotSchema } from '../../src/sources/snapshot-schema.js';
+import { refusal } from './refusal.js';
 
 const value = (v: unknown, kind: 'integer' | 'time' | 'text'): unknown => {
   const r = readCursorValue(v, kind);
@@ -88,17 +88,6 @@ describe('a cursor value', () => {
 
 describe('a value typed for a cursor', () => {
   const dated = { field: 'timestamp', initial: '2025-01-01T00:00:00.000Z' };
-
-  function refusal(f: () => unknown): SluiceError {
-    try {
-      f();
-    } catch (err) {
-      expect(err).toBeInstanceOf(SluiceError);
-      expect((err as SluiceError).exitCode).toBe(2);
-      return err as SluiceError;
-    }
-    throw new Error('not refused');
-  }
 
   it('is refused (exit 2) with what is wrong, what the cursor holds and what to give instead', () => {
     const off = refusal(() => typedCursorValue('2025-02-30', dated, '--from'));

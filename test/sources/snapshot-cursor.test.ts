@@ -4,10 +4,10 @@
  * committed — kept where a window lies in the past, moved only where a window joins it and reaches past it.
  */
 import { describe, expect, it } from 'vitest';
-import { SluiceError } from '../../src/core/errors.js';
 import { withCursor } from '../../src/sources/filter.js';
 import { lastCursorValue, snapshotBackfill } from '../../src/sources/snapshot-cursor.js';
 import { snapshotSchema, type SnapshotConfig } from '../../src/sources/snapshot-schema.js';
+import { refusal } from './refusal.js';
 
 const config = (incremental?: object, extra: object = {}): SnapshotConfig =>
   snapshotSchema.parse({
@@ -18,17 +18,6 @@ const config = (incremental?: object, extra: object = {}): SnapshotConfig =>
     ...extra,
   });
 const dated = config({ cursor: 'timestamp', initial: '2025-01-01T00:00:00Z' });
-
-function refusal(f: () => unknown): SluiceError {
-  try {
-    f();
-  } catch (err) {
-    expect(err).toBeInstanceOf(SluiceError);
-    expect((err as SluiceError).exitCode).toBe(2);
-    return err as SluiceError;
-  }
-  throw new Error('not refused');
-}
 
 describe('the window of a backfill', () => {
   it("is parsed to the cursor's type: dates as ISO 8601, numbers as numbers, text as typed", () => {
