@@ -7,6 +7,7 @@
 import { NativeLoadRefused } from '../../src/core/errors.js';
 import type { CommitResult, RawFile, RecordCheck, UnitCommit, WorkUnit } from '../../src/core/types.js';
 import { RecordJudge } from '../../src/schema/storable.js';
+import { maxLineBytesOf } from '../raw-jsonl/lines.js';
 import { asNativeRefusal, refuseUnlessJsonl } from '../raw-jsonl/refusal.js';
 import { commitStaged, type CommitScope } from './commit.js';
 import { duckdbLimits } from './config.js';
@@ -28,7 +29,7 @@ export async function commitRawFile(
   let staged: StagedUnit;
   try {
     const judge = check ?? new RecordJudge(duckdbLimits(s.config));
-    staged = await stageRawJsonl(file.path, await s.session.staging.file(unit.id), judge);
+    staged = await stageRawJsonl(file.path, await s.session.staging.file(unit.id), judge, maxLineBytesOf(file));
   } catch (err) {
     throw asNativeRefusal(SINK, err);
   }

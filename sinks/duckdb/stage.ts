@@ -30,6 +30,7 @@ import { writeNdjson } from '../output-files/ndjson-writer.js';
 import { unitFileStem } from '../output-files/unit-file-name.js';
 import { isGzipFile } from '../raw-jsonl/gzip.js';
 import { checkedObjectLine } from '../raw-jsonl/line.js';
+import { JsonlLines } from '../raw-jsonl/lines.js';
 
 /** A unit's rows in a plain newline-delimited JSON file, with their schema. */
 export interface StagedUnit {
@@ -93,11 +94,16 @@ export async function stageRows(batches: AsyncIterable<Batch>, file: string): Pr
 /**
  * A unit's raw JSONL file (gzip or not) → its schema, and for gzip input a decompressed staging file at
  * `stagingPath` (removed again when the scan fails). Throws `BadJsonlLine` or zlib's error for a file that is not
- * JSONL as a whole, or that holds a record `check` refuses.
+ * JSONL as a whole, that holds a record `check` refuses, or a line over `maxLineBytes`.
  */
-export async function stageRawJsonl(file: string, stagingPath: string, check?: RecordCheck): Promise<StagedUnit> {
+export async function stageRawJsonl(
+  file: string,
+  stagingPath: string,
+  check?: RecordCheck,
+  maxLineBytes = Infinity,
+): Promise<StagedUnit> {
   const schema = new InferredSchema({ temporalText: true });
-  const scan = await scanJsonl(file, schema, stagingPath, check);
+  const scan = await scanJsonl(file, schema, stagingPath, check, maxLineBytes);
   return {
     path: scan.path,
     columns: decidedColumns(schema.columns),
@@ -138,9 +144,10 @@ export async function scanJsonl(
   schema: InferredSchema,
   stagingPath: string,
   check?: RecordCheck,
+  maxLineBytes = Infinity,
 ): Promise<ScannedJsonl> {
   const gzip = await isGzipFile(file);
-  const lines = new LineScanner((row) => schema.observeRow(row), check);
+  const lines = new LineScanner((row) => schema.observeRow(row), check, maxLineBytes);
   const source = createReadStream(file, { highWaterMark: CHUNK });
   // `pipeline` destroys both streams when either fails or the loop below stops early.
   const chunks = gzip ? pipeline(source, createGunzip({ chunkSize: CHUNK }), () => undefined) : source;
@@ -164,60 +171,29 @@ export async function scanJsonl(
 }
 
 /**
- * Splits bytes into lines and parses each; blank lines are skipped (DuckDB skips them too). Lines are parsed
- * from the chunk they lie in; only a line cut by a chunk boundary is copied (concatenating each chunk onto the
- * previous remainder copies every byte once more).
+ * Parses each line (raw-jsonl/lines.ts splits them, linear however long a line is, refusing one over the limit
+ * before it is parsed); blank lines are skipped (DuckDB skips them too).
  */
 class LineScanner {
   records = 0;
   longest = 0;
-  /** Pieces of a line that started in an earlier chunk. */
-  private partial: Buffer[] = [];
-  /** Byte offset of the current chunk's first byte in the file's decompressed bytes. */
-  private chunkOffset = 0;
-  /** Byte offset of the first line not yet complete. */
-  private lineOffset = 0;
+  private readonly lines: JsonlLines;
 
-  constructor(
-    private readonly onRow: (row: Row) => void,
-    private readonly check: RecordCheck | undefined,
-  ) {}
+  constructor(onRow: (row: Row) => void, check: RecordCheck | undefined, maxLineBytes: number) {
+    this.lines = new JsonlLines(maxLineBytes, (buf, start, end, offset) => {
+      if (end - start > this.longest) this.longest = end - start;
+      const row = checkedObjectLine(buf, start, end, offset, check);
+      if (row === undefined) return;
+      this.records++;
+      onRow(row);
+    });
+  }
 
   push(chunk: Buffer): void {
-    let pos = 0;
-    let nl = chunk.indexOf(10);
-    if (this.partial.length > 0 && nl !== -1) {
-      this.partial.push(chunk.subarray(0, nl));
-      const joined = Buffer.concat(this.partial);
-      this.partial = [];
-      this.line(joined, 0, joined.length, this.lineOffset);
-      pos = nl + 1;
-      nl = chunk.indexOf(10, pos);
-    }
-    while (nl !== -1) {
-      this.line(chunk, pos, nl, this.chunkOffset + pos);
-      pos = nl + 1;
-      nl = chunk.indexOf(10, pos);
-    }
-    if (pos < chunk.length) {
-      if (this.partial.length === 0) this.lineOffset = this.chunkOffset + pos;
-      this.partial.push(chunk.subarray(pos));
-    }
-    this.chunkOffset += chunk.length;
+    this.lines.push(chunk);
   }
 
   end(): void {
-    if (this.partial.length === 0) return;
-    const last = Buffer.concat(this.partial);
-    this.partial = [];
-    this.line(last, 0, last.length, this.lineOffset);
-  }
-
-  private line(buf: Buffer, start: number, end: number, offset: number): void {
-    if (end - start > this.longest) this.longest = end - start;
-    const row = checkedObjectLine(buf, start, end, offset, this.check);
-    if (row === undefined) return;
-    this.records++;
-    this.onRow(row);
+    this.lines.end();
   }
 }

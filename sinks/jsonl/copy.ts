@@ -1,8 +1,9 @@
 /**
  * The jsonl sink's native path: a unit's raw JSONL file (gzip or not) is copied as it is — compressed input is not
  * recompressed — instead of parsing it into rows and serialising them again. Every line is still parsed on the way
- * (raw-jsonl/line.ts): a line that is not a JSON object stops the copy. The copy always ends with a newline, so that
- * a publish can concatenate staged copies into one file (`concatFiles`) without joining two lines.
+ * (raw-jsonl/line.ts): a line that is not a JSON object, or one over the record size limit (raw-jsonl/lines.ts: found
+ * before it is held or parsed), stops the copy. The copy always ends with a newline, so that a publish can concatenate
+ * staged copies into one file (`concatFiles`) without joining two lines.
  */
 import { createReadStream, createWriteStream } from 'node:fs';
 import { appendFile, copyFile } from 'node:fs/promises';
@@ -14,20 +15,30 @@ import type { InferredSchema } from '../../src/schema/infer.js';
 import { fsyncFile } from '../output-files/fs-durable.js';
 import { isGzipFile } from '../raw-jsonl/gzip.js';
 import { checkedObjectLine } from '../raw-jsonl/line.js';
+import { JsonlLines } from '../raw-jsonl/lines.js';
+
+/** What a copy checks each line against, beside its being one JSON object. */
+export interface CopyChecks {
+  /** Observes every record's columns. */
+  schema?: InferredSchema;
+  /** The sink's record judge. */
+  check?: RecordCheck;
+  /** A longer line stops the copy (`BadJsonlLine`) before it is held or parsed (default: no limit). */
+  maxLineBytes?: number;
+}
 
 /**
- * Copies `src` (gzip or not) to `dest` (gzip when `gzipLevel` is set), checking every line (with `check`, the sink's
- * record judge, when given), and observing it into `schema` when given. Returns the records.
+ * Copies `src` (gzip or not) to `dest` (gzip when `gzipLevel` is set), checking every line as `checks` says. Returns
+ * the records.
  */
 export async function copyCheckedJsonl(
   src: string,
   dest: string,
   gzipLevel: number | undefined,
-  schema?: InferredSchema,
-  check?: RecordCheck,
+  checks: CopyChecks = {},
 ): Promise<number> {
   const srcGzip = await isGzipFile(src);
-  const checker = new LineChecker(schema, check);
+  const checker = new LineChecker(checks);
   const streams: (NodeJS.ReadableStream | NodeJS.WritableStream)[] = [
     createReadStream(src, { highWaterMark: 1 << 16 }),
   ];
@@ -48,54 +59,39 @@ export async function copyCheckedJsonl(
   return checker.records;
 }
 
-/** Passes bytes through unchanged; throws on a line that is not a JSON object. */
+/** Passes bytes through unchanged; throws on a line that is not a JSON object, or is over the limit. */
 class LineChecker extends Transform {
   records = 0;
+  /** The last line has no newline after it (the file does not end with one); known once flushed. */
+  unterminated = false;
+  private readonly lines: JsonlLines;
 
-  constructor(
-    private readonly schema?: InferredSchema,
-    private readonly judge?: RecordCheck,
-  ) {
+  constructor(checks: CopyChecks) {
     super();
+    this.lines = new JsonlLines(checks.maxLineBytes ?? Infinity, (buf, start, end, offset) => {
+      const row = checkedObjectLine(buf, start, end, offset, checks.check);
+      if (row === undefined) return;
+      this.records++;
+      checks.schema?.observeRow(row);
+    });
   }
 
-  private rest: Buffer | undefined;
-  private offset = 0;
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
     try {
-      let buf = this.rest ? Buffer.concat([this.rest, chunk]) : chunk;
-      let start = 0;
-      for (let nl = buf.indexOf(10, start); nl !== -1; nl = buf.indexOf(10, start)) {
-        this.check(buf, start, nl);
-        start = nl + 1;
-      }
-      this.offset += start;
-      buf = buf.subarray(start);
-      this.rest = buf.length > 0 ? Buffer.from(buf) : undefined;
+      this.lines.push(chunk);
       done(null, chunk);
     } catch (err) {
       done(err as Error);
     }
   }
 
-  /** The last line has no newline after it (the file does not end with one); known once flushed. */
-  unterminated = false;
-
   override _flush(done: TransformCallback): void {
     try {
-      this.unterminated = this.rest !== undefined;
-      if (this.rest) this.check(this.rest, 0, this.rest.length);
+      this.unterminated = this.lines.end();
       done();
     } catch (err) {
       done(err as Error);
     }
-  }
-
-  private check(buf: Buffer, start: number, end: number): void {
-    const row = checkedObjectLine(buf, start, end, this.offset + start, this.judge);
-    if (row === undefined) return;
-    this.records++;
-    this.schema?.observeRow(row);
   }
 }
 

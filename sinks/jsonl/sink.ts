@@ -48,6 +48,7 @@ import { newPublishId, stageUnit, type FileSinkOptions } from '../output-files/f
 import { FileSinkBase, fileSinkDef } from '../output-files/file-sink-base.js';
 import { CommitIncompleteError, type OutputDir, type Move } from '../output-files/output-dir.js';
 import { unitFileStem } from '../output-files/unit-file-name.js';
+import { maxLineBytesOf } from '../raw-jsonl/lines.js';
 import { asNativeRefusal, refuseUnlessJsonl } from '../raw-jsonl/refusal.js';
 import { DEFAULT_TARGET_FILE_MB, JSONL_LIMITS, jsonlSinkSchema, type JsonlSinkConfig } from './config.js';
 import { concatFiles, copyCheckedJsonl } from './copy.js';
@@ -132,7 +133,11 @@ export class JsonlSink extends FileSinkBase<JsonlSinkConfig> implements Sink {
     const judge = check ?? new RecordJudge(JSONL_LIMITS);
     return this.stage(unit, commit, async (staged, schema) => {
       try {
-        return await copyCheckedJsonl(file.path, staged, this.gzipLevel, schema, judge);
+        return await copyCheckedJsonl(file.path, staged, this.gzipLevel, {
+          schema,
+          check: judge,
+          maxLineBytes: maxLineBytesOf(file),
+        });
       } catch (err) {
         throw asNativeRefusal('jsonl sink', err);
       }

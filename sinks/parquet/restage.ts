@@ -16,6 +16,7 @@ import { serializeColumns } from '../output-files/dataset-schema.js';
 import type { ManifestUnit } from '../output-files/manifest.js';
 import { LONG_LINE, writeNdjson } from '../output-files/ndjson-writer.js';
 import type { OutputDir } from '../output-files/output-dir.js';
+import { JsonlLines } from '../raw-jsonl/lines.js';
 
 export interface RestageOptions {
   judge: RecordJudge;
@@ -106,18 +107,21 @@ export async function restageUnjudged(out: OutputDir, o: RestageOptions): Promis
   );
 }
 
-/** The rows of a staged NDJSON file (written by sluice: one JSON object per line), with each line's bytes. */
+/**
+ * The rows of a staged NDJSON file (written by sluice: one JSON object per line), with each line's bytes. Lines are
+ * split by raw-jsonl/lines.ts, in linear time however long one is; none is refused for its length: what an earlier
+ * sluice staged is judged by the store's limits (the judge), not by the decoders'.
+ */
 async function* stagedRows(file: string): AsyncIterable<{ row: Row; bytes: number }> {
-  let rest: Buffer | undefined;
+  let rows: { row: Row; bytes: number }[] = [];
+  const lines = new JsonlLines(Infinity, (buf, start, end) => {
+    if (end > start) rows.push({ row: JSON.parse(buf.toString('utf8', start, end)) as Row, bytes: end - start });
+  });
   for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
-    let buf = rest ? Buffer.concat([rest, chunk]) : chunk;
-    let start = 0;
-    for (let nl = buf.indexOf(10); nl !== -1; nl = buf.indexOf(10, start)) {
-      if (nl > start) yield { row: JSON.parse(buf.toString('utf8', start, nl)) as Row, bytes: nl - start };
-      start = nl + 1;
-    }
-    buf = buf.subarray(start);
-    rest = buf.length > 0 ? Buffer.from(buf) : undefined;
+    lines.push(chunk);
+    yield* rows;
+    rows = [];
   }
-  if (rest && rest.length > 0) yield { row: JSON.parse(rest.toString('utf8')) as Row, bytes: rest.length };
+  lines.end();
+  yield* rows;
 }

@@ -1,4 +1,5 @@
 /** Parsers for option values; what they throw becomes a usage error naming the option. */
+import { UsageError } from './report.js';
 
 /** `--shard 2/8` → the third of eight deterministic shards. */
 export function parseShard(text: string): { index: number; count: number } {
@@ -60,4 +61,36 @@ export function lockWait(value: unknown): number {
       `--wait takes a duration such as 90s, 10m or 1h (got "${text}"): write --wait=10m, or put --wait after the pipeline file`,
     );
   return ms;
+}
+
+/**
+ * Refuses an option given an empty value (`--sink ""`, `--sink=`) and an empty argument, for every option of every
+ * command at once (before any option's own parser). On a command line written with variables that is an unset one
+ * (`--sink "$SINK"`), and taken as a value it does harm: `""` is part of every sink's description, so it picked the
+ * only sink to drop; an empty duration meant the default wait. `parsed`: what yargs read from `argv`, which tells an
+ * option's empty value from an empty argument after an option that takes none (`--yes ""`).
+ */
+export function refuseEmptyValues(argv: readonly string[], parsed: Record<string, unknown>): void {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const inline = /^(--?[^=\s]+)=$/.exec(arg);
+    if (inline !== null) throw emptyValue(inline[1]!);
+    if (arg !== '') continue;
+    const before = argv[i - 1];
+    if (before !== undefined && /^--?[^=\s]+$/.test(before)) {
+      const name = before.replace(/^--?/, '');
+      // A flag (true, or false for `--no-…`) took no value: the empty text after it is an argument of its own.
+      if (typeof (parsed[name] ?? parsed[name.replace(/^no-/, '')]) !== 'boolean') throw emptyValue(before);
+    }
+    throw new UsageError(
+      `an argument is empty${before !== undefined ? ` (after ${before})` : ''}: an unset variable?`,
+      'give the argument a value, or leave it out',
+    );
+  }
+}
+function emptyValue(option: string): UsageError {
+  return new UsageError(
+    `${option} is given an empty value: an unset variable?`,
+    `give ${option} a value, or leave the option out for its default`,
+  );
 }

@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import type yargsFactory from 'yargs';
 import type { CommandModule } from 'yargs';
 import { didYouMean } from '../core/suggest.js';
-import { parseDuration } from './args.js';
+import { parseDuration, refuseEmptyValues } from './args.js';
 import type { CliContext } from './context.js';
 import type { CliIo } from './io.js';
 import { reportError, UsageError, type ErrorFormat } from './report.js';
@@ -114,6 +114,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   for (const command of await commandsFor(argv, ctx)) parser.command(command);
   parser
     .option('debug', { type: 'boolean', default: false, describe: 'Stack traces with errors' })
+    .middleware((args) => refuseEmptyValues(argv, args), true)
     .demandCommand(1, 'name a command')
     .strict()
     .exitProcess(false)

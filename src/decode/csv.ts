@@ -97,8 +97,10 @@ class CsvParser {
     this.pending.push(chunk);
     this.pendingBytes += chunk.length;
     // A record longer than a chunk would be parsed again with every chunk: wait until the new bytes are at least
-    // as many as the incomplete record's, which keeps the work linear in the record's length.
-    if (this.pendingBytes - this.carryBytes < this.carryBytes) return;
+    // as many as the incomplete record's, which keeps the work linear in the record's length — but no longer than
+    // the record size limit: past it, one more parse either ends the record or finds it over the limit (skipped
+    // from then on), so no record is held, or parsed, much beyond the limit.
+    if (this.pendingBytes - this.carryBytes < this.carryBytes && this.pendingBytes <= this.ctx.maxRecordBytes) return;
     this.parse(false);
   }
 

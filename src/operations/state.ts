@@ -12,7 +12,7 @@ import type { Logger } from '../core/types.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
 import { committedList, type CommittedCheckpoint } from '../runtime/cursor.js';
 import { PipelineRuntime, withRuntime } from '../runtime/runtime.js';
-import { isDateText } from '../sources/cursor-bound.js';
+import { cursorToSet } from '../sources/cursor-bound.js';
 import { lastCursorValue } from '../sources/snapshot.js';
 import { addCursorBase, type CursorBaseEntry } from '../state/cursor-base.js';
 import { runHistoryFile } from '../state/run-history.js';
@@ -151,26 +151,9 @@ function selectSink(rt: PipelineRuntime, which: string): number {
   return fail(byType.length + byText.length === 0 ? 'no sink matches' : 'more than one sink matches');
 }
 
-/** The value as the cursor's type takes it: a number for a numeric cursor, a date for a date cursor. */
+/** The value as the cursor's type takes it, in its canonical form (sources/cursor-value.ts), or refused (exit 2). */
 export function parseCursorValue(text: string, f: CursorField, now = Date.now()): string | number {
-  const wrong = (what: string): never => {
-    throw new SluiceError(`--cursor ${JSON.stringify(text)}: ${what}`, {
-      hint: `give a value of the cursor's type, like its initial value ${JSON.stringify(f.initial)}`,
-      exitCode: EXIT_CODES.config,
-    });
-  };
-  if (typeof f.initial === 'number') {
-    const n = Number(text);
-    if (text.trim() === '' || !Number.isFinite(n)) wrong(`the cursor on ${f.field} is a number`);
-    return n;
-  }
-  if (isDateText(f.initial)) {
-    if (!isDateText(text)) wrong(`the cursor on ${f.field} is a date (YYYY-MM-DD or an ISO 8601 time)`);
-    // A value the runs would not take as their lower bound (cursor-bound.ts) must not be set either.
-    if (Date.parse(text) > now + f.maxAheadS * 1000)
-      wrong(`it is later than now + ${f.maxAheadS} s (incremental.max_ahead_s): a run would load nothing after it`);
-  }
-  return text;
+  return cursorToSet(text, f, now);
 }
 
 /**

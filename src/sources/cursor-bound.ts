@@ -11,15 +11,13 @@
  * tolerance is what a poisoned value within it costs — the next run skips records stamped before it — so it is
  * configurable (`max_ahead_s`) and should be no larger than the sources' time zones need.
  *
- * Only date strings (`YYYY-MM-DD…`) are judged: a numeric cursor (an id, a sequence) says nothing about time.
+ * Only dates and times (cursor-value.ts) are judged: a numeric cursor (an id, a sequence) says nothing about time.
  */
+import { EXIT_CODES, SluiceError } from '../core/errors.js';
 import type { SourceContext } from '../core/types.js';
+import { typedCursorValue, timeMs, type CursorOf, type CursorValue } from './cursor-value.js';
 
 export const DEFAULT_MAX_AHEAD_S = 86_400;
-
-export function isDateText(v: unknown): v is string {
-  return typeof v === 'string' && /^\d{4}-\d{2}-\d{2}/.test(v) && !Number.isNaN(Date.parse(v));
-}
 
 /** The latest cursor value a run may take: its start plus the tolerance. */
 export class CursorBound {
@@ -34,9 +32,10 @@ export class CursorBound {
 
   /** Whether `value` may be taken as a cursor: any value but a date past the bound. */
   accepts(value: unknown, ctx: Pick<SourceContext, 'now'>): boolean {
-    if (!isDateText(value)) return true;
+    const ms = timeMs(value);
+    if (ms === undefined) return true;
     this.start(ctx);
-    return Date.parse(value) <= this.startMs! + this.maxAheadS * 1000;
+    return ms <= this.startMs! + this.maxAheadS * 1000;
   }
 
   /** `2026-11-26T02:00:00.000Z + 1 day`: the bound, as a warning states it. */
@@ -44,6 +43,24 @@ export class CursorBound {
     const ahead = this.maxAheadS % 86_400 === 0 ? `${this.maxAheadS / 86_400} day(s)` : `${this.maxAheadS} s`;
     return `the run's start (${new Date(this.startMs ?? Date.now()).toISOString()}) + ${ahead}`;
   }
+}
+
+/**
+ * `sluice state set --cursor <text>`: the value in canonical form, refused (exit 2) where it is not of the cursor's
+ * kind, or where it is a time the runs would not take as their lower bound (later than `now` + `max_ahead_s`).
+ */
+export function cursorToSet(text: string, of: CursorOf & { maxAheadS: number }, now = Date.now()): CursorValue {
+  const value = typedCursorValue(text, of, '--cursor');
+  const ms = timeMs(value);
+  if (ms !== undefined && ms > now + of.maxAheadS * 1000)
+    throw new SluiceError(
+      `--cursor ${JSON.stringify(text)}: it is later than now + ${of.maxAheadS} s (incremental.max_ahead_s): a run would load nothing after it`,
+      {
+        hint: `give a value of the cursor's type, like its initial value ${JSON.stringify(of.initial)}`,
+        exitCode: EXIT_CODES.config,
+      },
+    );
+  return value;
 }
 
 /** The warning for the values of `field` a unit did not take as its cursor. */

@@ -13,47 +13,53 @@
  */
 import { EXIT_CODES, SluiceError } from '../core/errors.js';
 import type { BackfillWindow } from '../core/types.js';
-import { isDateText } from './cursor-bound.js';
+import { compareCursor, cursorKind, readCursorValue, typedCursorValue, type CursorValue } from './cursor-value.js';
 import type { SnapshotConfig } from './snapshot-schema.js';
 
 /** A part's checkpoint: the largest cursor value among its records (and the window, for a backfill's part). */
 export interface CursorCheckpoint {
   cursor: string;
-  max: string | number;
-  backfill?: { from: string | number; to?: string | number };
+  max: CursorValue;
+  backfill?: { from: CursorValue; to?: CursorValue };
 }
 
-/** Cursor values compare as dates when both are date strings, as numbers when both are numbers, else as text. */
-export function compareCursor(a: string | number, b: string | number): number {
-  if (typeof a === 'number' && typeof b === 'number') return a - b;
-  const da = typeof a === 'string' ? Date.parse(a) : NaN;
-  const db = typeof b === 'string' ? Date.parse(b) : NaN;
-  if (!Number.isNaN(da) && !Number.isNaN(db)) return da - db;
-  return String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0;
-}
-
-const isValue = (v: unknown): v is string | number => typeof v === 'string' || typeof v === 'number';
+export { compareCursor };
 
 /**
  * The largest value of `cursor` among the committed checkpoints of nightly runs, extended by the backfills whose
  * window starts at or below it (or below `initial` when no nightly run loaded anything); undefined when none counts.
+ * Values are read as the cursor's kind (`initial`'s, else each value's own: cursor-value.ts) and come back canonical;
+ * one that does not read (stored by an earlier sluice, which took `2025-02-30` as typed) does not count, and is
+ * handed to `unreadable`.
  */
 export function lastCursorValue(
   checkpoints: ReadonlyMap<string, unknown> | undefined,
   cursor: string,
-  accepts: (value: string | number) => boolean = () => true,
-  initial?: string | number,
-): string | number | undefined {
-  let last: string | number | undefined;
-  const windows: { from: string | number; max: string | number }[] = [];
+  accepts: (value: CursorValue) => boolean = () => true,
+  initial?: CursorValue,
+  unreadable?: (value: unknown, problem: string) => void,
+): CursorValue | undefined {
+  const read = (v: unknown): CursorValue | undefined => {
+    const kind =
+      initial !== undefined ? cursorKind(initial) : typeof v === 'number' ? 'integer' : cursorKind(String(v));
+    const r = readCursorValue(v, kind);
+    if (!('problem' in r)) return r.value;
+    unreadable?.(v, r.problem);
+    return undefined;
+  };
+  let last: CursorValue | undefined;
+  const windows: { from: CursorValue; max: CursorValue }[] = [];
   for (const cp of checkpoints?.values() ?? []) {
     const c = cp as Partial<CursorCheckpoint> | null;
-    if (c?.cursor !== cursor || !isValue(c.max) || !accepts(c.max)) continue;
+    if (c?.cursor !== cursor || c.max === undefined) continue;
+    const max = read(c.max);
+    if (max === undefined || !accepts(max)) continue;
     if (c.backfill !== undefined) {
-      if (isValue(c.backfill?.from)) windows.push({ from: c.backfill.from, max: c.max });
+      const from = c.backfill?.from === undefined ? undefined : read(c.backfill.from);
+      if (from !== undefined) windows.push({ from, max });
       continue;
     }
-    if (last === undefined || compareCursor(c.max, last) > 0) last = c.max;
+    if (last === undefined || compareCursor(max, last) > 0) last = max;
   }
   // By `from`: a window that joins the cursor only once an earlier window extended it is counted too.
   windows.sort((a, b) => compareCursor(a.from, b.from));
@@ -80,34 +86,13 @@ export function snapshotBackfill(cfg: SnapshotConfig, raw: { from: string; to?: 
       'add `incremental: { cursor: <field>, initial: <value> }` to the source (and `write: merge` with a `primary_key` on the sink), ' +
         'or run without --from: every run of this source loads all its filter selects',
     );
-  const from = cursorValue(inc, raw.from, '--from');
-  const to = raw.to === undefined ? undefined : cursorValue(inc, raw.to, '--to');
+  const of = { field: inc.cursor, initial: inc.initial };
+  const from = typedCursorValue(raw.from, of, '--from');
+  const to = raw.to === undefined ? undefined : typedCursorValue(raw.to, of, '--to');
   if (to !== undefined && compareCursor(to, from) <= 0)
     throw refused(
       `--to ${JSON.stringify(to)} is not after --from ${JSON.stringify(from)}: the window would be empty`,
       `the backfill loads the ${inc.cursor} values after --from up to --to included: give a --to later than --from`,
     );
   return { of: inc.cursor, from, ...(to !== undefined && { to }) };
-}
-
-/** A value typed on the command line, as the cursor holds it: a number, a date (sent as ISO 8601), or text. */
-function cursorValue(inc: { cursor: string; initial: string | number }, text: string, option: string): string | number {
-  const t = text.trim();
-  if (typeof inc.initial === 'number') {
-    if (t !== '' && Number.isFinite(Number(t))) return Number(t);
-    throw refused(
-      `${option} ${JSON.stringify(text)} is not a number, and the cursor ${inc.cursor} holds numbers (its initial value is ${inc.initial})`,
-      `give ${option} a number, e.g. ${option} ${inc.initial}`,
-    );
-  }
-  if (isDateText(inc.initial)) {
-    if (isDateText(t)) return new Date(Date.parse(t)).toISOString();
-    throw refused(
-      `${option} ${JSON.stringify(text)} is not a date, and the cursor ${inc.cursor} holds dates (its initial value is ${JSON.stringify(inc.initial)})`,
-      `give ${option} a date, e.g. ${option} 2025-03-01 or ${option} 2025-03-01T06:00:00Z (UTC unless the value names its zone)`,
-    );
-  }
-  if (t === '')
-    throw refused(`${option} is empty`, `give ${option} a value of ${inc.cursor}, e.g. ${JSON.stringify(inc.initial)}`);
-  return t;
 }

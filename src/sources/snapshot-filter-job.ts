@@ -125,15 +125,24 @@ async function effectiveFilter(
     return filter;
   }
   const key = `snapshot:cursor:${inc.cursor}`;
+  // Kept as this run first stored it, even if an earlier sluice stored it less strictly: the job paid for was
+  // started with it, and a resumed run finds that job by its filter.
   let after = ctx.state.get<string | number>(key);
   if (after === undefined) {
-    // A checkpoint from the future (committed before cursors were bounded) is not a lower bound either.
+    // A checkpoint from the future (committed before cursors were bounded) is not a lower bound either, nor one an
+    // earlier sluice stored as typed (`2025-02-30`).
     const future: string[] = [];
     const accepts = (v: string | number): boolean => source.bound.accepts(v, ctx) || (future.push(String(v)), false);
-    after = lastCursorValue(ctx.checkpoints, inc.cursor, accepts, inc.initial) ?? inc.initial;
+    const unreadable: string[] = [];
+    const notRead = (v: unknown, problem: string): void => void unreadable.push(`${JSON.stringify(v)} (${problem})`);
+    after = lastCursorValue(ctx.checkpoints, inc.cursor, accepts, inc.initial, notRead) ?? inc.initial;
     if (future.length > 0)
       ctx.log.warn(
         `incremental: committed ${inc.cursor} ${JSON.stringify(future.sort().at(-1))} is later than ${source.bound.describe()}: not used as the lower bound`,
+      );
+    if (unreadable.length > 0)
+      ctx.log.warn(
+        `incremental: committed ${inc.cursor} ${unreadable[0]}${unreadable.length > 1 ? ` and ${unreadable.length - 1} more` : ''} is not a value of the cursor: not used as the lower bound`,
       );
     if (!ctx.dryRun) await ctx.state.set(key, after);
   }

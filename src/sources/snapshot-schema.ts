@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { DEFAULT_MAX_AHEAD_S } from './cursor-bound.js';
+import { cursorKind, readCursorValue, type CursorValue } from './cursor-value.js';
 import { checkCursorFits, checkFilterFiles, filterSchema } from './filter.js';
 
 export const snapshotDownloadSchema = z
@@ -56,7 +57,10 @@ export const snapshotSchema = z
         cursor: z.string().min(1).describe('Field that grows with new records, e.g. `timestamp`.'),
         initial: z
           .union([z.string(), z.number()])
-          .describe('Load records whose cursor is above this on the first run, e.g. "2025-01-01T00:00:00Z".'),
+          .transform(canonicalInitial)
+          .describe(
+            'Load records whose cursor is above this on the first run, e.g. "2025-01-01T00:00:00Z". Its kind is the cursor\'s: a whole number (ids), a date or a time with its offset (ISO 8601), or other text.',
+          ),
         max_ahead_s: z
           .number()
           .int()
@@ -133,6 +137,25 @@ function checkPaidJobCapped(
       message: '`uncapped` applies to a filter job; a snapshot_id names a snapshot already paid for',
       params: { hint: 'remove `uncapped`' },
     });
+}
+
+/** `incremental.initial` in its canonical form (cursor-value.ts), or an issue saying what to write instead. */
+function canonicalInitial(v: CursorValue, ctx: z.RefinementCtx): CursorValue {
+  const kind = cursorKind(v);
+  const read = readCursorValue(v, kind);
+  if (!('problem' in read)) return read.value;
+  ctx.addIssue({
+    code: 'custom',
+    message: `the initial cursor value: ${read.problem}`,
+    params: {
+      hint: {
+        integer: `a numeric cursor holds whole numbers within ±${Number.MAX_SAFE_INTEGER}`,
+        time: 'a date cursor starts from a date, e.g. "2025-01-01" (midnight UTC), or a time with its offset, e.g. "2025-01-01T00:00:00Z" or "2025-01-01T00:00:00+02:00"',
+        text: 'a text cursor starts from a text, e.g. "a"',
+      }[kind],
+    },
+  });
+  return z.NEVER;
 }
 
 export type SnapshotConfig = z.infer<typeof snapshotSchema>;

@@ -38,6 +38,13 @@ import { checkedBytes, decode } from '../decode/index.js';
 import { countBytes, downloadBounds } from './bytes.js';
 import { PRIVATE_FILE } from '../core/private-files.js';
 import { CursorBound, rejectedCursorWarning } from './cursor-bound.js';
+import {
+  compareKeys,
+  cursorKind,
+  readCursorValue,
+  unreadableCursorWarning,
+  type CursorReading,
+} from './cursor-value.js';
 import { rawDecodeOptions } from './raw-decode.js';
 import { filterFieldNames } from './filter.js';
 import { unknownId } from './unknown-id.js';
@@ -46,7 +53,7 @@ import { nothingMatched, snapshotJob } from './snapshot-filter-job.js';
 import { missingJob, noteCharge, type SavedJob } from './saved-job.js';
 
 import { snapshotSchema, type SnapshotConfig } from './snapshot-schema.js';
-import { compareCursor, snapshotBackfill, type CursorCheckpoint } from './snapshot-cursor.js';
+import { snapshotBackfill, type CursorCheckpoint } from './snapshot-cursor.js';
 
 export { snapshotDownloadSchema, snapshotSchema, type SnapshotConfig } from './snapshot-schema.js';
 export { compareCursor, lastCursorValue } from './snapshot-cursor.js';
@@ -227,17 +234,26 @@ class SnapshotSource implements Source {
       deadLetter: ctx.deadLetter,
       bounds: this.bounds(ctx),
     });
-    const cursor = this.cfg.incremental?.cursor;
-    if (cursor === undefined) return yield* batches;
+    const inc = this.cfg.incremental;
+    if (inc === undefined) return yield* batches;
+    const { cursor } = inc;
+    const kind = cursorKind(inc.initial);
     // The part's checkpoint is the largest cursor value among the rows this read yields (a read again starts over).
-    let max: string | number | undefined;
+    let max: CursorReading | undefined;
     let rejected: { count: number; first: string } | undefined;
+    let unreadable: { count: number; first: unknown; problem: string } | undefined;
     for await (const batch of batches) {
       for (const row of batch) {
         const v = row[cursor];
-        if ((typeof v !== 'string' && typeof v !== 'number') || (max !== undefined && compareCursor(v, max) <= 0))
+        if (v === undefined || v === null) continue;
+        const read = readCursorValue(v, kind);
+        if ('problem' in read) {
+          if (unreadable) unreadable.count++;
+          else unreadable = { count: 1, first: v, problem: read.problem };
           continue;
-        if (this.bound.accepts(v, ctx)) max = v;
+        }
+        if (max !== undefined && compareKeys(read.key, max.key) <= 0) continue;
+        if (this.bound.accepts(read.value, ctx)) max = read;
         else if (rejected) rejected.count++;
         else rejected = { count: 1, first: String(v) };
       }
@@ -245,11 +261,12 @@ class SnapshotSource implements Source {
     }
     const part = `snapshot ${String(unit.params.snapshot_id)} part ${String(unit.params.part)}`;
     if (rejected) ctx.log.warn(rejectedCursorWarning(part, cursor, rejected, this.bound));
+    if (unreadable) ctx.log.warn(unreadableCursorWarning(part, cursor, kind, unreadable));
     if (max === undefined) return {};
     const w = this.window;
     const checkpoint: CursorCheckpoint = {
       cursor,
-      max,
+      max: max.value,
       ...(w && { backfill: { from: w.from, ...(w.to !== undefined && { to: w.to }) } }),
     };
     return { checkpoint };

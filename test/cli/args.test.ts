@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { jsonArg, listArg, lockWait, parseDuration, parseShard, positiveInt } from '../../src/cli/args.js';
+import { runCli } from '../../src/cli/cli.js';
+import { memoryIo } from './memory-io.js';
 import { formatPlan } from '../../src/cli/commands/plan.js';
 
 describe('option values', () => {
@@ -66,5 +68,70 @@ describe('plan output', () => {
       'notes:',
       '  snapshot snap_x was started by an earlier run',
     ]);
+  });
+});
+
+/** What `sluice <words> --help` prints. */
+async function help(words: string[]): Promise<string> {
+  const io = memoryIo({});
+  expect(await runCli([...words, '--help'], io)).toBe(0);
+  return io.stdout.join('\n');
+}
+
+/** The commands (and subcommands) `--help` lists under `words`, as word lists. */
+async function commands(words: string[] = []): Promise<string[][]> {
+  const text = await help(words);
+  const listed = [...text.matchAll(new RegExp(`^ {2}sluice ${words.map((w) => `${w} `).join('')}([a-z-]+)`, 'gm'))];
+  const found: string[][] = [];
+  for (const [, name] of listed) {
+    const path = [...words, name!];
+    const sub = await commands(path);
+    found.push(path, ...sub);
+  }
+  return found;
+}
+
+/** The options of a command that take a value: every one `--help` does not type as [boolean]. */
+async function valueOptions(words: string[]): Promise<string[]> {
+  const text = (await help(words)).split(/^Options:$/m)[1]?.split(/^Examples:$/m)[0] ?? '';
+  const blocks = text.split(/\n(?= {2}(?:-\w, )? *--)/);
+  return blocks.flatMap((b) => {
+    const name = /^ {2}(?:-\w, )? *(--[\w-]+)/.exec(b.replace(/^\n/, ''))?.[1];
+    return name !== undefined && !/\[boolean\]/.test(b) ? [name] : [];
+  });
+}
+
+describe('an option given an empty value', () => {
+  it('is refused (exit 2, naming it) for every option of every command that takes a value, before the command runs', async () => {
+    const all = await commands();
+    expect(all).toContainEqual(['state', 'drop']);
+    const tried: string[] = [];
+    for (const words of all)
+      for (const option of await valueOptions(words))
+        for (const form of [[option, ''], [`${option}=`]]) {
+          const io = memoryIo({});
+          const code = await runCli([...words, 'p.yaml', ...form], io);
+          const line = [...words, ...form].join(' ');
+          expect(code, line).toBe(2);
+          expect(io.stderr[0], line).toBe(`error: ${option} is given an empty value: an unset variable?`);
+          tried.push(`${words.join(' ')} ${option}`);
+        }
+    // The ones that did harm: an empty --sink matched the only sink; an empty --wait meant an hour.
+    expect(tried).toEqual(
+      expect.arrayContaining(['state drop --sink', 'state reset --sink', 'run --wait', 'run --from']),
+    );
+    expect(tried.length).toBeGreaterThan(40);
+  });
+
+  it('an empty argument is refused too; one after a flag is an argument, not the flag’s value', async () => {
+    for (const [args, message] of [
+      [['run', ''], 'error: an argument is empty (after run): an unset variable?'],
+      [['run', 'p.yaml', '--quiet', ''], 'error: an argument is empty (after --quiet): an unset variable?'],
+      [['run', 'p.yaml', '--no-progress', ''], 'error: an argument is empty (after --no-progress): an unset variable?'],
+    ] as const) {
+      const io = memoryIo({});
+      expect(await runCli([...args], io), args.join(' ')).toBe(2);
+      expect(io.stderr[0]).toBe(message);
+    }
   });
 });

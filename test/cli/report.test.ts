@@ -4,7 +4,7 @@
  * markup in names and causes, wrong types, missing and unknown fields, a cut line — renders as text, with gaps, and
  * loads nothing from anywhere.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -264,5 +264,33 @@ describe('the charts', () => {
     );
     expect([...even.matchAll(/class="tick"[^>]*>([^<]+)</g)].map((m) => m[1]).at(-1)).toBe('60');
     expect(even).not.toContain('class="cut"');
+  });
+});
+
+describe('the report file', () => {
+  it('is readable by its owner alone (0600), as runs.jsonl it quotes is, even where a page stood open to all', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'sluice-report-mode-'));
+    dirs.push(dir);
+    writeFileSync(path.join(dir, 'in.jsonl'), lines(2, 0, 1));
+    const file = path.join(dir, 'p.yaml');
+    writeFileSync(
+      file,
+      'version: 1\nname: mode\nsource: { type: file, paths: [in.jsonl], format: jsonl }\nsink: { type: jsonl, path: out }\n',
+    );
+    expect(await runCli(['run', file, '--no-progress', '--quiet'], memoryIo({}))).toBe(0);
+    const history = path.join(dir, '.sluice', 'mode', 'runs.jsonl');
+    expect(statSync(history).mode & 0o777).toBe(0o600);
+    const out = path.join(dir, 'report.html');
+    // The umask most systems have would leave a plain write 0644; an earlier page was 0644 too.
+    const umask = process.umask(0o022);
+    try {
+      writeFileSync(out, 'an earlier page');
+      chmodSync(out, 0o644);
+      const html = await report(file, out, '--no-outputs');
+      expect(html).toContain('broken');
+      expect(statSync(out).mode & 0o777).toBe(0o600);
+    } finally {
+      process.umask(umask);
+    }
   });
 });

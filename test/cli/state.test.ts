@@ -71,7 +71,8 @@ sink: { type: duckdb, path: out.duckdb, table: companies, write: merge, primary_
       return { records: (await charged()) - before, log: io.stderr.join('\n') };
     };
     const first = await run();
-    expect(first.log).toContain('incremental: timestamp > the initial value "2000-01-01T00:00:00Z"');
+    // The initial value as the cursor holds every time (sources/cursor-value.ts): UTC, to the millisecond.
+    expect(first.log).toContain('incremental: timestamp > the initial value "2000-01-01T00:00:00.000Z"');
     const loaded = await query(
       `SELECT strftime(max(timestamp::TIMESTAMP), '%Y-%m-%dT%H:%M:%S.%gZ') AS max, count(*)::INT AS n FROM w.companies`,
       { duckdb: db },
@@ -103,7 +104,9 @@ sink: { type: duckdb, path: out.duckdb, table: companies, write: merge, primary_
     )[0]!.n as number;
     expect(after).toBeGreaterThan(0);
     expect(after).toBeLessThan(loaded[0]!.n as number);
-    const set = await cli('state', 'set', file, '--cursor', setTo);
+    // Typed with an offset: stored, shown and sent in the filter as the one UTC text the cursor holds.
+    const typed = new Date(Date.parse(setTo) + 2 * 3600_000).toISOString().replace('Z', '+02:00');
+    const set = await cli('state', 'set', file, '--cursor', typed);
     expect(set.code, set.err).toBe(0);
     expect(set.out).toContain(`state-set: cursor on timestamp set to "${setTo}" (was "${max}")`);
     expect((await cli('state', file)).out).toContain(`next run starts after: timestamp > "${setTo}"`);
@@ -113,12 +116,20 @@ sink: { type: duckdb, path: out.duckdb, table: companies, write: merge, primary_
     // That run committed past the value set: the cursor goes on from what it loaded.
     expect((await cli('state', file)).out).toContain(`next run starts after: timestamp > ${JSON.stringify(max)}`);
 
-    // Values the cursor's type refuses, and a non-date for a date cursor.
-    for (const bad of ['yesterday', '9999-12-31T00:00:00Z']) {
+    // Values the cursor's type refuses: not a date, one the runs would not take, one off the calendar (Date.parse
+    // reads it as March 2nd), a time without an offset (the machine's zone) or with a zone's name: nothing stored.
+    for (const bad of ['yesterday', '9999-12-31T00:00:00Z', '2025-02-30', '2025-01-01 12:00 PST', '2025-01-01T12:00']) {
       const r = await cli('state', 'set', file, '--cursor', bad);
       expect(r.code, bad).toBe(2);
       expect(r.err).toContain(`--cursor "${bad}"`);
     }
+    expect((await cli('state', 'set', file, '--cursor', '2025-02-30')).err).toContain(
+      '--cursor "2025-02-30": 2025-02-30 is not a day of the calendar, and the cursor timestamp holds dates and times',
+    );
+    expect((await cli('state', 'set', file, '--cursor', '2025-01-01 12:00 PST')).err).toMatch(
+      /not an ISO 8601 date \(YYYY-MM-DD\) or time with its offset/,
+    );
+    expect((await cli('state', file)).out).toContain(`next run starts after: timestamp > ${JSON.stringify(max)}`);
 
     // Reset: needs --yes; then the next run starts from the initial value (merge: the table stays as it was).
     const unconfirmed = await cli('state', 'reset', file);
@@ -126,7 +137,7 @@ sink: { type: duckdb, path: out.duckdb, table: companies, write: merge, primary_
     expect(unconfirmed.err).toMatch(/would forget the checkpoints every sink committed.*not done without --yes/);
     expect((await cli('state', file)).out).toContain(`timestamp > ${JSON.stringify(max)}`);
     expect((await cli('state', 'reset', file, '--yes')).code).toBe(0);
-    expect((await cli('state', file)).out).toContain('timestamp > the initial value "2000-01-01T00:00:00Z"');
+    expect((await cli('state', file)).out).toContain('timestamp > the initial value "2000-01-01T00:00:00.000Z"');
 
     // A run holding the lock: every change refuses with exit 3, naming the holder, and changes nothing.
     const lock = await acquireRunLock(path.join(dir, '.sluice', 'state_snap', 'run.lock'), {
@@ -182,6 +193,63 @@ sink: { type: duckdb, path: out.duckdb, table: companies, write: merge, primary_
     expect(table.out).toMatch(/^state-set\s+\S+ \S+\s+-\s+done\b/m);
     expect(table.out).toMatch(/^ {4}cursor on timestamp set to .* \(by .+@.+\)$/m);
   }, 60_000);
+});
+
+describe('sluice state: values typed for a cursor, and options given empty', () => {
+  it('a numeric cursor takes whole numbers a JSON number holds exactly, typed or configured', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'p.yaml');
+    const pipeline = (initial: string): string =>
+      `version: 1\nname: state_ids\nservice: { base_url: ${emu.url}, api_key: none }\n` +
+      `source: { type: snapshot, dataset_id: ${COMPANY_PROFILES_ID}, incremental: { cursor: seq, initial: ${initial} }, records_limit: 10 }\n` +
+      'sink: { type: duckdb, path: out.duckdb, table: t, write: merge, primary_key: [id] }\n';
+    writeFileSync(file, pipeline('0'));
+    // 2^53 + 1 reads as 2^53 in JS: stored, it would be a different cursor than typed.
+    for (const bad of ['9007199254740993', '1.5', '1e3', 'ten']) {
+      const r = await cli('state', 'set', file, '--cursor', bad);
+      expect(r.code, bad).toBe(2);
+      expect(r.err).toContain(`--cursor "${bad}"`);
+    }
+    expect((await cli('state', 'set', file, '--cursor', '9007199254740993')).err).toContain(
+      '9007199254740993 is beyond the integers a JSON number holds exactly (±9007199254740991)',
+    );
+    const set = await cli('state', 'set', file, '--cursor', '9007199254740991');
+    expect(set.code, set.err).toBe(0);
+    expect(set.out).toContain('cursor on seq set to 9007199254740991 (was 0)');
+    // The same rule for the configured initial value, at its line in the file.
+    writeFileSync(file, pipeline('9007199254740993'));
+    const refused = await cli('validate', file);
+    expect(refused.code).toBe(1);
+    // YAML reads the number rounded, as JSON.parse would: refused all the same.
+    expect(refused.out).toMatch(
+      /p\.yaml:4:\d+: source\.incremental\.initial: the initial cursor value: 9007199254740992 is beyond the integers/,
+    );
+  });
+
+  it('an option given an empty value (an unset variable) is refused before anything is done', async () => {
+    const dir = tempDir();
+    writeFileSync(path.join(dir, 'in.jsonl'), '{"id":1}\n');
+    const file = path.join(dir, 'p.yaml');
+    writeFileSync(
+      file,
+      'version: 1\nname: state_empty\nsource: { type: file, paths: [in.jsonl], format: jsonl, incremental: false }\nsink: { type: jsonl, path: out }\n',
+    );
+    expect(await runCli(['run', file, '--no-progress', '--quiet'], memoryIo({}))).toBe(0);
+    const files = readdirSync(path.join(dir, 'out')).filter((f) => !f.startsWith('.sluice'));
+    expect(files).toHaveLength(2);
+    // `--sink "$SINK"` with SINK unset once matched the only sink (every description holds ""), and dropped it.
+    for (const args of [
+      ['state', 'drop', file, '--sink', '', '--yes'],
+      ['state', 'drop', file, '--sink=', '--yes'],
+      ['state', 'set', file, '--cursor', ''],
+    ]) {
+      const r = await cli(...args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.err, args.join(' ')).toMatch(/^error: --(sink|cursor) is given an empty value/m);
+      expect(r.err).toMatch(/an unset variable\?/);
+    }
+    expect(readdirSync(path.join(dir, 'out')).filter((f) => !f.startsWith('.sluice'))).toEqual(files);
+  });
 });
 
 describe('sluice state: a file source into local JSONL and Parquet outputs', () => {

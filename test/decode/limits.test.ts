@@ -75,6 +75,17 @@ describe.each(CHUNKINGS)('a record over max_record_bytes, chunks of %s', (chunki
     expect(r.deadLetters[0]!.offset).toBe(text.indexOf('2,"'));
     expect(r.deadLetters[0]!.reason).toMatch(/^CSV row 2 \(58\.6 KiB\) is over the record size limit of 1 KiB/);
   });
+
+  it('CSV: a quoted field the input ends inside, a little over the limit, is dead-lettered by its length', async () => {
+    // Past the limit but short of twice it: the parser waits for its record to double before parsing it again,
+    // but never past the limit, so the record is found over it rather than parsed whole as a cut body.
+    const text = `id,body\n1,one\n2,"${'b'.repeat(1500)}`;
+    const r = await decodeAll(text, { format: 'csv', bounds: bounds() }, chunking);
+    expect(r.rows).toEqual([{ id: '1', body: 'one' }]);
+    expect(r.deadLetters).toHaveLength(1);
+    expect(r.deadLetters[0]!.offset).toBe(text.indexOf('2,"'));
+    expect(r.deadLetters[0]!.reason).toMatch(/^CSV row 2 \(.* or more: the input ends inside it\) is over the record/);
+  });
 });
 
 describe('what cannot be skipped fails the unit', () => {

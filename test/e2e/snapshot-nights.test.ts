@@ -337,8 +337,10 @@ sink: { type: duckdb, path: serp.duckdb, table: serp, write: merge, primary_key:
       [['run', pipeline(), '--to', TO], /--to needs --from/],
       [
         ['run', pipeline(), '--from', 'last tuesday'],
-        /--from "last tuesday" is not a date, and the cursor timestamp holds dates/,
+        /--from "last tuesday": not an ISO 8601 date .*, and the cursor timestamp holds dates and times/,
       ],
+      // Off the calendar: once read as 2 March and paid for as such.
+      [['run', pipeline(), '--from', '2025-02-30'], /--from "2025-02-30": 2025-02-30 is not a day of the calendar/],
       [['run', pipeline(), '--from', TO, '--to', FROM], /--to "2025-01-15T00:00:00.000Z" is not after --from/],
       [['run', pipeline(), '--from', FROM, '--reset-cursor'], /--from does not go with --reset-cursor/],
     ];

@@ -1,8 +1,9 @@
 /**
  * Cursors that cannot be poisoned: a record dated `9999-12-31T23:59:59Z` among a night's snapshot is loaded, a
  * warning names its part and value, the run history keeps the warning, and the next night still loads the records
- * added since — where taking it as the cursor would filter `timestamp > 9999-…` and load nothing, for ever. The
- * poisoned record reaches sluice through a proxy in front of a real emulator, which adds it to every download.
+ * added since — where taking it as the cursor would filter `timestamp > 9999-…` and load nothing, for ever. A record
+ * dated off the calendar is no cursor value at all, and one dated with an offset is taken as UTC. These records reach
+ * sluice through a proxy in front of a real emulator, which adds them to every download.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
@@ -24,6 +25,10 @@ const KEY = 'emulator-key';
 const DAY = 86_400_000;
 const NIGHT_1 = Date.parse('2025-03-01T02:30:00Z');
 const POISON = '9999-12-31T23:59:59Z';
+/** Not on the calendar: Date.parse reads it as March 2nd, within a day of the night's start, so it was taken. */
+const FEB_30 = '2025-02-30T00:00:00Z';
+/** The night's start, written with an offset: the cursor holds it as UTC. */
+const AT_START_PLUS_2 = '2025-03-01T04:30:00+02:00';
 
 describe('a cursor bound', () => {
   const at = (iso: string) => ({ now: () => Date.parse(iso) });
@@ -50,7 +55,7 @@ describe('a cursor bound', () => {
       ['a', { cursor: 'timestamp', max: '2025-02-28T10:00:00Z' }],
       ['b', { cursor: 'timestamp', max: POISON }],
     ]);
-    expect(lastCursorValue(cps, 'timestamp', (v) => bound.accepts(v, {}))).toBe('2025-02-28T10:00:00Z');
+    expect(lastCursorValue(cps, 'timestamp', (v) => bound.accepts(v, {}))).toBe('2025-02-28T10:00:00.000Z');
   });
 
   it('a review dated in the future is loaded but never becomes the place’s newest date', async () => {
@@ -75,7 +80,10 @@ describe('a cursor bound', () => {
   });
 });
 
-/** An HTTP proxy to `target` that adds one record, dated `POISON`, to every snapshot download (plain JSONL). */
+/**
+ * An HTTP proxy to `target` that adds three records to every snapshot download (plain JSONL): dated `POISON`,
+ * `FEB_30` and `AT_START_PLUS_2`.
+ */
 async function poisoningProxy(target: string): Promise<{ url: string; server: Server }> {
   const server = createServer((req, res) => {
     const up = request(target + req.url!, { method: req.method, headers: req.headers }, (answer) => {
@@ -90,7 +98,12 @@ async function poisoningProxy(target: string): Promise<{ url: string; server: Se
       answer.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8');
         const first = JSON.parse(text.slice(0, text.indexOf('\n'))) as Row;
-        const body = Buffer.from(`${text}${JSON.stringify({ ...first, id: 'poisoned', timestamp: POISON })}\n`);
+        const extra = [
+          { ...first, id: 'poisoned', timestamp: POISON },
+          { ...first, id: 'feb30', timestamp: FEB_30 },
+          { ...first, id: 'offset', timestamp: AT_START_PLUS_2 },
+        ];
+        const body = Buffer.from(`${text}${extra.map((r) => `${JSON.stringify(r)}\n`).join('')}`);
         const { 'content-length': _, 'transfer-encoding': __, ...headers } = answer.headers;
         res.writeHead(200, { ...headers, 'content-length': body.length });
         res.end(body);
@@ -158,19 +171,34 @@ describe('a snapshot night with a record from the future', () => {
       path.join(dir, 'w.duckdb'),
     );
     expect(poisoned).toEqual([{ n: 1 }]);
+    // A value off the calendar is loaded too, but is no cursor value at all: named, never sent in a filter.
+    expect(first.stderr).toMatch(
+      /^warn: snapshot \S+ part 1: 1 record has a timestamp that is not a cursor value \(the cursor holds dates and times\), e\.g\. "2025-02-30T00:00:00Z": 2025-02-30 is not a day of the calendar; loaded, but not taken as the cursor$/m,
+    );
     const history = readFileSync(path.join(dir, '.sluice', 'poison', 'runs.jsonl'), 'utf8')
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l) as RunRecord);
-    expect(history.at(-1)!.warnings).toEqual([expect.stringContaining(`e.g. "${POISON}": loaded, but not taken`)]);
+    expect(history.at(-1)!.warnings).toEqual([
+      expect.stringContaining(`e.g. "${POISON}": loaded, but not taken`),
+      expect.stringContaining(`e.g. "${FEB_30}": 2025-02-30 is not a day of the calendar`),
+    ]);
     const io = memoryIo({});
     expect(await runCli(['runs', path.join(dir, 'p.yaml')], io)).toBe(0);
     expect(io.stdout.join('\n')).toMatch(/^ {4}warning: snapshot .* part 1: 1 record has timestamp later than/m);
 
+    // The newest real value of the first night, as the one UTC text the cursor holds (the record said +02:00).
+    const [{ newest }] = (await query(
+      `SELECT strftime(max(timestamp::TIMESTAMPTZ AT TIME ZONE 'UTC'), '%Y-%m-%dT%H:%M:%S.%gZ') AS newest FROM companies WHERE id NOT IN ('poisoned', 'feb30')`,
+      path.join(dir, 'w.duckdb'),
+    )) as [{ newest: string }];
+    expect(newest).toBe('2025-03-01T02:30:00.000Z');
+
     // Two days on: the filter starts after the newest real record, so the new ones come.
     const second = await night(NIGHT_1 + 2 * DAY);
     expect(second.stderr).not.toContain(`timestamp > "${POISON}"`);
-    expect(second.stderr).toMatch(/^incremental: timestamp > "2025-\S+", the last value loaded$/m);
+    expect(second.stderr).not.toContain('timestamp > "2025-02-30');
+    expect(second.stderr).toMatch(/^incremental: timestamp > "2025-03-01T02:30:00.000Z", the last value loaded$/m);
     expect(second.rows).toBeGreaterThan(first.rows);
   });
 });

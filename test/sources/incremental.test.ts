@@ -55,14 +55,14 @@ describe('the cursor condition in the filter', () => {
     expect(snapshotSchema.safeParse({ ...base, snapshot_id: 'snap_abc' }).success).toBe(false);
   });
 
-  it('the last value is the largest committed, compared as dates, numbers or text', () => {
+  it('the last value is the largest committed, compared as dates, numbers or text, in its canonical form', () => {
     const cps = new Map<string, unknown>([
       ['a', { cursor: 'timestamp', max: '2025-02-10T05:00:00.000Z' }],
       ['b', { cursor: 'timestamp', max: '2025-02-11T01:00:00Z' }],
       ['c', { cursor: 'other', max: '2030-01-01T00:00:00Z' }],
       ['d', { fid: 'x', ids: [] }],
     ]);
-    expect(lastCursorValue(cps, 'timestamp')).toBe('2025-02-11T01:00:00Z');
+    expect(lastCursorValue(cps, 'timestamp')).toBe('2025-02-11T01:00:00.000Z');
     expect(lastCursorValue(new Map(), 'timestamp')).toBeUndefined();
     expect(compareCursor(9, 10)).toBeLessThan(0);
     expect(compareCursor('2025-02-10T05:00:00.000Z', '2025-02-10T04:00:00Z')).toBeGreaterThan(0);
@@ -136,7 +136,7 @@ describe('incremental snapshots against the emulator', () => {
     );
     expect(units).toEqual([]);
     expect(notes.join('\n')).toContain(
-      'effective filter (incremental on timestamp): {"operator":"and","filters":[{"name":"name","operator":"is_not_null"},{"name":"timestamp","operator":">","value":"2025-01-01T00:00:00Z"}]}',
+      'effective filter (incremental on timestamp): {"operator":"and","filters":[{"name":"name","operator":"is_not_null"},{"name":"timestamp","operator":">","value":"2025-01-01T00:00:00.000Z"}]}',
     );
   });
 

@@ -39,7 +39,7 @@ export function reportCommand(ctx: CliContext): CommandModule<object, ReportArgs
         .example('$0 report pipelines/serp.yaml --out /var/www/serp.html --limit 30', 'The last 30 attempts')
         .strict() as unknown as Argv<ReportArgs>,
     handler: async (args) => {
-      const { readFile, rename, writeFile } = await import('node:fs/promises');
+      const { readFile } = await import('node:fs/promises');
       const { loadWithoutService } = await import('../offline.js');
       // As `sluice runs`: the history needs no service, so an unset key or address must not stop the report.
       const pipeline = await loadWithoutService(args.pipeline, ctx.io.env);
@@ -68,10 +68,8 @@ export function reportCommand(ctx: CliContext): CommandModule<object, ReportArgs
         outputs: [],
         ...extras,
       });
-      // Written whole, then renamed: a browser or a web server never reads half a page.
-      const tmp = `${args.out}.tmp-${process.pid}`;
-      await writeFile(tmp, html);
-      await rename(tmp, args.out);
+      const { writeReportFile } = await import('../report/write.js');
+      await writeReportFile(args.out, html);
       ctx.io.out(`wrote ${args.out}: ${points.length} attempt(s) of ${pipeline.name}`);
     },
   };

@@ -13,26 +13,26 @@
  */
 import { EXIT_CODES, SluiceError } from '../../core/errors.js';
 import type { BackfillWindow } from '../../core/types.js';
-import { isDateText } from '../cursor-bound.js';
+import { readCursorValue } from '../cursor-value.js';
 
 function refused(message: string, hint: string): SluiceError {
   return new SluiceError(message, { hint, exitCode: EXIT_CODES.config });
 }
 
-/** `--from` as a date (ISO 8601, UTC unless it names its zone), `--to` refused; `of` names what is compared. */
+/** `--from` as a time (cursor-value.ts: canonical, UTC), `--to` refused; `of` names what is compared. */
 function crawlWindow(of: string, raw: { from: string; to?: string }, what: string): BackfillWindow {
   if (raw.to !== undefined)
     throw refused(
       `--to: a backfill of ${what} has no end: the pages are read as the service shows them now`,
       `run without --to: \`--from <date>\` reloads ${what} after that date up to now`,
     );
-  const t = raw.from.trim();
-  if (!isDateText(t))
+  const from = readCursorValue(raw.from, 'time');
+  if ('problem' in from)
     throw refused(
-      `--from ${JSON.stringify(raw.from)} is not a date: a backfill of ${what} starts after a date`,
-      'give --from a date, e.g. --from 2025-03-01 or --from 2025-03-01T06:00:00Z (UTC unless the value names its zone)',
+      `--from ${JSON.stringify(raw.from)}: ${from.problem}; a backfill of ${what} starts after a date`,
+      'give --from a date or a time with its offset, e.g. --from 2025-03-01 (midnight UTC) or --from 2025-03-01T06:00:00Z',
     );
-  return { of, from: new Date(Date.parse(t)).toISOString() };
+  return { of, from: from.value };
 }
 
 /** `ComponentDef.backfill` of the review crawl. */

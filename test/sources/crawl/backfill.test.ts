@@ -17,7 +17,12 @@ describe('crawl backfills', () => {
     expect(() => reviewsBackfill({ incremental: true }, { from: '2025-03-01', to: '2025-03-08' })).toThrow(
       /--to: a backfill of the places' reviews has no end/,
     );
-    expect(() => serpBackfill({ refresh_after: '1d' }, { from: 'yesterday' })).toThrow(/is not a date/);
+    expect(() => serpBackfill({ refresh_after: '1d' }, { from: 'yesterday' })).toThrow(/not an ISO 8601 date/);
+    // Off the calendar (Date.parse: March 2nd) or without an offset (Date.parse: the machine's zone): refused.
+    expect(() => reviewsBackfill({ incremental: true }, { from: '2025-02-30' })).toThrow(
+      /--from "2025-02-30": 2025-02-30 is not a day of the calendar/,
+    );
+    expect(() => serpBackfill({ refresh_after: '1d' }, { from: '2025-03-01 06:00' })).toThrow(/without its UTC offset/);
   });
 
   it("count a backfill's review pages only where the window joins the nightly ones, and always the nightly pages they replaced", () => {
