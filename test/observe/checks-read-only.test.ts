@@ -96,12 +96,13 @@ async function duckdbRows(file: string, sql: string): Promise<Record<string, unk
 
 const sql = (name: string, text: string): CheckConfig => ({ type: 'sql', name, sql: text, severity: 'error' });
 
+/** The probe's attack: close sluice's `SELECT … FROM (<check>) v`, run `statement`, open a harmless query again. */
+const closesWrapper = (statement: string): string =>
+  `SELECT * FROM {table} WHERE false) v; ${statement}; SELECT * FROM (SELECT 1 AS x WHERE false`;
+
 describe('a check that closes the wrapper is refused when the file is read', () => {
   const attacks: [string, string][] = [
-    [
-      'a DELETE after the query',
-      'SELECT * FROM {table} WHERE false) v; DELETE FROM {table} WHERE id = 1; SELECT * FROM (SELECT 1 AS x WHERE false',
-    ],
+    ['a DELETE after the query', closesWrapper('DELETE FROM {table} WHERE id = 1')],
     ['a CREATE TABLE after the query', 'SELECT * FROM {table}; CREATE TABLE evil AS SELECT 1 AS x'],
     ['a statement that is not a query', 'DELETE FROM {table} WHERE id = 1'],
     [
@@ -124,18 +125,9 @@ describe('the database refuses what the text does not show', () => {
     const file = path.join(dir, 'duck.duckdb');
     const copied = path.join(dir, 'copied.csv');
     const { err, results } = await runWithChecks('duckdb', 'duck', [
-      sql(
-        'delete',
-        'SELECT * FROM {table} WHERE false) v; DELETE FROM {table} WHERE id = 1; SELECT * FROM (SELECT 1 AS x WHERE false',
-      ),
-      sql(
-        'create',
-        'SELECT * FROM {table} WHERE false) v; CREATE TABLE evil AS SELECT 1 AS x; SELECT * FROM (SELECT 1 AS x WHERE false',
-      ),
-      sql(
-        'copy',
-        `SELECT * FROM {table} WHERE false) v; COPY (SELECT 1) TO '${copied}'; SELECT * FROM (SELECT 1 AS x WHERE false`,
-      ),
+      sql('delete', closesWrapper('DELETE FROM {table} WHERE id = 1')),
+      sql('create', closesWrapper('CREATE TABLE evil AS SELECT 1 AS x')),
+      sql('copy', closesWrapper(`COPY (SELECT 1) TO '${copied}'`)),
       sql('passwd', "SELECT * FROM {table}, read_text('/etc/passwd')"),
       sql('other table', 'SELECT * FROM {table}, _sluice_state'),
       sql('fine', 'SELECT * FROM {table} WHERE id < 0'),
@@ -157,14 +149,8 @@ describe('the database refuses what the text does not show', () => {
 
   it('Postgres: a DELETE and a CREATE TABLE are refused (read-only, one statement); the rows stay', async () => {
     const { err, results } = await runWithChecks('postgres', 'pgro', [
-      sql(
-        'delete',
-        'SELECT * FROM {table} WHERE false) v; DELETE FROM {table} WHERE id = 1; SELECT * FROM (SELECT 1 AS x WHERE false',
-      ),
-      sql(
-        'create',
-        'SELECT * FROM {table} WHERE false) v; CREATE TABLE evil AS SELECT 1 AS x; SELECT * FROM (SELECT 1 AS x WHERE false',
-      ),
+      sql('delete', closesWrapper('DELETE FROM {table} WHERE id = 1')),
+      sql('create', closesWrapper('CREATE TABLE evil AS SELECT 1 AS x')),
       sql('cte delete', 'WITH d AS (DELETE FROM {table} WHERE id = 2 RETURNING *) SELECT * FROM d'),
       // One SELECT that writes where no rollback undoes it (a sequence): the READ ONLY transaction refuses it.
       sql('nextval', "SELECT * FROM {table} WHERE nextval('probe_seq') > 0"),
@@ -195,10 +181,7 @@ describe('the database refuses what the text does not show', () => {
       const copied = path.join(dir, `out-${kind}-files`, 'copied.csv');
       const { err, results } = await runWithChecks(kind, `${kind}-files`, [
         sql('passwd', "SELECT * FROM {table}, read_text('/etc/passwd')"),
-        sql(
-          'copy',
-          `SELECT * FROM {table} WHERE false) v; COPY (SELECT 1) TO '${copied}'; SELECT * FROM (SELECT 1 AS x WHERE false`,
-        ),
+        sql('copy', closesWrapper(`COPY (SELECT 1) TO '${copied}'`)),
         sql('fine', 'SELECT * FROM {table} WHERE id < 0'),
       ]);
       expect((err as SluiceError).exitCode).toBe(EXIT_CODES.checks);

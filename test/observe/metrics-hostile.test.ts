@@ -14,7 +14,7 @@ import { createLogger } from '../../src/engine/logger.js';
 import { runPipeline } from '../../src/engine/run.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
 import { sluice } from '../e2e/harness.js';
-import { startHostileServer, type HostileServer } from '../support/hostile-http.js';
+import { peakRss, startHostileServer, type HostileServer } from '../support/hostile-http.js';
 import { startPushgateway, type Pushgateway } from '../support/pushgateway.js';
 import { systemBinary } from '../support/system-packages.js';
 
@@ -136,14 +136,10 @@ describe('hostile gateways', () => {
 
   it('a 1 GiB answer is read a few KiB deep: the process’s peak RSS stays small', async () => {
     const file = workspace(`  pushgateway: ${huge.url}`);
-    const rss = path.join(path.dirname(file), 'rss.cjs');
-    writeFileSync(
-      rss,
-      `process.on('exit', () => require('node:fs').writeSync(2, '\\npeak-rss-kib=' + process.resourceUsage().maxRSS + '\\n'));`,
-    );
-    const r = await sluice(['run', file, '--no-progress'], { env: { NODE_OPTIONS: `--require ${rss}` } });
+    const rss = peakRss(path.dirname(file));
+    const r = await sluice(['run', file, '--no-progress'], { env: rss.env });
     expect(r.code, r.stderr).toBe(0);
-    const peakMiB = Number(/peak-rss-kib=(\d+)/.exec(r.stderr)![1]) / 1024;
+    const peakMiB = rss.mib(r.stderr);
     expect(huge.requests).toHaveLength(1);
     expect(huge.bytesSent).toBeLessThan(64 * 1024 ** 2);
     expect(peakMiB).toBeLessThan(300);

@@ -15,7 +15,7 @@ import { runPipeline } from '../../src/engine/run.js';
 import { silentLogger } from '../../src/engine/logger.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
 import { sluice } from '../e2e/harness.js';
-import { startHostileServer, type HostileServer } from '../support/hostile-http.js';
+import { peakRss, startHostileServer, type HostileServer } from '../support/hostile-http.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 const quiet = { fresh: false, logFormat: 'text', quiet: true, progress: false } as const;
@@ -147,14 +147,10 @@ notify:
   webhooks: [{ url: "${huge.url}/hook", on: [success] }]
 `,
     );
-    const rss = path.join(path.dirname(file), 'rss.cjs');
-    writeFileSync(
-      rss,
-      `process.on('exit', () => require('node:fs').writeSync(2, '\\npeak-rss-kib=' + process.resourceUsage().maxRSS + '\\n'));`,
-    );
-    const r = await sluice(['run', file, '--no-progress'], { env: { NODE_OPTIONS: `--require ${rss}` } });
+    const rss = peakRss(path.dirname(file));
+    const r = await sluice(['run', file, '--no-progress'], { env: rss.env });
     expect(r.code, r.stderr).toBe(0);
-    const peakMiB = Number(/peak-rss-kib=(\d+)/.exec(r.stderr)![1]) / 1024;
+    const peakMiB = rss.mib(r.stderr);
     expect(huge.requests.map((q) => q.path)).toEqual(['/hook']);
     // The server stops when the client goes: a few socket buffers, not the gigabyte.
     expect(huge.bytesSent).toBeLessThan(64 * 1024 ** 2);

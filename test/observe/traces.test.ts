@@ -32,17 +32,17 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-describe('traces', () => {
-  it('one run span, with unit and service-call children, carrying the run id of runs.jsonl', async () => {
-    const file = path.join(dir, 'p.yaml');
-    writeFileSync(
-      file,
-      `version: 1
-name: traced
+/** A snapshot of `size` records from the embedded emulator into DuckDB, as pipeline `name`. */
+function snapshotPipeline(name: string, size: number): string {
+  const file = path.join(dir, `${name}.yaml`);
+  writeFileSync(
+    file,
+    `version: 1
+name: ${name}
 service:
   base_url: emulator
   api_key: traces-key-0b7d
-  emulator: { seed: 2, size: 2001, time_scale: 1000 }
+  emulator: { seed: 2, size: ${size}, time_scale: 1000 }
 source:
   type: snapshot
   dataset_id: gd_l1vikfnt1wgvvqz95w
@@ -50,9 +50,15 @@ source:
   records_limit: 100000
   download: { format: jsonl, compress: true, batch_size: 1000 }
   poll: { interval_ms: 20 }
-sink: { type: duckdb, path: out.duckdb, table: t }
+sink: { type: duckdb, path: ${name}.duckdb, table: t }
 `,
-    );
+  );
+  return file;
+}
+
+describe('traces', () => {
+  it('one run span, with unit and service-call children, carrying the run id of runs.jsonl', async () => {
+    const file = snapshotPipeline('traced', 2001);
     const summary = await runPipeline(await loadPipeline(file, {}), quiet);
     const [history] = await readRunHistory(path.join(dir, '.sluice/traced/runs.jsonl'));
     const runId = history!.run;
@@ -104,25 +110,7 @@ describe('a trace endpoint that fails', () => {
     const lines: string[] = [];
     const log = createLogger({ format: 'text', level: 'warn', write: (l) => lines.push(l) });
     try {
-      const file = path.join(dir, `${name}.yaml`);
-      writeFileSync(
-        file,
-        `version: 1
-name: ${name}
-service:
-  base_url: emulator
-  api_key: traces-key-0b7d
-  emulator: { seed: 2, size: 200, time_scale: 1000 }
-source:
-  type: snapshot
-  dataset_id: gd_l1vikfnt1wgvvqz95w
-  filter: { name: followers, operator: '>=', value: 0 }
-  records_limit: 1000
-  download: { format: jsonl, compress: true, batch_size: 1000 }
-  poll: { interval_ms: 20 }
-sink: { type: duckdb, path: ${name}.duckdb, table: t }
-`,
-      );
+      const file = snapshotPipeline(name, 200);
       await runPipeline(await loadPipeline(file, {}), quiet, { log });
     } finally {
       process.env.OTEL_EXPORTER_OTLP_ENDPOINT = saved;

@@ -6,9 +6,13 @@
  *   reads (backpressure honoured), so the server itself stays small; it stops when the client goes.
  * - `hanging`: takes the request and never answers (until closed).
  * - `echo`: answers `status` with the request's path and query as the body, as a gateway's error page may.
+ *
+ * `peakRss` measures what a child process took at most, for the bounds the huge answers test.
  */
+import { writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import path from 'node:path';
 
 export interface HostileServer {
   url: string;
@@ -78,4 +82,20 @@ function streamHuge(res: ServerResponse, bytes: number, status: number, sent: (n
   };
   res.once('close', () => (left = 0));
   pump();
+}
+
+/**
+ * The peak RSS of a child node process, told by the child itself as it exits: `env` (NODE_OPTIONS preloading a
+ * script written into `dir`) for the child, `mib(stderr)` to read it back.
+ */
+export function peakRss(dir: string): { env: Record<string, string>; mib(stderr: string): number } {
+  const script = path.join(dir, 'peak-rss.cjs');
+  writeFileSync(
+    script,
+    `process.on('exit', () => require('node:fs').writeSync(2, '\\npeak-rss-kib=' + process.resourceUsage().maxRSS + '\\n'));`,
+  );
+  return {
+    env: { NODE_OPTIONS: `--require ${script}` },
+    mib: (stderr) => Number(/peak-rss-kib=(\d+)/.exec(stderr)?.[1] ?? NaN) / 1024,
+  };
 }
