@@ -136,12 +136,12 @@ export function slackBody(n: Notice): { text: string } {
 }
 
 /** Text that is not sluice's markup, for Slack's mrkdwn: redacted first (a secret holding `&` is still found). */
-export function mrkdwn(text: string): string {
+function mrkdwn(text: string): string {
   return redact(text).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
 /** `value` with every string, key and number that holds a secret redacted (a number holding one becomes `***`). */
-export function redactBody<T>(value: T): T {
+function redactBody<T>(value: T): T {
   return redactValue(value) as T;
 }
 
