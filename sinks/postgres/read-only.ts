@@ -1,9 +1,9 @@
 /**
  * Read-only queries on PostgreSQL, for checks after the load (`QueryableOutput.query`), enforced by the server: a
- * client of the sink's pool in a `BEGIN TRANSACTION READ ONLY` (rolled back after, and the session's state
- * discarded), the statement sent over the
- * extended protocol (Parse, Bind, Execute), in which the server takes exactly one statement. A write, a second
- * statement or a data-modifying `WITH` is refused by the server before anything changes. What the connection's
+ * client of the sink's pool in a `BEGIN TRANSACTION READ ONLY` (rolled back after, the session's advisory locks
+ * released), the statement sent over the extended protocol (Parse, Bind, Execute), in which the server takes
+ * exactly one statement. A write, a second statement or a data-modifying `WITH` is refused by the server before
+ * anything changes. What the connection's
  * role may read is the role's business: give sluice's user no more than it needs (a superuser can read server files
  * with `pg_read_file` even in a read-only transaction).
  */
@@ -23,11 +23,12 @@ export async function readOnlyQuery(pool: pg.Pool, sql: string): Promise<Row[]> 
     } catch (err) {
       throw refusal(err) ?? err;
     } finally {
-      // The rollback undoes what a read-only transaction still lets a query make (a large object); DISCARD ALL
-      // what outlives a transaction (a session's advisory lock, a setting), before the client serves the sink again.
+      // The rollback undoes what a read-only transaction still lets a query make (a large object, a setting); the
+      // one thing a SELECT leaves that outlives its transaction is a session's advisory lock, released before the
+      // client serves the sink again. (Not DISCARD ALL: it would also forget statements the driver keeps prepared.)
       await client
         .query('ROLLBACK')
-        .then(() => client.query('DISCARD ALL'))
+        .then(() => client.query('SELECT pg_advisory_unlock_all()'))
         .catch((err: unknown) => void (broken = err as Error));
     }
   } finally {
