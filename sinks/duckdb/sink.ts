@@ -23,13 +23,13 @@
  * table, because DuckDB rejects them next to them.
  */
 import path from 'node:path';
+import { SluiceError } from '../../src/core/errors.js';
 import type { ComponentDef, ComponentDeps } from '../../src/contracts/component.js';
 import type {
   Batch,
   CommitResult,
   OutputQuery,
   QueryableOutput,
-  Row,
   RawFile,
   RecordCheck,
   Sink,
@@ -48,6 +48,7 @@ import type { UnitHooks } from '../warehouse/unit-result.js';
 import { commitStaged, unitFailure, type CommitScope } from './commit.js';
 import { duckdbLimits, duckdbSinkSchema, tableNames, type DuckDBSinkConfig, type TableNames } from './config.js';
 import { commitRawFile } from './native.js';
+import { BindSandbox, readOnlyQuery } from './read-only.js';
 import { dropNextGeneration, dropTableAndState, swapInNextGeneration } from './replace.js';
 import { DuckDBSession } from './session.js';
 import { discard, stageRows } from './stage.js';
@@ -180,15 +181,36 @@ export class DuckDBSink implements Sink {
     this.load.finished = true;
   }
 
-  /** Checks after the load: a connection of their own on the sink's database, timestamps read in UTC. */
+  /**
+   * Checks after the load: a connection of their own on the sink's database (timestamps read in UTC), each query
+   * bound first against an empty copy of the table in a locked-down instance, then run read-only (read-only.ts).
+   */
   async queryable(): Promise<QueryableOutput> {
     const conn = await this.session.get().db.connect();
-    await conn.run(`SET SESSION TimeZone = 'UTC'`);
+    let sandbox: BindSandbox | undefined;
+    try {
+      sandbox = await BindSandbox.of(conn, this.names.schema, this.names.table);
+    } catch (err) {
+      conn.closeSync();
+      throw err;
+    }
+    const relation = qualified(this.names.schema, this.names.table);
+    if (!sandbox) {
+      conn.closeSync();
+      throw new SluiceError(`${this.label}: table ${relation} does not exist: no row was ever committed to it`);
+    }
+    const bound = sandbox;
     return {
       dialect: 'duckdb',
-      relation: qualified(this.names.schema, this.names.table),
-      query: async (sql) => (await conn.runAndReadAll(sql)).getRowObjectsJson() as Row[],
-      close: async () => conn.closeSync(),
+      relation,
+      query: async (sql) => {
+        await bound.bind(sql);
+        return readOnlyQuery(conn, sql);
+      },
+      close: async () => {
+        conn.closeSync();
+        await bound.close();
+      },
     };
   }
 

@@ -29,7 +29,7 @@ import {
   type FileSinkTarget,
 } from './file-sink.js';
 import type { Manifest } from './manifest.js';
-import type { OutputDir } from './output-dir.js';
+import { outputRoot, type OutputDir } from './output-dir.js';
 import { publishedFilesQueryable } from './queryable.js';
 import { fileSharedOutput } from './shared-state.js';
 
@@ -47,8 +47,8 @@ export interface OpenedFileSink {
 /** How a file sink's published files are read back: the glob's last part, and the DuckDB table function. */
 export interface PublishedFiles {
   pattern: string;
-  /** Given the quoted glob: `read_parquet(${glob}, …)`. */
-  reader: (quotedGlob: string) => string;
+  /** The DuckDB table function over the files, given the quoted glob or a list of quoted files: `read_parquet(${files}, …)`. */
+  reader: (quotedFiles: string) => string;
 }
 
 const NOTHING_COMPACTED: CompactSummary = { filesBefore: 0, filesAfter: 0, replaced: 0, written: 0 };
@@ -97,7 +97,12 @@ export abstract class FileSinkBase<C extends FileSinkConfig, O extends OpenedFil
 
   /** Checks after the load read the published files. */
   queryable(): Promise<QueryableOutput> {
-    return publishedFilesQueryable(this.glob(), this.files.reader, this.label);
+    return publishedFilesQueryable(
+      this.glob(),
+      outputRoot(this.options.baseDir ?? '.', this.config.path),
+      this.files.reader,
+      this.label,
+    );
   }
 
   private glob(): string {

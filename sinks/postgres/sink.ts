@@ -31,7 +31,6 @@ import type {
   CommitResult,
   OutputQuery,
   QueryableOutput,
-  Row,
   Sink,
   SinkCapabilities,
   SinkContext,
@@ -40,6 +39,7 @@ import type {
 } from '../../src/core/types.js';
 import type { LogicalType } from '../../src/core/logical-type.js';
 import { Opened } from '../warehouse/opened.js';
+import { readOnlyQuery } from './read-only.js';
 import { AttemptLoad, recordAttempt } from '../warehouse/system-tables.js';
 import {
   connectionUrl,
@@ -206,13 +206,13 @@ export class PostgresSink implements Sink {
     this.load.finished = true;
   }
 
-  /** Checks after the load: queries on the sink's pool. */
+  /** Checks after the load: read-only queries on the sink's pool (read-only.ts). */
   async queryable(): Promise<QueryableOutput> {
     const { pool } = this.opened.get();
     return {
       dialect: 'postgres',
       relation: qualified(this.names.schema, this.names.table),
-      query: async (sql) => (await pool.query<Row>(sql)).rows,
+      query: (sql) => readOnlyQuery(pool, sql),
       close: async () => undefined,
     };
   }

@@ -169,6 +169,22 @@ export class ChecksFailed extends SluiceError {
   }
 }
 
+/**
+ * A sink's database refused a query sluice asked to run read-only (`QueryableOutput.query`): more than one
+ * statement, a statement that is not a query, a write, or a file or table outside the checked output. The check
+ * is reported as refused; nothing it asked for ran.
+ */
+export class QueryRefused extends SluiceError {
+  constructor(message: string, opts: { cause?: unknown } = {}) {
+    super(message, {
+      ...opts,
+      hint: 'a check is one query that reads its sink’s table (`{table}`) and nothing else',
+      exitCode: EXIT_CODES.checks,
+    });
+    this.name = 'QueryRefused';
+  }
+}
+
 export type InterruptSignal = 'SIGINT' | 'SIGTERM';
 
 /** The run was stopped by a signal: units in flight were let finish or abandoned, committed units are kept. */

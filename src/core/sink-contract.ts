@@ -122,7 +122,12 @@ export interface QueryableOutput {
   readonly dialect: 'duckdb' | 'postgres';
   /** The committed rows as a FROM-clause item: a quoted table, or `read_parquet(…)` over the committed files. */
   readonly relation: string;
-  /** The rows a query returns, as JSON-compatible objects. */
+  /**
+   * The rows ONE query returns, as JSON-compatible objects. Run read-only, enforced by the database: one statement
+   * (a second is refused), a query (any other statement is refused), in a read-only transaction, reaching no file
+   * or table beyond the output being checked where the store can tell (DuckDB, file outputs). A refusal throws
+   * QueryRefused with the database's reason.
+   */
   query(sql: string): Promise<Row[]>;
   /** Releases what `queryable()` opened for it (not the sink). */
   close(): Promise<void>;

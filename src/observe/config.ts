@@ -3,6 +3,7 @@
  * (`url: ${SLACK_WEBHOOK_URL}`); whatever their source, they are registered as secrets and never logged.
  */
 import { z } from 'zod';
+import { secretOption } from '../core/secret-option.js';
 import { durationOption } from './duration.js';
 
 /** What a webhook can be told. */
@@ -12,13 +13,23 @@ export type NotifyEvent = (typeof NOTIFY_EVENTS)[number];
 /** Every event but `success`: a nightly load that worked needs no message. */
 export const DEFAULT_NOTIFY_EVENTS: readonly NotifyEvent[] = NOTIFY_EVENTS.filter((e) => e !== 'success');
 
+/** An http(s) URL a run sends to; `user:password@` in it is sent as HTTP basic auth. */
+function outboundUrl(variable: string) {
+  return z
+    .string()
+    .regex(/^https?:\/\/\S+$/, `an http(s) URL; take it from the environment: \${${variable}}`)
+    .refine((u) => URL.canParse(u), { message: 'not a URL a request can be sent to (check the host and port)' });
+}
+
 export const webhookSchema = z
   .object({
     name: z.string().min(1).optional().describe('Names the webhook in logs (its URL never is). Default `webhook <n>`.'),
-    url: z
-      .string()
-      .regex(/^https?:\/\/\S+$/, 'an http(s) URL; take it from the environment: ${SLACK_WEBHOOK_URL}')
-      .describe('Where to POST; take it from the environment: `${SLACK_WEBHOOK_URL}`. Never logged.'),
+    url: secretOption(
+      outboundUrl('SLACK_WEBHOOK_URL').describe(
+        'Where to POST; take it from the environment: `${SLACK_WEBHOOK_URL}`. Never logged (messages show its host only). `https://user:password@host/…` is sent as HTTP basic auth.',
+      ),
+      'value',
+    ),
     format: z
       .enum(['json', 'slack'])
       .default('json')
@@ -37,7 +48,20 @@ export const webhookSchema = z
       .optional()
       .describe('Extra request headers, e.g. `Authorization: Bearer ${TOKEN}`; their values are never logged.'),
   })
-  .strict();
+  .strict()
+  .refine(
+    (w) => !(hasCredentials(w.url) && Object.keys(w.headers ?? {}).some((h) => h.toLowerCase() === 'authorization')),
+    {
+      message: 'the URL carries `user:password@` and `headers` an Authorization too: give the credentials once',
+      path: ['url'],
+    },
+  );
+
+function hasCredentials(url: string): boolean {
+  if (!URL.canParse(url)) return false;
+  const u = new URL(url);
+  return u.username !== '' || u.password !== '';
+}
 
 export const notifySchema = z
   .object({
@@ -71,13 +95,14 @@ export const metricsSchema = z
       .describe(
         "Write the metrics to this file for node_exporter's textfile collector (e.g. `/var/lib/node_exporter/textfile/sluice.prom`), relative to the pipeline file; replaced atomically at the end of the run and at each `interval`.",
       ),
-    pushgateway: z
-      .string()
-      .regex(/^https?:\/\/\S+$/, 'an http(s) URL; take it from the environment: ${PUSHGATEWAY_URL}')
-      .optional()
-      .describe(
-        'Push the metrics to this Prometheus Pushgateway (`${PUSHGATEWAY_URL}`) at the end of the run and at each `interval`, grouped by job `sluice`, pipeline and shard. Never logged.',
-      ),
+    pushgateway: secretOption(
+      outboundUrl('PUSHGATEWAY_URL')
+        .optional()
+        .describe(
+          'Push the metrics to this Prometheus Pushgateway (`${PUSHGATEWAY_URL}`) at the end of the run and at each `interval`, grouped by job `sluice`, pipeline and shard. At most one push is out at a time (a push due meanwhile is skipped: the next carries the newest values); each waits 5 s for an answer. `https://user:password@host` is sent as HTTP basic auth; credentials and query values are never logged.',
+        ),
+      'connection',
+    ),
     interval: durationOption('How often a long run reports its metrics while it runs (default "60s").').optional(),
   })
   .strict()

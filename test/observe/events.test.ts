@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import type { WorkUnit } from '../../src/core/types.js';
 import { observeRun, type RunEnded, type RunObserver } from '../../src/observe/events.js';
 import { endNotices, slackBody } from '../../src/observe/notify/message.js';
-import { pushUrl } from '../../src/observe/metrics/run-metrics.js';
+import { groupPath } from '../../src/observe/metrics/run-metrics.js';
+import { destination, withPath } from '../../src/observe/outbound.js';
 import { recordingLogger } from '../support/in-memory.js';
 
 const totals = {
@@ -81,10 +82,19 @@ describe('end notices', () => {
   });
 });
 
-describe('pushUrl', () => {
+describe('the Pushgateway URL', () => {
   it('groups by job, pipeline and shard, in base64url so a `/` in a value stays one segment', () => {
-    expect(pushUrl('http://gw:9091/', { pipeline: 'p', shard: '2/4' })).toBe(
+    expect(withPath(destination('http://gw:9091/'), groupPath({ pipeline: 'p', shard: '2/4' })).url.href).toBe(
       'http://gw:9091/metrics/job@base64/c2x1aWNl/pipeline@base64/cA/shard@base64/Mi80',
     );
+  });
+
+  it('puts the push path before the query, under a path prefix, credentials as basic auth', () => {
+    const gw = destination('https://ops:pa%40ss-7f3e@gw.example/prefix/?token=tok-91ac2f');
+    expect(withPath(gw, groupPath({ pipeline: 'p' })).url.href).toBe(
+      'https://gw.example/prefix/metrics/job@base64/c2x1aWNl/pipeline@base64/cA?token=tok-91ac2f',
+    );
+    expect(gw.headers.authorization).toBe(`Basic ${Buffer.from('ops:pa@ss-7f3e').toString('base64')}`);
+    expect(gw.display).toBe('https://***@gw.example/prefix/?token=***');
   });
 });

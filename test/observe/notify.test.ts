@@ -14,7 +14,9 @@ import { runPipeline } from '../../src/operations/run.js';
 import { readRunHistory } from '../../src/state/run-history.js';
 import { createLogger } from '../../src/runtime/logger.js';
 import { deliver } from '../../src/observe/notify/deliver.js';
+import { destination } from '../../src/observe/outbound.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
+import { startHostileServer } from '../support/hostile-http.js';
 import { closedUrl, startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 const quiet = { fresh: false, logFormat: 'text', quiet: true, progress: false } as const;
@@ -113,7 +115,9 @@ describe('notifications', () => {
     expect(undeliverable.exitCode).toBe(unset.exitCode);
     expect(undeliverable.rows).toBe(unset.rows);
     const warning = undeliverable.lines.find((l) => l.includes('not delivered'));
-    expect(warning).toMatch(/notification to notify\.webhooks\[0\] not delivered after 2 attempt\(s\)/);
+    expect(warning).toMatch(
+      /notification \(failure_budget\) to notify\.webhooks\[0\] \(http:\/\/127\.0\.0\.1:\d+\/\*\*\*\) not delivered after 2 attempt\(s\): network: ECONNREFUSED$/,
+    );
     expect(undeliverable.lines.join('\n')).not.toContain('undeliverable-token-77');
   }, 60_000);
 
@@ -166,23 +170,25 @@ describe('notifications', () => {
   }, 60_000);
 
   it('delivery tries a 5xx again and gives up on a 4xx at once', async () => {
-    const warnings: string[] = [];
-    const log = { ...createLogger({ format: 'text', level: 'warn' }), warn: (m: string) => void warnings.push(m) };
+    const to = destination(hook.url, { secretPath: true });
     hook.answer(503);
-    expect(
-      await deliver(
-        { label: 'h', url: hook.url, body: { n: 1 } },
-        { timeoutMs: 2000, retries: 2, log, baseDelayMs: 10 },
-      ),
-    ).toBe(true);
+    expect(await deliver({ to, body: { n: 1 } }, { timeoutMs: 2000, retries: 2, baseDelayMs: 10 })).toBeUndefined();
     expect(hook.received.map((r) => r.body)).toEqual([{ n: 1 }]);
     hook.answer(400, 200);
-    expect(
-      await deliver(
-        { label: 'h', url: hook.url, body: { n: 2 } },
-        { timeoutMs: 2000, retries: 2, log, baseDelayMs: 10 },
-      ),
-    ).toBe(false);
-    expect(warnings).toEqual(['notification to h not delivered after 1 attempt(s): HTTP 400']);
+    expect(await deliver({ to, body: { n: 2 } }, { timeoutMs: 2000, retries: 2, baseDelayMs: 10 })).toBe(
+      'not delivered after 1 attempt(s): HTTP 400: no',
+    );
+  });
+
+  it('a receiver that never answers costs each attempt its timeout, then a warning', async () => {
+    const hanging = await startHostileServer({ kind: 'hanging' });
+    const started = Date.now();
+    const failure = await deliver(
+      { to: destination(`${hanging.url}/hook`), body: { n: 1 } },
+      { timeoutMs: 500, retries: 1, baseDelayMs: 10 },
+    );
+    expect(failure).toBe('not delivered after 2 attempt(s): network: no answer within 500 ms');
+    expect(Date.now() - started).toBeLessThan(5_000);
+    await hanging.close();
   });
 });

@@ -11,7 +11,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runPipeline } from '../../src/operations/run.js';
 import { readRunHistory } from '../../src/state/run-history.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
+import { createLogger } from '../../src/runtime/logger.js';
+import { startHostileServer } from '../support/hostile-http.js';
 import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.js';
+import { closedUrl } from '../support/webhook-receiver.js';
 
 const quiet = { fresh: false, logFormat: 'text', quiet: true, progress: false } as const;
 const OTEL = { OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_SERVICE_NAME: 'nightly-sluice' };
@@ -29,17 +32,17 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-describe('traces', () => {
-  it('one run span, with unit and service-call children, carrying the run id of runs.jsonl', async () => {
-    const file = path.join(dir, 'p.yaml');
-    writeFileSync(
-      file,
-      `version: 1
-name: traced
+/** A snapshot of `size` records from the embedded emulator into DuckDB, as pipeline `name`. */
+function snapshotPipeline(name: string, size: number): string {
+  const file = path.join(dir, `${name}.yaml`);
+  writeFileSync(
+    file,
+    `version: 1
+name: ${name}
 service:
   base_url: emulator
   api_key: traces-key-0b7d
-  emulator: { seed: 2, size: 2001, time_scale: 1000 }
+  emulator: { seed: 2, size: ${size}, time_scale: 1000 }
 source:
   type: snapshot
   dataset_id: gd_l1vikfnt1wgvvqz95w
@@ -47,9 +50,15 @@ source:
   records_limit: 100000
   download: { format: jsonl, compress: true, batch_size: 1000 }
   poll: { interval_ms: 20 }
-sink: { type: duckdb, path: out.duckdb, table: t }
+sink: { type: duckdb, path: ${name}.duckdb, table: t }
 `,
-    );
+  );
+  return file;
+}
+
+describe('traces', () => {
+  it('one run span, with unit and service-call children, carrying the run id of runs.jsonl', async () => {
+    const file = snapshotPipeline('traced', 2001);
     const summary = await runPipeline(await loadPipeline(file, {}), quiet);
     const [history] = await readRunHistory(path.join(dir, '.sluice/traced/runs.jsonl'));
     const runId = history!.run;
@@ -89,5 +98,49 @@ sink: { type: duckdb, path: out.duckdb, table: t }
       expect(c.attributes['sluice.run_id']).toBe(runId);
       expect(c.traceId).toBe(run.traceId);
     }
+  }, 60_000);
+});
+
+describe('a trace endpoint that fails', () => {
+  /** A run whose traces go to `endpoint`; its warnings. */
+  async function warningsWith(endpoint: string, name: string): Promise<string[]> {
+    const saved = process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
+    process.env.OTEL_EXPORTER_OTLP_ENDPOINT = endpoint;
+    process.env.OTEL_EXPORTER_OTLP_TIMEOUT = '2000';
+    const lines: string[] = [];
+    const log = createLogger({ format: 'text', level: 'warn', write: (l) => lines.push(l) });
+    try {
+      const file = snapshotPipeline(name, 200);
+      await runPipeline(await loadPipeline(file, {}), quiet, { log });
+    } finally {
+      process.env.OTEL_EXPORTER_OTLP_ENDPOINT = saved;
+      delete process.env.OTEL_EXPORTER_OTLP_TIMEOUT;
+    }
+    return lines;
+  }
+
+  it('an endpoint answering 500: one warning naming it and the status', async () => {
+    const failing = await startHostileServer({ kind: 'echo', status: 500 });
+    try {
+      const lines = await warningsWith(failing.url, 'answers-500');
+      expect(failing.requests.length).toBeGreaterThan(0);
+      expect(lines).toEqual([
+        expect.stringMatching(
+          /^warn: could not export the run's traces to http:\/\/127\.0\.0\.1:\d+\/v1\/traces: HTTP 500\b/,
+        ),
+      ]);
+    } finally {
+      await failing.close();
+    }
+  }, 60_000);
+
+  it('an endpoint nobody listens on: one warning naming it and the cause', async () => {
+    const refused = new URL(await closedUrl()).origin;
+    const lines = await warningsWith(refused, 'refused');
+    expect(lines).toEqual([
+      expect.stringMatching(
+        /^warn: could not export the run's traces to http:\/\/127\.0\.0\.1:\d+\/v1\/traces: ECONNREFUSED/,
+      ),
+    ]);
   }, 60_000);
 });

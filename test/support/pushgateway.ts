@@ -1,10 +1,13 @@
 /**
  * A real Prometheus Pushgateway for the tests (Debian's `prometheus-pushgateway`), on a free port of 127.0.0.1,
- * without persistence, stopped by `stop()`. Started once it logs that it listens. The binary is the suite's to
+ * without persistence (with basic auth when asked), stopped by `stop()`. Started once it logs that it listens. The binary is the suite's to
  * install (system-packages.ts); a test file that finds none skips its gateway tests (`systemBinary`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { installCommand, systemBinary } from './system-packages.js';
 
 export interface Pushgateway {
@@ -35,12 +38,24 @@ function freePort(): Promise<number> {
   });
 }
 
-export async function startPushgateway(): Promise<Pushgateway> {
+/**
+ * `basicAuth`: the gateway asks for HTTP basic auth (its web config file, written beside nothing else in a temporary
+ * directory); `bcrypt` is the password's bcrypt hash, as Prometheus's exporter toolkit takes it.
+ */
+export async function startPushgateway(
+  opts: { basicAuth?: { user: string; password: string; bcrypt: string } } = {},
+): Promise<Pushgateway> {
   const bin = findBinary();
   const port = await freePort();
-  const child: ChildProcess = spawn(bin, [`--web.listen-address=127.0.0.1:${port}`], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const args = [`--web.listen-address=127.0.0.1:${port}`];
+  let configDir: string | undefined;
+  if (opts.basicAuth) {
+    configDir = mkdtempSync(path.join(tmpdir(), 'sluice-pushgateway-'));
+    const file = path.join(configDir, 'web.yml');
+    writeFileSync(file, `basic_auth_users:\n  ${opts.basicAuth.user}: '${opts.basicAuth.bcrypt}'\n`);
+    args.push(`--web.config.file=${file}`);
+  }
+  const child: ChildProcess = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   await new Promise<void>((resolve, reject) => {
     let log = '';
     const onData = (chunk: Buffer): void => {
@@ -56,13 +71,21 @@ export async function startPushgateway(): Promise<Pushgateway> {
     child.once('error', reject);
   });
   const url = `http://127.0.0.1:${port}`;
+  const auth: Record<string, string> = opts.basicAuth
+    ? {
+        authorization: `Basic ${Buffer.from(`${opts.basicAuth.user}:${opts.basicAuth.password}`).toString('base64')}`,
+      }
+    : {};
   return {
     url,
-    scrape: async () => (await fetch(`${url}/metrics`)).text(),
+    scrape: async () => (await fetch(`${url}/metrics`, { headers: auth })).text(),
     put: async (job, text) => {
-      const res = await fetch(`${url}/metrics/job/${job}`, { method: 'PUT', body: text });
+      const res = await fetch(`${url}/metrics/job/${job}`, { method: 'PUT', body: text, headers: auth });
       return { status: res.status, body: await res.text() };
     },
-    stop: () => void child.kill('SIGTERM'),
+    stop: () => {
+      child.kill('SIGTERM');
+      if (configDir) rmSync(configDir, { recursive: true, force: true });
+    },
   };
 }

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { durationOption } from '../duration.js';
+import { checkSqlProblem } from './sql-text.js';
 
 const common = {
   name: z.string().min(1).optional().describe('Names the check in reports (default: its type and columns).'),
@@ -70,8 +71,12 @@ const sql = z
     sql: z
       .string()
       .min(1)
+      .superRefine((text, ctx) => {
+        const problem = checkSqlProblem(text);
+        if (problem !== undefined) ctx.addIssue({ code: 'custom', message: `not a check sluice will run: ${problem}` });
+      })
       .describe(
-        'A query returning the violating rows; `{table}` stands for the sink’s table (for file sinks, its committed files). No rows: the check passes.',
+        'One query returning the violating rows; `{table}` stands for the sink’s table (for file sinks, its committed files). No rows: the check passes. It runs read-only: one statement, in a read-only transaction, reaching nothing but the sink’s table (DuckDB, file sinks) — anything else is refused.',
       ),
     severity: common.severity,
   })

@@ -75,11 +75,12 @@ export function violationQueries(c: CheckConfig, out: QueryableOutput): Violatio
       };
     }
     case 'sql': {
+      // On lines of its own: a `--` comment ending the check must not comment out the wrapper's `) v`.
       const query = c.sql.trim().replace(/;\s*$/, '').replaceAll('{table}', rel);
       return {
         what: 'violating row(s)',
-        count: `SELECT count(*) AS n FROM (${query}) v`,
-        sample: `SELECT * FROM (${query}) v LIMIT ${SAMPLE_ROWS}`,
+        count: `SELECT count(*) AS n FROM (\n${query}\n) v`,
+        sample: `SELECT * FROM (\n${query}\n) v LIMIT ${SAMPLE_ROWS}`,
       };
     }
     default:

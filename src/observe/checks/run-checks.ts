@@ -2,9 +2,10 @@
  * Checks after the load: each sink's `checks:` run against what the sink committed, once the run finished (so the
  * data stays whatever they find). Every result is reported with a few violating rows; a failed `error` check fails
  * the run with exit code 6 (ChecksFailed), a failed `warn` check is a warning. A check that cannot run (a column
- * that does not exist, SQL the database refuses) fails with the database's message.
+ * that does not exist) fails with the database's message; one the sink refuses to run (a second statement, a
+ * write, a file outside the output: `QueryableOutput.query` runs read-only) fails as `refused: <why>`.
  */
-import { ChecksFailed } from '../../core/errors.js';
+import { ChecksFailed, QueryRefused } from '../../core/errors.js';
 import { redact } from '../../core/redact.js';
 import type { Logger, QueryableOutput, Sink } from '../../core/types.js';
 import type { CheckResult } from '../events.js';
@@ -38,10 +39,6 @@ export async function runChecks(targets: readonly SinkChecks[], opts: RunChecksO
       passed: false,
       message,
     });
-    if (!t.sink.queryable) {
-      results.push(...t.checks.map((c) => fail(c, 'this sink cannot be queried, so its checks cannot run')));
-      continue;
-    }
     let out: QueryableOutput;
     try {
       out = await t.sink.queryable();
@@ -54,7 +51,8 @@ export async function runChecks(targets: readonly SinkChecks[], opts: RunChecksO
         try {
           results.push({ sink, ...(await runCheck(c, out, t.runRecords, opts.now ?? Date.now)) });
         } catch (err) {
-          results.push(fail(c, `could not run: ${firstLine(err)}`));
+          // A refusal says so itself (`refused: it writes (…)`): nothing of it ran.
+          results.push(fail(c, err instanceof QueryRefused ? firstLine(err) : `could not run: ${firstLine(err)}`));
         }
       }
     } finally {

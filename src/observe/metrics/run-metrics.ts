@@ -1,50 +1,86 @@
 /**
  * `metrics:` as a run watcher: the run's metrics written as a textfile for node_exporter's textfile collector
  * and/or pushed to a Prometheus Pushgateway, at each `interval` while the run goes and once at its end. A report
- * that fails is a warning (once per destination while the run goes, and at the end): metrics never fail the load.
+ * that fails is one warning per run and destination (naming it, secrets masked, and why): metrics never fail the load.
+ *
+ * Each destination has at most one report out at a time: a report due while the previous one is still out is
+ * skipped (the next one carries the newest values), so a Pushgateway that never answers costs one pending request,
+ * not one per interval. Every report is bounded by REPORT_TIMEOUT_MS; the last one abandons a report still out and
+ * gets the same bound, so the process exits within seconds of the run's end whatever the gateway does.
  *
  * The Pushgateway gets a POST (only the metrics pushed are replaced in the group), grouped by job `sluice`,
  * pipeline and shard: the last success's time survives a failed run's push. The textfile is replaced atomically
- * (written beside it, then renamed), carrying over the last success or failure it recorded.
+ * (written beside it under a name unique across hosts, then renamed), carrying over the last success or failure it
+ * recorded. A sharded run writes a textfile of its own per shard (`sluice.prom` → `sluice.shard-1-of-4.prom`), so
+ * shards on one host never overwrite each other's series.
  */
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import path from 'node:path';
-import { request } from 'undici';
-import { registerSecret } from '../../core/redact.js';
 import type { Logger } from '../../core/types.js';
 import type { MetricsConfig } from '../config.js';
 import { parseDuration } from '../duration.js';
 import type { RunEnded, RunObserver, RunStarted, SinkSchemaChange } from '../events.js';
+import { answerExcerpt, destination, post, withPath, type Destination } from '../outbound.js';
 import { buildRegistry, LAST_FAILURE, LAST_SUCCESS, type MetricsSnapshot } from './registry.js';
 
 const DEFAULT_INTERVAL_MS = 60_000;
-const PUSH_TIMEOUT_MS = 5_000;
+/** How long one report may take, the last one included. */
+export const REPORT_TIMEOUT_MS = 5_000;
+
+interface Report {
+  text: string;
+  contentType: string;
+}
+
+/** One destination of the reports, with the report it has out (if any). */
+interface Channel {
+  /** For the warning: `the Pushgateway http://gw:9091/?token=***`. */
+  what: string;
+  send(report: Report, abandon: AbortSignal): Promise<void>;
+  out?: { done: Promise<void>; abandon: AbortController };
+}
 
 export class RunMetrics implements RunObserver {
   private started: RunStarted | undefined;
   private timer: NodeJS.Timeout | undefined;
   private readonly schemaChanges: SinkSchemaChange[] = [];
-  private previous: MetricsSnapshot['previous'];
-  private readonly textfile: string | undefined;
-  /** Destinations that failed while the run went: warned once each. */
-  private readonly warned = new Set<string>();
-  private reporting: Promise<void> = Promise.resolve();
+  private previous: Promise<MetricsSnapshot['previous']> = Promise.resolve(undefined);
+  private channels: Channel[] = [];
+  private readonly gateway: Destination | undefined;
+  /** Destinations already warned about in this run. */
+  private readonly warned = new Set<Channel>();
+  private ended = false;
 
   constructor(
     private readonly config: MetricsConfig,
-    baseDir: string,
+    private readonly baseDir: string,
     private readonly log: Logger,
   ) {
-    if (config.pushgateway !== undefined) registerSecret(config.pushgateway);
-    this.textfile = config.textfile === undefined ? undefined : path.resolve(baseDir, config.textfile);
+    this.gateway = config.pushgateway === undefined ? undefined : destination(config.pushgateway);
   }
 
   runStarted(e: RunStarted): void {
     this.started = e;
+    if (this.config.textfile !== undefined) {
+      const file = shardTextfile(path.resolve(this.baseDir, this.config.textfile), e.shard);
+      this.previous = readPrevious(file);
+      this.channels.push({
+        what: `the metrics textfile ${file}`,
+        send: (r, abandon) => writeTextfile(file, r, abandon),
+      });
+    }
+    if (this.gateway) {
+      const to = withPath(this.gateway, groupPath(e));
+      this.channels.push({
+        what: `the Pushgateway ${this.gateway.display}`,
+        send: (r, abandon) => push(to, r, abandon),
+      });
+    }
     const interval = this.config.interval === undefined ? DEFAULT_INTERVAL_MS : parseDuration(this.config.interval);
-    this.timer = setInterval(() => void this.report(false), interval);
+    this.timer = setInterval(() => void this.tick(), interval);
     this.timer.unref();
-    if (this.textfile) this.reporting = readPrevious(this.textfile).then((p) => void (this.previous = p));
   }
 
   schemaChanged(e: SinkSchemaChange): void {
@@ -52,8 +88,12 @@ export class RunMetrics implements RunObserver {
   }
 
   async runEnded(e: RunEnded): Promise<void> {
+    this.ended = true;
     if (this.timer) clearInterval(this.timer);
-    await this.report(true, {
+    // The last report carries the newest values: one still out is abandoned, not waited for.
+    for (const c of this.channels) c.out?.abandon.abort();
+    await Promise.all(this.channels.map((c) => c.out?.done));
+    const report = await this.render({
       id: e,
       startedAt: e.startedAt,
       now: e.startedAt + e.durationMs,
@@ -62,84 +102,104 @@ export class RunMetrics implements RunObserver {
       checks: e.checks,
       ended: { exitCode: e.exitCode, succeeded: e.outcome === 'succeeded' },
     });
+    await Promise.all(this.channels.map((c) => this.start(c, report)));
   }
 
-  /** One report at a time: a slow Pushgateway must not pile reports up. */
-  private report(final: boolean, snapshot?: Omit<MetricsSnapshot, 'previous'>): Promise<void> {
-    this.reporting = this.reporting.then(() => this.send(final, snapshot)).catch(() => undefined);
-    return this.reporting;
-  }
-
-  private async send(final: boolean, ended?: Omit<MetricsSnapshot, 'previous'>): Promise<void> {
+  /** A report while the run goes, to each destination that has none out. */
+  private async tick(): Promise<void> {
     const s = this.started;
-    if (!s) return;
-    const snapshot: MetricsSnapshot = {
-      ...(ended ?? {
-        id: s,
-        startedAt: s.startedAt,
-        now: Date.now(),
-        totals: s.totals(),
-        schemaChanges: this.schemaChanges,
-        checks: [],
-      }),
-      ...(this.previous && { previous: this.previous }),
-    };
-    const registry = buildRegistry(snapshot);
-    const text = await registry.metrics();
-    const tries: Promise<void>[] = [];
-    if (this.textfile)
-      tries.push(this.attempt('the metrics textfile', final, () => writeTextfile(this.textfile!, text)));
-    if (this.config.pushgateway !== undefined)
-      tries.push(
-        this.attempt('the Pushgateway', final, () => push(this.config.pushgateway!, s, text, registry.contentType)),
-      );
-    await Promise.all(tries);
+    const idle = this.channels.filter((c) => !c.out);
+    if (!s || this.ended || idle.length === 0) return;
+    const report = await this.render({
+      id: s,
+      startedAt: s.startedAt,
+      now: Date.now(),
+      totals: s.totals(),
+      schemaChanges: this.schemaChanges,
+      checks: [],
+    });
+    if (!this.ended) for (const c of idle) if (!c.out) void this.start(c, report);
   }
 
-  private async attempt(what: string, final: boolean, fn: () => Promise<void>): Promise<void> {
-    try {
-      await fn();
-    } catch (err) {
-      if (final || !this.warned.has(what))
-        this.log.warn(`could not report metrics to ${what}: ${(err as Error).message} (the run goes on)`);
-      this.warned.add(what);
-    }
+  private async render(snapshot: Omit<MetricsSnapshot, 'previous'>): Promise<Report> {
+    const previous = await this.previous;
+    const registry = buildRegistry({ ...snapshot, ...(previous && { previous }) });
+    return { text: await registry.metrics(), contentType: registry.contentType };
+  }
+
+  private start(c: Channel, report: Report): Promise<void> {
+    const abandon = new AbortController();
+    const done: Promise<void> = c.send(report, abandon.signal).then(
+      () => undefined,
+      (err: unknown) => {
+        if (!abandon.signal.aborted) this.failed(c, err);
+      },
+    );
+    const out = { done, abandon };
+    c.out = out;
+    void done.finally(() => {
+      if (c.out === out) c.out = undefined;
+    });
+    return done;
+  }
+
+  private failed(c: Channel, err: unknown): void {
+    if (this.warned.has(c)) return;
+    this.warned.add(c);
+    this.log.warn(
+      `could not report metrics to ${c.what}: ${(err as Error)?.message ?? String(err)} (warned once per run; the run goes on)`,
+    );
   }
 }
 
-/** `<url>/metrics/job/sluice/pipeline/<p>[/shard/<i-of-n>]`; values in base64url, which may hold any character. */
-export function pushUrl(base: string, id: { pipeline: string; shard?: string }): string {
+/** `/metrics/job@base64/…/pipeline@base64/…[/shard@base64/…]`: values in base64url, which may hold any character. */
+export function groupPath(id: { pipeline: string; shard?: string }): string {
   const b64 = (v: string): string => Buffer.from(v).toString('base64url') || '=';
   const groups = [
     ['job', 'sluice'],
     ['pipeline', id.pipeline],
     ...(id.shard !== undefined ? [['shard', id.shard]] : []),
   ];
-  return `${base.replace(/\/+$/, '')}/metrics/${groups.map(([k, v]) => `${k}@base64/${b64(v!)}`).join('/')}`;
+  return `/metrics/${groups.map(([k, v]) => `${k}@base64/${b64(v!)}`).join('/')}`;
 }
 
-async function push(
-  base: string,
-  id: { pipeline: string; shard?: string },
-  text: string,
-  contentType: string,
-): Promise<void> {
-  const res = await request(pushUrl(base, id), {
-    method: 'POST',
-    headers: { 'content-type': contentType },
-    body: text,
-    signal: AbortSignal.timeout(PUSH_TIMEOUT_MS),
+/** The textfile of a shard (`2/4`): `sluice.prom` → `sluice.shard-2-of-4.prom`; an unsharded run's is as configured. */
+export function shardTextfile(file: string, shard: string | undefined): string {
+  if (shard === undefined) return file;
+  const tag = `shard-${shard.replace('/', '-of-')}`;
+  const ext = path.extname(file);
+  return ext ? `${file.slice(0, -ext.length)}.${tag}${ext}` : `${file}.${tag}`;
+}
+
+async function push(to: Destination, report: Report, abandon: AbortSignal): Promise<void> {
+  const answer = await post(to, {
+    headers: { 'content-type': report.contentType },
+    body: report.text,
+    timeoutMs: REPORT_TIMEOUT_MS,
+    signal: abandon,
   });
-  const answer = await res.body.text().catch(() => '');
-  if (res.statusCode >= 300) throw new Error(`HTTP ${res.statusCode}: ${answer.trim().slice(0, 300)}`);
+  if (answer.status >= 300) {
+    const excerpt = answerExcerpt(answer.text);
+    throw new Error(`HTTP ${answer.status}${excerpt ? `: ${excerpt}` : ''}`);
+  }
 }
 
-async function writeTextfile(file: string, text: string): Promise<void> {
-  await mkdir(path.dirname(file), { recursive: true });
-  // node_exporter reads only `*.prom`: the file being written is invisible to it until the rename.
-  const tmp = `${file}.${process.pid}.tmp`;
-  await writeFile(tmp, text);
-  await rename(tmp, file);
+/**
+ * node_exporter reads only `*.prom`: the file being written is invisible to it until the rename. The temporary name
+ * carries the host, the pid and a random part: shards in pods on one hostPath may share a pid, never all three.
+ */
+async function writeTextfile(file: string, report: Report, abandon: AbortSignal): Promise<void> {
+  const host = hostname().replace(/[^A-Za-z0-9.-]/g, '_');
+  const tmp = `${file}.${host}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  const signal = AbortSignal.any([abandon, AbortSignal.timeout(REPORT_TIMEOUT_MS)]);
+  try {
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(tmp, report.text, { signal });
+    await rename(tmp, file);
+  } catch (err) {
+    await rm(tmp, { force: true }).catch(() => undefined);
+    throw err;
+  }
 }
 
 /** The last success and failure an earlier run wrote into the textfile. */

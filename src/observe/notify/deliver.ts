@@ -1,64 +1,61 @@
 /**
  * One POST to a webhook, tried again under the retry policy (core/retry.ts) on a network error, a 429 (its
- * Retry-After honoured) or a 5xx, never on another 4xx; each attempt bounded by a timeout. It never throws: a
- * notification that cannot be delivered is a warning in the log, naming the webhook, never its URL.
+ * Retry-After honoured, capped by the policy) or a 5xx, never on another 4xx; each attempt bounded by a timeout that covers
+ * the answer too, the answer read to a few KiB (outbound.ts). The whole delivery is bounded: (retries + 1) × timeout
+ * plus waits of at most 5 s each. It never throws: it says why a notification was not delivered, and the notifier
+ * warns once per webhook and run.
  */
-import { request } from 'undici';
 import { SluiceError, TransientError } from '../../core/errors.js';
 import { RetryPolicy, retrying } from '../../core/retry.js';
-import { redact } from '../../core/redact.js';
-import type { Logger } from '../../core/types.js';
+import type { Destination } from '../outbound.js';
+import { answerExcerpt, post } from '../outbound.js';
+
+/** The longest wait between attempts: an unreachable receiver costs seconds, not minutes. */
+const MAX_WAIT_MS = 5_000;
 
 export interface Delivery {
-  /** The webhook's name for logs. */
-  label: string;
-  url: string;
+  to: Destination;
   headers?: Record<string, string>;
+  /** The JSON body, already redacted and escaped for its format (message.ts). */
   body: unknown;
 }
 
 export interface DeliveryOptions {
   timeoutMs: number;
   retries: number;
-  log: Logger;
-  /** First backoff (default 500 ms); waits are capped at 5 s so an unreachable receiver costs seconds, not minutes. */
+  /** First backoff (default 500 ms). */
   baseDelayMs?: number;
 }
 
-/** Whether the webhook accepted the notification (a 2xx). */
-export async function deliver(d: Delivery, opts: DeliveryOptions): Promise<boolean> {
-  const policy = new RetryPolicy({ attempts: opts.retries + 1, baseMs: opts.baseDelayMs ?? 500, maxMs: 5_000 });
+/** Undefined when the webhook accepted the notification (a 2xx); else why not, after how many attempts. */
+export async function deliver(d: Delivery, opts: DeliveryOptions): Promise<string | undefined> {
+  const policy = new RetryPolicy({ attempts: opts.retries + 1, baseMs: opts.baseDelayMs ?? 500, maxMs: MAX_WAIT_MS });
   let tries = 0;
   try {
-    await retrying((attempt) => ((tries = attempt), post(d, opts.timeoutMs)), { policy });
-    return true;
+    await retrying((attempt) => ((tries = attempt), attemptOnce(d, opts.timeoutMs)), { policy });
+    return undefined;
   } catch (err) {
-    opts.log.warn(
-      `notification to ${d.label} not delivered after ${tries} attempt(s): ${redact((err as Error).message)}`,
-    );
-    return false;
+    return `not delivered after ${tries} attempt(s): ${(err as Error).message}`;
   }
 }
 
-async function post(d: Delivery, timeoutMs: number): Promise<void> {
-  let res;
+async function attemptOnce(d: Delivery, timeoutMs: number): Promise<void> {
+  let answer;
   try {
-    res = await request(d.url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'user-agent': 'sluice', ...d.headers },
+    answer = await post(d.to, {
+      headers: { 'content-type': 'application/json', ...d.headers },
       body: JSON.stringify(d.body),
-      signal: AbortSignal.timeout(timeoutMs),
+      timeoutMs,
     });
   } catch (err) {
-    const e = err as Error & { code?: string };
-    const why = e.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (e.code ?? e.message);
-    throw new TransientError(`network: ${why}`, { cause: err });
+    throw new TransientError(`network: ${(err as Error).message}`, { cause: err });
   }
-  await res.body.text().catch(() => '');
-  if (res.statusCode >= 200 && res.statusCode < 300) return;
-  const message = `HTTP ${res.statusCode}`;
-  if (res.statusCode === 429 || res.statusCode >= 500) {
-    const retryAfter = Number(res.headers['retry-after']);
+  const { status } = answer;
+  if (status >= 200 && status < 300) return;
+  const excerpt = answerExcerpt(answer.text);
+  const message = `HTTP ${status}${excerpt ? `: ${excerpt}` : ''}`;
+  if (status === 429 || status >= 500) {
+    const retryAfter = Number(answer.headers['retry-after']);
     throw new TransientError(message, Number.isFinite(retryAfter) ? { retryAfterMs: retryAfter * 1000 } : {});
   }
   throw new SluiceError(message);

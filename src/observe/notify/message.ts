@@ -85,18 +85,21 @@ export function stallNotice(id: RunIdentity, totals: RunTotals, stalledMs: numbe
   };
 }
 
-/** sluice's own body: every field a receiver may route or display on. */
+/**
+ * sluice's own body: every field a receiver may route or display on. The whole body goes through the one redaction
+ * point, check samples and schema changes included (a record's value may equal a secret).
+ */
 export function jsonBody(n: Notice): Record<string, unknown> {
-  return {
+  return redactBody({
     event: n.event,
-    title: redact(n.title),
+    title: n.title,
     status: n.status,
     pipeline: n.pipeline,
     run: n.run,
     ...(n.shard !== undefined && { shard: n.shard }),
     ...(n.exitCode !== undefined && { exit_code: n.exitCode }),
-    ...(n.cause !== undefined && { cause: redact(n.cause) }),
-    ...(n.fix !== undefined && { fix: redact(n.fix) }),
+    ...(n.cause !== undefined && { cause: n.cause }),
+    ...(n.fix !== undefined && { fix: n.fix }),
     ...(n.durationMs !== undefined && { duration_ms: n.durationMs }),
     units: n.totals.units,
     records: n.totals.records,
@@ -109,19 +112,47 @@ export function jsonBody(n: Notice): Record<string, unknown> {
     ...(n.checks && { checks: n.checks }),
     host: hostname(),
     time: new Date().toISOString(),
-  };
+  });
 }
 
-/** Slack's incoming-webhook body (Mattermost, Rocket.Chat and Teams' Slack-compatible hooks take it too). */
+/**
+ * Slack's incoming-webhook body (Mattermost, Rocket.Chat and Teams' Slack-compatible hooks take it too). Only the
+ * icon, the words sluice puts between the parts and the run id's code span are markup: every part that comes from
+ * elsewhere (a cause quoting the service's answer, a column, a check's message) is redacted, then escaped as
+ * Slack asks (`&`, `<`, `>`), so that `<!channel>` or `<https://…|Click here>` in it is shown, never acted on.
+ */
 export function slackBody(n: Notice): { text: string } {
   const icon = n.event === 'success' ? ':white_check_mark:' : n.event === 'stall' ? ':hourglass:' : ':x:';
-  const lines = [`${icon} ${n.title}`];
-  if (n.fix !== undefined && n.status !== 'succeeded') lines.push(`fix: ${n.fix}`);
+  const lines = [`${icon} ${mrkdwn(n.title)}`];
+  if (n.fix !== undefined && n.status !== 'succeeded') lines.push(`fix: ${mrkdwn(n.fix)}`);
   for (const s of n.schemaChanges ?? [])
     lines.push(
-      `${s.sink}: ${s.changes.map((c) => (c.change === 'added' ? `+${c.column} ${c.to}` : `${c.column} ${c.from ?? '?'}→${c.to}`)).join(', ')}`,
+      `${mrkdwn(s.sink)}: ${s.changes.map((c) => mrkdwn(c.change === 'added' ? `+${c.column} ${c.to}` : `${c.column} ${c.from ?? '?'}→${c.to}`)).join(', ')}`,
     );
-  for (const c of (n.checks ?? []).filter((r) => !r.passed)) lines.push(`check ${c.name} on ${c.sink}: ${c.message}`);
-  lines.push(`run \`${n.run}\``);
-  return { text: redact(lines.join('\n')) };
+  for (const c of (n.checks ?? []).filter((r) => !r.passed))
+    lines.push(`check ${mrkdwn(c.name)} on ${mrkdwn(c.sink)}: ${mrkdwn(c.message)}`);
+  lines.push(`run \`${mrkdwn(n.run)}\``);
+  return { text: lines.join('\n') };
+}
+
+/** Text that is not sluice's markup, for Slack's mrkdwn: redacted first (a secret holding `&` is still found). */
+function mrkdwn(text: string): string {
+  return redact(text).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/** `value` with every string, key and number that holds a secret redacted (a number holding one becomes `***`). */
+function redactBody<T>(value: T): T {
+  return redactValue(value) as T;
+}
+
+function redactValue(value: unknown): unknown {
+  if (typeof value === 'string') return redact(value);
+  if (typeof value === 'number' || typeof value === 'bigint') {
+    const text = String(value);
+    return redact(text) === text ? value : '***';
+  }
+  if (Array.isArray(value)) return value.map(redactValue);
+  if (value !== null && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [redact(k), redactValue(v)]));
+  return value;
 }

@@ -2,32 +2,46 @@
  * `notify:` as a run watcher: a stall alert while the run goes (once, when no unit was committed for `stall_after`),
  * and at the end the notices of how it ended, each to the webhooks that subscribed to its event. Deliveries run
  * beside the load (a stall) or after it (the end), never in its way; the end waits for them, bounded by the timeout
- * and retries, so a short-lived process does not exit with a notification half sent.
+ * and retries, so a short-lived process does not exit with a notification half sent. A webhook that cannot be
+ * reached is one warning per run, naming it and its address with the secrets masked, never its URL.
  */
 import { registerSecret } from '../../core/redact.js';
 import type { Logger } from '../../core/types.js';
 import { DEFAULT_NOTIFY_EVENTS, type NotifyConfig, type WebhookConfig } from '../config.js';
 import { parseDuration } from '../duration.js';
 import type { RunEnded, RunObserver, RunStarted } from '../events.js';
+import { destination, type Destination } from '../outbound.js';
 import { deliver } from './deliver.js';
 import { endNotices, jsonBody, slackBody, stallNotice, type Notice } from './message.js';
 
 const DEFAULT_TIMEOUT_MS = 5_000;
+
+interface Webhook {
+  config: WebhookConfig;
+  label: string;
+  to: Destination;
+}
 
 export class Notifier implements RunObserver {
   private started: RunStarted | undefined;
   private stallTimer: NodeJS.Timeout | undefined;
   private readonly stallMs: number | undefined;
   private readonly deliveries = new Set<Promise<unknown>>();
+  private readonly webhooks: Webhook[];
+  /** Webhooks already warned about in this run. */
+  private readonly warned = new Set<Webhook>();
 
   constructor(
     private readonly config: NotifyConfig,
     private readonly log: Logger,
   ) {
-    for (const w of config.webhooks) {
-      registerSecret(w.url);
-      for (const v of Object.values(w.headers ?? {})) registerSecret(v);
-    }
+    for (const w of config.webhooks) for (const v of Object.values(w.headers ?? {})) registerSecret(v);
+    this.webhooks = config.webhooks.map((w, i) => ({
+      config: w,
+      label: webhookLabel(w, i),
+      // A webhook's path is its credential (Slack's, Teams'): masked wherever it could show.
+      to: destination(w.url, { secretPath: true }),
+    }));
     this.stallMs = config.stall_after === undefined ? undefined : parseDuration(config.stall_after);
   }
 
@@ -65,24 +79,26 @@ export class Notifier implements RunObserver {
   }
 
   private send(notice: Notice): void {
-    this.config.webhooks.forEach((w, i) => {
-      if (!(w.on ?? DEFAULT_NOTIFY_EVENTS).includes(notice.event)) return;
+    for (const w of this.webhooks) {
+      if (!(w.config.on ?? DEFAULT_NOTIFY_EVENTS).includes(notice.event)) continue;
       const sent = deliver(
         {
-          label: webhookLabel(w, i),
-          url: w.url,
-          ...(w.headers && { headers: w.headers }),
-          body: w.format === 'slack' ? slackBody(notice) : jsonBody(notice),
+          to: w.to,
+          ...(w.config.headers && { headers: w.config.headers }),
+          body: w.config.format === 'slack' ? slackBody(notice) : jsonBody(notice),
         },
         {
           timeoutMs: this.config.timeout === undefined ? DEFAULT_TIMEOUT_MS : parseDuration(this.config.timeout),
           retries: this.config.retries,
-          log: this.log,
         },
-      );
+      ).then((failure) => {
+        if (failure === undefined || this.warned.has(w)) return;
+        this.warned.add(w);
+        this.log.warn(`notification (${notice.event}) to ${w.label} (${w.to.display}) ${failure}`);
+      });
       this.deliveries.add(sent);
       void sent.finally(() => this.deliveries.delete(sent));
-    });
+    }
   }
 }
 

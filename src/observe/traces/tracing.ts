@@ -12,10 +12,16 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span, type Tracer } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { redact } from '../../core/redact.js';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  type ReadableSpan,
+  type SpanExporter,
+} from '@opentelemetry/sdk-trace-base';
+import { redact, registerSecret } from '../../core/redact.js';
 import type { Logger, WorkUnit } from '../../core/types.js';
 import type { RunEnded, RunObserver, RunStarted, ServiceCall, ServiceCallEnd } from '../events.js';
+import { destination } from '../outbound.js';
 import { requestedProtocol, type Env } from './enabled.js';
 
 /** How long the end of a run waits for its spans to be exported. */
@@ -23,6 +29,9 @@ const FLUSH_TIMEOUT_MS = 10_000;
 
 export class RunTracer implements RunObserver {
   private readonly provider: BasicTracerProvider;
+  private readonly exporter: WatchedExporter;
+  /** Where the spans go, secrets masked, for the warning. */
+  private readonly endpoint: string;
   private readonly tracer: Tracer;
   private readonly current = new AsyncLocalStorage<Span>();
   private runSpan: Span | undefined;
@@ -38,10 +47,9 @@ export class RunTracer implements RunObserver {
     const resource = resourceFromAttributes({ 'service.name': 'sluice' }).merge(
       detectResources({ detectors: [envDetector] }),
     );
-    this.provider = new BasicTracerProvider({
-      resource,
-      spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
-    });
+    this.exporter = new WatchedExporter(new OTLPTraceExporter());
+    this.endpoint = tracesEndpoint(env);
+    this.provider = new BasicTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(this.exporter)] });
     this.tracer = this.provider.getTracer('sluice');
   }
 
@@ -130,12 +138,83 @@ export class RunTracer implements RunObserver {
     const timeout = new Promise<never>((_, reject) => {
       setTimeout(() => reject(new Error(`no answer within ${FLUSH_TIMEOUT_MS} ms`)), FLUSH_TIMEOUT_MS).unref();
     });
-    await Promise.race([flushed, timeout]).catch((err: unknown) =>
-      this.log.warn(`could not export the run's traces: ${redact((err as Error).message)}`),
+    const flushFailure = await Promise.race([flushed, timeout]).then(
+      () => undefined,
+      (err: unknown) => exportFailureText(err),
     );
+    // One warning for the run: the first export that failed (while the run went, or at the end) says why.
+    const failure = this.exporter.failure ?? flushFailure;
+    if (failure !== undefined)
+      this.log.warn(`could not export the run's traces to ${this.endpoint}: ${failure} (the run's data is unaffected)`);
   }
 
   private parent() {
     return this.runSpan ? trace.setSpan(ROOT_CONTEXT, this.runSpan) : ROOT_CONTEXT;
+  }
+}
+
+type ExportCallback = Parameters<SpanExporter['export']>[1];
+type ExportResult = Parameters<ExportCallback>[0];
+
+/**
+ * The OTLP exporter, with the first failure of the run kept: the SDK hands export failures to its global error
+ * handler (silent by default), and an export made while the run went is not seen by the final flush.
+ */
+class WatchedExporter implements SpanExporter {
+  failure: string | undefined;
+
+  constructor(private readonly inner: SpanExporter) {}
+
+  export(spans: ReadableSpan[], done: ExportCallback): void {
+    this.inner.export(spans, (result: ExportResult) => {
+      // ExportResultCode.SUCCESS is 0 (@opentelemetry/core, not a dependency of sluice's own).
+      if (result.code !== 0) this.failure ??= exportFailureText(result.error);
+      done(result);
+    });
+  }
+
+  shutdown(): Promise<void> {
+    return this.inner.shutdown();
+  }
+
+  forceFlush(): Promise<void> {
+    return this.inner.forceFlush?.() ?? Promise.resolve();
+  }
+}
+
+/** An export's failure in a few words: `HTTP 500 Internal Server Error`, `ECONNREFUSED`, `no answer within …`. */
+function exportFailureText(err: unknown): string {
+  const e = (err ?? {}) as { message?: unknown; code?: unknown; cause?: { code?: unknown } };
+  const message = typeof e.message === 'string' ? e.message : '';
+  if (typeof e.code === 'number') return `HTTP ${e.code}${message ? ` ${message}` : ''}`;
+  if (typeof e.code === 'string') return e.code;
+  if (typeof e.cause?.code === 'string') return e.cause.code;
+  if (/retryable status/i.test(message))
+    return 'the endpoint kept answering 429, 502, 503 or 504 until the exporter gave up';
+  return message || String(err ?? 'unknown error');
+}
+
+/**
+ * The traces endpoint as the exporter resolves it from the standard variables, credentials and query values masked;
+ * the headers' values (`OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer …`) registered as secrets.
+ */
+function tracesEndpoint(env: Env): string {
+  for (const name of ['OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_TRACES_HEADERS'])
+    for (const pair of (env[name] ?? '').split(',')) {
+      const value = pair.slice(pair.indexOf('=') + 1).trim();
+      registerSecret(value);
+      registerSecret(safeDecode(value));
+    }
+  const own = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  const url = own || (base ? `${base.replace(/\/+$/, '')}/v1/traces` : '');
+  return URL.canParse(url) ? destination(url).display : 'the OTLP endpoint';
+}
+
+function safeDecode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
   }
 }
