@@ -6,7 +6,7 @@
  *   npx tsx bench/long-lines.ts [--sizes 20,40,80,160,300] [--only copy,duckdb-scan,…] [--repeat 3]
  *
  * Paths: the JS decoders (JSONL, JSON array, CSV: src/decode/) and the raw download's line check (checked-bytes.ts),
- * each reading its file; the native paths' line splitter (sinks/raw-jsonl/lines.ts) with no limit; the jsonl sink's copy
+ * each reading its file; the native paths' line splitter (src/sink-kit/raw-jsonl/lines.ts) with no limit; the jsonl sink's copy
  * (sinks/jsonl/copy.ts) and DuckDB's staging scan (sinks/duckdb/stage.ts, the native load's record judge) on a file,
  * with the default record size limit (they stop at it) and with none (they read the whole line: still linear); and
  * whole runs (`file` source → jsonl, duckdb, parquet sink, default limits: the native path stops at the limit and
@@ -21,7 +21,7 @@ import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { stageRawJsonl } from '../sinks/duckdb/stage.js';
 import { copyCheckedJsonl } from '../sinks/jsonl/copy.js';
-import { JsonlLines } from '../sinks/raw-jsonl/lines.js';
+import { JsonlLines } from '../src/sink-kit/raw-jsonl/lines.js';
 import { DEFAULT_LIMITS } from '../src/core/limits.js';
 import { checkedBytes, decode } from '../src/decode/index.js';
 import { silentLogger } from '../src/runtime/logger.js';

@@ -6,8 +6,13 @@
 import { SluiceError } from '../../src/core/errors.js';
 import type { CommitResult, SchemaChange, UnitCommit, WorkUnit } from '../../src/core/types.js';
 import { checkKeysPresent } from '../../src/schema/merge-keys.js';
-import type { AttemptLoad } from '../warehouse/system-tables.js';
-import { nullRowsDropped, UNCOMMITTED_HINT, withChanges, type UnitHooks } from '../warehouse/unit-result.js';
+import type { AttemptLoad } from '../../src/sink-kit/warehouse/system-tables.js';
+import {
+  nullRowsDropped,
+  UNCOMMITTED_HINT,
+  withChanges,
+  type UnitHooks,
+} from '../../src/sink-kit/warehouse/unit-result.js';
 import type { DuckDBSinkConfig, TableNames } from './config.js';
 import { loadUnit } from './load.js';
 import type { DuckDBSession } from './session.js';

@@ -4,12 +4,12 @@
  */
 import { z } from 'zod';
 import type { StoreLimits } from '../../src/core/types.js';
-import { mergeKeyRule } from '../merge-key-rule.js';
+import { mergeKeyRule } from '../../src/sink-kit/merge-key-rule.js';
 import { lineageOption } from '../../src/schema/lineage.js';
 import { checksOption } from '../../src/observe/checks/config.js';
 import { schemaContractOption } from '../../src/schema/contract.js';
 import { onUnstorableOption } from '../../src/schema/storable.js';
-import { generationNames, type TableNames as GenerationNames } from '../warehouse/names.js';
+import { generationNames, type TableNames as GenerationNames } from '../../src/sink-kit/warehouse/names.js';
 
 /**
  * DuckDB's own default is 80% of RAM, and it keeps that much of the written table cached: a 200k-record load

@@ -7,8 +7,8 @@
 import { NativeLoadRefused } from '../../src/core/errors.js';
 import type { CommitResult, RawFile, RecordCheck, UnitCommit, WorkUnit } from '../../src/core/types.js';
 import { RecordJudge } from '../../src/schema/storable.js';
-import { maxLineBytesOf } from '../raw-jsonl/lines.js';
-import { asNativeRefusal, refuseUnlessJsonl } from '../raw-jsonl/refusal.js';
+import { maxLineBytesOf } from '../../src/sink-kit/raw-jsonl/lines.js';
+import { asNativeRefusal, refuseUnlessJsonl } from '../../src/sink-kit/raw-jsonl/refusal.js';
 import { commitStaged, type CommitScope } from './commit.js';
 import { duckdbLimits } from './config.js';
 import { discard, stageRawJsonl, type StagedUnit } from './stage.js';

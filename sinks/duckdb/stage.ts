@@ -25,12 +25,12 @@ import { createGunzip } from 'node:zlib';
 import type { Batch, RecordCheck, Row } from '../../src/core/types.js';
 import { InferredSchema } from '../../src/schema/infer.js';
 import { decidedColumns, type LogicalType } from '../../src/core/logical-type.js';
-import { ensureWritableDir } from '../output-files/fs-durable.js';
-import { writeNdjson } from '../output-files/ndjson-writer.js';
-import { unitFileStem } from '../output-files/unit-file-name.js';
-import { isGzipFile } from '../raw-jsonl/gzip.js';
-import { checkedObjectLine } from '../raw-jsonl/line.js';
-import { JsonlLines } from '../raw-jsonl/lines.js';
+import { ensureWritableDir } from '../../src/sink-kit/output-files/fs-durable.js';
+import { writeNdjson } from '../../src/sink-kit/output-files/ndjson-writer.js';
+import { unitFileStem } from '../../src/sink-kit/output-files/unit-file-name.js';
+import { isGzipFile } from '../../src/sink-kit/raw-jsonl/gzip.js';
+import { checkedObjectLine } from '../../src/sink-kit/raw-jsonl/line.js';
+import { JsonlLines } from '../../src/sink-kit/raw-jsonl/lines.js';
 
 /** A unit's rows in a plain newline-delimited JSON file, with their schema. */
 export interface StagedUnit {

@@ -1,10 +1,10 @@
 /**
- * The system tables in the database's `main` schema (sinks/warehouse/system-tables.ts): `_sluice_state`, one row
+ * The system tables in the database's `main` schema (src/sink-kit/warehouse/system-tables.ts): `_sluice_state`, one row
  * per committed unit with its checkpoint, written in the unit's transaction; `_sluice_runs`, one row per run.
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { quoteString } from '../../src/schema/duckdb-types.js';
-import { systemTableSql } from '../warehouse/system-tables.js';
+import { systemTableSql } from '../../src/sink-kit/warehouse/system-tables.js';
 
 export const STATE_TABLE = 'main._sluice_state';
 const RUNS_TABLE = 'main._sluice_runs';

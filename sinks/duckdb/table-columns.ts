@@ -7,7 +7,7 @@ import { SluiceError } from '../../src/core/errors.js';
 import type { LogicalType } from '../../src/core/logical-type.js';
 import type { SchemaChange, SinkContext } from '../../src/core/types.js';
 import type { ConflictLog } from '../../src/schema/conflicts.js';
-import { ConflictReport, describeChange, evolveColumns } from '../warehouse/evolve.js';
+import { ConflictReport, describeChange, evolveColumns } from '../../src/sink-kit/warehouse/evolve.js';
 import type { TableNames } from './config.js';
 import type { DuckDBSession } from './session.js';
 import type { StagedUnit } from './stage.js';

@@ -8,7 +8,7 @@ import { duckdbType, fromDuckDBType, quoteIdent, quoteString } from '../../src/s
 import { fitsColumns } from '../../src/schema/column-changes.js';
 import { cloneType, sameType, type LogicalType } from '../../src/core/logical-type.js';
 import type { SchemaChange } from '../../src/core/types.js';
-import type { ColumnDdl, Columns } from '../warehouse/evolve.js';
+import type { ColumnDdl, Columns } from '../../src/sink-kit/warehouse/evolve.js';
 
 export type { Columns };
 

@@ -5,8 +5,8 @@ import { lineageOption } from '../../src/schema/lineage.js';
 import { checksOption } from '../../src/observe/checks/config.js';
 import { schemaContractOption } from '../../src/schema/contract.js';
 import { onUnstorableOption } from '../../src/schema/storable.js';
-import { s3Option } from '../output-files/s3.js';
-import { compactAfterOption } from '../output-files/compact-option.js';
+import { s3Option } from '../../src/sink-kit/output-files/s3.js';
+import { compactAfterOption } from '../../src/sink-kit/output-files/compact-option.js';
 
 /**
  * gzip level 1 compresses ~3× faster than the default 6 for ~25% larger files (200k records: +3 CPU-s over plain

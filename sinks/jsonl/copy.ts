@@ -12,10 +12,10 @@ import { pipeline } from 'node:stream/promises';
 import { createGunzip, createGzip, gzipSync } from 'node:zlib';
 import type { RecordCheck } from '../../src/core/types.js';
 import type { InferredSchema } from '../../src/schema/infer.js';
-import { fsyncFile } from '../output-files/fs-durable.js';
-import { isGzipFile } from '../raw-jsonl/gzip.js';
-import { checkedObjectLine } from '../raw-jsonl/line.js';
-import { JsonlLines } from '../raw-jsonl/lines.js';
+import { fsyncFile } from '../../src/sink-kit/output-files/fs-durable.js';
+import { isGzipFile } from '../../src/sink-kit/raw-jsonl/gzip.js';
+import { checkedObjectLine } from '../../src/sink-kit/raw-jsonl/line.js';
+import { JsonlLines } from '../../src/sink-kit/raw-jsonl/lines.js';
 
 /** What a copy checks each line against, beside its being one JSON object. */
 export interface CopyChecks {

@@ -39,17 +39,22 @@ import type {
 import { InferredSchema } from '../../src/schema/infer.js';
 import { jsonTypeName, type LogicalType } from '../../src/core/logical-type.js';
 import { RecordJudge } from '../../src/schema/storable.js';
-import { datasetColumns, deserializeColumns, schemaChanges, serializeColumns } from '../output-files/dataset-schema.js';
-import type { Manifest } from '../output-files/manifest.js';
+import {
+  datasetColumns,
+  deserializeColumns,
+  schemaChanges,
+  serializeColumns,
+} from '../../src/sink-kit/output-files/dataset-schema.js';
+import type { Manifest } from '../../src/sink-kit/output-files/manifest.js';
 import { Mutex } from '../../src/core/concurrency.js';
-import { writeNdjson } from '../output-files/ndjson-writer.js';
-import { compactOutput } from '../output-files/compact.js';
-import { newPublishId, stageUnit, type FileSinkOptions } from '../output-files/file-sink.js';
-import { FileSinkBase, fileSinkDef } from '../output-files/file-sink-base.js';
-import { CommitIncompleteError, type OutputDir, type Move } from '../output-files/output-dir.js';
-import { unitFileStem } from '../output-files/unit-file-name.js';
-import { maxLineBytesOf } from '../raw-jsonl/lines.js';
-import { asNativeRefusal, refuseUnlessJsonl } from '../raw-jsonl/refusal.js';
+import { writeNdjson } from '../../src/sink-kit/output-files/ndjson-writer.js';
+import { compactOutput } from '../../src/sink-kit/output-files/compact.js';
+import { newPublishId, stageUnit, type FileSinkOptions } from '../../src/sink-kit/output-files/file-sink.js';
+import { FileSinkBase, fileSinkDef } from '../../src/sink-kit/output-files/file-sink-base.js';
+import { CommitIncompleteError, type OutputDir, type Move } from '../../src/sink-kit/output-files/output-dir.js';
+import { unitFileStem } from '../../src/sink-kit/output-files/unit-file-name.js';
+import { maxLineBytesOf } from '../../src/sink-kit/raw-jsonl/lines.js';
+import { asNativeRefusal, refuseUnlessJsonl } from '../../src/sink-kit/raw-jsonl/refusal.js';
 import { DEFAULT_TARGET_FILE_MB, JSONL_LIMITS, jsonlSinkSchema, type JsonlSinkConfig } from './config.js';
 import { concatFiles, copyCheckedJsonl } from './copy.js';
 

@@ -6,8 +6,8 @@ import { checksOption } from '../../src/observe/checks/config.js';
 import { schemaContractOption } from '../../src/schema/contract.js';
 import { onUnstorableOption } from '../../src/schema/storable.js';
 import { DUCKDB_MAX_NESTING } from '../duckdb/config.js';
-import { isS3Url, parseS3Url, s3Option } from '../output-files/s3.js';
-import { compactAfterOption } from '../output-files/compact-option.js';
+import { isS3Url, parseS3Url, s3Option } from '../../src/sink-kit/output-files/s3.js';
+import { compactAfterOption } from '../../src/sink-kit/output-files/compact-option.js';
 
 export const DEFAULT_TARGET_FILE_MB = 128;
 /**

@@ -12,11 +12,11 @@ import path from 'node:path';
 import type { Batch, DeadLetter, DeadLetterFn, Logger, Row } from '../../src/core/types.js';
 import { InferredSchema } from '../../src/schema/infer.js';
 import type { RecordJudge } from '../../src/schema/storable.js';
-import { serializeColumns } from '../output-files/dataset-schema.js';
-import type { ManifestUnit } from '../output-files/manifest.js';
-import { LONG_LINE, writeNdjson } from '../output-files/ndjson-writer.js';
-import type { OutputDir } from '../output-files/output-dir.js';
-import { JsonlLines } from '../raw-jsonl/lines.js';
+import { serializeColumns } from '../../src/sink-kit/output-files/dataset-schema.js';
+import type { ManifestUnit } from '../../src/sink-kit/output-files/manifest.js';
+import { LONG_LINE, writeNdjson } from '../../src/sink-kit/output-files/ndjson-writer.js';
+import type { OutputDir } from '../../src/sink-kit/output-files/output-dir.js';
+import { JsonlLines } from '../../src/sink-kit/raw-jsonl/lines.js';
 
 export interface RestageOptions {
   judge: RecordJudge;

@@ -46,15 +46,20 @@ import {
   schemaChanges,
   serializeColumns,
   textifies,
-} from '../output-files/dataset-schema.js';
-import { compactOutput } from '../output-files/compact.js';
-import { newPublishId, stageUnit, type FileSinkOptions } from '../output-files/file-sink.js';
-import { FileSinkBase, fileSinkDef, type OpenedFileSink } from '../output-files/file-sink-base.js';
-import type { Manifest } from '../output-files/manifest.js';
+} from '../../src/sink-kit/output-files/dataset-schema.js';
+import { compactOutput } from '../../src/sink-kit/output-files/compact.js';
+import { newPublishId, stageUnit, type FileSinkOptions } from '../../src/sink-kit/output-files/file-sink.js';
+import { FileSinkBase, fileSinkDef, type OpenedFileSink } from '../../src/sink-kit/output-files/file-sink-base.js';
+import type { Manifest } from '../../src/sink-kit/output-files/manifest.js';
 import { Mutex } from '../../src/core/concurrency.js';
-import { LONG_LINE, writeNdjson } from '../output-files/ndjson-writer.js';
-import { CommitIncompleteError, outputRoot, type OutputDir, type Move } from '../output-files/output-dir.js';
-import { unitFileStem } from '../output-files/unit-file-name.js';
+import { LONG_LINE, writeNdjson } from '../../src/sink-kit/output-files/ndjson-writer.js';
+import {
+  CommitIncompleteError,
+  outputRoot,
+  type OutputDir,
+  type Move,
+} from '../../src/sink-kit/output-files/output-dir.js';
+import { unitFileStem } from '../../src/sink-kit/output-files/unit-file-name.js';
 import { DEFAULT_TARGET_FILE_MB, parquetLimits, parquetSinkSchema, type ParquetSinkConfig } from './config.js';
 import { restageUnjudged } from './restage.js';
 import { compactParquet, copyToParquet, emptyFiles, listFiles, rewriteIfNeeded } from './write-files.js';

@@ -9,7 +9,7 @@ import { SluiceError } from '../../src/core/errors.js';
 import { duckdbType, fromDuckDBType, quoteIdent, quoteString } from '../../src/schema/duckdb-types.js';
 import type { LogicalType } from '../../src/core/logical-type.js';
 import { convertExpr } from '../duckdb/table.js';
-import { textifies, unreadableAs } from '../output-files/dataset-schema.js';
+import { textifies, unreadableAs } from '../../src/sink-kit/output-files/dataset-schema.js';
 import type { ParquetSinkConfig } from './config.js';
 
 /**

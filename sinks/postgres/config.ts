@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import type { StoreLimits } from '../../src/core/types.js';
-import { mergeKeyRule } from '../merge-key-rule.js';
+import { mergeKeyRule } from '../../src/sink-kit/merge-key-rule.js';
 import { lineageOption } from '../../src/schema/lineage.js';
 import { checksOption } from '../../src/observe/checks/config.js';
 import { schemaContractOption } from '../../src/schema/contract.js';
@@ -12,7 +12,7 @@ import { SluiceError } from '../../src/core/errors.js';
 import { isKeyValueConnectionString, parseKeyValueConnectionString } from '../../src/core/redact.js';
 import { secretOption } from '../../src/core/secret-option.js';
 import { onUnstorableOption } from '../../src/schema/storable.js';
-import { generationNames, NEXT_SUFFIX, type TableNames } from '../warehouse/names.js';
+import { generationNames, NEXT_SUFFIX, type TableNames } from '../../src/sink-kit/warehouse/names.js';
 
 /** Suffix of the unique index `write: merge` upserts through (as table.ts `keyIndexName` names it). */
 export const KEY_INDEX_SUFFIX = '__sluice_key';

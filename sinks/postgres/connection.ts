@@ -10,7 +10,7 @@ import pg from 'pg';
 import { SluiceError, type RetryClassified } from '../../src/core/errors.js';
 import { redact, registerSecret } from '../../src/core/redact.js';
 import { RetryPolicy, retrying } from '../../src/core/retry.js';
-import { UNCOMMITTED_HINT } from '../warehouse/unit-result.js';
+import { UNCOMMITTED_HINT } from '../../src/sink-kit/warehouse/unit-result.js';
 
 /** Connections at most: the engine reads 4 units at once by default, and each unit commits in its own transaction. */
 const POOL_SIZE = 4;

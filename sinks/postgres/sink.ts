@@ -38,9 +38,9 @@ import type {
   WorkUnit,
 } from '../../src/core/types.js';
 import type { LogicalType } from '../../src/core/logical-type.js';
-import { Opened } from '../warehouse/opened.js';
+import { Opened } from '../../src/sink-kit/warehouse/opened.js';
 import { readOnlyQuery } from './read-only.js';
-import { AttemptLoad, recordAttempt } from '../warehouse/system-tables.js';
+import { AttemptLoad, recordAttempt } from '../../src/sink-kit/warehouse/system-tables.js';
 import {
   connectionUrl,
   postgresLimits,

@@ -1,11 +1,11 @@
 /**
- * The system tables in the target schema (sinks/warehouse/system-tables.ts): `_sluice_state`, one row per committed
+ * The system tables in the target schema (src/sink-kit/warehouse/system-tables.ts): `_sluice_state`, one row per committed
  * unit with its checkpoint, written in the unit's transaction; `_sluice_runs`, one row per run. The state table's
  * primary key makes two processes committing the same unit at once end with one commit: the second waits for the
  * first and then inserts nothing.
  */
 import type pg from 'pg';
-import { systemTableSql } from '../warehouse/system-tables.js';
+import { systemTableSql } from '../../src/sink-kit/warehouse/system-tables.js';
 import { qualified } from './types.js';
 
 export const STATE_TABLE = '_sluice_state';

@@ -10,7 +10,7 @@ import { decidedColumns, type LogicalType } from '../../src/core/logical-type.js
 import type { SchemaChange, SinkContext } from '../../src/core/types.js';
 import type { InferredSchema } from '../../src/schema/infer.js';
 import { checkKeysPresent } from '../../src/schema/merge-keys.js';
-import { ConflictReport, describeChange, evolveColumns } from '../warehouse/evolve.js';
+import { ConflictReport, describeChange, evolveColumns } from '../../src/sink-kit/warehouse/evolve.js';
 import type { PostgresSinkConfig, TableNames } from './config.js';
 import { inTransaction } from './connection.js';
 import {

@@ -12,7 +12,7 @@ import { joinTypes } from '../../src/schema/join.js';
 import { cloneType, type LogicalType } from '../../src/core/logical-type.js';
 import { errorLine } from './connection.js';
 import { fromPgColumn, pgType, qualified, quoteIdent } from './types.js';
-import type { ColumnDdl, Columns } from '../warehouse/evolve.js';
+import type { ColumnDdl, Columns } from '../../src/sink-kit/warehouse/evolve.js';
 
 export type { Columns };
 

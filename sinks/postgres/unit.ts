@@ -17,7 +17,7 @@ import type {
   WorkUnit,
 } from '../../src/core/types.js';
 import { InferredSchema } from '../../src/schema/infer.js';
-import { nullRowsDropped, withChanges, type UnitHooks } from '../warehouse/unit-result.js';
+import { nullRowsDropped, withChanges, type UnitHooks } from '../../src/sink-kit/warehouse/unit-result.js';
 import type { PostgresSinkConfig, TableNames } from './config.js';
 import { guarded } from './connection.js';
 import type { SpoolPool } from './copy.js';

@@ -1,6 +1,6 @@
 /**
  * `sluice compact`: every file sink of a pipeline rewrites its small published files into target-size ones
- * (sinks/output-files/compact.ts), under the pipeline's run lock and its outputs' locks, taken without waiting: a
+ * (src/sink-kit/output-files/compact.ts), under the pipeline's run lock and its outputs' locks, taken without waiting: a
  * run in progress refuses the compaction at once (LockedError, exit 3), as it refuses a second run.
  */
 import { EXIT_CODES, SluiceError } from '../core/errors.js';

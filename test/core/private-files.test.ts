@@ -10,7 +10,7 @@ import { SluiceError } from '../../src/core/errors.js';
 import { ensurePrivateDir, privateWorkRoot } from '../../src/core/private-files.js';
 import { pipelinePaths } from '../../src/state/paths.js';
 import { runPipeline } from '../../src/operations/run.js';
-import { s3LockPath, s3WorkDir } from '../../sinks/output-files/s3.js';
+import { s3LockPath, s3WorkDir } from '../../src/sink-kit/output-files/s3.js';
 import { MemorySource, recordingLogger } from '../support/in-memory.js';
 import { memoryPipeline, quiet } from '../support/memory-pipeline.js';
 

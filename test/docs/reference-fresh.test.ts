@@ -2,7 +2,7 @@ import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { referenceDrift, referencePages, writeReference } from '../../src/pipeline/reference-pages.js';
+import { referenceDrift, referencePages, writeReference } from '../../src/reference/reference-pages.js';
 import { registry } from '../../src/pipeline/registry.js';
 
 const committed = path.resolve(import.meta.dirname, '../../docs/reference');

@@ -202,7 +202,7 @@ describe('kill -9 of a run writing to S3', () => {
       script,
       [
         `import { writeFile } from 'node:fs/promises';`,
-        `import { OutputDir } from '${path.join(ROOT, 'sinks/output-files/output-dir.ts')}';`,
+        `import { OutputDir } from '${path.join(ROOT, 'src/sink-kit/output-files/output-dir.ts')}';`,
         `const out = await OutputDir.open(${open} as never);`,
         `const from = out.tempPath('big');`,
         `await writeFile(from, Buffer.alloc(12 * 2 ** 20, 0x61));`,
@@ -228,7 +228,7 @@ describe('kill -9 of a run writing to S3', () => {
     const journal = JSON.parse((await s3.get(BUCKET, left[0]!)).toString()) as { key: string; upload_id: string };
     expect(await s3.uploads(BUCKET)).toContain(journal.upload_id);
     // The next open (here, in this process; the server cannot list uploads) aborts it and leaves no object.
-    const { OutputDir } = await import('../../sinks/output-files/output-dir.js');
+    const { OutputDir } = await import('../../src/sink-kit/output-files/output-dir.js');
     const out = await OutputDir.open({
       root: `s3://${BUCKET}/mpu/`,
       mode: 'append',

@@ -1,5 +1,5 @@
 /**
- * The failpoints a compaction passes, in the order they strike (sinks/output-files/compact.ts): the kill tests of
+ * The failpoints a compaction passes, in the order they strike (src/sink-kit/output-files/compact.ts): the kill tests of
  * test/operations/compact.test.ts (CI) and compact-interrupted.test.ts strike each, with `compactKilled`, and the crash
  * matrix's check that every failpoint is struck counts them.
  */

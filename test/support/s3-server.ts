@@ -12,7 +12,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CreateBucketCommand, GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { s3Client, S3Store } from '../../sinks/output-files/s3.js';
+import { s3Client, S3Store } from '../../src/sink-kit/output-files/s3.js';
 
 /** The part of Koa's context the multipart additions use. */
 interface KoaContext {

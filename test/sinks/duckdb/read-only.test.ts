@@ -9,7 +9,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import { QueryRefused } from '../../../src/core/errors.js';
-import { lockedDownInstance } from '../../../sinks/duckdb/read-only.js';
+import { lockedDownInstance } from '../../../src/sink-kit/duckdb-read-only.js';
 import { batches, unit } from '../helpers.js';
 import { duckdbSinkHarness } from './harness.js';
 
@@ -55,7 +55,7 @@ describe('duckdb queryable', () => {
     const sink = await h.openSink();
     await sink.writeUnit(unit('u1'), batches([{ id: 1 }]), NO_CHECKPOINT);
     await sink.finish();
-    const { readOnlyQuery } = await import('../../../sinks/duckdb/read-only.js');
+    const { readOnlyQuery } = await import('../../../src/sink-kit/duckdb-read-only.js');
     const { DuckDBInstance } = await import('@duckdb/node-api');
     // The sink's own instance (DuckDB's cache), as the checks' connection is: a sequence there, then nextval.
     const db = await DuckDBInstance.fromCache(h.db);

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import { NativeLoadRefused, SluiceError } from '../../../src/core/errors.js';
 import type { Row } from '../../../src/core/types.js';
-import { unitFileStem } from '../../../sinks/output-files/unit-file-name.js';
+import { unitFileStem } from '../../../src/sink-kit/output-files/unit-file-name.js';
 import type { DuckDBSinkConfig } from '../../../sinks/duckdb/config.js';
 import { DuckDBSink, type DuckDBSinkHooks } from '../../../sinks/duckdb/sink.js';
 import {

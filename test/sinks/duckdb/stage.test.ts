@@ -4,8 +4,8 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { duckdbType } from '../../../src/schema/duckdb-types.js';
 import { discard, stageRawJsonl, stageRows, StagingDir } from '../../../sinks/duckdb/stage.js';
-import { unitFileStem } from '../../../sinks/output-files/unit-file-name.js';
-import { BadJsonlLine } from '../../../sinks/raw-jsonl/line.js';
+import { unitFileStem } from '../../../src/sink-kit/output-files/unit-file-name.js';
+import { BadJsonlLine } from '../../../src/sink-kit/raw-jsonl/line.js';
 import { batches, removeTempDirs, tempDir } from '../helpers.js';
 
 afterAll(removeTempDirs);

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { concatFiles, copyCheckedJsonl } from '../../../sinks/jsonl/copy.js';
-import { BadJsonlLine } from '../../../sinks/raw-jsonl/line.js';
+import { BadJsonlLine } from '../../../src/sink-kit/raw-jsonl/line.js';
 import { removeTempDirs, tempDir } from '../helpers.js';
 
 afterAll(removeTempDirs);

@@ -11,7 +11,7 @@ import type { DeclaredSchema } from '../../../src/core/declared.js';
 import { BIGINT, DATE, DOUBLE, TIMESTAMP, VARCHAR, describeType, structOf } from '../../../src/core/logical-type.js';
 import { jsonlSinkSchema } from '../../../sinks/jsonl/config.js';
 import { JsonlSink } from '../../../sinks/jsonl/sink.js';
-import type { Manifest } from '../../../sinks/output-files/manifest.js';
+import type { Manifest } from '../../../src/sink-kit/output-files/manifest.js';
 import { batches, removeTempDirs, sinkContext, tempDir, unit } from '../helpers.js';
 
 afterAll(removeTempDirs);

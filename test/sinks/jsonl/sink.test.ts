@@ -4,7 +4,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import { NativeLoadRefused, SluiceError } from '../../../src/core/errors.js';
-import type { Manifest } from '../../../sinks/output-files/manifest.js';
+import type { Manifest } from '../../../src/sink-kit/output-files/manifest.js';
 import { jsonlSinkSchema, type JsonlSinkConfig } from '../../../sinks/jsonl/config.js';
 import { JsonlSink } from '../../../sinks/jsonl/sink.js';
 import {
@@ -18,7 +18,7 @@ import {
   unit,
   type TestContext,
 } from '../helpers.js';
-import type { FileSinkHooks } from '../../../sinks/output-files/output-dir.js';
+import type { FileSinkHooks } from '../../../src/sink-kit/output-files/output-dir.js';
 
 afterAll(removeTempDirs);
 

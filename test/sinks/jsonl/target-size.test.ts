@@ -10,8 +10,8 @@ import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import type { Row } from '../../../src/core/types.js';
 import { jsonlSinkSchema, type JsonlSinkConfig } from '../../../sinks/jsonl/config.js';
 import { JsonlSink } from '../../../sinks/jsonl/sink.js';
-import type { Manifest } from '../../../sinks/output-files/manifest.js';
-import type { FileSinkHooks } from '../../../sinks/output-files/output-dir.js';
+import type { Manifest } from '../../../src/sink-kit/output-files/manifest.js';
+import type { FileSinkHooks } from '../../../src/sink-kit/output-files/output-dir.js';
 import { batches, query, removeTempDirs, sinkContext, tempDir, unit } from '../helpers.js';
 
 afterAll(removeTempDirs);

@@ -22,7 +22,7 @@ import {
 } from '../../../src/core/logical-type.js';
 import { duckdbSinkSchema } from '../../../sinks/duckdb/config.js';
 import { DuckDBSink } from '../../../sinks/duckdb/sink.js';
-import type { Manifest } from '../../../sinks/output-files/manifest.js';
+import type { Manifest } from '../../../src/sink-kit/output-files/manifest.js';
 import { parquetSinkSchema } from '../../../sinks/parquet/config.js';
 import { ParquetSink } from '../../../sinks/parquet/sink.js';
 import { batches, columnTypes, query, removeTempDirs, sinkContext, tempDir, unit } from '../helpers.js';

@@ -11,7 +11,7 @@ import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import type { DeadLetter } from '../../../src/core/types.js';
 import { parquetSinkSchema } from '../../../sinks/parquet/config.js';
 import { ParquetSink } from '../../../sinks/parquet/sink.js';
-import type { Manifest } from '../../../sinks/output-files/manifest.js';
+import type { Manifest } from '../../../src/sink-kit/output-files/manifest.js';
 import { batches, removeTempDirs, sinkContext, tempDir, unit } from '../helpers.js';
 
 afterAll(removeTempDirs);

@@ -3,8 +3,8 @@ import path from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import type { Row } from '../../../src/core/types.js';
-import type { Manifest } from '../../../sinks/output-files/manifest.js';
-import type { FileSinkHooks } from '../../../sinks/output-files/output-dir.js';
+import type { Manifest } from '../../../src/sink-kit/output-files/manifest.js';
+import type { FileSinkHooks } from '../../../src/sink-kit/output-files/output-dir.js';
 import { parquetSinkSchema, type ParquetSinkConfig } from '../../../sinks/parquet/config.js';
 import { ParquetSink } from '../../../sinks/parquet/sink.js';
 import {

@@ -1,0 +1,25 @@
+/**
+ * What both SQL sinks say about a unit's commit: the test seam inside its transaction, the schema changes it
+ * reports, and the hint of a failed load (nothing of the unit was committed).
+ */
+import type { CommitResult, SchemaChange } from '../../core/types.js';
+
+/** Test seams inside a unit's transaction. */
+export interface UnitHooks {
+  /** Runs inside a unit's transaction after its rows went in and before its `_sluice_state` row. */
+  beforeCheckpoint?: (unitId: string) => void | Promise<void>;
+}
+
+export const UNCOMMITTED_HINT =
+  'nothing of the unit was committed; fix the cause and run again (committed units are skipped)';
+
+/** `r` reporting `changes` (and nothing when there were none). */
+export function withChanges(r: CommitResult, changes: readonly SchemaChange[]): CommitResult {
+  const { schemaChanges: _, ...rest } = r;
+  return changes.length > 0 ? { ...rest, schemaChanges: [...changes] } : rest;
+}
+
+/** The warning for rows of nothing but nulls that came while no table existed to hold them. */
+export function nullRowsDropped(label: string, rows: number): string {
+  return `${label}: ${rows} record(s) with only null values and no table yet: not stored`;
+}
