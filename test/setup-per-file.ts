@@ -1,7 +1,6 @@
 /**
- * Runs before each test file, also in a worker process that runs many files one after another (`isolate: false`):
- * what shared helper modules made for one file (test/support/file-cleanup.ts) is removed after that file, not after
- * the first file that imported the helper.
+ * Runs before each test file: what shared helper modules made for the file (test/support/file-cleanup.ts) is removed
+ * after it, whether or not the file itself cleans up.
  */
 import { afterAll } from 'vitest';
 import { removeFileDirs } from './support/file-cleanup.js';

@@ -7,12 +7,7 @@ import { SluiceError } from '../../src/core/errors.js';
 import type { CommitResult, SchemaChange, UnitCommit, WorkUnit } from '../../src/core/types.js';
 import { checkKeysPresent } from '../../src/schema/merge-keys.js';
 import type { AttemptLoad } from '../../src/sink-kit/warehouse/system-tables.js';
-import {
-  nullRowsDropped,
-  UNCOMMITTED_HINT,
-  withChanges,
-  type UnitHooks,
-} from '../../src/sink-kit/warehouse/unit-result.js';
+import { nullRowsDropped, UNCOMMITTED_HINT, withChanges } from '../../src/sink-kit/warehouse/unit-result.js';
 import type { DuckDBSinkConfig, TableNames } from './config.js';
 import { loadUnit } from './load.js';
 import type { DuckDBSession } from './session.js';
@@ -27,7 +22,6 @@ export interface CommitScope {
   config: DuckDBSinkConfig;
   names: TableNames;
   label: string;
-  hooks: UnitHooks;
   load: AttemptLoad;
 }
 
@@ -64,7 +58,6 @@ export async function commitStaged(
               unit: { ...staged, columns: incoming },
               table: table.columns && new Map(table.columns),
               ...(config.primary_key && { primaryKey: config.primary_key }),
-              ...(s.hooks.beforeCheckpoint && { beforeCheckpoint: s.hooks.beforeCheckpoint }),
               onNullRowsDropped: (rows) => ctx.log.warn(nullRowsDropped(s.label, rows)),
             }),
           );

@@ -3,7 +3,7 @@
  * The table must already fit the rows (the sink prepares it first); rows are read with the table's column types.
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { failpoint } from '../../src/core/failpoints.js';
+import { atFailpoint } from '../../src/core/failpoints.js';
 import type { CommitResult, UnitCommit } from '../../src/core/types.js';
 import { duckdbType, quoteIdent } from '../../src/schema/duckdb-types.js';
 import type { TableNames } from './config.js';
@@ -25,8 +25,6 @@ export interface UnitLoad {
   table: Columns | undefined;
   /** `write: merge`'s key; undefined: the rows are appended. */
   primaryKey?: readonly string[];
-  /** Runs inside the transaction after the rows were inserted and before the `_sluice_state` row (a test seam). */
-  beforeCheckpoint?: (unitId: string) => void | Promise<void>;
   /** Rows with nothing but nulls arrived while there is no table to hold them: they are not stored. */
   onNullRowsDropped: (rows: number) => void;
 }
@@ -38,8 +36,7 @@ export async function loadUnit(conn: DuckDBConnection, load: UnitLoad): Promise<
     // Checked again inside the transaction: the sink's quick look before staging may be stale.
     if (await isUnitCommitted(conn, pipeline, names.targetStateKey, unitId)) return { committed: false, records: 0 };
     const records = await insertRows(conn, load);
-    await load.beforeCheckpoint?.(unitId);
-    failpoint('duckdb:after-data');
+    await atFailpoint('duckdb:after-data', unitId);
     await insertStateRow(conn, pipeline, names.targetStateKey, unitId, records, load.commit.checkpoint());
     return { committed: true, records };
   });

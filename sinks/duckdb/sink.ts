@@ -44,7 +44,6 @@ import type { LogicalType } from '../../src/core/logical-type.js';
 import { displayPath } from '../../src/sink-kit/display-path.js';
 import { Opened } from '../../src/sink-kit/warehouse/opened.js';
 import { AttemptLoad, recordAttempt } from '../../src/sink-kit/warehouse/system-tables.js';
-import type { UnitHooks } from '../../src/sink-kit/warehouse/unit-result.js';
 import { commitStaged, unitFailure, type CommitScope } from './commit.js';
 import { duckdbLimits, duckdbSinkSchema, tableNames, type DuckDBSinkConfig, type TableNames } from './config.js';
 import { commitRawFile } from './native.js';
@@ -57,12 +56,10 @@ import { TableColumns } from './table-columns.js';
 import { qualified, readColumns } from './table.js';
 
 /** Test seams. */
-export type DuckDBSinkHooks = UnitHooks;
 
 export interface DuckDBSinkOptions {
   /** The pipeline file's directory, which `path` is relative to; describe() shows `path` as written without it. */
   baseDir?: string;
-  hooks?: DuckDBSinkHooks;
 }
 
 export class DuckDBSink implements Sink {
@@ -71,7 +68,6 @@ export class DuckDBSink implements Sink {
   private readonly names: TableNames;
   private readonly table: TableColumns;
   private readonly baseDir: string | undefined;
-  private readonly hooks: DuckDBSinkHooks;
   /** This attempt's load, for its row in `_sluice_runs`. */
   private readonly load = new AttemptLoad();
 
@@ -82,7 +78,6 @@ export class DuckDBSink implements Sink {
     this.names = tableNames(config);
     this.table = new TableColumns(this.names, this.label);
     this.baseDir = options.baseDir;
-    this.hooks = options.hooks ?? {};
     this.capabilities = {
       native: { formats: ['jsonl'], load: (unit, file, commit, check) => this.loadFile(unit, file, commit, check) },
       limits: duckdbLimits(config),
@@ -231,8 +226,8 @@ export class DuckDBSink implements Sink {
   }
 
   private scope(): CommitScope {
-    const { config, names, label, hooks, load, table } = this;
-    return { session: this.session.get(), table, config, names, label, hooks, load };
+    const { config, names, label, load, table } = this;
+    return { session: this.session.get(), table, config, names, label, load };
   }
 }
 

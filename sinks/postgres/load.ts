@@ -11,7 +11,7 @@
  * loads the unit again from the spool of what was sent plus the rest (`loadUnit` with `prefix`).
  */
 import type pg from 'pg';
-import { failpoint } from '../../src/core/failpoints.js';
+import { atFailpoint } from '../../src/core/failpoints.js';
 import type { Batch, CommitResult, Row, UnitCommit } from '../../src/core/types.js';
 import type { InferredSchema } from '../../src/schema/infer.js';
 import { decidedColumns, type LogicalType } from '../../src/core/logical-type.js';
@@ -36,10 +36,6 @@ export interface UnitLoad {
   incoming: ReadonlyMap<string, LogicalType>;
   /** `write: merge`'s key; undefined: the rows are appended. */
   primaryKey?: readonly string[];
-  /** Runs inside the transaction after the rows went in and before the `_sluice_state` row (a test seam). */
-  beforeCheckpoint?: (unitId: string) => void | Promise<void>;
-  /** Runs inside the transaction after the `_sluice_state` row, just before COMMIT (a test seam). */
-  beforeCommit?: (unitId: string) => void | Promise<void>;
   onUnstorable: (row: Row, reason: string) => void;
   /** Rows with nothing but nulls arrived while there is no table to hold them: they are not stored. */
   onNullRowsDropped: (rows: number) => void;
@@ -149,11 +145,10 @@ async function beginUnit(
 
 async function commitState(
   c: pg.PoolClient,
-  load: Pick<UnitLoad, 'pipeline' | 'names' | 'unitId' | 'commit' | 'beforeCheckpoint' | 'beforeCommit'>,
+  load: Pick<UnitLoad, 'pipeline' | 'names' | 'unitId' | 'commit'>,
   records: number,
 ): Promise<CommitResult> {
-  await load.beforeCheckpoint?.(load.unitId);
-  failpoint('postgres:after-data');
+  await atFailpoint('postgres:after-data', load.unitId);
   const row = {
     pipeline: load.pipeline,
     table: load.names.targetStateKey,
@@ -162,7 +157,7 @@ async function commitState(
     checkpoint: load.commit.checkpoint(),
   };
   if (!(await insertStateRow(c, load.names.schema, row))) throw new CommittedElsewhere();
-  await load.beforeCommit?.(load.unitId);
+  await atFailpoint('postgres:before-commit', load.unitId);
   return { committed: true, records };
 }
 

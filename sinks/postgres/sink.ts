@@ -74,14 +74,7 @@ import {
 import { TableColumns } from './table-columns.js';
 import { lockExclusive, readColumns, schemaLockKey, tableExists } from './table.js';
 import { pgType, qualified, quoteIdent } from './types.js';
-import { loadRows, type PostgresUnitHooks, type UnitScope } from './unit.js';
-
-/** Test seams. */
-export type PostgresSinkHooks = PostgresUnitHooks;
-
-export interface PostgresSinkOptions {
-  hooks?: PostgresSinkHooks;
-}
+import { loadRows, type UnitScope } from './unit.js';
 
 export class PostgresSink implements Sink {
   readonly capabilities: SinkCapabilities;
@@ -91,20 +84,15 @@ export class PostgresSink implements Sink {
   private readonly table: TableColumns;
   /** Spool files of finished units, reused by the next (copy.ts). */
   private readonly spools = new SpoolPool();
-  private readonly hooks: PostgresSinkHooks;
   /** This attempt's load, for its row in `_sluice_runs`. */
   private readonly load = new AttemptLoad();
 
-  constructor(
-    private readonly config: PostgresSinkConfig,
-    options: PostgresSinkOptions = {},
-  ) {
+  constructor(private readonly config: PostgresSinkConfig) {
     this.names = tableNames(config);
     this.table = new TableColumns(config, this.names, this.label);
     this.capabilities = { limits: postgresLimits(config) };
     // Resolved (and the password registered as a secret) before anything can log or fail.
     this.target = resolveTarget(connectionUrl(config));
-    this.hooks = options.hooks ?? {};
   }
 
   typeName(t: LogicalType): string {
@@ -245,8 +233,8 @@ export class PostgresSink implements Sink {
   }
 
   private scope(): UnitScope {
-    const { config, names, label, hooks, table, spools } = this;
-    return { ...this.opened.get(), config, names, label, hooks, table, spools };
+    const { config, names, label, table, spools } = this;
+    return { ...this.opened.get(), config, names, label, table, spools };
   }
 }
 

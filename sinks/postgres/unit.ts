@@ -17,7 +17,7 @@ import type {
   WorkUnit,
 } from '../../src/core/types.js';
 import { InferredSchema } from '../../src/schema/infer.js';
-import { nullRowsDropped, withChanges, type UnitHooks } from '../../src/sink-kit/warehouse/unit-result.js';
+import { nullRowsDropped, withChanges } from '../../src/sink-kit/warehouse/unit-result.js';
 import type { PostgresSinkConfig, TableNames } from './config.js';
 import { guarded } from './connection.js';
 import type { SpoolPool } from './copy.js';
@@ -27,11 +27,6 @@ import type { TableColumns } from './table-columns.js';
 /** Times a unit's load finds the table changed under it before giving up (another process keeps widening it). */
 const MAX_FIT_ROUNDS = 5;
 
-export interface PostgresUnitHooks extends UnitHooks {
-  /** Runs inside a unit's transaction after its `_sluice_state` row, just before COMMIT. */
-  beforeCommit?: (unitId: string) => void | Promise<void>;
-}
-
 /** What a unit's load needs of its sink. */
 export interface UnitScope {
   pool: pg.Pool;
@@ -40,7 +35,6 @@ export interface UnitScope {
   config: PostgresSinkConfig;
   names: TableNames;
   label: string;
-  hooks: PostgresUnitHooks;
   /** Spool files of finished units, reused by the next (copy.ts). */
   spools: SpoolPool;
 }
@@ -146,15 +140,13 @@ async function commitFromMemory(
 }
 
 function loadOptions(s: UnitScope, unit: WorkUnit, commit: UnitCommit) {
-  const { config, hooks, ctx, label } = s;
+  const { config, ctx, label } = s;
   return {
     pipeline: ctx.pipeline,
     names: s.names,
     unitId: unit.id,
     commit,
     ...(config.primary_key && { primaryKey: config.primary_key }),
-    ...(hooks.beforeCheckpoint && { beforeCheckpoint: hooks.beforeCheckpoint }),
-    ...(hooks.beforeCommit && { beforeCommit: hooks.beforeCommit }),
     onUnstorable: (row: Row, reason: string) => unstorable(ctx, unit.id, row, reason),
     onNullRowsDropped: (rows: number) => ctx.log.warn(nullRowsDropped(label, rows)),
   };

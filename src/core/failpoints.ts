@@ -1,7 +1,8 @@
 /**
- * Failpoints: named places in the commit paths where a crash test can make the process die on the spot, with a
- * real SIGKILL (no `finally`, no exit handlers, nothing flushed), to prove that a rerun ends with every record
- * exactly once wherever a kill -9 or a power cut strikes.
+ * Failpoints: named places in the commit paths, the one way a test strikes there. A crash test makes the process die
+ * on the spot, with a real SIGKILL (no `finally`, no exit handlers, nothing flushed), to prove that a rerun ends with
+ * every record exactly once wherever a kill -9 or a power cut strikes; an in-process test arms a place with an
+ * action (`armFailpoint`) — a throw there is a failure at that moment, a wait there is a commit under way.
  *
  *   SLUICE_FAILPOINTS="duckdb:after-data=3"          dies on the 3rd time a unit's rows are in and its checkpoint not
  *   SLUICE_FAILPOINTS="download:body=65536"          dies once a unit's body has delivered 64 KiB
@@ -28,6 +29,7 @@ export const FAILPOINTS = {
   'duckdb:replace-swap': 'replace: the new table is renamed into place in the swap transaction, before COMMIT',
   'postgres:mid-copy': 'amount = characters of one unit’s COPY data sent so far, inside its transaction',
   'postgres:after-data': 'a unit’s rows are copied in its transaction, before its `_sluice_state` row and COMMIT',
+  'postgres:before-commit': 'a unit’s rows and its `_sluice_state` row are in its transaction, before COMMIT',
   'files:before-manifest':
     'a file commit’s temp files and its `.pending` marker are synced, before the manifest records the commit',
   'files:after-manifest': 'the manifest records a file commit, before its first file is renamed into place',
@@ -94,4 +96,28 @@ export function failpoint(name: FailpointName, amount?: number): void {
   // Written synchronously, so the line is out before the signal: the crash test tells this death from others.
   writeSync(2, `failpoint ${name} reached: killing the process (SIGKILL)\n`);
   process.kill(process.pid, 'SIGKILL');
+}
+
+/** What a test does where a failpoint strikes in this process: told the unit (where the place has one). */
+export type FailpointAction = (at: { unit?: string }) => void | Promise<void>;
+
+/** Armed by tests of this process (each test file runs in a process of its own): never set by sluice itself. */
+const actions = new Map<FailpointName, FailpointAction>();
+
+/** Tests: runs `action` each time `name` is reached in this process, until the returned function disarms it. */
+export function armFailpoint(name: FailpointName, action: FailpointAction): () => void {
+  actions.set(name, action);
+  return () => {
+    if (actions.get(name) === action) actions.delete(name);
+  };
+}
+
+/**
+ * A failpoint inside a commit, where a test may act (async: a commit under way may be held there): a test's action
+ * runs, then the process dies if the environment armed the place.
+ */
+export async function atFailpoint(name: FailpointName, unit?: string): Promise<void> {
+  const action = actions.get(name);
+  if (action) await action(unit === undefined ? {} : { unit });
+  failpoint(name);
 }

@@ -20,13 +20,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ComponentDef } from '../../src/contracts/component.js';
 import type { Batch, Logger, Source, WorkUnit } from '../../src/core/types.js';
 import { runPipeline } from '../../src/operations/run.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
-import { registry } from '../../src/pipeline/registry.js';
-import { PostgresSink, postgresSink, type PostgresSinkHooks } from '../../sinks/postgres/sink.js';
 import { startPostgres, type PostgresServer } from '../support/postgres-server.js';
+import { armed } from '../support/failpoints.js';
 
 const RUNS = process.env.SLUICE_PG_RESTART === 'full' ? 20 : 1;
 const UNITS = 10;
@@ -101,11 +99,9 @@ async function restartedRun(n: number): Promise<void> {
   const db = `restart_${n}`;
   await server.createDatabase(db);
   const r = new Restarts(server);
-  const hooks: PostgresSinkHooks = {
-    beforeCheckpoint: (id) => void (id.endsWith('/u4') && r.restart('before-state')),
-    beforeCommit: (id) => void (id.endsWith('/u6') && r.stop('before-commit')),
-  };
-  const hooked: ComponentDef<'sink'> = { ...postgresSink, create: (c) => new PostgresSink(c as never, { hooks }) };
+  // Restarts inside a unit's transaction: before its `_sluice_state` row, and stopped just before its COMMIT.
+  armed('postgres:after-data', ({ unit: id }) => void (id?.endsWith('/u4') && r.restart('before-state')));
+  armed('postgres:before-commit', ({ unit: id }) => void (id?.endsWith('/u6') && r.stop('before-commit')));
   const source = new Units((unit, batch) => {
     if (unit === 'u0' && batch === 0) r.restart('ddl');
     if (unit === 'u2' && batch === 2) r.restart('copy');
@@ -148,7 +144,6 @@ async function restartedRun(n: number): Promise<void> {
     {
       source,
       log,
-      registry: { ...registry, sink: registry.sink.map((d) => (d.type === 'postgres' ? hooked : d)) },
       afterCommit: (u) => void (u.id === 'u7' && r.restart('after-commit')),
     },
   ).catch((err: unknown) => {

@@ -82,7 +82,7 @@ const KINDS: Kind[] = [
     key: ['zone', 'account', 'bucket'],
     twice: ['replace'],
     // The zone's traffic grows with every request the other kinds make through it.
-    perRun: ['bw', 'cost'],
+    perRun: ['bw', 'cost', 'reqs_serp', 'reqs_unblocker'],
   },
   { source: 'countries', example: 'countries.yaml', key: ['zone_type', 'country_code'], twice: ['merge', 'replace'] },
   {

@@ -20,6 +20,8 @@ export interface HostileServer {
   requests: { method: string; path: string; headers: IncomingHttpHeaders }[];
   /** TCP connections accepted. */
   connections: number;
+  /** The most connections open at one time. */
+  mostOpen: number;
   /** Body bytes written to clients (`huge`). */
   bytesSent: number;
   close(): Promise<void>;
@@ -36,6 +38,7 @@ export async function startHostileServer(behaviour: Behaviour): Promise<HostileS
     url: '',
     requests: [],
     connections: 0,
+    mostOpen: 0,
     bytesSent: 0,
     close: async () => undefined,
   };
@@ -54,6 +57,7 @@ export async function startHostileServer(behaviour: Behaviour): Promise<HostileS
   server.on('connection', (s: Socket) => {
     state.connections++;
     sockets.add(s);
+    state.mostOpen = Math.max(state.mostOpen, sockets.size);
     s.once('close', () => sockets.delete(s));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

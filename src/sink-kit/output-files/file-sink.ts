@@ -12,14 +12,13 @@ import { InferredSchema } from '../../schema/infer.js';
 import type { SerializedColumns } from './dataset-schema.js';
 import type { Manifest, ManifestUnit, ShardRef } from './manifest.js';
 import { isErrno } from './fs-durable.js';
-import { OutputDir, outputLockPath, outputRoot, type FileSinkHooks } from './output-dir.js';
+import { OutputDir, outputLockPath, outputRoot } from './output-dir.js';
 import { isS3Url, type S3Options } from './s3.js';
 
 /** How the registry (or a test) makes a file sink. */
 export interface FileSinkOptions {
   /** The pipeline file's directory, which `path` is relative to; describe() shows `path` as written without it. */
   baseDir?: string;
-  hooks?: FileSinkHooks;
   /** The shard this run is: its files go into the one shared `path` beside the other shards' (output-dir.ts). */
   shard?: ShardRef;
 }
@@ -47,7 +46,6 @@ export async function openFileSinkOutput(
     format,
     label: `${format} sink`,
     log: ctx.log,
-    hooks: options.hooks ?? {},
     ...(options.shard && { shard: options.shard }),
   });
   await mkdir(out.stagedDir, { recursive: true });
@@ -82,7 +80,6 @@ export async function openForCompaction(
     format,
     label: `${format} sink`,
     log: ctx.log,
-    hooks: options.hooks ?? {},
     ...(options.shard && { shard: options.shard }),
   });
 }

@@ -47,7 +47,7 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { SluiceError } from '../../core/errors.js';
 import { refuseShardedReplace } from '../../core/sharded-replace.js';
-import { failpoint } from '../../core/failpoints.js';
+import { atFailpoint, failpoint } from '../../core/failpoints.js';
 import { Mutex } from '../../core/concurrency.js';
 import { generationsRoot } from './generations.js';
 import { insidePath, type NameSource } from './inside-output.js';
@@ -67,7 +67,7 @@ import {
 } from './store.js';
 
 export { LOCK_FILE, STAGED_DIR, TMP_DIR };
-export type { FileSinkHooks, Move, OutputDirOptions } from './store.js';
+export type { Move, OutputDirOptions } from './store.js';
 
 /** The output's root: `path` from the config resolved against the pipeline's directory, or its `s3://` URL. */
 export function outputRoot(baseDir: string, configPath: string): string {
@@ -218,8 +218,7 @@ export class OutputDir {
         if (moves.length > 0)
           marker = await this.store.writeMarker(id, { moves, ...(req.removes?.length && { removes: req.removes }) });
         if (put + moves.length > 0) {
-          await this.opts.hooks?.beforeManifest?.();
-          failpoint('files:before-manifest');
+          await atFailpoint('files:before-manifest');
         }
       } catch (err) {
         // Before the commit point: nothing of this commit is visible or recorded; what the store holds of it is temp.
@@ -241,8 +240,7 @@ export class OutputDir {
       this.manifest = next;
       if (marker) {
         try {
-          await this.opts.hooks?.afterManifest?.();
-          failpoint('files:after-manifest');
+          await atFailpoint('files:after-manifest');
           await this.complete(marker, moves, req.removes ?? []);
         } catch (err) {
           // Committed, not yet visible: the marker stays, and the next open completes the commit.

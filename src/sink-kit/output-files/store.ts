@@ -27,17 +27,8 @@ export interface OutputDirOptions {
   /** For messages: `jsonl sink`. */
   label: string;
   log: Logger;
-  hooks?: FileSinkHooks;
   /** The shard this run is (`--shard i/n`): its own manifest, temp and staging areas in the shared output. */
   shard?: ShardRef;
-}
-
-/** Test seams of the file sinks. */
-export interface FileSinkHooks {
-  /** Runs when a commit's temp files and marker are synced, before the manifest records them. */
-  beforeManifest?: () => void | Promise<void>;
-  /** Runs when the manifest records a commit, before its files are renamed into place (a crash there). */
-  afterManifest?: () => void | Promise<void>;
 }
 
 /** `write: replace`: the generation a run writes, switched in by one pointer (generations.ts). */

@@ -4,12 +4,6 @@
  */
 import type { CommitResult, SchemaChange } from '../../core/types.js';
 
-/** Test seams inside a unit's transaction. */
-export interface UnitHooks {
-  /** Runs inside a unit's transaction after its rows went in and before its `_sluice_state` row. */
-  beforeCheckpoint?: (unitId: string) => void | Promise<void>;
-}
-
 export const UNCOMMITTED_HINT =
   'nothing of the unit was committed; fix the cause and run again (committed units are skipped)';
 

@@ -11,6 +11,7 @@ import { OutputDir, outputLockPath, type OutputDirOptions } from '../../../src/s
 import { parseS3Url } from '../../../src/sink-kit/output-files/s3.js';
 import { startS3Server, type S3TestServer } from '../../support/s3-server.js';
 import { removeTempDirs, sinkContext, tempDir } from '../../sinks/helpers.js';
+import { armed, failWith } from '../../support/failpoints.js';
 
 let s3: S3TestServer;
 const BUCKET = 'outputs';
@@ -67,37 +68,29 @@ describe('OutputDir on S3', () => {
   });
 
   it('a crash before the manifest leaves only temp objects, which the next open removes', async () => {
-    const o = await options({
-      hooks: {
-        beforeManifest: () => {
-          throw new Error('crash');
-        },
-      },
-    });
+    const o = await options();
     const out = await OutputDir.open(o);
+    const disarm = armed('files:before-manifest', failWith('crash'));
     await expect(commitUnit(out, 'b')).rejects.toThrow('crash');
+    disarm();
     const p = prefixOf(o);
     const left = await s3.keys(BUCKET, p);
     expect(left.length).toBeGreaterThan(0);
     expect(left.every((k) => k.startsWith(`${p}.sluice-tmp/`))).toBe(true);
     expect(await dataKeys(o)).toEqual([]);
-    const again = await OutputDir.open({ ...o, hooks: {} });
+    const again = await OutputDir.open(o);
     expect(again.committedUnits()).toEqual(new Set());
     expect(await s3.keys(BUCKET, p)).toEqual([]);
   });
 
   it('a crash after the manifest leaves the object unlisted until the next open rolls the commit forward', async () => {
-    const o = await options({
-      hooks: {
-        afterManifest: () => {
-          throw new Error('crash');
-        },
-      },
-    });
+    const o = await options();
     const out = await OutputDir.open(o);
+    const disarm = armed('files:after-manifest', failWith('crash'));
     await expect(commitUnit(out, 'c')).rejects.toThrow('crash');
+    disarm();
     expect(await dataKeys(o)).toEqual([]);
-    const again = await OutputDir.open({ ...o, hooks: {} });
+    const again = await OutputDir.open(o);
     expect(again.committedUnits()).toEqual(new Set(['c']));
     const p = prefixOf(o);
     expect(await s3.keys(BUCKET, p)).toEqual([`${p}_sluice_manifest.json`, `${p}c.jsonl`]);
@@ -173,19 +166,13 @@ describe('OutputDir on S3: shards in one prefix', () => {
       shard: { index, count: 2 },
       ...over,
     });
-    const a = await OutputDir.open(
-      shard(0, {
-        hooks: {
-          beforeManifest: () => {
-            throw new Error('crash');
-          },
-        },
-      }),
-    );
+    const a = await OutputDir.open(shard(0));
     const b = await OutputDir.open(shard(1));
     await commitUnit(b, 'b1');
     // Shard 0's commit is cut off before its manifest: its temp objects are under its own temp prefix.
+    const disarm = armed('files:before-manifest', failWith('crash'));
     await expect(commitUnit(a, 'a1')).rejects.toThrow('crash');
+    disarm();
     const tmpOf0 = (await s3.keys(BUCKET, p)).filter((k) => k.startsWith(`${p}.sluice-tmp/`));
     expect(tmpOf0.length).toBeGreaterThan(0);
     expect(tmpOf0.every((k) => k.startsWith(`${p}.sluice-tmp/shard-0-of-2/`))).toBe(true);

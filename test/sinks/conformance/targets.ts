@@ -153,7 +153,7 @@ const postgres: Target = {
     return new Map(rows.map((r) => [r.unit_id as string, r.checkpoint]));
   },
   failpoints: {
-    append: ['postgres:mid-copy=2000', 'postgres:after-data=2'],
+    append: ['postgres:mid-copy=2000', 'postgres:after-data=2', 'postgres:before-commit=3'],
     replace: ['postgres:after-data=2'],
   },
   async leftovers(o) {

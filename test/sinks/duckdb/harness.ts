@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeEach } from 'vitest';
 import type { SinkContext } from '../../../src/core/types.js';
 import { duckdbSinkSchema, type DuckDBSinkConfig } from '../../../sinks/duckdb/config.js';
-import { DuckDBSink, type DuckDBSinkHooks } from '../../../sinks/duckdb/sink.js';
+import { DuckDBSink } from '../../../sinks/duckdb/sink.js';
 import { removeTempDirs, sinkContext, tempDir } from '../helpers.js';
 
 /** Registers the file's hooks; `file` is the database's path in the test's directory. */
@@ -37,12 +37,8 @@ export function duckdbSinkHarness(file: string) {
     get db(): string {
       return db;
     },
-    async openSink(
-      over: Partial<DuckDBSinkConfig> = {},
-      ctx: SinkContext = sinkContext(dir),
-      hooks: DuckDBSinkHooks = {},
-    ): Promise<DuckDBSink> {
-      const sink = new DuckDBSink(config(over), { hooks });
+    async openSink(over: Partial<DuckDBSinkConfig> = {}, ctx: SinkContext = sinkContext(dir)): Promise<DuckDBSink> {
+      const sink = new DuckDBSink(config(over));
       await sink.open(ctx);
       opened.push(sink);
       return sink;

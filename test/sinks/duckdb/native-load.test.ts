@@ -9,15 +9,15 @@ import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import type { DuckDBSinkConfig } from '../../../sinks/duckdb/config.js';
-import { DuckDBSink, type DuckDBSinkHooks } from '../../../sinks/duckdb/sink.js';
+import { DuckDBSink } from '../../../sinks/duckdb/sink.js';
 import { NativeLoadRefused } from '../../../src/core/errors.js';
 import { batches, columnTypes, query, sinkContext, unit } from '../helpers.js';
 import { duckdbSinkHarness } from './harness.js';
+import { armed } from '../../support/failpoints.js';
 
 const h = duckdbSinkHarness('w.duckdb');
 
-const openSink = (over: Partial<DuckDBSinkConfig> = {}, hooks: DuckDBSinkHooks = {}): Promise<DuckDBSink> =>
-  h.openSink(over, sinkContext(h.dir), hooks);
+const openSink = (over: Partial<DuckDBSinkConfig> = {}): Promise<DuckDBSink> => h.openSink(over, sinkContext(h.dir));
 
 async function jsonlFile(name: string, rows: unknown[], gzip: boolean, eol = '\n'): Promise<string> {
   const file = path.join(h.dir, name);
@@ -63,7 +63,8 @@ describe('duckdb sink, native file loads', () => {
 
   it('decompresses gzip into a staging file that is gone after the commit and after a failure', async () => {
     const staging = `${h.db}.sluice-tmp`;
-    const sink = await openSink({}, { beforeCheckpoint: (id) => failOn(id, 'run1/bad') });
+    armed('duckdb:after-data', ({ unit: id }) => failOn(id!, 'run1/bad'));
+    const sink = await openSink();
     await load(sink, 'ok', await jsonlFile('ok.jsonl.gz', [{ id: 1 }], true));
     expect(await readdir(staging)).toEqual([]);
     const failed = await load(sink, 'bad', await jsonlFile('bad.jsonl.gz', [{ id: 2 }], true)).catch((e: unknown) => e);
@@ -214,15 +215,14 @@ describe('duckdb sink, native file loads', () => {
   it('loads one unit at a time per database file, across sinks', async () => {
     let inside = 0;
     let most = 0;
-    const hooks: DuckDBSinkHooks = {
-      beforeCheckpoint: async () => {
-        most = Math.max(most, ++inside);
-        await new Promise((r) => setTimeout(r, 20));
-        inside--;
-      },
-    };
-    const a = await openSink({ table: 'a' }, hooks);
-    const b = await openSink({ table: 'b' }, hooks);
+    // A commit held inside its transaction: how many are inside at once, across both sinks.
+    armed('duckdb:after-data', async () => {
+      most = Math.max(most, ++inside);
+      await new Promise((r) => setTimeout(r, 20));
+      inside--;
+    });
+    const a = await openSink({ table: 'a' });
+    const b = await openSink({ table: 'b' });
     const files = await Promise.all(
       Array.from({ length: 4 }, (_, i) => jsonlFile(`u${i}.jsonl.gz`, [{ id: i }], true)),
     );

@@ -7,7 +7,7 @@ import { NativeLoadRefused, SluiceError } from '../../../src/core/errors.js';
 import type { Row } from '../../../src/core/types.js';
 import { unitFileStem } from '../../../src/sink-kit/output-files/unit-file-name.js';
 import type { DuckDBSinkConfig } from '../../../sinks/duckdb/config.js';
-import { DuckDBSink, type DuckDBSinkHooks } from '../../../sinks/duckdb/sink.js';
+import { DuckDBSink } from '../../../sinks/duckdb/sink.js';
 import {
   batches,
   columnTypes,
@@ -20,15 +20,12 @@ import {
   type TestContext,
 } from '../helpers.js';
 import { duckdbSinkHarness } from './harness.js';
+import { armed } from '../../support/failpoints.js';
 
 const h = duckdbSinkHarness('out/w.duckdb');
 const { config } = h;
 
-const openSink = (
-  over: Partial<DuckDBSinkConfig> = {},
-  ctx: TestContext = sinkContext(h.dir),
-  hooks: DuckDBSinkHooks = {},
-) => h.openSink(over, ctx, hooks);
+const openSink = (over: Partial<DuckDBSinkConfig> = {}, ctx: TestContext = sinkContext(h.dir)) => h.openSink(over, ctx);
 
 const count = async (sql: string): Promise<number> => Number((await query(sql, h.db))[0]!.n);
 
@@ -80,11 +77,10 @@ describe('duckdb sink', () => {
 
   it('a failure between the data and the checkpoint leaves neither; the retry commits exactly once', async () => {
     let fail = true;
-    const sink = await openSink({}, sinkContext(h.dir), {
-      beforeCheckpoint: () => {
-        if (fail) throw new Error('crash between data and checkpoint');
-      },
+    armed('duckdb:after-data', () => {
+      if (fail) throw new Error('crash between data and checkpoint');
     });
+    const sink = await openSink();
     await expect(sink.writeUnit(unit('u1'), batches(richRows()), NO_CHECKPOINT)).rejects.toThrow(/crash between data/);
     expect(await count('SELECT count(*) AS n FROM t')).toBe(0);
     expect(await count('SELECT count(*) AS n FROM _sluice_state')).toBe(0);

@@ -18,7 +18,7 @@ import {
   unit,
   type TestContext,
 } from '../helpers.js';
-import type { FileSinkHooks } from '../../../src/sink-kit/output-files/output-dir.js';
+import { armed, failWith } from '../../support/failpoints.js';
 
 afterAll(removeTempDirs);
 
@@ -33,12 +33,8 @@ function config(over: Partial<JsonlSinkConfig> = {}): JsonlSinkConfig {
   return jsonlSinkSchema.parse({ type: 'jsonl', path: 'out', ...over });
 }
 
-async function openSink(
-  over: Partial<JsonlSinkConfig> = {},
-  fresh = true,
-  hooks: FileSinkHooks = {},
-): Promise<JsonlSink> {
-  const sink = new JsonlSink(config(over), { hooks });
+async function openSink(over: Partial<JsonlSinkConfig> = {}, fresh = true): Promise<JsonlSink> {
+  const sink = new JsonlSink(config(over));
   ctx = sinkContext(dir, { fresh });
   await sink.open(ctx);
   return sink;
@@ -151,11 +147,8 @@ describe('jsonl sink', () => {
   });
 
   it('a publish that fails before the manifest records it leaves no file in place; the staged unit is published once later', async () => {
-    const crashing = await openSink(EACH_UNIT, true, {
-      beforeManifest: () => {
-        throw new Error('crash before the manifest');
-      },
-    });
+    const disarm = armed('files:before-manifest', failWith('crash before the manifest'));
+    const crashing = await openSink(EACH_UNIT, true);
     await crashing.writeUnit(unit('ok'), batches([]), NO_CHECKPOINT); // nothing staged: no publish, no hook
     // The unit is committed by staging; the publish it starts fails, and is left to the end of the run.
     expect(await crashing.writeUnit(unit('u1'), batches(richRows()), NO_CHECKPOINT)).toEqual({
@@ -166,6 +159,7 @@ describe('jsonl sink', () => {
       /warn: jsonl sink: publishing staged units failed, retried at the end: .*crash/,
     );
     await expect(crashing.finish()).rejects.toThrow(/crash before the manifest/);
+    disarm();
     expect(await visible()).toEqual([]);
     expect(await left('.sluice-tmp')).toEqual([]);
     expect((await manifest()).units['run1/u1']).toMatchObject({ records: 2, files: [], staged: {} });
@@ -186,15 +180,13 @@ describe('jsonl sink', () => {
   });
 
   it('a crash after the manifest records a publish and before its file is in place: the next open moves it in', async () => {
-    const crashing = await openSink(EACH_UNIT, true, {
-      afterManifest: () => {
-        throw new Error('crash after the manifest');
-      },
-    });
+    const disarm = armed('files:after-manifest', failWith('crash after the manifest'));
+    const crashing = await openSink(EACH_UNIT, true);
     expect(await crashing.writeUnit(unit('u1'), batches(richRows()), NO_CHECKPOINT)).toEqual({
       committed: true,
       records: 2,
     });
+    disarm();
     expect(ctx.logs.join('\n')).toMatch(/recorded but its files are not all in place: crash after the manifest/);
     // Committed, not yet visible: a reader listing the directory sees no file the manifest does not commit.
     expect(await visible()).toEqual([]);
@@ -219,11 +211,10 @@ describe('jsonl sink', () => {
 
   it('finish() moves in the files of a publish that could not be completed earlier in the run', async () => {
     let fail = true;
-    const sink = await openSink(EACH_UNIT, true, {
-      afterManifest: () => {
-        if (fail) throw new Error('disk full');
-      },
+    armed('files:after-manifest', () => {
+      if (fail) throw new Error('disk full');
     });
+    const sink = await openSink(EACH_UNIT, true);
     await sink.writeUnit(unit('u1'), batches(richRows()), NO_CHECKPOINT);
     expect(ctx.logs.join('\n')).toMatch(/disk full/);
     fail = false;

@@ -11,8 +11,8 @@ import type { Row } from '../../../src/core/types.js';
 import { jsonlSinkSchema, type JsonlSinkConfig } from '../../../sinks/jsonl/config.js';
 import { JsonlSink } from '../../../sinks/jsonl/sink.js';
 import type { Manifest } from '../../../src/sink-kit/output-files/manifest.js';
-import type { FileSinkHooks } from '../../../src/sink-kit/output-files/output-dir.js';
 import { batches, query, removeTempDirs, sinkContext, tempDir, unit } from '../helpers.js';
+import { armed, failWith } from '../../support/failpoints.js';
 
 afterAll(removeTempDirs);
 
@@ -28,11 +28,8 @@ function config(over: Partial<JsonlSinkConfig> = {}): JsonlSinkConfig {
   return jsonlSinkSchema.parse({ type: 'jsonl', path: 'out', target_file_mb: TARGET / 2 ** 20, ...over });
 }
 
-async function openSink(
-  over: Partial<JsonlSinkConfig> = {},
-  opts: { fresh?: boolean; hooks?: FileSinkHooks } = {},
-): Promise<JsonlSink> {
-  const sink = new JsonlSink(config(over), { hooks: opts.hooks });
+async function openSink(over: Partial<JsonlSinkConfig> = {}, opts: { fresh?: boolean } = {}): Promise<JsonlSink> {
+  const sink = new JsonlSink(config(over));
   await sink.open(sinkContext(dir, { fresh: opts.fresh ?? false }));
   return sink;
 }
@@ -170,17 +167,10 @@ describe('jsonl sink: files of about the target size', () => {
     // A run with a larger target staged twelve units and died; the next one publishes them as several files at once.
     const first = await openSink({ target_file_mb: 1 }, { fresh: true });
     for (const u of range(0, 12)) await first.writeUnit(unit(`u${u}`), batches(rowsOf(u)), NO_CHECKPOINT);
-    const dying = await openSink(
-      {},
-      {
-        hooks: {
-          afterManifest: () => {
-            throw new Error('killed after the manifest');
-          },
-        },
-      },
-    );
+    const disarm = armed('files:after-manifest', failWith('killed after the manifest'));
+    const dying = await openSink();
     await expect(dying.finish()).rejects.toThrow(/killed after the manifest/);
+    disarm();
     const recorded = new Set(Object.values((await manifest()).units).flatMap((u) => u.files));
     expect(recorded.size).toBeGreaterThanOrEqual(2);
     expect(await visible()).toEqual([]);

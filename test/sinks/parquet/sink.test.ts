@@ -4,7 +4,6 @@ import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import type { Row } from '../../../src/core/types.js';
 import type { Manifest } from '../../../src/sink-kit/output-files/manifest.js';
-import type { FileSinkHooks } from '../../../src/sink-kit/output-files/output-dir.js';
 import { parquetSinkSchema, type ParquetSinkConfig } from '../../../sinks/parquet/config.js';
 import { ParquetSink } from '../../../sinks/parquet/sink.js';
 import {
@@ -18,6 +17,7 @@ import {
   tempDir,
   unit,
 } from '../helpers.js';
+import { armed, failWith } from '../../support/failpoints.js';
 
 afterAll(removeTempDirs);
 
@@ -31,12 +31,8 @@ function config(over: Partial<ParquetSinkConfig> = {}): ParquetSinkConfig {
   return parquetSinkSchema.parse({ type: 'parquet', path: 'out', ...over });
 }
 
-async function openSink(
-  over: Partial<ParquetSinkConfig> = {},
-  fresh = true,
-  hooks: FileSinkHooks = {},
-): Promise<ParquetSink> {
-  const sink = new ParquetSink(config(over), { hooks });
+async function openSink(over: Partial<ParquetSinkConfig> = {}, fresh = true): Promise<ParquetSink> {
+  const sink = new ParquetSink(config(over));
   await sink.open(sinkContext(dir, { fresh }));
   return sink;
 }
@@ -165,13 +161,11 @@ describe('parquet sink', () => {
   });
 
   it('cleans crash leftovers: unreferenced staged files, temp files, and a publish cut off before its manifest', async () => {
-    const crashing = await openSink({}, true, {
-      beforeManifest: () => {
-        throw new Error('crash while publishing');
-      },
-    });
+    const disarm = armed('files:before-manifest', failWith('crash while publishing'));
+    const crashing = await openSink({}, true);
     await crashing.writeUnit(unit('u1'), batches(rows(0, 5)), NO_CHECKPOINT);
     await expect(crashing.finish()).rejects.toThrow(/crash while publishing/);
+    disarm();
     expect(await parquetFiles()).toEqual([]); // nothing is in place before the manifest records it
     await writeFile(path.join(dir, 'out', '.sluice-staged', 'orphan.1234.staged'), '{"id":1}\n');
     await writeFile(path.join(dir, 'out', '.sluice-tmp', 'x.tmp'), 'partial');
@@ -187,14 +181,12 @@ describe('parquet sink', () => {
   });
 
   it('a crash after the manifest records a publish and before its files are in place: the next open moves them in', async () => {
-    const crashing = await openSink({}, true, {
-      afterManifest: () => {
-        throw new Error('crash after the manifest');
-      },
-    });
+    const disarm = armed('files:after-manifest', failWith('crash after the manifest'));
+    const crashing = await openSink({}, true);
     await crashing.writeUnit(unit('u1'), batches(rows(0, 5)), NO_CHECKPOINT);
     await crashing.writeUnit(unit('u2'), batches(rows(5, 3)), NO_CHECKPOINT);
     await expect(crashing.finish()).rejects.toThrow(/not all in place: crash after the manifest/);
+    disarm();
     expect(await parquetFiles()).toEqual([]);
 
     const sink = await openSink({}, false);

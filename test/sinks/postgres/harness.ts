@@ -5,7 +5,7 @@
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import type { DeadLetter, SinkContext, WorkUnit } from '../../../src/core/types.js';
 import { postgresSinkSchema } from '../../../sinks/postgres/config.js';
-import { PostgresSink, type PostgresSinkOptions } from '../../../sinks/postgres/sink.js';
+import { PostgresSink } from '../../../sinks/postgres/sink.js';
 import { startPostgres, type PostgresServer } from '../../support/postgres-server.js';
 import { normalize, sinkContext, type TestContext } from '../helpers.js';
 
@@ -53,11 +53,9 @@ export function postgresSinkHarness() {
     async openSink(
       config: Record<string, unknown>,
       ctx: Partial<SinkContext> & { fresh?: boolean } = {},
-      options: PostgresSinkOptions = {},
     ): Promise<{ sink: PostgresSink; ctx: TestContext; letters: DeadLetter[] }> {
       const sink = new PostgresSink(
         postgresSinkSchema.parse({ type: 'postgres', url: started().socketUrl(DB), ...config }),
-        options,
       );
       const letters: DeadLetter[] = [];
       const base = sinkContext('/nowhere', { fresh: ctx.fresh ?? false });

@@ -14,6 +14,7 @@ import { PostgresSink } from '../../../sinks/postgres/sink.js';
 import { PG_PASSWORD } from '../../support/postgres-server.js';
 import { batches, failingBatches, RICH_BACK, richRows, sinkContext } from '../helpers.js';
 import { DB, postgresSinkHarness, unit } from './harness.js';
+import { armed } from '../../support/failpoints.js';
 
 const pg = postgresSinkHarness();
 const { freshTable, openSink, rows, columnTypes } = pg;
@@ -78,10 +79,10 @@ describe('postgres sink: append', () => {
 
   it('commits nothing of a unit that fails after its rows went in, or whose source breaks mid-unit', async () => {
     const table = freshTable();
-    const beforeCheckpoint = (id: string): void => {
-      if (id.endsWith('boom')) throw new Error('crash before the checkpoint');
-    };
-    const { sink } = await openSink({ table }, {}, { hooks: { beforeCheckpoint } });
+    armed('postgres:after-data', ({ unit: id }) => {
+      if (id?.endsWith('boom')) throw new Error('crash before the checkpoint');
+    });
+    const { sink } = await openSink({ table });
     await sink.writeUnit(unit('ok'), batches([{ id: 1 }]), NO_CHECKPOINT);
     await expect(sink.writeUnit(unit('boom'), batches([{ id: 2 }, { id: 3 }]), NO_CHECKPOINT)).rejects.toThrow(
       /crash before/,
