@@ -36,10 +36,17 @@ const LOCK = path.join(DIST, '.build-lock');
 const LOCK_STALE_MS = 180_000;
 const INPUTS = ['src', 'sinks', 'tsconfig.json', 'tsconfig.build.json', 'package.json'];
 
+/** Each project of vitest.config.ts runs the global setup, in the same process: the packages are seen to once. */
+const PACKAGES_SEEN_TO = Symbol.for('sluice.test.system-packages-seen-to');
+
 export default async function setup(): Promise<void> {
   // Once, at the top of the run: the servers from system packages the suite runs (support/system-packages.ts).
-  const notice = installNotice(installMissing());
-  if (notice !== undefined) process.stderr.write(notice);
+  const run = globalThis as { [PACKAGES_SEEN_TO]?: boolean };
+  if (!run[PACKAGES_SEEN_TO]) {
+    run[PACKAGES_SEEN_TO] = true;
+    const notice = installNotice(installMissing());
+    if (notice !== undefined) process.stderr.write(notice);
+  }
   await buildCompiledCli();
 }
 

@@ -26,7 +26,7 @@ import { runPipeline } from '../../src/engine/run.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
 import { registry } from '../../src/pipeline/registry.js';
 import { PostgresSink, postgresSink, type PostgresSinkHooks } from '../../sinks/postgres/sink.js';
-import { startPostgres, type PostgresServer } from '../support/postgres-server.js';
+import { hasPostgres, type PostgresServer, startPostgres } from '../support/postgres-server.js';
 
 const RUNS = process.env.SLUICE_PG_RESTART === 'full' ? 20 : 1;
 const UNITS = 10;
@@ -174,7 +174,7 @@ async function restartedRun(n: number): Promise<void> {
   expect(state).toEqual({ units: UNITS, records: total });
 }
 
-describe('the postgres server restarted at every point of a run', () => {
+describe.skipIf(!hasPostgres())('the postgres server restarted at every point of a run', () => {
   it(
     `the run completes with every record exactly once (${RUNS} run(s) in a row)`,
     async () => {
