@@ -199,7 +199,7 @@ describe('sluice init: what it writes runs green against the emulator', () => {
       },
     );
     expect(written.status, written.stderr).toBe(0);
-    expect(written.stdout).toContain('run it:  npx sluice run zone_cost_jsonl.yaml --show 5');
+    expect(written.stdout).toContain('run it:  sluice run zone_cost_jsonl.yaml --show 5');
     // Only the key is set (this file's own: the emulator's default key would become a secret for the whole worker).
     const io = memoryIo({ SLUICE_API_KEY: API_KEY });
     const code = await runCli(['run', path.join(dir, 'zone_cost_jsonl.yaml'), '--no-progress'], io);
