@@ -124,7 +124,14 @@ export function installMissing(names: readonly SystemPackageName[] = allNames())
   }
   for (const n of names) {
     const user = runAsUser(n);
-    if (why !== undefined || pretended.includes(n) || user === undefined || systemBinary(n) === undefined || userExists(user)) continue;
+    if (
+      why !== undefined ||
+      pretended.includes(n) ||
+      user === undefined ||
+      systemBinary(n) === undefined ||
+      userExists(user)
+    )
+      continue;
     const created = createUser((SYSTEM_PACKAGES[n] as SystemPackage).runAsUser!);
     if (created === undefined) report.users.push(user);
     else failed ??= created;
