@@ -6,14 +6,16 @@
 #
 # Push it where your cluster pulls from and put that name in the recipes. The tag is package.json's version; Node is
 # a current LTS, the one CI also runs the tests on (.ci/run). test/deploy/recipes.test.ts holds the tag, the Node
-# version, the user and the packed files to what package.json, .ci/run and the recipes say; the two stages' steps
-# (pack, then install the tarball with production dependencies only and run a pipeline from there) are proven
-# without Docker by test/deploy/package.test.ts.
+# version, the user and the copies to what package.json, .ci/run and the recipes say; the tarball's exact file list
+# and the two stages' steps (pack, then install the tarball with production dependencies only and run a pipeline from
+# there) are proven without Docker by test/deploy/package.test.ts.
 
 ARG NODE_VERSION=22
 
 # 1. Build: every dependency, then `npm pack`, whose prepack compiles dist/. The tarball holds exactly what
-#    package.json's `files` lists: the compiled CLI, the JSON Schema, the example pipelines; no sources, no tests.
+#    package.json's `files` allows: the compiled CLI, the JSON Schema, the example pipelines and the sample files they
+#    read; no sources, no tests, and never a `.env`, an output, run state or dead letters that sit in pipelines/
+#    (.dockerignore keeps those out of the context as well).
 FROM node:${NODE_VERSION}-bookworm-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
@@ -26,7 +28,8 @@ COPY config config
 COPY pipelines pipelines
 RUN npm pack --pack-destination /tmp && mv /tmp/sluice-*.tgz /tmp/sluice.tgz
 
-# 2. Run: the packed files and the production dependencies the lockfile pins; no compiler, no dev tools, no npm cache.
+# 2. Run: the packed files alone (nothing else from the build stage or the context but the lockfile) and the
+#    production dependencies it pins; no compiler, no dev tools, no npm cache.
 #    Debian's glibc (not Alpine's musl) for DuckDB's prebuilt binding. Scripts stay off: dist/ is built already and
 #    no production dependency needs an install script.
 FROM node:${NODE_VERSION}-bookworm-slim

@@ -13,6 +13,7 @@ import {
   closeSync,
   existsSync,
   mkdirSync,
+  mkdtempSync,
   openSync,
   readdirSync,
   renameSync,
@@ -20,6 +21,7 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import ts from 'typescript';
 import { installMissing, installNotice } from './support/system-packages.js';
@@ -36,11 +38,34 @@ const LOCK = path.join(DIST, '.build-lock');
 const LOCK_STALE_MS = 180_000;
 const INPUTS = ['src', 'sinks', 'tsconfig.json', 'tsconfig.build.json', 'package.json'];
 
-export default async function setup(): Promise<void> {
-  // Once, at the top of the run: the servers from system packages the suite runs (support/system-packages.ts).
-  const notice = installNotice(installMissing());
-  if (notice !== undefined) process.stderr.write(notice);
+/** Each project of vitest.config.ts runs the global setup, in the same process: what is per run is done once. */
+const RUN_SET_UP = Symbol.for('sluice.test.run-set-up');
+
+export default async function setup(): Promise<(() => void) | undefined> {
+  const run = globalThis as { [RUN_SET_UP]?: boolean };
+  let teardown: (() => void) | undefined;
+  if (!run[RUN_SET_UP]) {
+    run[RUN_SET_UP] = true;
+    // Once, at the top of the run: the servers from system packages the suite runs (support/system-packages.ts).
+    const notice = installNotice(installMissing());
+    if (notice !== undefined) process.stderr.write(notice);
+    teardown = ownWorkDir();
+  }
   await buildCompiledCli();
+  return teardown;
+}
+
+/**
+ * A working directory of the run's own (SLUICE_WORK_DIR, inherited by the workers and the CLIs they spawn): an S3
+ * output's lock lives there, named by bucket and prefix alone, and every test's S3 server has the same buckets, so
+ * two test runs on one machine (two checkouts, two shells) would otherwise hold each other's locks and fail
+ * "locked". Unless the caller set one.
+ */
+function ownWorkDir(): (() => void) | undefined {
+  if (process.env.SLUICE_WORK_DIR) return undefined;
+  const dir = mkdtempSync(path.join(tmpdir(), 'sluice-test-work-'));
+  process.env.SLUICE_WORK_DIR = dir;
+  return () => rmSync(dir, { recursive: true, force: true });
 }
 
 async function buildCompiledCli(): Promise<void> {

@@ -40,6 +40,18 @@ function referencesOf(config: PipelineConfig, registry: Registry): Reference[] {
   ];
 }
 
+/**
+ * The local files and directories a pipeline reads, resolved against `baseDir`: what a copy of the pipeline must
+ * carry beside it (the npm package's example pipelines, test/deploy/package.test.ts).
+ */
+export function referencedFiles(
+  config: PipelineConfig,
+  baseDir: string,
+  registry: Registry = defaultRegistry,
+): string[] {
+  return referencesOf(config, registry).map((ref) => path.resolve(baseDir, ref.value));
+}
+
 /** Every referenced file that is missing, of the wrong kind or unreadable, relative to `baseDir`. */
 export function referencedFileProblems(
   config: PipelineConfig,

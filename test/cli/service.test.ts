@@ -80,7 +80,8 @@ describe('datasets commands through the client', () => {
       };
       expect(emulator.stats.paid.filter).toBe(1);
       let meta = (await json(['datasets', 'snapshot', snapshot_id])) as { status: string; dataset_size?: number };
-      for (let i = 0; i < 100 && meta.status !== 'ready'; i++) {
+      // Bounded by the machine's load, not by a count of polls: a loaded machine is slow, not wrong.
+      for (const deadline = Date.now() + 30_000; meta.status !== 'ready' && Date.now() < deadline;) {
         await new Promise((r) => setTimeout(r, 20));
         meta = await json(['datasets', 'snapshot', snapshot_id]);
       }

@@ -39,7 +39,8 @@ async function setup(
 }
 
 async function until(check: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 400; i++) {
+  // A deadline, not a count of polls: on a loaded machine each poll takes longer, and the job is as right.
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline;) {
     if (await check()) return;
     await new Promise((r) => setTimeout(r, 5));
   }

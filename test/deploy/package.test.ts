@@ -7,6 +7,11 @@
  * an example against the emulator: the compiled CLI, its production dependencies (DuckDB's native binding included)
  * and nothing of the repository. The fast checks that keep the Dockerfile, the recipes and package.json in step run in
  * every `npm test`: test/deploy/recipes.test.ts.
+ *
+ * Also in every `npm test` (a second, no network): the tarball's exact file list (`npm pack --dry-run`), from a copy of
+ * the tree with what a user's checkout holds beside the examples planted in it — `pipelines/.env` (which `sluice
+ * init`'s `.env.example` says to create), outputs, run state, dead letters: package.json's `files` is an allowlist,
+ * and none of them may reach the package or the image.
  */
 import { spawn, spawnSync, type SpawnSyncOptions } from 'node:child_process';
 import {
@@ -18,12 +23,16 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  statSync,
   symlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startEmulator } from '../../src/emulator/server.js';
+import { loadPipeline } from '../../src/pipeline/load.js';
+import { referencedFiles } from '../../src/pipeline/referenced-files.js';
 
 const FULL = process.env.SLUICE_PACKAGE === 'full';
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -125,4 +134,85 @@ describe('the image, built without Docker (SLUICE_PACKAGE=full)', () => {
     },
     600_000,
   );
+});
+
+/** What a user's checkout holds beside the examples after using them, none of which may be packed. */
+const PLANTED = [
+  'pipelines/.env',
+  'pipelines/.env.local',
+  'pipelines/out/x.parquet',
+  'pipelines/out/warehouse.duckdb',
+  'pipelines/out/companies/part-0001.jsonl',
+  'pipelines/.sluice/company_profiles_nightly/state.json',
+  'pipelines/.sluice/company_profiles_nightly/dead-letters.jsonl',
+  'pipelines/.sluice/company_profiles_nightly/emulator.json',
+  'pipelines/.sluice/stray.yaml',
+  'pipelines/dead-letters.jsonl',
+  'pipelines/data/dead-letters.jsonl',
+  'pipelines/data/private-export.jsonl',
+  'pipelines/filters/customers.csv',
+  'pipelines/report.html',
+  'config/.env',
+  'bin/.env',
+  'dist/.tsbuildinfo',
+  'dist/src/cli/main.js.4242.tmp',
+  '.env',
+];
+
+/** Every file under `dir`, relative to `root`. */
+function filesIn(root: string, dir: string): string[] {
+  return readdirSync(path.join(root, dir), { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile())
+    .map((e) => path.relative(root, path.join(e.parentPath, e.name)));
+}
+
+describe('the package, by allowlist', () => {
+  it('npm pack lists exactly the CLI, its config and the example pipelines with the files they read: no .env, output, state or dead letter', async () => {
+    const tree = mkdtempSync(path.join(tmpdir(), 'sluice-pack-'));
+    dirs.push(tree);
+    for (const p of ['package.json', 'README.md', 'bin', 'config', 'pipelines', 'dist/src', 'dist/sinks'])
+      cpSync(path.join(ROOT, p), path.join(tree, p), {
+        recursive: true,
+        // This checkout's own leftovers are not the test's: the planted ones are.
+        filter: (src) => !/\/pipelines\/(\.sluice|out)$|\.(tmp|duckdb|duckdb\.wal)$|\/\.env[^/]*$/.test(src),
+      });
+    for (const f of PLANTED) {
+      mkdirSync(path.dirname(path.join(tree, f)), { recursive: true });
+      writeFileSync(path.join(tree, f), f.includes('.env') ? 'SLUICE_API_KEY=planted-secret-3f9a\n' : 'planted\n');
+    }
+
+    const r = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: tree, encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    const packed = (JSON.parse(r.stdout) as [{ files: { path: string }[] }])[0].files.map((f) => f.path).sort();
+
+    expect(packed.filter((f) => PLANTED.includes(f))).toEqual([]);
+    // What the example pipelines read beside them (sources' file options: filter values, queries, input files).
+    const examples = readdirSync(path.join(tree, 'pipelines')).filter((f) => f.endsWith('.yaml'));
+    expect(examples.length).toBeGreaterThan(3);
+    const env = { DATABASE_URL: 'postgres://u@127.0.0.1:9/db' };
+    const read = new Set<string>();
+    for (const example of examples) {
+      const { config, baseDir } = await loadPipeline(path.join(tree, 'pipelines', example), env);
+      for (const file of referencedFiles(config, baseDir)) {
+        const rel = path.relative(tree, file);
+        expect(rel, `${example} reads ${rel}, outside pipelines/`).toMatch(/^pipelines\//);
+        // A directory of input files: what it holds.
+        for (const f of statSync(file).isDirectory() ? filesIn(tree, rel) : [rel]) read.add(f);
+      }
+    }
+    expect(read.size).toBeGreaterThan(0);
+    const dist = [...filesIn(tree, 'dist/src'), ...filesIn(tree, 'dist/sinks')].filter((f) => f.endsWith('.js'));
+    expect(dist).toContain('dist/src/cli/main.js');
+    expect(packed).toEqual(
+      [
+        'package.json',
+        'README.md',
+        'bin/sluice.js',
+        'config/pipeline.schema.json',
+        ...dist,
+        ...examples.map((e) => `pipelines/${e}`),
+        ...read,
+      ].sort(),
+    );
+  });
 });

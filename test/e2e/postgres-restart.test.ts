@@ -23,7 +23,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Batch, Logger, Source, WorkUnit } from '../../src/core/types.js';
 import { runPipeline } from '../../src/operations/run.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
-import { startPostgres, type PostgresServer } from '../support/postgres-server.js';
+import { hasPostgres, type PostgresServer, startPostgres } from '../support/postgres-server.js';
 import { armed } from '../support/failpoints.js';
 
 const RUNS = process.env.SLUICE_PG_RESTART === 'full' ? 20 : 1;
@@ -170,7 +170,7 @@ async function restartedRun(n: number): Promise<void> {
   expect(state).toEqual({ units: UNITS, records: total });
 }
 
-describe('the postgres server restarted at every point of a run', () => {
+describe.skipIf(!hasPostgres())('the postgres server restarted at every point of a run', () => {
   it(
     `the run completes with every record exactly once (${RUNS} run(s) in a row)`,
     async () => {

@@ -15,6 +15,7 @@ import { loadPipeline } from '../../src/pipeline/load.js';
 import { sourceDefs } from '../../src/sources/index.js';
 import { digest, duckTableRows, pgTableRows, type Digest } from '../support/compare-tables.js';
 import { API_KEY, variant, workspace, type Workspace } from './harness.js';
+import { hasPostgres } from '../support/postgres-server.js';
 import { postgresAndEmulator } from './postgres-fixture.js';
 
 const live = postgresAndEmulator();
@@ -150,7 +151,7 @@ async function tables(ws: Workspace, db: string, kind: Kind, mode: Mode): Promis
   };
 }
 
-describe('postgres sink: every source kind, beside the duckdb sink', () => {
+describe.skipIf(!hasPostgres())('postgres sink: every source kind, beside the duckdb sink', () => {
   it('covers every source type there is', () => {
     expect(KINDS.map((k) => k.source).sort()).toEqual(sourceDefs.map((d) => d.type).sort());
     expect(KINDS.filter((k) => k.twice.includes('merge')).length).toBeGreaterThanOrEqual(3);

@@ -15,7 +15,7 @@ import { describe, expect, it } from 'vitest';
 import { runPipeline } from '../../src/operations/run.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
 import { digest, type Digest } from '../support/compare-tables.js';
-import { PG_PASSWORD } from '../support/postgres-server.js';
+import { hasPostgres, PG_PASSWORD } from '../support/postgres-server.js';
 import { API_KEY, query, sluice, variant, workspace, type Obj, type Workspace } from './harness.js';
 import { postgresAndEmulator } from './postgres-fixture.js';
 
@@ -77,7 +77,7 @@ let cleanSerp: Digest;
 /** SERP values of the fetch, not of the results: they differ between correct runs. */
 const PER_RUN = ['fetched_at', 'request_id'];
 
-describe('postgres sink end to end', () => {
+describe.skipIf(!hasPostgres())('postgres sink end to end', () => {
   it('a SERP crawl into Postgres and DuckDB in one run, then four shard processes into one table: the same rows', async () => {
     const ws = workspace();
     const db = await database();

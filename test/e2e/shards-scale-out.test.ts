@@ -20,7 +20,7 @@ import { inShard } from '../../src/unit/run-units.js';
 import { api, API_KEY, emulator, query, runInProcess, sluice, workspace } from './harness.js';
 import { runCli } from '../../src/cli/cli.js';
 import { memoryIo } from '../cli/memory-io.js';
-import { startPostgres, type PostgresServer } from '../support/postgres-server.js';
+import { hasPostgres, startPostgres, type PostgresServer } from '../support/postgres-server.js';
 import { startS3Server, type S3TestServer } from '../support/s3-server.js';
 
 const SHARDS = 4;
@@ -59,9 +59,14 @@ let emu: EmulatorHandle;
 let pg: PostgresServer;
 let s3: S3TestServer;
 const downloads: string[] = [];
+/** Without PostgreSQL here (named at the top of the run), the test that loads Postgres too is skipped. */
+const withPostgres = hasPostgres();
 beforeAll(async () => {
-  [emu, pg, s3] = await Promise.all([emulator({ seed: 11, size: 6000 }), startPostgres(), startS3Server()]);
-  await Promise.all([pg.createDatabase('single'), pg.createDatabase('shards'), s3.createBucket(BUCKET)]);
+  [emu, s3] = await Promise.all([emulator({ seed: 11, size: 6000 }), startS3Server()]);
+  await s3.createBucket(BUCKET);
+  if (!withPostgres) return;
+  pg = await startPostgres();
+  await Promise.all([pg.createDatabase('single'), pg.createDatabase('shards')]);
 }, 120_000);
 afterAll(async () => {
   await emu?.close();
@@ -148,114 +153,121 @@ const paidFilters = async (): Promise<number> =>
   ((await api(emu, 'GET', '/_emulator/counters')) as { paid: Record<string, number> }).paid.filter ?? 0;
 
 describe('shards of a prepared job', () => {
-  it('prepare once, four shard processes at once into one directory, one S3 prefix and one Postgres table = the single run; a killed shard rerun completes the set', async () => {
-    // The single run, for reference (it pays for its own filter job).
-    const single = workspace();
-    await runInProcess(single.write('scale_out.yaml', pipeline(pg.url('single'), 'single')), emu);
-    const expected = records(path.join(single.out, 'companies'));
-    expect(expected.length).toBe(4500);
-    const singleS3 = await download('single/');
+  it.skipIf(!withPostgres)(
+    'prepare once, four shard processes at once into one directory, one S3 prefix and one Postgres table = the single run; a killed shard rerun completes the set',
+    async () => {
+      // The single run, for reference (it pays for its own filter job).
+      const single = workspace();
+      await runInProcess(single.write('scale_out.yaml', pipeline(pg.url('single'), 'single')), emu);
+      const expected = records(path.join(single.out, 'companies'));
+      expect(expected.length).toBe(4500);
+      const singleS3 = await download('single/');
 
-    const ws = workspace();
-    const file = ws.write('scale_out.yaml', pipeline(pg.url('shards'), 'shards'));
-    const before = await paidFilters();
-    const prep = await cli(['prepare', file, '--shards', String(SHARDS), '--json', '--quiet']);
-    expect(prep.code, prep.stderr).toBe(0);
-    const prepared = JSON.parse(prep.stdout) as { id: string; units: number; paidJobs: { kind: string }[] };
-    expect(prepared.paidJobs.map((j) => j.kind)).toEqual(['filter']);
-    // 5 parts: every one of the 4 shards has work, and one has two (the one killed after its first commit).
-    expect(prepared.units).toBe(5);
-    expect(await paidFilters()).toBe(before + 1);
-    const output = path.join(ws.out, 'companies');
-    expect(existsSync(path.join(output, '.sluice-prepared.json')), 'the record next to the output').toBe(true);
+      const ws = workspace();
+      const file = ws.write('scale_out.yaml', pipeline(pg.url('shards'), 'shards'));
+      const before = await paidFilters();
+      const prep = await cli(['prepare', file, '--shards', String(SHARDS), '--json', '--quiet']);
+      expect(prep.code, prep.stderr).toBe(0);
+      const prepared = JSON.parse(prep.stdout) as { id: string; units: number; paidJobs: { kind: string }[] };
+      expect(prepared.paidJobs.map((j) => j.kind)).toEqual(['filter']);
+      // 5 parts: every one of the 4 shards has work, and one has two (the one killed after its first commit).
+      expect(prepared.units).toBe(5);
+      expect(await paidFilters()).toBe(before + 1);
+      const output = path.join(ws.out, 'companies');
+      expect(existsSync(path.join(output, '.sluice-prepared.json')), 'the record next to the output').toBe(true);
 
-    // The shard with the most parts is the one killed after its first commit.
-    const partsOf = (i: number) =>
-      Array.from({ length: prepared.units }, (_, k) => ({ id: '', params: { shard_key: `part:${k + 1}` } })).filter(
-        (u) => inShard(u, { index: i, count: SHARDS }),
-      ).length;
-    const victim = [...Array(SHARDS).keys()].sort((a, b) => partsOf(b) - partsOf(a))[0]!;
-    expect(partsOf(victim)).toBeGreaterThan(1);
+      // The shard with the most parts is the one killed after its first commit.
+      const partsOf = (i: number) =>
+        Array.from({ length: prepared.units }, (_, k) => ({ id: '', params: { shard_key: `part:${k + 1}` } })).filter(
+          (u) => inShard(u, { index: i, count: SHARDS }),
+        ).length;
+      const victim = [...Array(SHARDS).keys()].sort((a, b) => partsOf(b) - partsOf(a))[0]!;
+      expect(partsOf(victim)).toBeGreaterThan(1);
 
-    const runs = [...Array(SHARDS).keys()].map((i) =>
-      sluice(['run', file, '--shard', 'auto', '--shard-count', String(SHARDS), '--no-progress'], {
-        service: emu,
-        env: {
-          JOB_COMPLETION_INDEX: String(i),
-          ...(i === victim && { SLUICE_FAILPOINTS: 'engine:after-commit' }),
-        },
-      }),
-    );
-    const results = await Promise.all(runs);
-    results.forEach((r, i) => {
-      if (i === victim) expect(r.signal, r.stderr).toBe('SIGKILL');
-      else expect(r.code, `shard ${i}: ${r.stderr}`).toBe(0);
-    });
-    for (const r of results) expect(r.stderr).not.toMatch(/ENOENT|locked/);
+      const runs = [...Array(SHARDS).keys()].map((i) =>
+        sluice(['run', file, '--shard', 'auto', '--shard-count', String(SHARDS), '--no-progress'], {
+          service: emu,
+          env: {
+            JOB_COMPLETION_INDEX: String(i),
+            ...(i === victim && { SLUICE_FAILPOINTS: 'engine:after-commit' }),
+          },
+        }),
+      );
+      const results = await Promise.all(runs);
+      results.forEach((r, i) => {
+        if (i === victim) expect(r.signal, r.stderr).toBe('SIGKILL');
+        else expect(r.code, `shard ${i}: ${r.stderr}`).toBe(0);
+      });
+      for (const r of results) expect(r.stderr).not.toMatch(/ENOENT|locked/);
 
-    const partial = await cli(['finalize', file]);
-    expect(partial.code).toBe(1);
-    expect(partial.stderr).toContain(`shard(s) of ${prepared.id} have not committed: ${victim}/${SHARDS}`);
-    expect(partial.stdout).toMatch(new RegExp(`shard ${victim}/${SHARDS}\\s+crashed`));
-    expect(existsSync(path.join(output, '_sluice_shards.json')), 'no record of an incomplete set').toBe(false);
+      const partial = await cli(['finalize', file]);
+      expect(partial.code).toBe(1);
+      expect(partial.stderr).toContain(`shard(s) of ${prepared.id} have not committed: ${victim}/${SHARDS}`);
+      expect(partial.stdout).toMatch(new RegExp(`shard ${victim}/${SHARDS}\\s+crashed`));
+      expect(existsSync(path.join(output, '_sluice_shards.json')), 'no record of an incomplete set').toBe(false);
 
-    const rerun = await sluice(['run', file, '--shard', `${victim}/${SHARDS}`, '--no-progress'], { service: emu });
-    expect(rerun.code, rerun.stderr).toBe(0);
-    expect(rerun.stderr).toMatch(/resuming scale_out/);
+      const rerun = await sluice(['run', file, '--shard', `${victim}/${SHARDS}`, '--no-progress'], { service: emu });
+      expect(rerun.code, rerun.stderr).toBe(0);
+      expect(rerun.stderr).toMatch(/resuming scale_out/);
 
-    const done = await cli(['finalize', file]);
-    expect(done.code, done.stderr).toBe(0);
-    expect(done.stdout).toContain(`${SHARDS}/${SHARDS} shard(s) committed — complete`);
-    // The complete set's manifests, next to each file output, for readers that follow manifests.
-    const manifests = [...Array(SHARDS).keys()].map((i) => `_sluice_manifest.shard-${i}-of-${SHARDS}.json`);
-    const record = JSON.parse(readFileSync(path.join(output, '_sluice_shards.json'), 'utf8')) as {
-      prepared: string;
-      manifests: string[];
-    };
-    expect(record).toMatchObject({ prepared: prepared.id, manifests });
-    expect(done.stdout).toContain(`wrote s3://${BUCKET}/shards/_sluice_shards.json`);
-    const runsOut = await cli(['runs', file]);
-    expect(runsOut.stdout).toContain(`${SHARDS}/${SHARDS} shard(s) committed`);
+      const done = await cli(['finalize', file]);
+      expect(done.code, done.stderr).toBe(0);
+      expect(done.stdout).toContain(`${SHARDS}/${SHARDS} shard(s) committed — complete`);
+      // The complete set's manifests, next to each file output, for readers that follow manifests.
+      const manifests = [...Array(SHARDS).keys()].map((i) => `_sluice_manifest.shard-${i}-of-${SHARDS}.json`);
+      const record = JSON.parse(readFileSync(path.join(output, '_sluice_shards.json'), 'utf8')) as {
+        prepared: string;
+        manifests: string[];
+      };
+      expect(record).toMatchObject({ prepared: prepared.id, manifests });
+      expect(done.stdout).toContain(`wrote s3://${BUCKET}/shards/_sluice_shards.json`);
+      const runsOut = await cli(['runs', file]);
+      expect(runsOut.stdout).toContain(`${SHARDS}/${SHARDS} shard(s) committed`);
 
-    expect(records(output)).toEqual(expected);
-    // One directory, the single run's layout: data files directly in it, a manifest per shard, no sub-directories.
-    const entries = readdirSync(output).filter((n) => !n.startsWith('.'));
-    expect(entries.filter((n) => n.startsWith('_sluice_')).sort()).toEqual([...manifests, '_sluice_shards.json']);
-    const dataFiles = entries.filter((n) => !n.startsWith('_sluice_'));
-    expect(dataFiles.length).toBeGreaterThanOrEqual(SHARDS);
-    expect(
-      dataFiles.every((n) => /^part-shard-\d-of-4-.*\.jsonl$/.test(n)),
-      dataFiles.join(' '),
-    ).toBe(true);
+      expect(records(output)).toEqual(expected);
+      // One directory, the single run's layout: data files directly in it, a manifest per shard, no sub-directories.
+      const entries = readdirSync(output).filter((n) => !n.startsWith('.'));
+      expect(entries.filter((n) => n.startsWith('_sluice_')).sort()).toEqual([...manifests, '_sluice_shards.json']);
+      const dataFiles = entries.filter((n) => !n.startsWith('_sluice_'));
+      expect(dataFiles.length).toBeGreaterThanOrEqual(SHARDS);
+      expect(
+        dataFiles.every((n) => /^part-shard-\d-of-4-.*\.jsonl$/.test(n)),
+        dataFiles.join(' '),
+      ).toBe(true);
 
-    // One S3 prefix: the single run's rows and layout (Parquet: its partitions), every shard's manifest beside them.
-    const sharded = await download('shards/');
-    const digest = await s3Digest(sharded.dir);
-    expect(digest.rows).toBe(4500);
-    expect(digest).toEqual(await s3Digest(singleS3.dir));
-    const layout = (keys: string[]) => new Set(keys.filter(isS3Data).map((k) => path.posix.dirname(k)));
-    expect(layout(sharded.keys)).toEqual(layout(singleS3.keys));
-    if (S3_PARQUET) expect([...layout(sharded.keys)].every((d) => /^country_code=[^/]+$/.test(d))).toBe(true);
-    expect(sharded.keys.filter(isS3Data).every((k) => /(^|\/)part-shard-\d-of-4-/.test(k))).toBe(true);
-    expect(sharded.keys.filter((k) => !isS3Data(k)).sort()).toEqual([
-      '.sluice-prepared.json',
-      ...manifests,
-      '_sluice_shards.json',
-    ]);
-    // A reader following the manifests finds exactly the data objects a listing reader finds.
-    const listed = manifests.flatMap((m) =>
-      Object.values(
-        (JSON.parse(readFileSync(path.join(sharded.dir, m), 'utf8')) as { units: Record<string, { files: string[] }> })
-          .units,
-      ).flatMap((u) => u.files),
-    );
-    expect([...new Set(listed)].sort()).toEqual(sharded.keys.filter(isS3Data).sort());
-    const table = await tableRows('shards');
-    expect(table.length).toBe(4500);
-    expect(table).toEqual(await tableRows('single'));
-    // The shards downloaded the prepared snapshot: no filter job of their own.
-    expect(await paidFilters()).toBe(before + 1);
-  }, 150_000);
+      // One S3 prefix: the single run's rows and layout (Parquet: its partitions), every shard's manifest beside them.
+      const sharded = await download('shards/');
+      const digest = await s3Digest(sharded.dir);
+      expect(digest.rows).toBe(4500);
+      expect(digest).toEqual(await s3Digest(singleS3.dir));
+      const layout = (keys: string[]) => new Set(keys.filter(isS3Data).map((k) => path.posix.dirname(k)));
+      expect(layout(sharded.keys)).toEqual(layout(singleS3.keys));
+      if (S3_PARQUET) expect([...layout(sharded.keys)].every((d) => /^country_code=[^/]+$/.test(d))).toBe(true);
+      expect(sharded.keys.filter(isS3Data).every((k) => /(^|\/)part-shard-\d-of-4-/.test(k))).toBe(true);
+      expect(sharded.keys.filter((k) => !isS3Data(k)).sort()).toEqual([
+        '.sluice-prepared.json',
+        ...manifests,
+        '_sluice_shards.json',
+      ]);
+      // A reader following the manifests finds exactly the data objects a listing reader finds.
+      const listed = manifests.flatMap((m) =>
+        Object.values(
+          (
+            JSON.parse(readFileSync(path.join(sharded.dir, m), 'utf8')) as {
+              units: Record<string, { files: string[] }>;
+            }
+          ).units,
+        ).flatMap((u) => u.files),
+      );
+      expect([...new Set(listed)].sort()).toEqual(sharded.keys.filter(isS3Data).sort());
+      const table = await tableRows('shards');
+      expect(table.length).toBe(4500);
+      expect(table).toEqual(await tableRows('single'));
+      // The shards downloaded the prepared snapshot: no filter job of their own.
+      expect(await paidFilters()).toBe(before + 1);
+    },
+    150_000,
+  );
 
   it('a shard run again after it completed commits nothing twice', async () => {
     const ws = workspace();

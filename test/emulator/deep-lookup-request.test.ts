@@ -102,9 +102,9 @@ describe('a request over emulated time', () => {
       [2, false],
     ] as const) {
       const other = await startEmulator({ seed });
-      // Its clock moved by hand as this file's is: a day later the request is complete, however fast this machine.
-      const started = other.ctx.clock.now();
-      let now = started;
+      // Its clock moved by hand, as this file's: a fast clock read twice in one millisecond had not moved at all,
+      // and the request was still empty.
+      let now = other.ctx.clock.now();
       (other.ctx.clock as { now: () => number }).now = () => now;
       try {
         const h = { ...AUTH };
@@ -114,7 +114,7 @@ describe('a request over emulated time', () => {
           body: JSON.stringify([{ query: ROBOTICS, result_limit: 20 }]),
         });
         const rid = ((await t.json()) as Obj).request_id;
-        now = started + 24 * 3_600_000;
+        now += 24 * 3_600_000;
         const data = ((await (await fetch(`${other.url}${BASE}/request/${rid}`, { headers: h })).json()) as Obj).data;
         if (same) expect(data).toEqual(mine);
         else expect(data).not.toEqual(mine);

@@ -13,14 +13,14 @@ import { runPipeline } from '../../src/operations/run.js';
 import { readRunHistory } from '../../src/state/run-history.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
 import { startPushgateway, type Pushgateway } from '../support/pushgateway.js';
-import { systemBinary } from '../support/system-packages.js';
+import { hasSystemPackage } from '../support/system-packages.js';
 
 const quiet = { fresh: false, logFormat: 'text', quiet: true, progress: false } as const;
 let gateway: Pushgateway;
 let dir: string;
 
 // Installed by the global setup where it can be; elsewhere named once at the top of the run, and skipped here.
-const hasGateway = systemBinary('pushgateway') !== undefined;
+const hasGateway = hasSystemPackage('pushgateway');
 
 beforeAll(async () => {
   if (hasGateway) gateway = await startPushgateway();

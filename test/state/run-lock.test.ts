@@ -93,7 +93,10 @@ describe('the run lock', () => {
     const log = recordingLog();
     const first = await acquireRunLock(file, { command: 'first', log });
     const waiting = acquireRunLock(file, { command: 'second', log, waitMs: 10_000, pollMs: 20 });
-    setTimeout(() => void first.release(), 100);
+    // Released once the second taker says it waits, not after a delay: on a loaded machine a delay can pass before
+    // the second taker has even tried, which then finds the lock free and never waits.
+    while (!log.lines.some((l) => l.startsWith('waiting for the lock'))) await new Promise((r) => setTimeout(r, 5));
+    await first.release();
     const second = await waiting;
     expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ command: 'second' });
     expect(log.lines.some((l) => l.startsWith('waiting for the lock'))).toBe(true);

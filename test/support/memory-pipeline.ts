@@ -1,5 +1,5 @@
 /**
- * A pipeline over in-memory components (test/engine/in-memory.ts) for runPipeline tests: a registry whose `memory`
+ * A pipeline over in-memory components (test/support/in-memory.ts) for runPipeline tests: a registry whose `memory`
  * source and sinks are fixed instances (so they outlive a run like real outputs do), and a `reject-odd` transform
  * that dead-letters every record with an odd `id`.
  */

@@ -8,7 +8,7 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { startPostgres } from './postgres-server.js';
+import { hasPostgres, startPostgres } from './postgres-server.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 /** How long the watchdog may take to notice (it polls every 500 ms) and to stop the server. */
@@ -53,7 +53,7 @@ interface Started {
   watchdogPid: number;
 }
 
-describe('postgres-server watchdog', () => {
+describe.skipIf(!hasPostgres())('postgres-server watchdog', () => {
   it('stops the cluster and deletes its directory once the test process is killed with SIGKILL', async () => {
     // A stand-in for a test process: starts a cluster, says which, then waits to be killed.
     const script = [

@@ -4,20 +4,23 @@
  * trusted; TCP connections need the superuser's password (scram-sha-256), so a test can pass a password and check
  * that it never shows.
  *
- * The server binaries come from $SLUICE_PG_BINDIR, /usr/lib/postgresql/15/bin, `pg_config --bindir`, or PATH.
+ * The server binaries are a system package's (support/system-packages.ts, `postgres`: Debian's postgresql-15, found in
+ * $SLUICE_PG_BINDIR, /usr/lib/postgresql/15/bin or on PATH), installed by the suite's global setup where it can.
  * PostgreSQL refuses to run as root: when the tests run as root, initdb and the server run as the `postgres` user
- * (`runuser -u postgres --`), which owns the directory. Without the binaries this throws, naming the package to
- * install: the Postgres tests fail rather than skip.
+ * (`runuser -u postgres --`), which owns the directory; the package creates it, else the global setup does. A file
+ * that starts a server skips its tests when `hasPostgres()` says no (the run's first lines name them and the command
+ * that brings them in); called anyway, this throws, naming that command.
  *
  * A test process killed hard never runs its `afterAll`: a detached watchdog (postgres-watchdog.js), one per cluster,
  * polls the test process's pid and stops and deletes the cluster once it is gone. `stop()` ends the watchdog.
  */
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { hasSystemPackage, installCommand, runAsUser, systemBinary } from './system-packages.js';
 
 export const PG_USER = 'sluice';
 /** The superuser's password for TCP connections; tests check it never appears in any output. */
@@ -51,19 +54,19 @@ export interface PostgresServer {
   stop(): void;
 }
 
+/** The server binaries and, as root, the user to run them as are here; otherwise the file's Postgres tests skip. */
+export function hasPostgres(): boolean {
+  return hasSystemPackage('postgres');
+}
+
 function findBinDir(): string {
-  const candidates = [process.env.SLUICE_PG_BINDIR, '/usr/lib/postgresql/15/bin'];
-  const pgConfig = spawnSync('pg_config', ['--bindir'], { encoding: 'utf8' });
-  if (pgConfig.status === 0) candidates.push(pgConfig.stdout.trim());
-  const which = spawnSync('sh', ['-c', 'command -v initdb'], { encoding: 'utf8' });
-  if (which.status === 0) candidates.push(path.dirname(which.stdout.trim()));
-  for (const dir of candidates)
-    if (dir && ['initdb', 'pg_ctl', 'postgres'].every((b) => existsSync(path.join(dir, b)))) return dir;
+  const initdb = systemBinary('postgres');
+  const dir = initdb && path.dirname(initdb);
+  if (dir && hasPostgres() && ['pg_ctl', 'postgres'].every((b) => existsSync(path.join(dir, b)))) return dir;
   throw new Error(
-    'PostgreSQL server binaries (initdb, pg_ctl, postgres) not found in $SLUICE_PG_BINDIR, ' +
-      '/usr/lib/postgresql/15/bin, `pg_config --bindir` or PATH. Install PostgreSQL 15 server binaries: ' +
-      '`apt-get install postgresql-15` (Debian/Ubuntu), `brew install postgresql@15` (macOS), ' +
-      'or set SLUICE_PG_BINDIR to the directory holding initdb.',
+    `PostgreSQL 15 server binaries (initdb, pg_ctl, postgres${runAsUser('postgres') ? '; as root, the postgres user' : ''}) ` +
+      `not found in $SLUICE_PG_BINDIR, /usr/lib/postgresql/15/bin or PATH: ${installCommand(['postgres'])} ` +
+      '(Debian/Ubuntu), `brew install postgresql@15` (macOS), or set SLUICE_PG_BINDIR to the directory holding initdb',
   );
 }
 
@@ -85,10 +88,10 @@ function chownTree(p: string, uid: number, gid: number): void {
 
 export async function startPostgres(): Promise<PostgresServer> {
   const bin = findBinDir();
-  const asRoot = process.getuid?.() === 0;
+  const runAs = runAsUser('postgres');
   const run = (cmd: string, args: string[]): string => {
-    const [file, argv] = asRoot
-      ? ['runuser', ['-u', 'postgres', '--', path.join(bin, cmd), ...args]]
+    const [file, argv] = runAs
+      ? ['runuser', ['-u', runAs, '--', path.join(bin, cmd), ...args]]
       : [path.join(bin, cmd), args];
     try {
       return execFileSync(file, argv, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
@@ -101,9 +104,9 @@ export async function startPostgres(): Promise<PostgresServer> {
   const data = path.join(dir, 'data');
   const pwfile = path.join(dir, 'pw');
   writeFileSync(pwfile, `${PG_PASSWORD}\n`);
-  if (asRoot) {
-    const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
-    const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
+  if (runAs) {
+    const uid = Number(execFileSync('id', ['-u', runAs], { encoding: 'utf8' }).trim());
+    const gid = Number(execFileSync('id', ['-g', runAs], { encoding: 'utf8' }).trim());
     chownTree(dir, uid, gid);
   }
   // Started before initdb, so that a test killed while the cluster is still starting leaves nothing behind either.
@@ -115,7 +118,7 @@ export async function startPostgres(): Promise<PostgresServer> {
       dir,
       path.join(bin, 'pg_ctl'),
       data,
-      ...(asRoot ? ['postgres'] : []),
+      ...(runAs ? [runAs] : []),
     ],
     // Its own process group, so that a signal to the test's group (Ctrl-C, a runner's kill) does not take it along;
     // unreferenced, so that it never keeps the test process alive.

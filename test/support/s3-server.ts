@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CreateBucketCommand, GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { s3Client, S3Store } from '../../src/sink-kit/output-files/s3.js';
+import { atomicPuts, type S3rverStore } from './s3rver-atomic-puts.js';
 
 /** The part of Koa's context the multipart additions use. */
 interface KoaContext {
@@ -30,6 +31,7 @@ interface S3rverInstance {
   close(): Promise<void>;
   /** Koa's middleware stack (s3rver is a Koa application). */
   middleware: KoaMiddleware[];
+  store: S3rverStore;
 }
 type S3rverCtor = new (opts: { port: number; address: string; silent: boolean; directory: string }) => S3rverInstance;
 
@@ -80,6 +82,8 @@ export async function startS3Server(): Promise<S3TestServer> {
   const dir = await mkdtemp(path.join(tmpdir(), 'sluice-s3rver-'));
   const server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: dir });
   server.middleware.unshift(multipartAdditions(dir));
+  // Objects written whole and read whole, as S3 does (s3rver-atomic-puts.ts).
+  const removeStaging = await atomicPuts(server.store);
   const { port } = await server.run();
   const endpoint = `http://127.0.0.1:${port}`;
   // s3rver accepts any signature made with its default key pair.
@@ -119,6 +123,7 @@ export async function startS3Server(): Promise<S3TestServer> {
         else process.env[k] = v;
       await server.close();
       await rm(dir, { recursive: true, force: true });
+      await removeStaging();
     },
   };
 }

@@ -72,7 +72,7 @@ export function initCommand(ctx: CliContext): CommandModule<object, InitArgs> {
         ctx.io.out(`wrote ${f.target}`);
       }
       const pipelineFile = targets[0]!.target;
-      ctx.io.out(`\nrun it:  npx sluice run ${pipelineFile} --show 5`);
+      ctx.io.out(`\nrun it:  sluice run ${pipelineFile} --show 5`);
     },
   };
 }

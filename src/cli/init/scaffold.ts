@@ -110,7 +110,7 @@ export function scaffold(req: ScaffoldRequest): ScaffoldFile[] {
   );
 
   const file = `${req.name}.yaml`;
-  const run = `npx sluice run ${file} --show 5`;
+  const run = `sluice run ${file} --show 5`;
   const header = [
     `# ${req.source} → ${req.sink}, written by \`sluice init ${req.source} --sink ${req.sink}\`.`,
     ...(offline

@@ -12,7 +12,7 @@ import { CELLS, TEST_CELLS, cellLabel } from '../../../bench/crash-matrix.js';
 import { leftovers, outputDigest, visibleAfterKill, type Output } from '../../../bench/lib/crash-outputs.js';
 import { FAILPOINTS } from '../../../src/core/failpoints.js';
 import { COMPACT_FAILPOINTS } from '../../operations/compact-failpoints.js';
-import { TARGETS } from '../../sinks/conformance/targets.js';
+import { ALL_TARGETS } from '../../sinks/conformance/targets.js';
 import { HALVES, MATRIX } from './run-cells.js';
 
 const dirs: string[] = [];
@@ -86,7 +86,7 @@ describe('the cells npm test runs', () => {
     const struck = new Set([
       ...CELLS.flatMap((c) => ('failpoint' in c.kill ? [c.kill.failpoint.split('=')[0]] : [])),
       ...COMPACT_FAILPOINTS,
-      ...TARGETS.flatMap((t) =>
+      ...ALL_TARGETS.flatMap((t) =>
         Object.values(t.failpoints)
           .flat()
           .map((f) => f.split('=')[0]),

@@ -13,7 +13,7 @@ import type { Batch, Row, WorkUnit } from '../../../src/core/types.js';
 import { postgresSinkSchema } from '../../../sinks/postgres/config.js';
 import { PostgresSinkError, createPool, isTransientPgError } from '../../../sinks/postgres/connection.js';
 import { PostgresSink } from '../../../sinks/postgres/sink.js';
-import { startPostgres, type PostgresServer } from '../../support/postgres-server.js';
+import { hasPostgres, type PostgresServer, startPostgres } from '../../support/postgres-server.js';
 import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy.js';
 import { batches, sinkContext } from '../helpers.js';
 
@@ -101,7 +101,7 @@ async function tableState(table: string): Promise<{ rows: number; ids: number; u
   return r as { rows: number; ids: number; units: number };
 }
 
-describe('postgres sink: a connection reset', () => {
+describe.skipIf(!hasPostgres())('postgres sink: a connection reset', () => {
   it('mid-COPY: the attempt fails transiently and commits nothing; the next attempt loads the unit once', async () => {
     const { sink, table } = await openSink();
     await sink.writeUnit(unitOf('first'), batches(manyRows(10, 'f')), NO_CHECKPOINT);
@@ -197,7 +197,7 @@ describe('postgres sink: a connection reset', () => {
   });
 });
 
-describe('postgres sink: the pool', () => {
+describe.skipIf(!hasPostgres())('postgres sink: the pool', () => {
   it("never lets a client's 'error' event end the process, also while the client is checked out", async () => {
     const pool = createPool(server.socketUrl(DB), () => undefined);
     try {

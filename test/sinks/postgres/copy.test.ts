@@ -10,7 +10,7 @@ import type { Row } from '../../../src/core/types.js';
 import { BIGINT, VARCHAR } from '../../../src/core/logical-type.js';
 import { CopyWriter, Spool, SpoolPool, copySpool } from '../../../sinks/postgres/copy.js';
 import { RowEncoder } from '../../../sinks/postgres/encode.js';
-import { startPostgres, type PostgresServer } from '../../support/postgres-server.js';
+import { hasPostgres, type PostgresServer, startPostgres } from '../../support/postgres-server.js';
 
 const DB = 'copy_test';
 let server: PostgresServer;
@@ -45,7 +45,7 @@ async function withClient<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
   }
 }
 
-describe('CopyWriter', () => {
+describe.skipIf(!hasPostgres())('CopyWriter', () => {
   it('streams a unit of many chunks whole and in order, the spool holding the bytes sent', async () => {
     await server.query(DB, 'CREATE TABLE many (n bigint, s text)');
     const spool = new Spool();

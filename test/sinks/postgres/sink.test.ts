@@ -11,7 +11,7 @@ import type { DeclaredSchema } from '../../../src/core/declared.js';
 import { BIGINT, DOUBLE, JSON_TYPE, TIMESTAMP, VARCHAR, listOf } from '../../../src/core/logical-type.js';
 import { postgresSinkSchema } from '../../../sinks/postgres/config.js';
 import { PostgresSink } from '../../../sinks/postgres/sink.js';
-import { PG_PASSWORD } from '../../support/postgres-server.js';
+import { hasPostgres, PG_PASSWORD } from '../../support/postgres-server.js';
 import { batches, failingBatches, RICH_BACK, richRows, sinkContext } from '../helpers.js';
 import { DB, postgresSinkHarness, unit } from './harness.js';
 import { armed } from '../../support/failpoints.js';
@@ -19,7 +19,7 @@ import { armed } from '../../support/failpoints.js';
 const pg = postgresSinkHarness();
 const { freshTable, openSink, rows, columnTypes } = pg;
 
-describe('postgres sink: append', () => {
+describe.skipIf(!hasPostgres())('postgres sink: append', () => {
   it('creates the table with Postgres types and stores every kind of value as it was', async () => {
     const table = freshTable();
     const { sink } = await openSink({ table });
@@ -116,7 +116,7 @@ describe('postgres sink: append', () => {
   });
 });
 
-describe('postgres sink: schema', () => {
+describe.skipIf(!hasPostgres())('postgres sink: schema', () => {
   it('creates every declared column from the first unit, in order, even those no row fills', async () => {
     const table = freshTable();
     const declared: DeclaredSchema = [
@@ -258,7 +258,7 @@ describe('postgres sink: schema', () => {
   });
 });
 
-describe('postgres sink: merge and replace', () => {
+describe.skipIf(!hasPostgres())('postgres sink: merge and replace', () => {
   it('merge upserts on the key; within a unit the last row for a key wins; null keys match each other', async () => {
     const table = freshTable();
     const { sink } = await openSink({ table, write: 'merge', primary_key: ['id'] });
@@ -332,7 +332,7 @@ describe('postgres sink: merge and replace', () => {
   });
 });
 
-describe('postgres sink: connection', () => {
+describe.skipIf(!hasPostgres())('postgres sink: connection', () => {
   it('takes the libpq environment when there is no url', async () => {
     const table = freshTable();
     const saved = { ...process.env };
