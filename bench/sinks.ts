@@ -32,7 +32,8 @@ import { DuckDBDataChunk, DuckDBInstance, JSToDuckDBValueConverter, type JS } fr
 import pLimit from 'p-limit';
 import { NO_CHECKPOINT } from '../src/core/checkpoint.js';
 import type { Batch, Logger, Sink, SinkContext, WorkUnit } from '../src/core/types.js';
-import { duckdbType, quoteIdent } from '../src/schema/duckdb-types.js';
+import { duckdbType } from '../src/schema/duckdb-types.js';
+import { quoteIdent } from '../src/core/sql.js';
 import { InferredSchema } from '../src/schema/infer.js';
 import { VARCHAR, listOf, structOf, type LogicalType } from '../src/core/logical-type.js';
 import { duckdbSinkSchema } from '../sinks/duckdb/config.js';

@@ -46,7 +46,7 @@ async function sluicePipeline(a: CaseArgs, sink: Record<string, unknown>, output
 /** DuckDB's own load with its default settings, in a database of its own; `records` counts what it wrote. */
 async function duckdbOwn(a: CaseArgs, statement: (source: string) => string, records: string): Promise<Run> {
   const { DuckDBInstance } = await import('@duckdb/node-api');
-  const { quoteString } = await import('../../src/schema/duckdb-types.js');
+  const { quoteString } = await import('../../src/core/sql.js');
   const file = path.join(a.outDir, 'own.duckdb');
   return async () => {
     const db = await DuckDBInstance.create(file);

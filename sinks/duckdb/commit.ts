@@ -7,7 +7,13 @@ import { SluiceError } from '../../src/core/errors.js';
 import type { CommitResult, SchemaChange, UnitCommit, WorkUnit } from '../../src/core/types.js';
 import { checkKeysPresent } from '../../src/schema/merge-keys.js';
 import type { AttemptLoad } from '../../src/sink-kit/warehouse/system-tables.js';
-import { nullRowsDropped, UNCOMMITTED_HINT, withChanges } from '../../src/sink-kit/warehouse/unit-result.js';
+import {
+  keptChanging,
+  MAX_FIT_ROUNDS,
+  nullRowsDropped,
+  UNCOMMITTED_HINT,
+  withChanges,
+} from '../../src/sink-kit/warehouse/unit-result.js';
 import type { DuckDBSinkConfig, TableNames } from './config.js';
 import { loadUnit } from './load.js';
 import type { DuckDBSession } from './session.js';
@@ -37,7 +43,7 @@ export async function commitStaged(
   table.checkUnit(ctx, staged.schema.conflicts);
   const changes: SchemaChange[] = [];
   try {
-    for (;;) {
+    for (let round = 0; round < MAX_FIT_ROUNDS; round++) {
       // Decided against the table as it is now; another unit may change it before this one loads: then again.
       const incoming = await session.read((conn) => fitTextToTemporal(conn, staged, table.columns));
       const typed = incoming.size > 0;
@@ -68,6 +74,7 @@ export async function commitStaged(
       if (r.committed) changes.unshift(...table.openChanges.splice(0));
       return withChanges(r, changes);
     }
+    throw keptChanging(s.label, unit.id);
   } catch (err) {
     throw err instanceof SluiceError ? err : unitFailure(s.label, `could not load unit ${unit.id}`, err);
   }

@@ -5,7 +5,8 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { atFailpoint } from '../../src/core/failpoints.js';
 import type { CommitResult, UnitCommit } from '../../src/core/types.js';
-import { duckdbType, quoteIdent } from '../../src/schema/duckdb-types.js';
+import { duckdbType } from '../../src/schema/duckdb-types.js';
+import { quoteIdent } from '../../src/core/sql.js';
 import type { TableNames } from './config.js';
 import { mergeRows } from './merge.js';
 import { readStagedSql } from './read.js';

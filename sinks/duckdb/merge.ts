@@ -1,6 +1,6 @@
 /** `write: merge`: a unit's rows replace the stored rows with the same primary key; within the unit the last wins. */
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { quoteIdent } from '../../src/schema/duckdb-types.js';
+import { quoteIdent } from '../../src/core/sql.js';
 
 /**
  * Merges the rows of `source` (a table expression) into `table`, inside the caller's transaction. Returns the rows

@@ -1,5 +1,5 @@
 /** The `read_json` call that reads a staged unit with explicit column types. */
-import { quoteString } from '../../src/schema/duckdb-types.js';
+import { quoteString } from '../../src/core/sql.js';
 import type { StagedUnit } from './stage.js';
 
 /**

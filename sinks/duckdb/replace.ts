@@ -4,7 +4,7 @@
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { failpoint } from '../../src/core/failpoints.js';
-import { quoteIdent } from '../../src/schema/duckdb-types.js';
+import { quoteIdent } from '../../src/core/sql.js';
 import type { TableNames } from './config.js';
 import { deleteStateRows, moveStateRows } from './state.js';
 import { qualified, tableExists } from './table.js';

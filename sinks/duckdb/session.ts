@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { SinkContext } from '../../src/core/types.js';
 import { Mutex } from '../../src/core/concurrency.js';
-import { quoteIdent, quoteString } from '../../src/schema/duckdb-types.js';
+import { quoteIdent, quoteString } from '../../src/core/sql.js';
 import type { DuckDBSinkConfig, TableNames } from './config.js';
 import { DuckDBDatabase } from './database.js';
 import { StagingDir } from './stage.js';

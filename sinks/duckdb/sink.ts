@@ -38,7 +38,8 @@ import type {
   UnitCommit,
   WorkUnit,
 } from '../../src/core/types.js';
-import { duckdbType, quoteIdent } from '../../src/schema/duckdb-types.js';
+import { duckdbType } from '../../src/schema/duckdb-types.js';
+import { quoteIdent } from '../../src/core/sql.js';
 import { declaredTypes } from '../../src/core/declared.js';
 import type { LogicalType } from '../../src/core/logical-type.js';
 import { displayPath } from '../../src/sink-kit/display-path.js';

@@ -3,7 +3,7 @@
  * per committed unit with its checkpoint, written in the unit's transaction; `_sluice_runs`, one row per run.
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { quoteString } from '../../src/schema/duckdb-types.js';
+import { quoteString } from '../../src/core/sql.js';
 import { systemTableSql } from '../../src/sink-kit/warehouse/system-tables.js';
 
 export const STATE_TABLE = 'main._sluice_state';

@@ -4,7 +4,8 @@
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { SluiceError } from '../../src/core/errors.js';
-import { duckdbType, fromDuckDBType, quoteIdent, quoteString } from '../../src/schema/duckdb-types.js';
+import { duckdbType, fromDuckDBType } from '../../src/schema/duckdb-types.js';
+import { quoteIdent, quoteString } from '../../src/core/sql.js';
 import { fitsColumns } from '../../src/schema/column-changes.js';
 import { cloneType, sameType, type LogicalType } from '../../src/core/logical-type.js';
 import type { SchemaChange } from '../../src/core/types.js';

@@ -10,7 +10,8 @@
  * `TRY_CAST` takes and `read_json` refuses: such a unit fails with DuckDB's error instead of widening the column.
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { duckdbType, quoteIdent, quoteString } from '../../src/schema/duckdb-types.js';
+import { duckdbType } from '../../src/schema/duckdb-types.js';
+import { quoteIdent, quoteString } from '../../src/core/sql.js';
 import { listOf, type LogicalType } from '../../src/core/logical-type.js';
 import { readStagedSql } from './read.js';
 import type { StagedUnit } from './stage.js';

@@ -24,7 +24,7 @@ import { from as copyFrom, type CopyStreamQuery } from 'pg-copy-streams';
 import { failpoint } from '../../src/core/failpoints.js';
 import type { Batch, Row } from '../../src/core/types.js';
 import { CopyBuffer, RowEncoder, UnstorableValue } from './encode.js';
-import { quoteIdent } from './types.js';
+import { quoteIdent } from '../../src/core/sql.js';
 
 /** COPY text per CopyData message: large enough that the protocol's and the socket's per-message costs vanish. */
 const CHUNK_BYTES = 1 << 18;

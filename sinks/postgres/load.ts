@@ -22,7 +22,8 @@ import { RowEncoder } from './encode.js';
 import { createMergeStage, upsertFromStage } from './merge.js';
 import { insertStateRow, isUnitCommitted } from './state.js';
 import { fitsTable, lockKey, lockShared, readColumns, type Columns } from './table.js';
-import { pgType, qualified, quoteIdent } from './types.js';
+import { pgType, qualified } from './types.js';
+import { quoteIdent } from '../../src/core/sql.js';
 
 export interface UnitLoad {
   pipeline: string;

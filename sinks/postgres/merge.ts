@@ -4,7 +4,7 @@
  * the duckdb sink. The staging table numbers rows in arrival order for that.
  */
 import type pg from 'pg';
-import { quoteIdent } from './types.js';
+import { quoteIdent } from '../../src/core/sql.js';
 
 const STAGE = quoteIdent('_sluice_merge_stage');
 const SEQ = quoteIdent('_sluice_seq');

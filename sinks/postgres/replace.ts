@@ -8,7 +8,8 @@ import type { TableNames } from './config.js';
 import { inTransaction } from './connection.js';
 import { deleteStateRows, moveStateRows } from './state.js';
 import { lockExclusive, lockKey, tableExists } from './table.js';
-import { qualified, quoteIdent } from './types.js';
+import { qualified } from './types.js';
+import { quoteIdent } from '../../src/core/sql.js';
 
 /** A fresh run starts a new generation: whatever an unfinished run left goes. */
 export async function dropNextGeneration(pool: pg.Pool, names: TableNames, pipeline: string): Promise<void> {

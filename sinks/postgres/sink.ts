@@ -73,7 +73,8 @@ import {
 } from './state.js';
 import { TableColumns } from './table-columns.js';
 import { lockExclusive, readColumns, schemaLockKey, tableExists } from './table.js';
-import { pgType, qualified, quoteIdent } from './types.js';
+import { pgType, qualified } from './types.js';
+import { quoteIdent } from '../../src/core/sql.js';
 import { loadRows, type UnitScope } from './unit.js';
 
 export class PostgresSink implements Sink {

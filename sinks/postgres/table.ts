@@ -11,7 +11,8 @@ import { fitsColumns } from '../../src/schema/column-changes.js';
 import { joinTypes } from '../../src/schema/join.js';
 import { cloneType, type LogicalType } from '../../src/core/logical-type.js';
 import { errorLine } from './connection.js';
-import { fromPgColumn, pgType, qualified, quoteIdent } from './types.js';
+import { fromPgColumn, pgType, qualified } from './types.js';
+import { quoteIdent } from '../../src/core/sql.js';
 import type { ColumnDdl, Columns } from '../../src/sink-kit/warehouse/evolve.js';
 
 export type { Columns };

@@ -13,6 +13,7 @@
  * (`profile->>'name'`, `@>`, `jsonb_path_query`), it takes new fields without DDL, and it is indexable.
  * Timestamps are `timestamptz`: sluice's timestamps are instants (UTC), which is what `timestamptz` stores.
  */
+import { quoteIdent } from '../../src/core/sql.js';
 import {
   BIGINT,
   BOOLEAN,
@@ -25,11 +26,6 @@ import {
   nativeType,
   type LogicalType,
 } from '../../src/core/logical-type.js';
-
-/** `"name"` with embedded quotes doubled. */
-export function quoteIdent(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`;
-}
 
 /** `"schema"."table"`. */
 export function qualified(schema: string, table: string): string {

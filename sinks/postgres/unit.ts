@@ -5,7 +5,6 @@
  * under the load by another process is read again, up to `MAX_FIT_ROUNDS` times.
  */
 import type pg from 'pg';
-import { SluiceError } from '../../src/core/errors.js';
 import { decidedColumns } from '../../src/core/logical-type.js';
 import type {
   Batch,
@@ -17,7 +16,12 @@ import type {
   WorkUnit,
 } from '../../src/core/types.js';
 import { InferredSchema } from '../../src/schema/infer.js';
-import { nullRowsDropped, withChanges } from '../../src/sink-kit/warehouse/unit-result.js';
+import {
+  keptChanging,
+  MAX_FIT_ROUNDS,
+  nullRowsDropped,
+  withChanges,
+} from '../../src/sink-kit/warehouse/unit-result.js';
 import type { PostgresSinkConfig, TableNames } from './config.js';
 import { guarded } from './connection.js';
 import type { SpoolPool } from './copy.js';
@@ -25,8 +29,6 @@ import { loadUnit, streamUnit, type Prefix } from './load.js';
 import type { TableColumns } from './table-columns.js';
 
 /** Times a unit's load finds the table changed under it before giving up (another process keeps widening it). */
-const MAX_FIT_ROUNDS = 5;
-
 /** What a unit's load needs of its sink. */
 export interface UnitScope {
   pool: pg.Pool;
@@ -92,7 +94,7 @@ async function stream(
         }
         return r;
       }
-      throw keptChanging(s.label, unit);
+      throw keptChanging(s.label, unit.id);
     });
     if (!('diverged' in r)) return withChanges(r, changes);
     const remaining: Batch[] = [r.diverged.batch];
@@ -135,7 +137,7 @@ async function commitFromMemory(
       }
       return withChanges(r, changes);
     }
-    throw keptChanging(s.label, unit);
+    throw keptChanging(s.label, unit.id);
   });
 }
 
@@ -150,12 +152,6 @@ function loadOptions(s: UnitScope, unit: WorkUnit, commit: UnitCommit) {
     onUnstorable: (row: Row, reason: string) => unstorable(ctx, unit.id, row, reason),
     onNullRowsDropped: (rows: number) => ctx.log.warn(nullRowsDropped(label, rows)),
   };
-}
-
-function keptChanging(label: string, unit: WorkUnit): SluiceError {
-  return new SluiceError(`${label}: the table kept changing under unit ${unit.id}`, {
-    hint: 'another process keeps altering the table: run again once it is done',
-  });
 }
 
 /** A row the table cannot hold, to the dead letters with the reason. */

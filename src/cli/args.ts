@@ -1,4 +1,5 @@
 /** Parsers for option values; what they throw becomes a usage error naming the option. */
+import { parseDuration } from '../core/duration.js';
 import { UsageError } from './report.js';
 
 /** `--shard 2/8` → the third of eight deterministic shards. */
@@ -34,16 +35,6 @@ export function jsonArg(name: string) {
 export function listArg(values: unknown): string[] {
   const list = Array.isArray(values) ? values : [values];
   return list.flatMap((v) => String(v).split(/[\s,]+/)).filter(Boolean);
-}
-
-const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-
-/** `90s`, `10m`, `1h30m`, `500ms` → milliseconds. A unit is required: `--wait=10` could mean seconds or minutes. */
-export function parseDuration(text: string): number {
-  const t = String(text).trim();
-  const parts = [...t.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)];
-  if (t === '' || parts.map((m) => m[0]).join('') !== t) return NaN;
-  return Math.round(parts.reduce((ms, m) => ms + Number(m[1]) * DURATION_UNITS[m[2]!]!, 0));
 }
 
 /** How long `--wait` alone waits for another run's lock: a nightly job that overran by an hour is not normal. */

@@ -6,7 +6,8 @@ import { describeWindow } from '../core/checkpoint.js';
 import { printableLine } from '../core/printable.js';
 import type { RunRecord } from '../state/run-history.js';
 import type { StateChange } from '../state/state-changes.js';
-import { formatBytes, formatDuration } from '../runtime/progress.js';
+import { formatBytes } from '../core/limits.js';
+import { formatDuration } from '../runtime/progress.js';
 import { formatSchemaChange } from '../operations/summary.js';
 
 const HEADERS = ['RUN', 'STARTED', 'TOOK', 'STATUS', 'UNITS', 'RECORDS', 'BYTES', 'RETRIES', 'DEAD'] as const;

@@ -34,8 +34,6 @@ export const EXIT_CODES = {
   sigterm: 143,
 } as const;
 
-export type ExitCode = (typeof EXIT_CODES)[keyof typeof EXIT_CODES];
-
 export class SluiceError extends Error {
   readonly hint?: string;
   /** What the process exits with when this error ends it (EXIT_CODES). */

@@ -121,9 +121,9 @@ export function byteSize(v: number | string): number {
   return Math.floor(Number(m[1]) * UNIT_BYTES[m[2]!.toLowerCase()]!);
 }
 
-/** `16 MiB`, `3.5 GiB`, `512 B`: for messages. */
+/** `16 MiB`, `3.5 GiB`, `512 B`, in binary units: for messages, summaries and progress (bytes per second too). */
 export function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
+  if (n < 1024) return `${Math.round(n)} B`;
   const units = ['KiB', 'MiB', 'GiB', 'TiB'];
   let v = n;
   let i = -1;

@@ -5,7 +5,8 @@ import type { Counters, SchemaChange } from '../core/types.js';
 import type { RunSummary, SinkSchemaChanges } from './api.js';
 import { errorText } from '../core/error-text.js';
 import { formatReasons } from './failure-budget.js';
-import { formatBytes, formatDuration } from '../runtime/progress.js';
+import { formatBytes } from '../core/limits.js';
+import { formatDuration } from '../runtime/progress.js';
 import type { CheckResult } from '../observe/events.js';
 import { formatCheck } from '../observe/checks/run-checks.js';
 

@@ -9,6 +9,7 @@
  * terminal is resized, the terminal itself re-wraps what is on screen to the new width; the rows the last drawing
  * now takes are counted from its lines' lengths, and the drawing is redrawn in place at once.
  */
+import { formatBytes } from '../core/limits.js';
 import type { Counters, Logger } from '../core/types.js';
 
 /** The terminal the bars are drawn on: its width now, and a way to hear that it changed. */
@@ -159,19 +160,6 @@ export class Progress {
 const BAR_WIDTH = 30;
 /** Narrower than this, a bar tells nothing the counts beside it do not. */
 const MIN_BAR_WIDTH = 5;
-
-/** Bytes (or bytes per second) in binary units, rounded: `287 B`, `1.5 KiB`, `12.0 MiB`. */
-export function formatBytes(n: number): string {
-  if (n < 1024) return `${Math.round(n)} B`;
-  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n / 1024;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${v.toFixed(1)} ${units[i]}`;
-}
 
 export function formatDuration(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)} ms`;

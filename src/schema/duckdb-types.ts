@@ -3,6 +3,7 @@
  * native STRUCT / LIST / TIMESTAMP / DATE columns.
  */
 import { DuckDBTypeId, type DuckDBType } from '@duckdb/node-api';
+import { quoteIdent } from '../core/sql.js';
 import {
   BIGINT,
   BOOLEAN,
@@ -17,16 +18,6 @@ import {
   structOf,
   type LogicalType,
 } from '../core/logical-type.js';
-
-/** `"name"` with embedded quotes doubled: safe for any column, table or struct field name. */
-export function quoteIdent(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`;
-}
-
-/** `'text'` with embedded quotes doubled. */
-export function quoteString(s: string): string {
-  return `'${s.replace(/'/g, "''")}'`;
-}
 
 export interface DuckDBTypeOptions {
   /**

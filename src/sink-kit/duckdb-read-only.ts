@@ -18,7 +18,7 @@ import path from 'node:path';
 import { DuckDBInstance, StatementType, type DuckDBConnection } from '@duckdb/node-api';
 import { QueryRefused } from '../core/errors.js';
 import type { Row } from '../core/types.js';
-import { quoteIdent, quoteString } from '../schema/duckdb-types.js';
+import { quoteIdent, quoteString } from '../core/sql.js';
 
 /** Runs `sql` as one read-only query on `conn` (see the module's comment); refusals throw QueryRefused. */
 export async function readOnlyQuery(conn: DuckDBConnection, sql: string): Promise<Row[]> {

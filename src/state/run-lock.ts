@@ -26,7 +26,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { link, open, readFile, rename, rm, utimes } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import { LockedError, type LockHolder } from '../core/errors.js';
-import { sleep } from '../core/sleep.js';
+import { notYet, pollUntil, RetryPolicy, type NotYet } from '../core/retry.js';
 import type { Logger } from '../core/types.js';
 import { judgeHolder, identityOf, selfIdentity, type ProcessIdentity, type Verdict } from './process-identity.js';
 
@@ -227,11 +227,12 @@ export async function acquireRunLock(file: string, opts: LockOptions): Promise<R
     }
   };
 
-  for (;;) {
+  // One look at the lock: taken, or not yet (the wait before the next look), or given up on with the holder named.
+  const look = async (): Promise<RunLock | NotYet> => {
     const mine = record();
     if (await createExclusive(file, mine)) return holding(file, mine, opts);
     const seen = await readLock(file);
-    if (!seen) continue; // released between our create and our read: try again
+    if (!seen) return notYet(0); // released between our create and our read: look again at once
     const holder = seen.record;
     const v = holder ? verdict(holder) : 'alive';
     const lapsed = v === 'elsewhere' && watch.lapsed(file, seen.fingerprint);
@@ -245,7 +246,7 @@ export async function acquireRunLock(file: string, opts: LockOptions): Promise<R
       );
       const r = await takeOver(seen, mine);
       if (r.taken) return holding(file, mine, opts);
-      if (!r.busy) continue; // someone else replaced it meanwhile: look again
+      if (!r.busy) return notYet(0); // someone else replaced it meanwhile: look again
       busy = r.busy;
     }
     const shown = busy ?? holder;
@@ -267,8 +268,16 @@ export async function acquireRunLock(file: string, opts: LockOptions): Promise<R
       );
       announced = what;
     }
-    await sleep(Math.min(pollMs, Math.max(1, until - now)), opts.signal);
-  }
+    return notYet(Math.min(pollMs, Math.max(1, until - now)));
+  };
+  // The deadline moves with what each look finds (a holder elsewhere is watched for its lease): the look decides
+  // when to give up, and the poll only waits between looks.
+  return pollUntil(look, {
+    policy: new RetryPolicy({ attempts: Number.MAX_SAFE_INTEGER, baseMs: pollMs, maxMs: pollMs, factor: 1 }),
+    timeoutMs: Number.POSITIVE_INFINITY,
+    timedOut: () => new Error('unreachable: the look gives up by itself'),
+    ...(opts.signal && { signal: opts.signal }),
+  });
 }
 
 /** The lock taken: renewed while held, removed on release if it is still ours. */

@@ -164,7 +164,3 @@ export class MemoryStateStore implements StateStore {
     this.data.delete(key);
   }
 }
-
-export async function removeState(dir: string): Promise<void> {
-  await rm(dir, { recursive: true, force: true });
-}

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { jsonArg, listArg, lockWait, parseDuration, parseShard, positiveInt } from '../../src/cli/args.js';
+import { jsonArg, listArg, lockWait, parseShard, positiveInt } from '../../src/cli/args.js';
+import { parseDuration } from '../../src/core/duration.js';
 import { runCli } from '../../src/cli/cli.js';
 import { memoryIo } from './memory-io.js';
 import { formatPlan } from '../../src/cli/commands/plan.js';

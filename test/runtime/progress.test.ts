@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Logger } from '../../src/core/types.js';
-import { fitToWidth, formatBytes, Progress, rowsOf, type ProgressTerminal } from '../../src/runtime/progress.js';
+import { formatBytes } from '../../src/core/limits.js';
+import { fitToWidth, Progress, rowsOf, type ProgressTerminal } from '../../src/runtime/progress.js';
 
 const counters = () => ({ records: 0, bytes: 0, retries: 0, deadLetters: 0 });
 
@@ -56,7 +57,7 @@ describe('Progress', () => {
     expect(last[0]).toContain('plan     4 unit(s) planned');
     expect(last[1]).toMatch(/units {4}\[#{8}\.{22}\] 1\/4 {2}ETA 3\.0 s/);
     expect(last[2]).toMatch(/records {2}2,000 \(2,000\/s\)/);
-    expect(last[3]).toMatch(/bytes {4}2\.0 KiB \(2\.0 KiB\/s\)/);
+    expect(last[3]).toMatch(/bytes {4}2 KiB \(2 KiB\/s\)/);
     p.stop();
     expect(out.at(-1)).toBe('\n');
   });
@@ -153,6 +154,6 @@ describe('Progress', () => {
     expect(formatBytes(286.62420382165607)).toBe('287 B');
     expect(formatBytes(0)).toBe('0 B');
     expect(formatBytes(1536)).toBe('1.5 KiB');
-    expect(formatBytes(5 * 1024 ** 3)).toBe('5.0 GiB');
+    expect(formatBytes(5 * 1024 ** 3)).toBe('5 GiB');
   });
 });

@@ -1,6 +1,7 @@
 import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
-import { duckdbType, fromDuckDBType, quoteIdent, quoteString } from '../../src/schema/duckdb-types.js';
+import { duckdbType, fromDuckDBType } from '../../src/schema/duckdb-types.js';
+import { quoteIdent, quoteString } from '../../src/core/sql.js';
 import {
   BIGINT,
   DATE,

@@ -4,7 +4,7 @@
  * from the registry: the source's and sink's schemas say what each option is (render.ts), templates.ts gives the
  * example values.
  */
-import { findDef, registeredTypes, registry as defaultRegistry, type Registry } from '../../pipeline/registry.js';
+import { findDef, registry as defaultRegistry, type Registry } from '../../pipeline/registry.js';
 import { pipelineSchema, serviceSchema } from '../../pipeline/schema.js';
 import { objectShape, unwrap } from '../../pipeline/schema-walk.js';
 import { commentLines, renderMapping } from './render.js';
@@ -140,9 +140,4 @@ export function scaffold(req: ScaffoldRequest): ScaffoldFile[] {
   if (vars.length > 0) files.push({ path: '.env.example', text: envExample(file, vars) });
   for (const [path, content] of Object.entries(t.files ?? {})) files.push({ path, text: content });
   return files;
-}
-
-/** The source kinds `sluice init` offers: every registered source (a test holds that each has a template). */
-export function initSources(reg: Registry = defaultRegistry): string[] {
-  return registeredTypes('source', reg);
 }

@@ -19,13 +19,6 @@ export function mix3(a: number, b: number, c: number): number {
   return h >>> 0;
 }
 
-/** A stable small integer for a text key (dataset ids → stream numbers). */
-export function textKey(text: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
-  return h >>> 0;
-}
-
 /** mulberry32 with helpers; a class so the hot calls stay monomorphic. */
 export class RecordRng {
   private state: number;

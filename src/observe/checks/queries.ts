@@ -3,15 +3,12 @@
  * everything here but how a timestamp becomes epoch milliseconds). A check that counts violations runs two queries:
  * how many, and a few of them for the report.
  */
+import { quoteIdent } from '../../core/sql.js';
 import type { QueryableOutput } from '../../core/types.js';
 import type { CheckConfig } from './config.js';
 
 /** Violating rows shown per check. */
 export const SAMPLE_ROWS = 5;
-
-export function quoteIdent(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`;
-}
 
 export function literal(v: string | number | boolean): string {
   if (typeof v === 'string') return `'${v.replace(/'/g, "''")}'`;

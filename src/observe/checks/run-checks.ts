@@ -9,7 +9,7 @@ import { ChecksFailed, QueryRefused } from '../../core/errors.js';
 import { redact } from '../../core/redact.js';
 import type { Logger, QueryableOutput, Sink } from '../../core/types.js';
 import type { CheckResult } from '../events.js';
-import { parseDuration } from '../duration.js';
+import { parseDuration } from '../../core/duration.js';
 import type { CheckConfig } from './config.js';
 import { checkName, newestQuery, rowCountQuery, violationQueries } from './queries.js';
 

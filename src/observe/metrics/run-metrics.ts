@@ -20,7 +20,7 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../../core/types.js';
 import type { MetricsConfig } from '../config.js';
-import { parseDuration } from '../duration.js';
+import { parseDuration } from '../../core/duration.js';
 import type { RunEnded, RunObserver, RunStarted, SinkSchemaChange } from '../events.js';
 import { answerExcerpt, destination, post, withPath, type Destination } from '../outbound.js';
 import { buildRegistry, LAST_FAILURE, LAST_SUCCESS, type MetricsSnapshot } from './registry.js';

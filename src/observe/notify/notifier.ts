@@ -8,7 +8,7 @@
 import { registerSecret } from '../../core/redact.js';
 import type { Logger } from '../../core/types.js';
 import { DEFAULT_NOTIFY_EVENTS, type NotifyConfig, type WebhookConfig } from '../config.js';
-import { parseDuration } from '../duration.js';
+import { parseDuration } from '../../core/duration.js';
 import type { RunEnded, RunObserver, RunStarted } from '../events.js';
 import { destination, type Destination } from '../outbound.js';
 import { deliver } from './deliver.js';

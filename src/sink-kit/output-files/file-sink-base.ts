@@ -16,7 +16,7 @@ import type {
   Sink,
   SinkContext,
 } from '../../core/types.js';
-import { quoteString } from '../../schema/duckdb-types.js';
+import { quoteString } from '../../core/sql.js';
 import { displayPath } from '../display-path.js';
 import { compactAtFinish } from './compact.js';
 import {

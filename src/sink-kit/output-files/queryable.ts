@@ -10,7 +10,7 @@ import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { SluiceError } from '../../core/errors.js';
 import type { QueryableOutput } from '../../core/types.js';
-import { quoteString } from '../../schema/duckdb-types.js';
+import { quoteString } from '../../core/sql.js';
 import { lockedDownInstance, readOnlyQuery } from '../duckdb-read-only.js';
 import { isS3Url } from './s3.js';
 
