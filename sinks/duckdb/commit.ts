@@ -15,7 +15,7 @@ import {
   withChanges,
 } from '../../src/sink-kit/warehouse/unit-result.js';
 import type { DuckDBSinkConfig, TableNames } from './config.js';
-import { loadUnit } from './load.js';
+import { commitUnitRows } from './load.js';
 import type { DuckDBSession } from './session.js';
 import type { StagedUnit } from './stage.js';
 import type { TableColumns } from './table-columns.js';
@@ -56,7 +56,7 @@ export async function commitStaged(
         (exclusive ? session.locked.bind(session) : session.appending.bind(session))(async () => {
           if (typed && !table.fits(incoming)) return undefined;
           return session.withUnitConnection((conn) =>
-            loadUnit(conn, {
+            commitUnitRows(conn, {
               pipeline: ctx.pipeline,
               names: s.names,
               unitId: unit.id,

@@ -15,7 +15,7 @@ import { insertStateRow, isUnitCommitted } from './state.js';
 import { qualified, type Columns } from './table.js';
 import { inTransaction } from './transaction.js';
 
-export interface UnitLoad {
+export interface UnitRows {
   pipeline: string;
   names: TableNames;
   unitId: string;
@@ -31,7 +31,7 @@ export interface UnitLoad {
 }
 
 /** Commits the unit; `committed: false` when an earlier load (of any process) committed it first. */
-export async function loadUnit(conn: DuckDBConnection, load: UnitLoad): Promise<CommitResult> {
+export async function commitUnitRows(conn: DuckDBConnection, load: UnitRows): Promise<CommitResult> {
   const { pipeline, names, unitId } = load;
   return inTransaction(conn, async () => {
     // Checked again inside the transaction: the sink's quick look before staging may be stale.
@@ -44,7 +44,7 @@ export async function loadUnit(conn: DuckDBConnection, load: UnitLoad): Promise<
 }
 
 /** The unit's data statement(s): its file read with the table's types, appended or merged. Returns the rows. */
-async function insertRows(conn: DuckDBConnection, load: UnitLoad): Promise<number> {
+async function insertRows(conn: DuckDBConnection, load: UnitRows): Promise<number> {
   const { unit, table: columns } = load;
   const table = qualified(load.names.schema, load.names.target);
   if (unit.columns.size === 0) return insertNullRows(conn, table, columns, unit.rows, load.onNullRowsDropped);

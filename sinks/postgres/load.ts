@@ -8,7 +8,7 @@
  * COPY names every column of the table, so a later batch fits as long as the table holds its values. One that
  * does not (a new field, a wider type) cannot be made to fit inside the transaction — altering the table would
  * mean upgrading the shared lock while other writers hold it — so the transaction is rolled back and the sink
- * loads the unit again from the spool of what was sent plus the rest (`loadUnit` with `prefix`).
+ * loads the unit again from the spool of what was sent plus the rest (`commitUnitRows` with `prefix`).
  */
 import type pg from 'pg';
 import { atFailpoint } from '../../src/core/failpoints.js';
@@ -25,7 +25,7 @@ import { fitsTable, lockKey, lockShared, readColumns, type Columns } from './tab
 import { pgType, qualified } from './types.js';
 import { quoteIdent } from '../../src/core/sql.js';
 
-export interface UnitLoad {
+export interface UnitRows {
   pipeline: string;
   names: TableNames;
   unitId: string;
@@ -50,7 +50,7 @@ export interface Prefix {
   types: Columns;
 }
 
-export interface StreamLoad extends Omit<UnitLoad, 'batches' | 'rows' | 'prefix'> {
+export interface StreamLoad extends Omit<UnitRows, 'batches' | 'rows' | 'prefix'> {
   /** Batches read ahead (the schema observed them). */
   head: readonly Batch[];
   /** The rest of the unit; each batch is observed into `schema` before it is copied. */
@@ -83,7 +83,7 @@ class DivergedError extends Error {
 }
 
 /**
- * Commits the unit while reading it, as `loadUnit` does; `{ diverged }` when a batch does not fit the table (its
+ * Commits the unit while reading it, as `commitUnitRows` does; `{ diverged }` when a batch does not fit the table (its
  * rows and the rest of the unit are still to be read by the caller).
  */
 export async function streamUnit(
@@ -135,7 +135,7 @@ export async function streamUnit(
  */
 async function beginUnit(
   c: pg.PoolClient,
-  load: Pick<UnitLoad, 'pipeline' | 'names' | 'unitId'>,
+  load: Pick<UnitRows, 'pipeline' | 'names' | 'unitId'>,
 ): Promise<{ committedBefore: true } | { table: Columns | undefined }> {
   const { names } = load;
   await lockShared(c, lockKey(names.schema, names.table));
@@ -146,7 +146,7 @@ async function beginUnit(
 
 async function commitState(
   c: pg.PoolClient,
-  load: Pick<UnitLoad, 'pipeline' | 'names' | 'unitId' | 'commit'>,
+  load: Pick<UnitRows, 'pipeline' | 'names' | 'unitId' | 'commit'>,
   records: number,
 ): Promise<CommitResult> {
   await atFailpoint('postgres:after-data', load.unitId);
@@ -166,7 +166,10 @@ async function commitState(
  * Commits the unit: `committed: false` when it was committed before (by any process); `{ unfit }` with the table's
  * columns when they do not hold the rows (nothing was written).
  */
-export async function loadUnit(pool: pg.Pool, load: UnitLoad): Promise<CommitResult | { unfit: Columns | undefined }> {
+export async function commitUnitRows(
+  pool: pg.Pool,
+  load: UnitRows,
+): Promise<CommitResult | { unfit: Columns | undefined }> {
   try {
     return await inTransaction(pool, async (c) => {
       const start = await beginUnit(c, load);
@@ -182,7 +185,7 @@ export async function loadUnit(pool: pg.Pool, load: UnitLoad): Promise<CommitRes
   }
 }
 
-async function insertRows(c: pg.PoolClient, load: UnitLoad, table: Columns | undefined): Promise<number> {
+async function insertRows(c: pg.PoolClient, load: UnitRows, table: Columns | undefined): Promise<number> {
   const target = qualified(load.names.schema, load.names.target);
   const columns = [...load.incoming.keys()];
   if (columns.length === 0) return insertNullRows(c, target, table, load.rows, load.onNullRowsDropped);

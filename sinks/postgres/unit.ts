@@ -1,7 +1,7 @@
 /**
  * Load a unit: read ahead until the rows type a column, prepare the table (table-columns.ts), then stream every
  * batch through COPY as it arrives (load.ts `streamUnit`); a batch the table cannot hold rolls the transaction back
- * and the unit is loaded again from memory and the spool of what was sent (load.ts `loadUnit`). A table changed
+ * and the unit is loaded again from memory and the spool of what was sent (load.ts `commitUnitRows`). A table changed
  * under the load by another process is read again, up to `MAX_FIT_ROUNDS` times.
  */
 import type pg from 'pg';
@@ -25,7 +25,7 @@ import {
 import type { PostgresSinkConfig, TableNames } from './config.js';
 import { guarded } from './connection.js';
 import type { SpoolPool } from './copy.js';
-import { loadUnit, streamUnit, type Prefix } from './load.js';
+import { commitUnitRows, streamUnit, type Prefix } from './load.js';
 import type { TableColumns } from './table-columns.js';
 
 /** Times a unit's load finds the table changed under it before giving up (another process keeps widening it). */
@@ -124,7 +124,7 @@ async function commitFromMemory(
     for (let round = 0; round < MAX_FIT_ROUNDS; round++) {
       const needsTable = incoming.size > 0 || (s.ctx.declared !== undefined && schema.rows > 0);
       if (needsTable && !s.table.fits(incoming)) changes.push(...(await s.table.prepare(s.pool, s.ctx, incoming)));
-      const r = await loadUnit(s.pool, {
+      const r = await commitUnitRows(s.pool, {
         ...loadOptions(s, unit, commit),
         batches,
         rows: schema.rows,

@@ -23,7 +23,7 @@ const unit: WorkUnit = { id: 'u1', params: { page: 1 } };
 const scoped: WorkUnit = { id: 'r/u1', params: { page: 1 } };
 
 /** One attempt at `unit` into `sinks` through a path over `source`. */
-async function loadUnit(source: MemorySource, sinks: Sink[], over: Partial<UnitPathParts> = {}) {
+async function loadOnce(source: MemorySource, sinks: Sink[], over: Partial<UnitPathParts> = {}) {
   const t = unitPath(source, sinks, over);
   const loaded = await t.path.load(unit, scoped, sinks, attempt());
   return { loaded, letters: t.letters, counters: t.parts.counters };
@@ -37,7 +37,7 @@ describe('the unit path', () => {
       new MemorySink('b', { nativeFormats: ['jsonl'] }),
     ];
     // How it was loaded is handed back, not told through callbacks.
-    const { loaded, counters } = await loadUnit(source, sinks);
+    const { loaded, counters } = await loadOnce(source, sinks);
     expect(loaded).toEqual({ path: 'native', refusals: [], next: [] });
     for (const s of sinks) {
       expect(s.writes).toEqual([{ id: 'r/u1', path: 'native' }]);
@@ -53,7 +53,7 @@ describe('the unit path', () => {
     const source = new MemorySource([{ id: 'u1', rows }], { rawFormat: 'jsonl' });
     const picky = new MemorySink('picky', { nativeFormats: ['jsonl'], refuse: () => 'a line is not an object' });
     const fine = new MemorySink('fine', { nativeFormats: ['jsonl'] });
-    const { loaded: load, counters } = await loadUnit(source, [picky, fine]);
+    const { loaded: load, counters } = await loadOnce(source, [picky, fine]);
     expect(load.path).toBe('native');
     expect(picky.writes).toEqual([
       { id: 'r/u1', path: 'native' },
@@ -70,7 +70,7 @@ describe('the unit path', () => {
   it('fails the unit on a native load error that is not a refusal (no silent fallback)', async () => {
     const source = new MemorySource([{ id: 'u1', rows }], { rawFormat: 'jsonl' });
     const broken = new MemorySink('broken', { nativeFormats: ['jsonl'], failNative: new Error('database is locked') });
-    await expect(loadUnit(source, [broken])).rejects.toThrow('database is locked');
+    await expect(loadOnce(source, [broken])).rejects.toThrow('database is locked');
     expect(broken.writes).toEqual([{ id: 'r/u1', path: 'native' }]);
   });
 
@@ -79,7 +79,7 @@ describe('the unit path', () => {
     const source = new MemorySource([{ id: 'u1', rows }], { rawFormat: 'csv' });
     const sinks = [new MemorySink('j', { nativeFormats: ['jsonl'] }), new MemorySink('c', { nativeFormats: ['csv'] })];
     // Decided once the file's format is known, before any sink tried it: no refusal round trip.
-    const { loaded, counters } = await loadUnit(source, sinks);
+    const { loaded, counters } = await loadOnce(source, sinks);
     expect(loaded).toEqual({ path: 'decoded', refusals: [], next: [] });
     // CSV text stays text (`id`); only the JSON-looking cells are decoded.
     const fromCsv = rows.map((r) => ({ ...r, id: String(r.id) }));
@@ -93,7 +93,7 @@ describe('the unit path', () => {
   it('reads the unit from the source when a pending sink loads no file natively', async () => {
     const source = new MemorySource([{ id: 'u1', rows }], { rawFormat: 'jsonl' });
     const sinks = [new MemorySink('native', { nativeFormats: ['jsonl'] }), new MemorySink('rows')];
-    expect((await loadUnit(source, sinks)).loaded).toEqual({ path: 'rows', refusals: [], next: [] });
+    expect((await loadOnce(source, sinks)).loaded).toEqual({ path: 'rows', refusals: [], next: [] });
     expect(source.rawFiles).toEqual([]);
     expect(source.reads).toEqual(['u1']);
     for (const s of sinks) expect(s.writes).toEqual([{ id: 'r/u1', path: 'rows' }]);
@@ -102,7 +102,7 @@ describe('the unit path', () => {
   it('reads the unit from the source when the raw path is off (transforms, or fast_path: false)', async () => {
     const source = new MemorySource([{ id: 'u1', rows }], { rawFormat: 'jsonl' });
     const sink = new MemorySink('native', { nativeFormats: ['jsonl'] });
-    await loadUnit(source, [sink], { fastPath: false });
+    await loadOnce(source, [sink], { fastPath: false });
     expect(source.rawFiles).toEqual([]);
     expect(sink.writes).toEqual([{ id: 'r/u1', path: 'rows' }]);
   });
@@ -127,7 +127,7 @@ describe('the unit path', () => {
         for await (const b of batches) yield b.map((r) => ({ ...r, [name]: true }));
       },
     });
-    const { letters, counters } = await loadUnit(source, [sink], {
+    const { letters, counters } = await loadOnce(source, [sink], {
       transforms: [tag('skipped'), dropOdd, tag('last')],
       firstTransform: () => 1,
     });
@@ -141,7 +141,7 @@ describe('the unit path', () => {
   it('hands each sink the checkpoint the read ended with, and refuses it to a sink that asks before the end', async () => {
     const source = new MemorySource([{ id: 'u1', rows }], { checkpoint: (_u, r) => ({ ids: r.length }) });
     const sink = new MemorySink('s');
-    await loadUnit(source, [sink]);
+    await loadOnce(source, [sink]);
     expect(sink.checkpoints.get('r/u1')).toEqual({ ids: 2 });
 
     // A sink that asks for the checkpoint before it drained the rows would store nothing (or an earlier value).
@@ -152,7 +152,7 @@ describe('the unit path', () => {
       }
     }
     const eager = new Eager('eager');
-    await expect(loadUnit(source, [eager])).rejects.toBeInstanceOf(CheckpointNotFinal);
+    await expect(loadOnce(source, [eager])).rejects.toBeInstanceOf(CheckpointNotFinal);
     expect(eager.committed.size).toBe(0);
   });
 
@@ -168,16 +168,16 @@ describe('the unit path', () => {
     }
     const source = new Flaky([{ id: 'u1', rows }], { checkpoint: () => 'unused' });
     const sink = new MemorySink('s');
-    await expect(loadUnit(source, [sink])).rejects.toThrow('connection reset');
+    await expect(loadOnce(source, [sink])).rejects.toThrow('connection reset');
     expect(sink.committed.size).toBe(0);
-    await loadUnit(source, [sink]);
+    await loadOnce(source, [sink]);
     expect(sink.checkpoints.get('r/u1')).toBe('read 2');
   });
 
   it('hands on the units the read led to; a unit every sink found committed asks the source where it leads', async () => {
     const source = new MemorySource([{ id: 'u1', rows, next: [{ id: 'u2', rows: [] }] }]);
-    expect((await loadUnit(source, [new MemorySink('s')])).loaded.next).toEqual([{ id: 'u2', params: {} }]);
+    expect((await loadOnce(source, [new MemorySink('s')])).loaded.next).toEqual([{ id: 'u2', params: {} }]);
     const done = new MemorySink('done', { committed: ['r/u1'] });
-    expect((await loadUnit(source, [done])).loaded.next).toEqual([{ id: 'u2', params: {} }]);
+    expect((await loadOnce(source, [done])).loaded.next).toEqual([{ id: 'u2', params: {} }]);
   });
 });
