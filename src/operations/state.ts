@@ -151,11 +151,6 @@ function selectSink(rt: PipelineRuntime, which: string): number {
   return fail(byType.length + byText.length === 0 ? 'no sink matches' : 'more than one sink matches');
 }
 
-/** The value as the cursor's type takes it, in its canonical form (sources/cursor-value.ts), or refused (exit 2). */
-export function parseCursorValue(text: string, f: CursorField, now = Date.now()): string | number {
-  return cursorToSet(text, f, now);
-}
-
 /**
  * A mark every earlier run's id sorts below (the lock is held: no run starts meanwhile). `taken()` records it as
  * the last run's id, completed, when no unfinished run is waiting to resume: the next run's id is made to sort
@@ -217,7 +212,7 @@ export function setCursor(t: StateTarget, text: string): Promise<Change> {
         hint: '`sluice state reset` forgets them (the next run loads everything again); `sluice state --units` lists them',
         exitCode: EXIT_CODES.config,
       });
-    const value = parseCursorValue(text, f);
+    const value = cursorToSet(text, f);
     const before = (await stateNow(rt)).cursor ?? f.initial;
     return change(rt, t.command, { checkpoints: { 'state-set': { cursor: f.field, max: value } } }, async () => ({
       kind: 'state-set',

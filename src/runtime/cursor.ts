@@ -7,7 +7,6 @@
  * sinks the cursor advances only as far as the slowest one, so a sink that failed mid-run gets its units again), with
  * the changes made by hand (`sluice state set/reset`: state/cursor-base.ts) applied over them.
  */
-import { EXIT_CODES, SluiceError } from '../core/errors.js';
 import type { Sink } from '../core/types.js';
 import { readCursorBase, rebase } from '../state/cursor-base.js';
 
@@ -66,16 +65,6 @@ export function checkpointsOf(list: readonly CommittedCheckpoint[], exceptRun?: 
     out.set(c.unit, c.checkpoint);
   }
   return out;
-}
-
-/** The sink cannot keep cursor state: the run would load the same data again every night, so it does not start. */
-export function noCursorSink(sink: Pick<Sink, 'describe'>): SluiceError {
-  return new SluiceError(`sink ${sink.describe()} does not store cursor state, and the source loads incrementally`, {
-    hint:
-      'load into a sink that commits checkpoints with its data, or set `incremental: false` on the source ' +
-      '(every run then loads everything)',
-    exitCode: EXIT_CODES.config,
-  });
 }
 
 /** Where the next run starts, read from open sinks and the state directory. */

@@ -185,9 +185,3 @@ function typedHint(kind: CursorKind, of: CursorOf, option: string): string {
     return `give ${option} a date or a time with its offset, e.g. ${option} 2025-03-01 (midnight UTC) or ${option} 2025-03-01T06:00:00Z or ${option} 2025-03-01T08:00:00+02:00`;
   return `give ${option} a value of ${of.field}, e.g. ${JSON.stringify(of.initial)}`;
 }
-
-/** The problem with a configured initial value, or undefined when it reads in its own kind. */
-export function initialValueProblem(initial: CursorValue): string | undefined {
-  const r = readCursorValue(initial, cursorKind(initial));
-  return 'problem' in r ? r.problem : undefined;
-}
