@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { FAILPOINTS } from '../../../src/core/failpoints.js';
 import { sinkDefs } from '../../../sinks/index.js';
-import { TARGETS } from './targets.js';
+import { ALL_TARGETS as TARGETS } from './targets.js';
 
 /** Whether the sink's config accepts `s3` (the file sinks' option for `path: s3://…`). */
 function writesToS3(type: string): boolean {
