@@ -68,6 +68,8 @@ class InsertStream {
   private failure: { err: unknown } | undefined;
 
   constructor(server: Server, table: string, columns: readonly string[]) {
+    // `abort` destroys the body with the error that stopped the unit: the request fails with it, nothing else.
+    this.body.on('error', () => undefined);
     this.done = server.insert(table, columns, this.body);
     this.done.catch((err: unknown) => void (this.failure = { err }));
   }
@@ -172,6 +174,8 @@ export async function stageUnit(s: StageScope, unit: WorkUnit, batches: AsyncIte
   } catch (err) {
     await rest.return?.().catch(() => undefined);
     await insert?.abort(err);
+    // Nothing of it is visible; a unit that is never tried again must not leave its table behind either.
+    if (columns) await server.exec(`DROP TABLE IF EXISTS ${q}`).catch(() => undefined);
     throw err;
   }
   if (schema.rows > 0 && keys.length > 0) checkKeysPresent(keys, decidedColumns(schema.columns), s.label);
