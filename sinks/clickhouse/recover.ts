@@ -13,7 +13,7 @@ import type { ClickHouseNames } from './config.js';
 import { STAGE_SUFFIX } from './config.js';
 import type { Server } from './connection.js';
 import { unitHash, type StageScope } from './stage.js';
-import { deletedRows, latestRows, stateRow, writeState } from './state.js';
+import { latestRows, stateRow, supersedeAll, writeState } from './state.js';
 import { literal, qualified } from './types.js';
 import { settle } from './unit.js';
 
@@ -66,14 +66,8 @@ export async function dropTableAndState(server: Server, names: ClickHouseNames, 
 
 async function finishDrop(server: Server, names: ClickHouseNames, pipeline: string): Promise<void> {
   await dropTables(server, names);
-  const rows = [
-    ...(await deletedRows(server, names.schema, pipeline, names.targetStateKey)),
-    ...(names.targetStateKey === names.stateKey
-      ? []
-      : await deletedRows(server, names.schema, pipeline, names.stateKey)),
-  ];
   // The marker's own `deleted` row is among them, and all of them are one insert: the drop ends at once.
-  await writeState(server, names.schema, rows);
+  await supersedeAll(server, names.schema, pipeline, [...new Set([names.stateKey, names.targetStateKey])]);
 }
 
 /** Every table the sink made for `names.table`: the table, the next and old generations, staging tables. */

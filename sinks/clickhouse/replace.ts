@@ -15,7 +15,7 @@
 import { failpoint } from '../../src/core/failpoints.js';
 import type { ClickHouseNames } from './config.js';
 import type { Server } from './connection.js';
-import { deletedRows, latestRows, stateRow, unitRow, writeState, type StateRow } from './state.js';
+import { moveGeneration, stateRow, supersedeAll, unitRow, writeState } from './state.js';
 import { createTableSql, readColumns, type ChColumns, type TableShape } from './table.js';
 import { qualified } from './types.js';
 
@@ -30,7 +30,7 @@ export async function dropNextGeneration(server: Server, names: ClickHouseNames,
   // whose state rows are gone would be loaded beside.
   await server.exec(`DROP TABLE IF EXISTS ${qualified(names.schema, names.target)}`);
   await server.exec(`DROP TABLE IF EXISTS ${qualified(names.schema, names.old)}`);
-  await writeState(server, names.schema, await deletedRows(server, names.schema, pipeline, names.targetStateKey));
+  await supersedeAll(server, names.schema, pipeline, [names.targetStateKey]);
 }
 
 export interface SwapScope {
@@ -71,22 +71,5 @@ export async function swapInNextGeneration(s: SwapScope): Promise<void> {
   }
   failpoint('clickhouse:after-swap');
   await server.exec(`DROP TABLE IF EXISTS ${qualified(db, names.old)}`);
-  await moveStateRows(server, names, pipeline);
-}
-
-/** In ONE insert: the table's units superseded, the next generation's copied under the table, then superseded. */
-async function moveStateRows(server: Server, names: ClickHouseNames, pipeline: string): Promise<void> {
-  const db = names.schema;
-  const next = await latestRows(server, db, pipeline, [names.targetStateKey]);
-  const committed = next
-    .filter((r) => r.status === 'committed')
-    .sort((a, b) => (BigInt(a.version) < BigInt(b.version) ? -1 : 1));
-  const rows: StateRow[] = [
-    ...(await deletedRows(server, db, pipeline, names.stateKey)).filter(
-      (r) => !committed.some((c) => c.unit_id === r.unit_id),
-    ),
-    ...committed.map((r) => ({ ...r, table_name: names.stateKey })),
-    ...next.filter((r) => r.status !== 'deleted').map((r) => stateRow(pipeline, names.targetStateKey, r.unit_id, 'deleted')),
-  ];
-  await writeState(server, db, rows);
+  await moveGeneration(server, db, pipeline, names.stateKey, names.targetStateKey);
 }

@@ -158,7 +158,10 @@ function dateTimeText(d: Date): string {
   return d.toISOString().slice(0, 19).replace('T', ' ');
 }
 
-/** Writes `rows` in ONE insert (one part: all of them or none), each a newer version than any before. */
+/**
+ * Writes `rows` in ONE insert (one part: all of them or none), each a newer version than any before. For a row or
+ * two (a unit's, a marker): a few hundred bytes leave in one write, which a kill -9 cannot split.
+ */
 export async function writeState(server: Server, database: string, rows: readonly StateRow[]): Promise<void> {
   if (rows.length === 0) return;
   const now = literal(dateTimeText(new Date()));
@@ -171,15 +174,55 @@ export async function writeState(server: Server, database: string, rows: readonl
   );
 }
 
-/** Rows that supersede every unit and marker of `table`: what the table held is no longer committed. */
-export async function deletedRows(
+const COLUMNS = 'pipeline, table_name, unit_id, status, load_id, records, committed_at, checkpoint, version';
+
+/** The newest row of each unit of `tables`, as a subquery. */
+function latestSql(database: string, pipeline: string, tables: readonly string[]): string {
+  return `SELECT ${COLUMNS} FROM ${qualified(database, STATE_TABLE)}
+     WHERE pipeline = ${literal(pipeline)} AND table_name IN (${tables.map(literal).join(', ')})
+     ORDER BY version DESC LIMIT 1 BY table_name, unit_id`;
+}
+
+/**
+ * Supersedes every unit and marker of `tables` with `deleted`, in ONE insert computed by the server from the state
+ * table itself: no row list travels in a request body, which a connection cut mid-way would leave half-sent — and
+ * 18.16 stores the half it read (test/sinks/clickhouse/connection.test.ts).
+ */
+export async function supersedeAll(
+  server: Server,
+  database: string,
+  pipeline: string,
+  tables: readonly string[],
+): Promise<void> {
+  await server.exec(
+    `INSERT INTO ${qualified(database, STATE_TABLE)} (${COLUMNS})
+     SELECT pipeline, table_name, unit_id, 'deleted', '', 0, ${literal(dateTimeText(new Date()))}, '', ${nextVersion()}
+       FROM (${latestSql(database, pipeline, tables)}) WHERE status != 'deleted'`,
+  );
+}
+
+/**
+ * `replace`'s swap, in ONE insert computed by the server (see `supersedeAll`): the table's units superseded, the
+ * next generation's committed ones copied under the table, and every row of the next generation superseded.
+ */
+export async function moveGeneration(
   server: Server,
   database: string,
   pipeline: string,
   table: string,
-): Promise<StateRow[]> {
-  const rows = await latestRows(server, database, pipeline, [table]);
-  return rows.filter((r) => r.status !== 'deleted').map((r) => stateRow(pipeline, table, r.unit_id, 'deleted'));
+  next: string,
+): Promise<void> {
+  const [t, n] = [literal(table), literal(next)];
+  await server.exec(
+    `INSERT INTO ${qualified(database, STATE_TABLE)} (${COLUMNS})
+     SELECT pipeline, o.1, unit_id, o.2, if(o.2 = 'deleted', '', load_id), if(o.2 = 'deleted', 0, records),
+            committed_at, if(o.2 = 'deleted', '', checkpoint), ${nextVersion()}
+       FROM (${latestSql(database, pipeline, [table, next])})
+      ARRAY JOIN multiIf(table_name = ${t}, [(${t}, 'deleted')],
+                         status = 'committed', [(${n}, 'deleted'), (${t}, 'committed')],
+                         [(${n}, 'deleted')]) AS o
+      WHERE status != 'deleted'`,
+  );
 }
 
 /**
