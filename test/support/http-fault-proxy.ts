@@ -61,8 +61,11 @@ export async function startHttpFaultProxy(target: { port: number; host?: string 
     });
     up.on('error', () => req.socket.destroy());
     let sent = 0;
+    let cut = false;
     req.on('data', (chunk: Buffer) => {
+      if (cut) return;
       if (fault?.cutAfter !== undefined && sent + chunk.length >= fault.cutAfter) {
+        cut = true;
         up.write(chunk.subarray(0, Math.max(0, fault.cutAfter - sent)));
         dealt.cut++;
         // The client's socket reset (RST); the server's request ends unfinished (its body never completes).
@@ -76,7 +79,7 @@ export async function startHttpFaultProxy(target: { port: number; host?: string 
         up.once('drain', () => req.resume());
       }
     });
-    req.on('end', () => up.end());
+    req.on('end', () => cut || up.end());
   };
 
   const server: Server = createServer(handle);
