@@ -113,16 +113,16 @@ export class ClickHouseSink implements Sink {
 
   /**
    * `--show` reads through DuckDB, which cannot reach a ClickHouse server: it says how to look instead (the query a
-   * reader runs, FINAL for `merge`), as the postgres sink does.
+   * reader runs, FINAL for `merge`), as the postgres sink does, short enough to survive `--show`'s cut of long text.
    */
   outputQuery(limit: number): OutputQuery {
-    const sql = `SELECT * FROM ${this.relationSql()} LIMIT ${limit}`;
-    const how = `read it with clickhouse-client --host ${this.target.url.hostname}: ${sql}`;
-    return { sql: `SELECT '${how.replace(/'/g, "''")}' AS clickhouse` };
+    const sql = `SELECT * FROM ${this.relationSql(readable)} LIMIT ${limit}`;
+    return { sql: `SELECT '${sql.replace(/'/g, "''")}' AS "read with clickhouse-client"` };
   }
 
-  private relationSql(): string {
-    const table = qualified(this.names.schema, this.names.table);
+  /** The table as a reader names it: `FINAL` for `merge` (a ReplacingMergeTree). */
+  private relationSql(quote: (name: string) => string = quoteIdent): string {
+    const table = `${quote(this.names.schema)}.${quote(this.names.table)}`;
     return this.config.write === 'merge' ? `${table} FINAL` : table;
   }
 
@@ -252,6 +252,11 @@ export class ClickHouseSink implements Sink {
     const { ctx, server } = this.opened.get();
     return { server, ctx, config, names, label, hooks, table };
   }
+}
+
+/** A name as a person types it: bare when ClickHouse takes it bare. */
+function readable(name: string): string {
+  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(name) ? name : quoteIdent(name);
 }
 
 export const clickhouseSink: ComponentDef<'sink', ClickHouseSinkConfig, Sink> = {
