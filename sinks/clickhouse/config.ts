@@ -22,15 +22,18 @@ export const OLD_SUFFIX = '__sluice_old';
 /** The staging suffix's hash: 16 hex digits of the unit's id. */
 const STAGE_HASH_CHARS = 16;
 
+/** Where clickhouse-client looks by default, over HTTP. */
+export const DEFAULT_URL = 'http://localhost:8123';
+
 export const clickhouseSinkSchema = z
   .object({
     type: z.literal('clickhouse'),
     url: secretOption(
       z
         .string()
-        .min(1)
+        .default(DEFAULT_URL)
         .describe(
-          "The server's HTTP interface with the user and password, e.g. `${CLICKHOUSE_URL}` holding `http://sluice:secret@clickhouse:8123` (percent-encode special characters of the password; `https://` for TLS). The password is never logged.",
+          `The server's HTTP interface with the user and password, e.g. \`\${CLICKHOUSE_URL:-${DEFAULT_URL}}\` holding \`http://sluice:secret@clickhouse:8123\` (percent-encode special characters of the password; \`https://\` for TLS). Unset or empty: ${DEFAULT_URL}, as user \`default\` without a password (clickhouse-client's defaults). The password is never logged.`,
         ),
       'connection',
     ),

@@ -49,6 +49,7 @@ import type {
 import { Opened } from '../warehouse/opened.js';
 import { AttemptLoad, recordAttempt } from '../warehouse/system-tables.js';
 import {
+  DEFAULT_URL,
   clickhouseLimits,
   clickhouseSinkSchema,
   tableNames,
@@ -99,7 +100,7 @@ export class ClickHouseSink implements Sink {
     this.table = new TableState(this.names.schema, () => this.names.target);
     this.capabilities = { nativeFormats: [], limits: clickhouseLimits() };
     // Resolved (and the password registered as a secret) before anything can log or fail.
-    this.target = resolveTarget(config.url, config.database);
+    this.target = resolveTarget(config.url.trim() === '' ? DEFAULT_URL : config.url, config.database);
     this.hooks = options.hooks ?? {};
   }
 
