@@ -41,7 +41,9 @@ export const clickhouseSinkSchema = z
       .string()
       .min(1)
       .default('default')
-      .describe('Database of the table (and of `_sluice_state`, `_sluice_runs`); created if missing. Default `default`.'),
+      .describe(
+        'Database of the table (and of `_sluice_state`, `_sluice_runs`); created if missing. Default `default`.',
+      ),
     table: z
       .string()
       .min(1)

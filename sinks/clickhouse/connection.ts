@@ -100,7 +100,12 @@ export class Server {
 
   /** Streams `body` (TabSeparated lines) into `table`'s `columns` (both already quoted); resolves when it is stored. */
   async insert(table: string, columns: readonly string[], body: Readable): Promise<void> {
-    await this.client.insert({ table, columns: [...columns] as [string, ...string[]], values: body, format: 'TabSeparated' });
+    await this.client.insert({
+      table,
+      columns: [...columns] as [string, ...string[]],
+      values: body,
+      format: 'TabSeparated',
+    });
   }
 
   async close(): Promise<void> {
@@ -149,7 +154,11 @@ export function isTransientClickHouseError(err: unknown): boolean {
     if (code !== undefined) return TRANSIENT_CODES.has(code);
     if (/socket hang up|Timeout error|other side closed|aborted|connection (?:reset|refused|closed)/i.test(e.message))
       return true;
-    if (/\b(?:429|502|503|504)\b|Bad Gateway|Service (?:Temporarily )?Unavailable|Gateway Time-?out|Too Many Requests/i.test(e.message))
+    if (
+      /\b(?:429|502|503|504)\b|Bad Gateway|Service (?:Temporarily )?Unavailable|Gateway Time-?out|Too Many Requests/i.test(
+        e.message,
+      )
+    )
       return true;
   }
   return false;

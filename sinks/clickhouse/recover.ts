@@ -40,7 +40,11 @@ export async function recoverAtOpen(s: StageScope): Promise<void> {
 }
 
 /** Staging tables of `names`' tables: of finished units (`finished` holds their ids), or abandoned. */
-async function dropLeftoverStages(server: Server, names: ClickHouseNames, finished: ReadonlySet<string>): Promise<void> {
+async function dropLeftoverStages(
+  server: Server,
+  names: ClickHouseNames,
+  finished: ReadonlySet<string>,
+): Promise<void> {
   const prefixes = [...new Set([names.table, names.target])].map((t) => `${t}${STAGE_SUFFIX}`);
   const tables = await server.rows<{ name: string; age_s: number }>(
     `SELECT name, toUInt32(now() - metadata_modification_time) AS age_s FROM system.tables

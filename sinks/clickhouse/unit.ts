@@ -140,7 +140,14 @@ async function align(s: UnitScope, stage: string): Promise<SchemaChange[]> {
       continue;
     }
     if (!sameShape(have, staged)) {
-      await evolveTable(server, qualified(names.schema, stage), staged, logicalColumns(have), s.table.conflicts.all, keys);
+      await evolveTable(
+        server,
+        qualified(names.schema, stage),
+        staged,
+        logicalColumns(have),
+        s.table.conflicts.all,
+        keys,
+      );
       continue;
     }
     s.table.set(have);

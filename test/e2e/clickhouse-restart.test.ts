@@ -52,16 +52,7 @@ afterAll(async () => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-type Point =
-  | 'open'
-  | 'plan'
-  | 'ddl'
-  | 'insert'
-  | 'before-attach'
-  | 'before-commit'
-  | 'after-commit'
-  | 'reset'
-  | '503';
+type Point = 'open' | 'plan' | 'ddl' | 'insert' | 'before-attach' | 'before-commit' | 'after-commit' | 'reset' | '503';
 
 /** Where each point strikes, and what is done there. Each strikes once. */
 class Restarts {
@@ -129,7 +120,8 @@ async function restartedRun(n: number): Promise<void> {
     if (unit === 'u0' && batch === 0) await r.restart('ddl');
     if (unit === 'u2' && batch === 2) await r.restart('insert');
     // The unit's insert is cut once about 20 kB of it went up (a batch is ~25 kB of text).
-    if (unit === 'u8' && batch === 0 && r.once('reset')) proxy.cutBodyAfter((q) => q.query.startsWith('INSERT'), 40_000);
+    if (unit === 'u8' && batch === 0 && r.once('reset'))
+      proxy.cutBodyAfter((q) => q.query.startsWith('INSERT'), 40_000);
     if (unit === 'u9' && batch === 0 && r.once('503')) proxy.answerNext((q) => q.query.startsWith('INSERT'), 503);
   });
   const plan = source.plan.bind(source);
@@ -195,17 +187,20 @@ async function restartedRun(n: number): Promise<void> {
   );
   expect(state).toEqual({ units: UNITS, records: total });
   // Nothing left beside the table: every staging table of a cut attempt went.
-  expect(await server.rows(`SELECT name FROM system.tables WHERE database = '${db}' AND name LIKE '%__sluice_%'`)).toEqual(
-    [],
-  );
+  expect(
+    await server.rows(`SELECT name FROM system.tables WHERE database = '${db}' AND name LIKE '%__sluice_%'`),
+  ).toEqual([]);
 }
 
-describe.skipIf(!available)('the ClickHouse server restarted, a connection reset, a 503, at every point of a run', () => {
-  it(
-    `the run completes with every record exactly once (${RUNS} run(s) in a row)`,
-    async () => {
-      for (let n = 1; n <= RUNS; n++) await restartedRun(n);
-    },
-    120_000 * RUNS,
-  );
-});
+describe.skipIf(!available)(
+  'the ClickHouse server restarted, a connection reset, a 503, at every point of a run',
+  () => {
+    it(
+      `the run completes with every record exactly once (${RUNS} run(s) in a row)`,
+      async () => {
+        for (let n = 1; n <= RUNS; n++) await restartedRun(n);
+      },
+      120_000 * RUNS,
+    );
+  },
+);

@@ -79,9 +79,9 @@ describe.skipIf(!available)('clickhouse sink end to end', () => {
     // Mid-insert of the first unit: ~3 MB of its text sent, nothing attached.
     const first = await runKilledAt(crashed, 'clickhouse:mid-insert=3000000', env);
     expect(first.died, `${first.endedAs}\n${first.stderr}`).toBe(true);
-    expect(await server.rows(`SELECT count() AS n FROM system.tables WHERE database = '${DB}' AND name = 'crashed'`)).toEqual(
-      [{ n: 0 }],
-    );
+    expect(
+      await server.rows(`SELECT count() AS n FROM system.tables WHERE database = '${DB}' AND name = 'crashed'`),
+    ).toEqual([{ n: 0 }]);
     // The rerun dies between its second unit's ATTACH and that unit's state row: readers see whole units only.
     const second = await runKilledAt(crashed, 'clickhouse:after-attach=2', env);
     expect(second.died, `${second.endedAs}\n${second.stderr}`).toBe(true);
@@ -129,19 +129,23 @@ describe.skipIf(!available)('clickhouse sink end to end', () => {
     // --show names the query to run, without the password.
     expect(run.stdout).toContain(`{"read with clickhouse-client":"SELECT * FROM ${DB}.around LIMIT 2"}`);
     expect(run.stdout + run.stderr).not.toContain(CH_PASSWORD);
-    expect(await server.rows(`SELECT status, units, records FROM ${DB}._sluice_runs WHERE pipeline = 'around'`)).toEqual([
-      { status: 'complete', units: FILES, records: FILES * PER_FILE },
-    ]);
+    expect(
+      await server.rows(`SELECT status, units, records FROM ${DB}._sluice_runs WHERE pipeline = 'around'`),
+    ).toEqual([{ status: 'complete', units: FILES, records: FILES * PER_FILE }]);
 
     // The units the sink committed, read back from its own `_sluice_state`.
     const state = await sluiceInProcess(['state', file], { env });
     expect(state.code, state.stderr).toBe(0);
     expect(state.stdout).toContain(`next run skips: ${FILES} unit(s) committed by every sink`);
-    expect(state.stdout).toMatch(new RegExp(`1: clickhouse http://127\\.0\\.0\\.1:\\d+/${DB} table ${DB}\\.around: ${FILES} unit\\(s\\)`));
+    expect(state.stdout).toMatch(
+      new RegExp(`1: clickhouse http://127\\.0\\.0\\.1:\\d+/${DB} table ${DB}\\.around: ${FILES} unit\\(s\\)`),
+    );
     const dropped = await sluiceInProcess(['state', 'drop', file, '--sink', 'clickhouse', '--yes'], { env });
     expect(dropped.code, dropped.stderr).toBe(0);
     expect(dropped.stdout).toContain(`dropped table ${DB}.around and its rows in ${DB}._sluice_state`);
-    expect(await server.rows(`SELECT name FROM system.tables WHERE database = '${DB}' AND name = 'around'`)).toEqual([]);
+    expect(await server.rows(`SELECT name FROM system.tables WHERE database = '${DB}' AND name = 'around'`)).toEqual(
+      [],
+    );
     // The next run loads every file again, into a new table.
     const again = await sluiceInProcess(['run', file, '--no-progress'], { env });
     expect(again.code, again.stderr).toBe(0);

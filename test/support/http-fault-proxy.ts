@@ -51,7 +51,9 @@ export async function startHttpFaultProxy(target: { port: number; host?: string 
       req.resume();
       req.on('end', () => {
         res.writeHead(fault.status!, { 'content-type': 'text/html', connection: 'close' });
-        res.end(`<html><body><h1>${fault.status} ${STATUS_CODES[fault.status!] ?? ''}</h1>from the proxy</body></html>`);
+        res.end(
+          `<html><body><h1>${fault.status} ${STATUS_CODES[fault.status!] ?? ''}</h1>from the proxy</body></html>`,
+        );
       });
       return;
     }

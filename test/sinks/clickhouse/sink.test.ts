@@ -74,9 +74,9 @@ describe.skipIf(!available)('clickhouse sink: append', () => {
       },
     ]);
     // Nested records are queryable as JSON text, with the functions 18.16 has.
-    expect(await rows(`SELECT visitParamExtractInt(funding, 'rounds') AS r FROM ${DB}.${table} WHERE id = 'a'`)).toEqual(
-      [{ r: 2 }],
-    );
+    expect(
+      await rows(`SELECT visitParamExtractInt(funding, 'rounds') AS r FROM ${DB}.${table} WHERE id = 'a'`),
+    ).toEqual([{ r: 2 }]);
     // The hidden column: what load attached each row, not shown by SELECT *.
     expect((await rows(`SELECT DISTINCT _sluice_load AS l FROM ${DB}.${table}`))[0]!.l).toMatch(/^[0-9a-f]{24}$/);
   });
@@ -84,7 +84,7 @@ describe.skipIf(!available)('clickhouse sink: append', () => {
   it('escapes what TabSeparated treats specially, in text and in arrays; keeps NUL, emoji and odd names', async () => {
     const table = freshTable();
     const { sink } = await openSink({ table });
-    const nasty = "tab\there\nnew line\r\\N back\\slash 'q' \"dq\" [a,b] NUL\0 é😀";
+    const nasty = 'tab\there\nnew line\r\\N back\\slash \'q\' "dq" [a,b] NUL\0 é😀';
     await sink.writeUnit(
       unit('u1'),
       batches([{ s: nasty, list: [nasty, null, 'NULL', ''], n: [1, 2, null], 'we`ird "name"\n': 1 }]),
@@ -149,9 +149,9 @@ describe.skipIf(!available)('clickhouse sink: append', () => {
       throw new Error('crash after the attach');
     };
     const { sink } = await openSink({ table }, {}, { hooks: { beforeCommit } });
-    await expect(sink.writeUnit(unit('u1'), batches([{ id: 1 }, { id: 2 }]), knownCheckpoint({ max: 2 }))).rejects.toThrow(
-      /crash after the attach/,
-    );
+    await expect(
+      sink.writeUnit(unit('u1'), batches([{ id: 1 }, { id: 2 }]), knownCheckpoint({ max: 2 })),
+    ).rejects.toThrow(/crash after the attach/);
     // Readers see the unit whole already: its rows are in the table.
     expect(await rows(`SELECT count() AS n FROM ${DB}.${table}`)).toEqual([{ n: 2 }]);
     const { sink: rerun } = await openSink({ table });
@@ -195,7 +195,14 @@ describe.skipIf(!available)('clickhouse sink: schema', () => {
     ];
     const { sink } = await openSink({ table }, { declared });
     await sink.writeUnit(unit('u1'), batches([{ extra: true, id: 1 }]), NO_CHECKPOINT);
-    expect(Object.keys(await columnTypes(table))).toEqual(['id', 'name', 'updated_at', 'tags', 'extra', '_sluice_load']);
+    expect(Object.keys(await columnTypes(table))).toEqual([
+      'id',
+      'name',
+      'updated_at',
+      'tags',
+      'extra',
+      '_sluice_load',
+    ]);
     const empty = freshTable();
     const { sink: none } = await openSink({ table: empty }, { declared });
     await none.finish();

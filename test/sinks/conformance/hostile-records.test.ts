@@ -314,53 +314,62 @@ describe('sink conformance: hostile records', () => {
 });
 
 describe('sink conformance: hostile records under on_unstorable: repair', () => {
-  it.skipIf(ONLY !== undefined && ONLY.length > 0)('duckdb and postgres store the records with the keys they cannot name renamed, say so, and dead-letter the rest', async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'sluice-hostile-repair-'));
-    dirs.push(dir);
-    mkdirSync(path.join(dir, 'in'));
-    const deep = CORPUS.find((c) => c.id === 19)!.line.replace('"id":19', '"id":6');
-    const lines = [
-      { id: 1, v: 1 },
-      { id: 2, '': 'empty' },
-      { id: 3, Name: 'a', name: 'b' },
-      { id: 4, ['k'.repeat(64)]: 'long' },
-      { id: 5, _sluice_seq: 'reserved' },
-    ].map((o) => JSON.stringify(o));
-    writeFileSync(path.join(dir, 'in', 'a.jsonl'), [...lines, deep].map((l) => l + '\n').join(''));
-    const file = path.join(dir, 'repair.yaml');
-    writeFileSync(
-      file,
-      JSON.stringify({
-        version: 1,
-        name: 'repair',
-        service: { base_url: 'emulator', api_key: '${SLUICE_API_KEY}' },
-        source: { type: 'file', paths: ['in'], format: 'jsonl' },
-        sinks: [
-          { type: 'duckdb', path: 'out/r.duckdb', table: 'repaired', on_unstorable: 'repair' },
-          { type: 'postgres', url: servers.postgres!.socketUrl(DATABASE), table: 'repaired', on_unstorable: 'repair' },
-        ],
-      }),
-    );
-    const run = await runPipelineHere(file);
-    // DuckDB holds no 200 levels of nesting, and renaming cannot help that.
-    expect(run.summary.deadLetterReasons).toEqual([
-      { reason: expect.stringMatching(/^record 5: nested more than 100 levels deep/), count: 1 },
-    ]);
-    const duck = await duckRows(path.join(dir, 'out', 'r.duckdb'), 'SELECT * FROM w.main.repaired ORDER BY id');
-    expect(duck.map((r) => Number(r.id))).toEqual([1, 2, 3, 4, 5]);
-    const renamed = Object.keys(duck[0]!).filter((k) => /_[0-9a-f]{8}$/.test(k));
-    expect(renamed.sort()).toEqual([expect.stringMatching(/^_[0-9a-f]{8}$/), expect.stringMatching(/^name_/)]);
-    const pg = await servers.postgres!.query(DATABASE, 'SELECT to_jsonb(t) AS j FROM public.repaired t ORDER BY id');
-    expect(pg.map((r) => (r.j as Obj).id)).toEqual([1, 2, 3, 4, 5, 6]);
-    const pgKeys = Object.keys(pg[0]!.j as Obj);
-    expect(pgKeys).toContain('Name');
-    expect(pgKeys).toContain('name');
-    expect(pgKeys.filter((k) => /^(k+|_sluice_seq)_[0-9a-f]{8}$/.test(k))).toHaveLength(2);
-    expect(pgKeys.every((k) => Buffer.byteLength(k) <= 63)).toBe(true);
-    const warnings = run.log.filter((l) => l.includes('repaired to fit the store'));
-    expect(warnings).toEqual([
-      expect.stringMatching(/^warn: duckdb .*: 2 record\(s\) repaired .*record 1: key "" renamed to "_[0-9a-f]{8}"/),
-      expect.stringMatching(/^warn: postgres .*: 3 record\(s\) repaired .*record 1: key "" renamed/),
-    ]);
-  }, 300_000);
+  it.skipIf(ONLY !== undefined && ONLY.length > 0)(
+    'duckdb and postgres store the records with the keys they cannot name renamed, say so, and dead-letter the rest',
+    async () => {
+      const dir = mkdtempSync(path.join(tmpdir(), 'sluice-hostile-repair-'));
+      dirs.push(dir);
+      mkdirSync(path.join(dir, 'in'));
+      const deep = CORPUS.find((c) => c.id === 19)!.line.replace('"id":19', '"id":6');
+      const lines = [
+        { id: 1, v: 1 },
+        { id: 2, '': 'empty' },
+        { id: 3, Name: 'a', name: 'b' },
+        { id: 4, ['k'.repeat(64)]: 'long' },
+        { id: 5, _sluice_seq: 'reserved' },
+      ].map((o) => JSON.stringify(o));
+      writeFileSync(path.join(dir, 'in', 'a.jsonl'), [...lines, deep].map((l) => l + '\n').join(''));
+      const file = path.join(dir, 'repair.yaml');
+      writeFileSync(
+        file,
+        JSON.stringify({
+          version: 1,
+          name: 'repair',
+          service: { base_url: 'emulator', api_key: '${SLUICE_API_KEY}' },
+          source: { type: 'file', paths: ['in'], format: 'jsonl' },
+          sinks: [
+            { type: 'duckdb', path: 'out/r.duckdb', table: 'repaired', on_unstorable: 'repair' },
+            {
+              type: 'postgres',
+              url: servers.postgres!.socketUrl(DATABASE),
+              table: 'repaired',
+              on_unstorable: 'repair',
+            },
+          ],
+        }),
+      );
+      const run = await runPipelineHere(file);
+      // DuckDB holds no 200 levels of nesting, and renaming cannot help that.
+      expect(run.summary.deadLetterReasons).toEqual([
+        { reason: expect.stringMatching(/^record 5: nested more than 100 levels deep/), count: 1 },
+      ]);
+      const duck = await duckRows(path.join(dir, 'out', 'r.duckdb'), 'SELECT * FROM w.main.repaired ORDER BY id');
+      expect(duck.map((r) => Number(r.id))).toEqual([1, 2, 3, 4, 5]);
+      const renamed = Object.keys(duck[0]!).filter((k) => /_[0-9a-f]{8}$/.test(k));
+      expect(renamed.sort()).toEqual([expect.stringMatching(/^_[0-9a-f]{8}$/), expect.stringMatching(/^name_/)]);
+      const pg = await servers.postgres!.query(DATABASE, 'SELECT to_jsonb(t) AS j FROM public.repaired t ORDER BY id');
+      expect(pg.map((r) => (r.j as Obj).id)).toEqual([1, 2, 3, 4, 5, 6]);
+      const pgKeys = Object.keys(pg[0]!.j as Obj);
+      expect(pgKeys).toContain('Name');
+      expect(pgKeys).toContain('name');
+      expect(pgKeys.filter((k) => /^(k+|_sluice_seq)_[0-9a-f]{8}$/.test(k))).toHaveLength(2);
+      expect(pgKeys.every((k) => Buffer.byteLength(k) <= 63)).toBe(true);
+      const warnings = run.log.filter((l) => l.includes('repaired to fit the store'));
+      expect(warnings).toEqual([
+        expect.stringMatching(/^warn: duckdb .*: 2 record\(s\) repaired .*record 1: key "" renamed to "_[0-9a-f]{8}"/),
+        expect.stringMatching(/^warn: postgres .*: 3 record\(s\) repaired .*record 1: key "" renamed/),
+      ]);
+    },
+    300_000,
+  );
 });

@@ -203,12 +203,16 @@ const clickhouse: Target = {
     );
     if (engine.length === 0) return [];
     const final = engine[0]!.engine.startsWith('Replacing') ? ' FINAL' : '';
-    return (await ch(o).rows<Obj>(`SELECT * FROM ${CH_DATABASE}.\`${o.name}\`${final}`)).map((r) => canonical(r) as Obj);
+    return (await ch(o).rows<Obj>(`SELECT * FROM ${CH_DATABASE}.\`${o.name}\`${final}`)).map(
+      (r) => canonical(r) as Obj,
+    );
   },
   async checkpoints(o, pipeline) {
     const rows = await chState(o, pipeline);
     return new Map(
-      rows.filter((r) => r.status === 'committed' && r.checkpoint !== '').map((r) => [r.unit_id, JSON.parse(r.checkpoint)]),
+      rows
+        .filter((r) => r.status === 'committed' && r.checkpoint !== '')
+        .map((r) => [r.unit_id, JSON.parse(r.checkpoint)]),
     );
   },
   failpoints: {
