@@ -1,7 +1,7 @@
 /**
  * `clickhouse` sink: rows into a ClickHouse table through the official client (`@clickhouse/client`, HTTP), with
  * every record once as a reader sees it after a kill -9 at any moment and a rerun — without transactions, which
- * ClickHouse does not have (none in 18.16; the experimental ones of 24.x are not for MergeTree at large).
+ * ClickHouse 18.16 does not have (later releases' are experimental, and not tested here).
  *
  * Why this protocol (unit.ts has its steps): a unit's rows go to a staging table of its own, then into the target
  * with `ALTER TABLE … ATTACH PARTITION tuple() FROM <staging>`, which moves every part of the staging table in one

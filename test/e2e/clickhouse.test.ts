@@ -4,8 +4,10 @@
  * - kill -9 mid-load (mid-insert; then, in the rerun, between a unit's ATTACH and its state row), then a rerun: the
  *   table equals a clean load of the same files (count, distinct keys, a checksum over every value), and nothing is
  *   left beside it;
- * - the commands around a run, on ClickHouse: `--show`, checks after the load (read-only), `sluice state` (the cursor
- *   its checkpoints hold) and `sluice state drop`, `_sluice_runs`, and the password in no output.
+ * - the commands around a run, on ClickHouse: `--show`, checks after the load (read-only), `sluice state` (the units
+ *   its `_sluice_state` holds) and `sluice state drop`, `_sluice_runs`, and the password in no output;
+ * - the shipped example (pipelines/company_profiles_clickhouse.yaml) as written, two nights: `merge` keeps one row
+ *   per company (read with FINAL).
  *
  * The server restarted at every point of a run: clickhouse-restart.test.ts. What every sink promises — kill -9 at
  * each failpoint of the commit path, checkpoints, cursors over nights, write modes, hostile records — the sink
@@ -17,10 +19,11 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { companyRecord, toJsonl } from '../../bench/lib/company-records.js';
 import { runKilledAt } from '../../bench/lib/sluice-child.js';
+import type { EmulatorHandle } from '../../src/emulator/server.js';
 import { CH_PASSWORD, startClickHouse, type ClickHouseServer } from '../support/clickhouse-server.js';
 import { digest } from '../support/compare-tables.js';
 import { systemBinary } from '../support/system-packages.js';
-import { sluice, sluiceInProcess, workspace, type Obj, type Workspace } from './harness.js';
+import { emulator, sluice, sluiceInProcess, workspace, type Obj, type Workspace } from './harness.js';
 
 const available = systemBinary('clickhouse') !== undefined;
 const FILES = 6;
@@ -28,12 +31,16 @@ const PER_FILE = 1500;
 const DB = 'e2e';
 
 let server: ClickHouseServer;
+let emu: EmulatorHandle;
 beforeAll(async () => {
   if (!available) return;
-  server = await startClickHouse();
+  [server, emu] = await Promise.all([startClickHouse(), emulator({ seed: 3, size: 3000 })]);
   await server.createDatabase(DB);
 }, 120_000);
-afterAll(() => server?.stop());
+afterAll(async () => {
+  await emu?.close();
+  server?.stop();
+});
 
 /** Company profiles as gzipped JSONL files, one unit each. */
 function writeParts(ws: Workspace): void {
@@ -150,5 +157,24 @@ describe.skipIf(!available)('clickhouse sink end to end', () => {
     const again = await sluiceInProcess(['run', file, '--no-progress'], { env });
     expect(again.code, again.stderr).toBe(0);
     expect(await server.rows(`SELECT count() AS n FROM ${DB}.around`)).toEqual([{ n: FILES * PER_FILE }]);
+  });
+
+  it('the shipped example runs as written, two nights: merge keeps one row per company', async () => {
+    const ws = workspace();
+    const env = { CLICKHOUSE_URL: server.url() };
+    const file = ws.pipeline('company_profiles_clickhouse.yaml');
+    const count = `SELECT count() AS n, uniqExact(company_id) AS ids FROM analytics.company_profiles FINAL`;
+    const first = await sluiceInProcess(['run', file, '--no-progress'], { service: emu, env });
+    expect(first.code, first.stderr).toBe(0);
+    const [once] = await server.rows<{ n: number; ids: number }>(count);
+    expect(once!.n).toBeGreaterThan(100);
+    expect(once!.ids).toBe(once!.n);
+    const second = await sluiceInProcess(['run', file, '--no-progress'], { service: emu, env });
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stderr).toMatch(/^starting company_profiles_clickhouse/m);
+    expect(await server.rows(count)).toEqual([once]);
+    // Without FINAL the second night's versions are there beside the first's until ClickHouse merges them.
+    const [raw] = await server.rows<{ n: number }>('SELECT count() AS n FROM analytics.company_profiles');
+    expect(raw!.n).toBeGreaterThanOrEqual(once!.n);
   });
 });

@@ -379,6 +379,31 @@ describe.skipIf(!available)('clickhouse sink: merge and replace', () => {
     expect(await sideTables(table)).toEqual([]);
   });
 
+  it('replace: readers querying through the swap see the old table or the new, never neither', async () => {
+    const table = freshTable();
+    const first = (await openSink({ table, write: 'replace' }, { fresh: true, runId: 'o1' })).sink;
+    await first.writeUnit({ id: 'o1/a', params: {} }, batches([{ id: 1 }, { id: 2 }]), NO_CHECKPOINT);
+    await first.finish();
+    const second = (await openSink({ table, write: 'replace' }, { fresh: true, runId: 'o2' })).sink;
+    await second.writeUnit({ id: 'o2/a', params: {} }, batches([{ id: 3 }, { id: 4 }, { id: 5 }]), NO_CHECKPOINT);
+    const seen = new Set<string>();
+    let swapping = true;
+    const reader = async (): Promise<void> => {
+      while (swapping) {
+        const r = await ch.server.rows<{ n: number }>(`SELECT count() AS n FROM ${DB}.${table}`).catch((e: Error) => [
+          { n: -1, error: e.message },
+        ]);
+        seen.add(JSON.stringify(r[0]));
+      }
+    };
+    const readers = [reader(), reader(), reader()];
+    await second.finish();
+    swapping = false;
+    await Promise.all(readers);
+    expect([...seen].every((x) => x === '{"n":2}' || x === '{"n":3}'), [...seen].join(' ')).toBe(true);
+    expect(await rows(`SELECT count() AS n FROM ${DB}.${table}`)).toEqual([{ n: 3 }]);
+  });
+
   it('replace: a run stopped at its swap is finished by its rerun, readers seeing the old table or the new', async () => {
     const table = freshTable();
     const first = (await openSink({ table, write: 'replace' }, { fresh: true, runId: 'r1' })).sink;
