@@ -16,6 +16,7 @@ import { ClickHouseError, ClickHouseLogLevel, createClient, type ClickHouseClien
 import { SluiceError, type RetryClassified } from '../../src/core/errors.js';
 import { redact, registerSecret } from '../../src/core/redact.js';
 import { RetryPolicy, retrying } from '../../src/core/retry.js';
+import { SourceFailure } from '../warehouse/source-failure.js';
 import { UNCOMMITTED_HINT } from '../warehouse/unit-result.js';
 
 /** Connections at most: the engine reads 4 units at once by default, each streams one insert, and a few statements. */
@@ -193,15 +194,7 @@ export function sinkFailure(label: string, what: string, err: unknown): ClickHou
   });
 }
 
-/**
- * The source failed while the unit streamed: what was staged is dropped, and `original` is rethrown as it was (the
- * source's error: whether the unit is tried again is the source's to say, not the sink's).
- */
-export class SourceFailure extends Error {
-  constructor(readonly original: unknown) {
-    super('the source failed mid-unit');
-  }
-}
+export { SourceFailure };
 
 /**
  * Runs `fn`; a failure that is not already a SluiceError becomes one (`sinkFailure`), a source's failure mid-unit

@@ -390,9 +390,9 @@ describe.skipIf(!available)('clickhouse sink: merge and replace', () => {
     let swapping = true;
     const reader = async (): Promise<void> => {
       while (swapping) {
-        const r = await ch.server.rows<{ n: number }>(`SELECT count() AS n FROM ${DB}.${table}`).catch((e: Error) => [
-          { n: -1, error: e.message },
-        ]);
+        const r = await ch.server
+          .rows<{ n: number }>(`SELECT count() AS n FROM ${DB}.${table}`)
+          .catch((e: Error) => [{ n: -1, error: e.message }]);
         seen.add(JSON.stringify(r[0]));
       }
     };
@@ -400,7 +400,10 @@ describe.skipIf(!available)('clickhouse sink: merge and replace', () => {
     await second.finish();
     swapping = false;
     await Promise.all(readers);
-    expect([...seen].every((x) => x === '{"n":2}' || x === '{"n":3}'), [...seen].join(' ')).toBe(true);
+    expect(
+      [...seen].every((x) => x === '{"n":2}' || x === '{"n":3}'),
+      [...seen].join(' '),
+    ).toBe(true);
     expect(await rows(`SELECT count() AS n FROM ${DB}.${table}`)).toEqual([{ n: 3 }]);
   });
 
