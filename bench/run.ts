@@ -285,7 +285,9 @@ async function main(): Promise<void> {
     if (!(await runS3Bench(o))) process.exitCode = 1;
   }
   if (!o.skipClickHouse) {
-    console.log('\nsluice → clickhouse beside the server’s own client inserting JSONEachRow (bench/cases/clickhouse.ts)');
+    console.log(
+      '\nsluice → clickhouse beside the server’s own client inserting JSONEachRow (bench/cases/clickhouse.ts)',
+    );
     if (!(await runClickHouseBench(o))) process.exitCode = 1;
   }
   if (o.rssSweep) await rssSweep(o);

@@ -63,7 +63,9 @@ export async function runClickHouseBench(o: ClickHouseBenchOptions): Promise<boo
   const { installCommand, systemBinary } = await import('../../test/support/system-packages.js');
   const client = systemBinary('clickhouse-client');
   if (systemBinary('clickhouse') === undefined || client === undefined) {
-    console.log(`clickhouse: skipped, the server or its client is missing: ${installCommand(['clickhouse', 'clickhouse-client'])}`);
+    console.log(
+      `clickhouse: skipped, the server or its client is missing: ${installCommand(['clickhouse', 'clickhouse-client'])}`,
+    );
     return true;
   }
   const w = await prepareWorkload(o.records, ['parts'], console.log);
@@ -116,7 +118,9 @@ function bulkInsert(
   const script = `"$0" --host 127.0.0.1 --port "$1" --query "$2" < "$3" && times`;
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['-c', script, client, String(port), insert, file], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', ['-c', script, client, String(port), insert, file], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
