@@ -17,11 +17,9 @@
  * than wall time on a shared machine.
  */
 import { spawn } from 'node:child_process';
-import { createWriteStream, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { NORMALIZE_COMPANY_PROFILES, partsPipelineCase, recordsArg } from '../lib/pipeline-case.js';
 import { caseMain, isCaseChild, runCase, type CaseFn, type CaseResult } from '../lib/child.js';
 import { formatTable } from '../lib/table.js';
@@ -79,17 +77,14 @@ export async function runClickHouseBench(o: ClickHouseBenchOptions): Promise<boo
     const sluiceServerCpu = cpu.seconds();
     if (sluice.records !== w.records) throw new Error(`sluice-clickhouse counted ${sluice.records}, not ${w.records}`);
 
-    // The rows as the sink stored them, as the server writes them, decompressed on disk.
+    // The rows as the sink stored them, as the server writes them, decompressed on disk (not timed).
     const file = path.join(server.dir, 'rows.jsonl');
-    const res = await fetch(`http://127.0.0.1:${server.httpPort}/?user=default`, {
-      method: 'POST',
-      body: `SELECT * FROM ${DATABASE}.${TABLE} FORMAT JSONEachRow`,
-    });
-    if (!res.ok || !res.body) throw new Error(`the export failed: ${res.status} ${await res.text()}`);
-    await pipeline(Readable.fromWeb(res.body as never), createWriteStream(file));
+    await clientRun(client, server.tcpPort, `SELECT * FROM ${DATABASE}.${TABLE} FORMAT JSONEachRow`, { out: file });
     await server.query(`CREATE TABLE ${DATABASE}.floor AS ${DATABASE}.${TABLE}`);
     const floorCpu = serverCpu(server.pid());
-    const floor = await bulkInsert(client, server.tcpPort, `INSERT INTO ${DATABASE}.floor FORMAT JSONEachRow`, file);
+    const floor = await clientRun(client, server.tcpPort, `INSERT INTO ${DATABASE}.floor FORMAT JSONEachRow`, {
+      in: file,
+    });
     const floorServerCpu = floorCpu.seconds();
     const [loaded] = await server.rows<{ n: number }>(`SELECT count() AS n FROM ${DATABASE}.floor`);
     if (loaded?.n !== w.records) throw new Error(`the floor loaded ${loaded?.n} rows, not ${w.records}`);
@@ -106,31 +101,30 @@ export async function runClickHouseBench(o: ClickHouseBenchOptions): Promise<boo
 }
 
 /**
- * `clickhouse-client --query <insert> < file`, timed: its wall seconds, and its CPU seconds (bash's `times` after it:
- * the user and system time of the shell's children, which is the client alone).
+ * `clickhouse-client --query <sql>` reading `io.in` or writing `io.out`, timed: its wall seconds, and its CPU seconds
+ * (bash's `times` after it: the user and system time of the shell's children, which is the client alone).
  */
-function bulkInsert(
+function clientRun(
   client: string,
   port: number,
-  insert: string,
-  file: string,
+  sql: string,
+  io: { in?: string; out?: string },
 ): Promise<{ seconds: number; clientCpu: number | undefined }> {
-  const script = `"$0" --host 127.0.0.1 --port "$1" --query "$2" < "$3" && times`;
+  const redirect = io.in !== undefined ? '< "$3"' : '> "$3"';
+  const script = `"$0" --host 127.0.0.1 --port "$1" --query "$2" ${redirect} && times >&2`;
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['-c', script, client, String(port), insert, file], {
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const child = spawn('bash', ['-c', script, client, String(port), sql, io.in ?? io.out ?? '/dev/null'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
     });
-    let out = '';
     let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     child.on('error', reject);
     child.on('close', (code) => {
       const seconds = (performance.now() - t0) / 1000;
       if (code !== 0) return reject(new Error(`clickhouse-client exited ${code}: ${err.trim().slice(-500)}`));
       // `times`: the shell's own user/system time, then its children's: `0m1.234s 0m0.123s`.
-      const children = out.trim().split('\n').at(-1) ?? '';
+      const children = err.trim().split('\n').at(-1) ?? '';
       const parts = [...children.matchAll(/(\d+)m([\d.]+)s/g)].map((m) => Number(m[1]) * 60 + Number(m[2]));
       resolve({ seconds, clientCpu: parts.length === 2 ? parts[0]! + parts[1]! : undefined });
     });
