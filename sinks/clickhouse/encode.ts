@@ -83,6 +83,16 @@ function booleanText(v: unknown): string {
   return typeof v === 'boolean' ? (v ? '1' : '0') : plainText(v);
 }
 
+/**
+ * A JSON column's field: JSON text has no raw tab, newline, carriage return or NUL (JSON.stringify escapes them), so
+ * only its backslashes need TabSeparated's escape — one `includes` instead of the field's regex, on the values that
+ * cost most (nested records).
+ */
+function jsonField(v: unknown): string {
+  const t = jsonText(v);
+  return t.includes('\\') ? t.replaceAll('\\', '\\\\') : t;
+}
+
 /** How the text of a scalar column of `type` (bare, not Nullable) meaning `comment` is written. */
 function scalarText(type: string, comment: string): Encoder {
   if (comment === 'sluice:TIMESTAMP' || comment === 'sluice:LIST<TIMESTAMP>') return instantText;
@@ -118,8 +128,9 @@ function encoderFor(c: ColumnType): Encoder {
       return `${out}]`;
     };
   }
-  const text = scalarText(bare, c.comment);
   const absent = nullable ? '\\N' : defaultText(bare);
+  if (c.comment === 'sluice:JSON') return (v) => (v === null || v === undefined ? absent : jsonField(v));
+  const text = scalarText(bare, c.comment);
   return (v) => (v === null || v === undefined ? absent : field(text(v)));
 }
 

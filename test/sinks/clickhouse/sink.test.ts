@@ -86,12 +86,25 @@ describe.skipIf(!available)('clickhouse sink: append', () => {
     const nasty = 'tab\there\nnew line\r\\N back\\slash \'q\' "dq" [a,b] NUL\0 é😀';
     await sink.writeUnit(
       unit('u1'),
-      batches([{ s: nasty, list: [nasty, null, 'NULL', ''], n: [1, 2, null], 'we`ird "name"\n': 1 }]),
+      batches([
+        {
+          s: nasty,
+          list: [nasty, null, 'NULL', ''],
+          n: [1, 2, null],
+          'we`ird "name"\n': 1,
+          doc: { s: nasty, l: [nasty] },
+        },
+      ]),
       NO_CHECKPOINT,
     );
-    expect(await rows(`SELECT * FROM ${DB}.${table}`)).toEqual([
-      { s: nasty, list: [nasty, null, 'NULL', ''], n: [1, 2, null], 'we`ird "name"\n': 1 },
-    ]);
+    const [back] = await rows(`SELECT * FROM ${DB}.${table}`);
+    expect({ ...back, doc: JSON.parse(back!.doc as string) as unknown }).toEqual({
+      s: nasty,
+      list: [nasty, null, 'NULL', ''],
+      n: [1, 2, null],
+      'we`ird "name"\n': 1,
+      doc: { s: nasty, l: [nasty] },
+    });
   });
 
   it('commits a unit once: again in the same run or in a rerun it is a no-op', async () => {
