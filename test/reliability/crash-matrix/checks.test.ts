@@ -12,7 +12,7 @@ import { CELLS, TEST_CELLS, cellLabel } from '../../../bench/crash-matrix.js';
 import { leftovers, outputDigest, visibleAfterKill, type Output } from '../../../bench/lib/crash-outputs.js';
 import { FAILPOINTS } from '../../../src/core/failpoints.js';
 import { COMPACT_FAILPOINTS } from '../../engine/compact-failpoints.js';
-import { TARGETS } from '../../sinks/conformance/targets.js';
+import { ALL_TARGETS as TARGETS } from '../../sinks/conformance/targets.js';
 import { HALVES, MATRIX } from './run-cells.js';
 
 const dirs: string[] = [];
