@@ -5,7 +5,8 @@
  * speaks), stopped and deleted by `stop()`.
  *
  * Two users: `default` without a password (the tests' own reads) and `sluice` with a password (the sink's, so a test
- * can check that the password never shows). The server runs as the user the tests run as: 18.16 does not refuse root.
+ * can check that the password never shows), and any a test asks for (`users`). The server runs as the user the tests
+ * run as: 18.16 does not refuse root.
  *
  * A test process killed hard never runs its `afterAll`: a detached watchdog (clickhouse-watchdog.js), one per server,
  * polls the test process's pid and kills the server and deletes its directory once the test process is gone. The
@@ -96,13 +97,21 @@ function configXml(dir: string, httpPort: number, tcpPort: number): string {
 `;
 }
 
-function usersXml(): string {
+/** Text as XML character data. */
+function xmlText(s: string): string {
+  return s.replace(/[&<>]/g, (c) => (c === '&' ? '&amp;' : c === '<' ? '&lt;' : '&gt;'));
+}
+
+function usersXml(extra: Readonly<Record<string, string>>): string {
   const user = (name: string, password: string): string =>
-    `<${name}><password>${password}</password><networks><ip>127.0.0.1</ip></networks><profile>default</profile><quota>default</quota></${name}>`;
+    `<${name}><password>${xmlText(password)}</password><networks><ip>127.0.0.1</ip></networks><profile>default</profile><quota>default</quota></${name}>`;
+  const users = { default: '', [CH_USER]: CH_PASSWORD, ...extra };
   return `<?xml version="1.0"?>
 <yandex>
   <profiles><default><max_memory_usage>4000000000</max_memory_usage></default></profiles>
-  <users>${user('default', '')}${user(CH_USER, CH_PASSWORD)}</users>
+  <users>${Object.entries(users)
+    .map(([name, password]) => user(name, password))
+    .join('')}</users>
   <quotas><default><interval><duration>3600</duration><queries>0</queries><errors>0</errors><result_rows>0</result_rows><read_rows>0</read_rows><execution_time>0</execution_time></interval></default></quotas>
 </yandex>
 `;
@@ -125,7 +134,12 @@ async function waitForPing(httpPort: number, child: ChildProcess, log: string): 
   }
 }
 
-export async function startClickHouse(): Promise<ClickHouseServer> {
+export interface ClickHouseOptions {
+  /** More users (name → password), beside `default` and `sluice` (18.16 has no CREATE USER: users.xml says them). */
+  users?: Readonly<Record<string, string>>;
+}
+
+export async function startClickHouse(opts: ClickHouseOptions = {}): Promise<ClickHouseServer> {
   const bin = findBinary();
   const dir = mkdtempSync(path.join(tmpdir(), 'sluice-ch-'));
   for (const sub of ['data', 'tmp', 'user_files', 'format_schemas']) mkdirSync(path.join(dir, sub));
@@ -156,7 +170,7 @@ export async function startClickHouse(): Promise<ClickHouseServer> {
   for (let attempt = 1; ; attempt++) {
     [httpPort, tcpPort] = [await freePort(), await freePort()];
     writeFileSync(path.join(dir, 'config.xml'), configXml(dir, httpPort, tcpPort));
-    writeFileSync(path.join(dir, 'users.xml'), usersXml());
+    writeFileSync(path.join(dir, 'users.xml'), usersXml(opts.users ?? {}));
     try {
       await launch();
       break;
