@@ -2,14 +2,15 @@
  * `npm run bench`: the one entry point of sluice's benchmarks.
  *
  *   npm run bench [-- --records N] [--only a,b] [--repeat N] [--skip-crawl] [--rss-sweep] [--concurrency N]
- *                    [--duckdb-options '{"memory_limit":"192MB"}'] [--skip-postgres] [--skip-s3]
+ *                    [--duckdb-options '{"memory_limit":"192MB"}'] [--skip-postgres] [--skip-s3] [--skip-clickhouse]
  *
  * 1. The workload (bench/lib/workload.ts): N company profiles (default 200,000, 582 MB of JSONL) from the
  *    emulator's generator as .jsonl.gz, as 10k-record parts, as .json.gz and .csv.gz; cached under bench/.work/.
  * 2. The table: every case (bench/lib/cases.ts) in a child process of its own — wall and CPU seconds, records/s,
  *    MB/s of uncompressed JSONL, peak RSS — and each sluice path's ratio to its floor beside its target.
  * 3. The crawl benchmark (bench/crawl.ts), unless `--skip-crawl`; the Postgres one (bench/cases/postgres.ts), unless
- *    `--skip-postgres`; Parquet on S3 beside local disk (bench/cases/s3.ts), unless `--skip-s3`.
+ *    `--skip-postgres`; Parquet on S3 beside local disk (bench/cases/s3.ts), unless `--skip-s3`; the ClickHouse one
+ *    (bench/cases/clickhouse.ts), unless `--skip-clickhouse`.
  * 4. `--rss-sweep`: sluice → DuckDB at 50k, 200k and 1M records; its peak RSS should stay flat (±15%).
  *
  * The machine's other work shows in wall time (identical runs here differ by up to 1.4×); CPU seconds are
@@ -20,6 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
+import { runClickHouseBench } from './cases/clickhouse.js';
 import { runPostgresBench } from './cases/postgres.js';
 import { runS3Bench } from './cases/s3.js';
 import { runCrawlBench } from './crawl.js';
@@ -74,6 +76,7 @@ interface Options {
   skipCrawl: boolean;
   skipPostgres: boolean;
   skipS3: boolean;
+  skipClickHouse: boolean;
   rssSweep: boolean;
   concurrency: number;
   duckdbOptions?: Record<string, unknown>;
@@ -92,6 +95,7 @@ function parseOptions(): Options {
     .option('skip-crawl', { type: 'boolean', default: false, describe: 'Leave out the crawl benchmark' })
     .option('skip-postgres', { type: 'boolean', default: false, describe: 'Leave out the Postgres benchmark' })
     .option('skip-s3', { type: 'boolean', default: false, describe: 'Leave out the Parquet-on-S3 benchmark' })
+    .option('skip-clickhouse', { type: 'boolean', default: false, describe: 'Leave out the ClickHouse benchmark' })
     .option('rss-sweep', { type: 'boolean', default: false, describe: 'sluice → duckdb peak RSS at 50k/200k/1M' })
     .option('concurrency', { type: 'number', default: 2, describe: 'Units at once in the sluice pipelines' })
     .option('duckdb-options', { type: 'string', describe: 'JSON merged into the sluice-duckdb sink config' })
@@ -113,6 +117,7 @@ function parseOptions(): Options {
     skipCrawl: argv['skip-crawl'],
     skipPostgres: argv['skip-postgres'],
     skipS3: argv['skip-s3'],
+    skipClickHouse: argv['skip-clickhouse'],
     rssSweep: argv['rss-sweep'],
     concurrency: argv.concurrency,
     duckdbOptions: argv['duckdb-options'] ? (JSON.parse(argv['duckdb-options']) as Record<string, unknown>) : undefined,
@@ -278,6 +283,12 @@ async function main(): Promise<void> {
   if (!o.skipS3) {
     console.log('\nsluice → parquet on a loopback S3 server beside local disk (bench/cases/s3.ts)');
     if (!(await runS3Bench(o))) process.exitCode = 1;
+  }
+  if (!o.skipClickHouse) {
+    console.log(
+      '\nsluice → clickhouse beside the server’s own client inserting JSONEachRow (bench/cases/clickhouse.ts)',
+    );
+    if (!(await runClickHouseBench(o))) process.exitCode = 1;
   }
   if (o.rssSweep) await rssSweep(o);
   // A missed target is a finding, printed above; only a case that failed to run fails the command.

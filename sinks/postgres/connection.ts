@@ -10,6 +10,7 @@ import pg from 'pg';
 import { SluiceError, type RetryClassified } from '../../src/core/errors.js';
 import { redact, registerSecret } from '../../src/core/redact.js';
 import { RetryPolicy, retrying } from '../../src/core/retry.js';
+import { SourceFailure } from '../../src/sink-kit/warehouse/source-failure.js';
 import { UNCOMMITTED_HINT } from '../../src/sink-kit/warehouse/unit-result.js';
 
 /** Connections at most: the engine reads 4 units at once by default, and each unit commits in its own transaction. */
@@ -252,15 +253,7 @@ export async function guarded<T>(label: string, what: string, fn: () => Promise<
   }
 }
 
-/**
- * The source failed while the unit streamed: the transaction is rolled back and `original` is rethrown as it was
- * (the source's error: whether the unit is tried again is the source's to say, not the sink's).
- */
-export class SourceFailure extends Error {
-  constructor(readonly original: unknown) {
-    super('the source failed mid-unit');
-  }
-}
+export { SourceFailure };
 
 /** Why `open()` failed: could not connect, or connected and could not prepare the schema. */
 export function openFailure(label: string, schema: string, target: Target, err: unknown): SluiceError {

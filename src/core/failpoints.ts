@@ -30,6 +30,13 @@ export const FAILPOINTS = {
   'postgres:mid-copy': 'amount = characters of one unit’s COPY data sent so far, inside its transaction',
   'postgres:after-data': 'a unit’s rows are copied in its transaction, before its `_sluice_state` row and COMMIT',
   'postgres:before-commit': 'a unit’s rows and its `_sluice_state` row are in its transaction, before COMMIT',
+  'clickhouse:mid-insert':
+    'amount = characters of one unit’s rows sent to its staging table so far (TabSeparated text, before its insert ends)',
+  'clickhouse:after-intent':
+    'a unit’s rows are staged and its `publishing` state row written, before the ATTACH that makes them visible',
+  'clickhouse:after-attach': 'a unit’s rows are attached to the table (visible), before its `committed` state row',
+  'clickhouse:replace-swap': 'replace: the `swapping` marker is written, before the RENAME that swaps the tables',
+  'clickhouse:after-swap': 'replace: the tables are swapped, before the old one is dropped and the state rows moved',
   'files:before-manifest':
     'a file commit’s temp files and its `.pending` marker are synced, before the manifest records the commit',
   'files:after-manifest': 'the manifest records a file commit, before its first file is renamed into place',

@@ -119,7 +119,7 @@ export interface OutputQuery {
  * through it, never through a sink's type name.
  */
 export interface QueryableOutput {
-  readonly dialect: 'duckdb' | 'postgres';
+  readonly dialect: 'duckdb' | 'postgres' | 'clickhouse';
   /** The committed rows as a FROM-clause item: a quoted table, or `read_parquet(…)` over the committed files. */
   readonly relation: string;
   /**

@@ -1,7 +1,8 @@
 /**
  * `sluice init`: a template for every registered source and sink, a written pipeline that validates and runs green
- * against the emulator as written (`npm test`: each source once, the sinks taken in turn; SLUICE_INIT_MATRIX=full, as
- * CI runs it: every source × every sink, Postgres included), an `.env.example` that names every variable the pipeline
+ * against the emulator as written (`npm test`: each source once, the sinks taken in turn, and one into ClickHouse;
+ * SLUICE_INIT_MATRIX=full, as CI runs it: every source × every sink, Postgres and ClickHouse included), an
+ * `.env.example` that names every variable the pipeline
  * reads and holds no value, and files never overwritten unless forced. The runs are in-process; the executable is
  * spawned once, for `init` itself.
  */
@@ -16,7 +17,9 @@ import { SINK_TEMPLATES, SOURCE_TEMPLATES } from '../../src/cli/init/templates.j
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
 import { registeredTypes, registry } from '../../src/pipeline/registry.js';
 import { validatePipelineText } from '../../src/pipeline/validate.js';
+import { startClickHouse, type ClickHouseServer } from '../support/clickhouse-server.js';
 import { hasPostgres, startPostgres, type PostgresServer } from '../support/postgres-server.js';
+import { systemBinary } from '../support/system-packages.js';
 import { memoryIo } from './memory-io.js';
 
 const FULL = process.env.SLUICE_INIT_MATRIX === 'full';
@@ -57,6 +60,7 @@ describe('sluice init: templates from the registry', () => {
       SLUICE_BASE_URL: 'https://api.example.test',
       SLUICE_API_KEY: 'k',
       DATABASE_URL: 'postgres://u@h/db',
+      CLICKHOUSE_URL: 'http://u:p@h:8123',
       SLUICE_OUTPUT: 's3://bucket/prefix/',
     };
     for (const [source, sink] of pairs) {
@@ -148,27 +152,39 @@ describe('sluice init: what it writes runs green against the emulator', () => {
   const withPostgres = hasPostgres();
   let emu: EmulatorHandle;
   let pg: PostgresServer | undefined;
+  let ch: ClickHouseServer | undefined;
+  const withClickHouse = systemBinary('clickhouse') !== undefined;
   beforeAll(async () => {
     emu = await startEmulator({ apiKey: API_KEY, size: 2000, timeScale: 500 });
     if (FULL && withPostgres) {
       pg = await startPostgres();
       await pg.createDatabase('init');
     }
+    if (withClickHouse) ch = await startClickHouse();
   });
   afterAll(async () => {
     await emu?.close();
     pg?.stop();
+    ch?.stop();
   });
 
-  /** `npm test`: every source once, the sinks that need no server taken in turn; CI: every source × every sink. */
+  /**
+   * `npm test`: every source once, the sinks that need no server taken in turn, and one source into ClickHouse (the
+   * server the suite starts itself); CI: every source × every sink.
+   */
   const cells = FULL
     ? SOURCES.flatMap((source) =>
-        SINKS.filter((sink) => sink !== 'postgres' || withPostgres).map((sink) => [source, sink] as const),
+        SINKS.filter((sink) => (sink !== 'postgres' || withPostgres) && (sink !== 'clickhouse' || withClickHouse)).map(
+          (sink) => [source, sink] as const,
+        ),
       )
-    : SOURCES.map((source, i) => {
-        const local = SINKS.filter((s) => s !== 'postgres');
-        return [source, local[i % local.length]!] as const;
-      });
+    : [
+        ...SOURCES.map((source, i) => {
+          const local = SINKS.filter((s) => s !== 'postgres' && s !== 'clickhouse');
+          return [source, local[i % local.length]!] as const;
+        }),
+        ...(withClickHouse ? [['reviews', 'clickhouse'] as const] : []),
+      ];
 
   it.each(cells)('%s → %s', async (source, sink) => {
     const dir = tempDir();
@@ -177,6 +193,7 @@ describe('sluice init: what it writes runs green against the emulator', () => {
       SLUICE_BASE_URL: emu.url,
       SLUICE_API_KEY: API_KEY,
       ...(pg && { DATABASE_URL: pg.socketUrl('init') }),
+      ...(ch && { CLICKHOUSE_URL: ch.url() }),
     });
     const file = path.join(dir, `${source}_${sink}.yaml`);
     const code = await runCli(['run', file, '--no-progress', '--log-format', 'json'], io);

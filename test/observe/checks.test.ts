@@ -1,5 +1,6 @@
 /**
- * Checks after the load, on DuckDB, PostgreSQL (a throwaway cluster) and Parquet at once: every kind passing and
+ * Checks after the load, on DuckDB, PostgreSQL (a throwaway cluster), Parquet and ClickHouse (a throwaway server, where
+ * this machine has its package) at once: every kind passing and
  * failing on each sink, with violating rows in the report; `warn` failures leave the run succeeding; an `error`
  * failure ends it with exit code 6 (through the CLI, in this process), its data committed, its results in the
  * summary, runs.jsonl and a notification, its run id on every JSON log line and in both sinks' `_sluice_runs`.
@@ -15,16 +16,24 @@ import { readRunHistory } from '../../src/state/run-history.js';
 import type { CheckResult } from '../../src/observe/events.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
 import { sluiceInProcess } from '../e2e/harness.js';
+import { startClickHouse, type ClickHouseServer } from '../support/clickhouse-server.js';
 import { hasPostgres, startPostgres, type PostgresServer } from '../support/postgres-server.js';
+import { systemBinary } from '../support/system-packages.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 const quiet = { fresh: false, logFormat: 'text', quiet: true, progress: false } as const;
 let pg: PostgresServer;
+let ch: ClickHouseServer | undefined;
 let hook: WebhookReceiver;
 let dir: string;
+const withClickHouse = systemBinary('clickhouse') !== undefined;
 
 beforeAll(async () => {
-  [pg, hook] = await Promise.all([startPostgres(), startWebhookReceiver()]);
+  [pg, hook, ch] = await Promise.all([
+    startPostgres(),
+    startWebhookReceiver(),
+    withClickHouse ? startClickHouse() : undefined,
+  ]);
   await pg.createDatabase('checks');
   dir = mkdtempSync(path.join(tmpdir(), 'sluice-checks-'));
   mkdirSync(path.join(dir, 'in'));
@@ -39,6 +48,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await hook?.close();
   pg?.stop();
+  ch?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -75,7 +85,14 @@ sinks:
     url: \${PG_URL}
     table: ${name}${checks(failing)}
   - type: parquet
-    path: parquet-${name}${checks(failing)}
+    path: parquet-${name}${checks(failing)}${
+      withClickHouse
+        ? `
+  - type: clickhouse
+    url: \${CH_URL}
+    table: ${name}${checks(failing)}`
+        : ''
+    }
 notify:
   webhooks: [{ url: "\${HOOK_URL}", on: [checks] }]
 `,
@@ -83,19 +100,19 @@ notify:
   return file;
 }
 
-const SINKS = ['duckdb', 'postgres', 'parquet'];
+const SINKS = ['duckdb', 'postgres', 'parquet', ...(withClickHouse ? ['clickhouse'] : [])];
 const KINDS = ['row_count', 'freshness', 'not_null', 'unique', 'accepted_values', 'sql'];
 
-// Every scenario loads Postgres beside DuckDB and Parquet: without PostgreSQL here (named at the top of the run) the
-// file is skipped.
+// Every scenario loads Postgres beside DuckDB and Parquet (and ClickHouse where it is here): without PostgreSQL here
+// (named at the top of the run) the file is skipped.
 describe.skipIf(!hasPostgres())('checks after the load', () => {
-  it('every kind passes and fails on DuckDB, Postgres and Parquet; `warn` failures only warn', async () => {
-    const env = { PG_URL: pg.socketUrl('checks'), HOOK_URL: hook.url };
+  it('every kind passes and fails on DuckDB, Postgres, Parquet and ClickHouse; `warn` failures only warn', async () => {
+    const env = { PG_URL: pg.socketUrl('checks'), HOOK_URL: hook.url, CH_URL: ch?.url() ?? '' };
     const summary = await runPipeline(await loadPipeline(pipeline('warned', 'warn'), env), quiet, {
       log: silentLogger,
     });
     const results = summary.checks!;
-    expect(results).toHaveLength(3 * 14);
+    expect(results).toHaveLength(SINKS.length * 14);
     for (const sink of SINKS)
       for (const kind of KINDS) {
         const mine = results.filter((r) => r.sink.startsWith(sink) && r.type === kind);
@@ -118,18 +135,18 @@ describe.skipIf(!hasPostgres())('checks after the load', () => {
     // Warnings are told too.
     const note = await hook.waitFor((r) => r.body.event === 'checks' && r.body.run === summary.run);
     expect(note.body.status).toBe('succeeded');
-    expect(note.body.checks.filter((c: CheckResult) => !c.passed)).toHaveLength(3 * 7);
+    expect(note.body.checks.filter((c: CheckResult) => !c.passed)).toHaveLength(SINKS.length * 7);
   }, 120_000);
 
   it('a failed `error` check exits 6 with the data committed, told in the summary, runs.jsonl, a notification and the logs', async () => {
     const file = pipeline('strict', 'error');
     const r = await sluiceInProcess(['run', file, '--no-progress', '--log-format', 'json'], {
-      env: { PG_URL: pg.socketUrl('checks'), HOOK_URL: hook.url },
+      env: { PG_URL: pg.socketUrl('checks'), HOOK_URL: hook.url, CH_URL: ch?.url() ?? '' },
     });
     expect(r.code).toBe(EXIT_CODES.checks);
     const out = JSON.parse(r.stdout.trim());
     expect(out).toMatchObject({ status: 'failed', pipeline: 'strict', records: 3 });
-    expect(out.error).toMatch(/^3 check\(s\) failed: unique\(id\) on duckdb /);
+    expect(out.error).toMatch(new RegExp(`^${SINKS.length} check\\(s\\) failed: unique\\(id\\) on duckdb `));
     const [history] = await readRunHistory(path.join(dir, '.sluice/strict/runs.jsonl'));
     expect(history).toMatchObject({ run: out.run, status: 'failed', exitCode: 6 });
     expect(history!.checks).toEqual(out.checks);

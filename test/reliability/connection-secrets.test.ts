@@ -1,11 +1,11 @@
 /**
  * A canary secret in every form a connection string or credential takes — a Postgres URL with `user:password@`,
- * libpq's `key=value` (bare and single-quoted with escapes), `PGPASSWORD`, `user:password@` in the service's
- * `base_url`, an S3 secret key, a value interpolated from `${VAR}` into the wrong option — searched for in every
- * output a run leaves: stdout and stderr of `run` (text and JSON logs, the summary, error and `fix:` lines, `--debug`
- * stacks), `plan`, `schema`, `runs` (text and JSON), `state`, `dead-letters`, `validate`; every file under the
- * pipeline's directory (state, history, dead letters, JSONL and DuckDB outputs), and every table of the Postgres
- * database. Never found, whole or in part.
+ * libpq's `key=value` (bare and single-quoted with escapes), `PGPASSWORD`, a ClickHouse URL with `user:password@`,
+ * `user:password@` in the service's `base_url`, an S3 secret key, a value interpolated from `${VAR}` into the wrong
+ * option — searched for in every output a run leaves: stdout and stderr of `run` (text and JSON logs, the summary,
+ * error and `fix:` lines, `--debug` stacks), `plan`, `schema`, `runs` (text and JSON), `state`, `dead-letters`,
+ * `validate`; every file under the pipeline's directory (state, history, dead letters, JSONL and DuckDB outputs), and
+ * every table of the Postgres and ClickHouse databases. Never found, whole or in part.
  *
  * In this process (canary.ts `sluice`: the output as the real process writes it), with a distinct canary per form:
  * secrets are registered process-wide, and one form's registration must not hide another's leak.
@@ -17,8 +17,10 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT_CODES } from '../../src/core/errors.js';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
+import { startClickHouse, type ClickHouseServer } from '../support/clickhouse-server.js';
 import { hasPostgres, startPostgres, type PostgresServer } from '../support/postgres-server.js';
 import { startS3Server } from '../support/s3-server.js';
+import { systemBinary } from '../support/system-packages.js';
 import { everyFile, piecesIn, piecesOf, sluice, type Command } from './canary.js';
 
 /**
@@ -36,6 +38,7 @@ const CANARY = {
   plainVariable: { core: 'cnryPLN9b2v5c8x1', secret: 'cnryPLN9b2v5c8x1' },
   s3: { core: 'cnryS3K4p7o2i5u8', secret: 'cnryS3K4p7o2i5u8/aws+key' },
   apiKey: { core: 'cnryAPI1y4t7r2e5', secret: 'cnryAPI1y4t7r2e5-key' },
+  clickhouse: { core: 'cnryCHU3w6e9r2t5', secret: "cnryCHU3w6e9r2t5 p@ss:w/rd?x#y'%&<" },
 };
 
 /** Every 8-character piece of every canary's core: a message quoting a window of raw text can hold part of one. */
@@ -177,6 +180,67 @@ describe.skipIf(!withPostgres)('a Postgres password never reaches an output, a l
     });
   });
 });
+
+describe.skipIf(systemBinary('clickhouse') === undefined)(
+  'a ClickHouse password never reaches an output, a log or a file',
+  () => {
+    let ch: ClickHouseServer;
+    beforeAll(async () => {
+      ch = await startClickHouse({ users: { canary: CANARY.clickhouse.secret } });
+    }, 120_000);
+    afterAll(() => ch?.stop());
+
+    /** Every row of every table of the database, as text. */
+    async function clickhouseText(database: string): Promise<string> {
+      const tables = await ch.rows<{ name: string }>(`SELECT name FROM system.tables WHERE database = '${database}'`);
+      let text = '';
+      for (const { name } of tables)
+        text += `${name}\n${await ch.query(`SELECT * FROM ${database}.\`${name}\` FORMAT TSV`)}`;
+      return text;
+    }
+
+    it('in an http:// URL (percent-encoded)', async () => {
+      const url = (user: string): string =>
+        `'http://${user}:${encodeURIComponent(CANARY.clickhouse.secret).replace(/'/g, '%27')}@127.0.0.1:${ch.httpPort}'`;
+      const yaml = (user: string): string =>
+        'version: 1\nname: canary\nsource: { type: file, paths: [in.jsonl], format: jsonl }\nsinks:\n' +
+        `  - type: clickhouse\n    url: ${url(user)}\n    database: canary\n    table: t\n` +
+        '  - { type: jsonl, path: out/jsonl }\n';
+      const dir = pipelineDir(yaml('canary'));
+      const p = path.join(dir, 'p.yaml');
+      const commands: Command[] = [];
+      const run = async (args: string[], code: number): Promise<Command> => {
+        const c = await sluice(args);
+        commands.push(c);
+        expect(c.code, `${args.join(' ')}\n${c.stderr}\n${c.stdout}`).toBe(code);
+        return c;
+      };
+      const first = await run(['run', p, '--no-progress', '--debug', '--show', '2'], 0);
+      expect(first.stdout).toMatch(/^ {2}dead letters 1 /m);
+      // The describe() line names where the sink writes, without the password.
+      expect(first.stdout).toMatch(/clickhouse http:\/\/127\.0\.0\.1:\d+\/canary table canary\.t/);
+      await run(['run', p, '--no-progress', '--log-format', 'json', '--fresh', '--allow-duplicates'], 0);
+      for (const args of [
+        ['plan', p],
+        ['schema', p],
+        ['runs', p],
+        ['runs', p, '--json'],
+        ['state', p],
+        ['dead-letters', p],
+        ['validate', p],
+      ])
+        await run(args, 0);
+      // A user the server does not know, with the same password: the error line, its fix and the --debug stack.
+      writeFileSync(p, yaml('nouser'));
+      const failed = await run(['run', p, '--no-progress', '--debug'], EXIT_CODES.failure);
+      expect(failed.stderr).toMatch(/^error: clickhouse sink .*nouser/m);
+      await run(['run', p, '--no-progress', '--log-format', 'json', '--debug'], EXIT_CODES.failure);
+      await run(['runs', p], 0);
+      await expectNoCanary(dir, commands);
+      expect(leaksIn(await clickhouseText('canary'))).toEqual([]);
+    });
+  },
+);
 
 /** A port nothing listens on. */
 async function closedPort(): Promise<number> {

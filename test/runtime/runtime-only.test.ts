@@ -53,7 +53,7 @@ describe('only the runtime builds contexts, opens sinks and takes locks', () => 
         'export async function command(s: Sink, f: FileSink): Promise<SourceContext> {',
         "  await lock('run.lock');",
         "  await s.open({ pipeline: 'p' });",
-        "  await f.open();",
+        '  await f.open();',
         "  return { baseDir: '.' };",
         '}',
       ].join('\n'),

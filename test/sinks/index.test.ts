@@ -14,6 +14,7 @@ const MINIMAL: Record<string, Record<string, unknown>> = {
   parquet: { path: 'out' },
   jsonl: { path: 'out' },
   postgres: { table: 't' },
+  clickhouse: { table: 't' },
 };
 
 const types = sinkDefs.map((d) => d.type);

@@ -56,6 +56,20 @@ export const SYSTEM_PACKAGES = {
     env: 'SLUICE_PYTHON3',
     usedBy: "the Airflow recipe's compile check (test/deploy/recipes.test.ts)",
   },
+  clickhouse: {
+    debian: 'clickhouse-server',
+    paths: ['/usr/sbin/clickhouse-server', '/usr/bin/clickhouse-server'],
+    commands: ['clickhouse-server'],
+    env: 'SLUICE_CLICKHOUSE_SERVER',
+    usedBy: 'the ClickHouse sink tests (the conformance target, test/sinks/clickhouse/, test/e2e/clickhouse-*.test.ts)',
+  },
+  'clickhouse-client': {
+    debian: 'clickhouse-client',
+    paths: ['/usr/bin/clickhouse-client'],
+    commands: ['clickhouse-client'],
+    env: 'SLUICE_CLICKHOUSE_CLIENT',
+    usedBy: 'the ClickHouse bulk-insert floor of `npm run bench` (bench/cases/clickhouse.ts)',
+  },
 } satisfies Record<string, SystemPackage>;
 
 export type SystemPackageName = keyof typeof SYSTEM_PACKAGES;

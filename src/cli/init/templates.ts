@@ -145,6 +145,17 @@ export const SINK_TEMPLATES: Record<string, SinkTemplate> = {
     ],
     needs: 'a PostgreSQL server: set DATABASE_URL (see .env.example)',
   },
+  clickhouse: {
+    options: (name) => ({ url: '${CLICKHOUSE_URL:-http://localhost:8123}', table: name }),
+    env: [
+      {
+        name: 'CLICKHOUSE_URL',
+        about:
+          'The ClickHouse server’s HTTP interface with its user and password, e.g. http://sluice:secret@localhost:8123 (unset: http://localhost:8123 as user default).',
+      },
+    ],
+    needs: 'a ClickHouse server: set CLICKHOUSE_URL (see .env.example)',
+  },
 };
 
 /** The service's variables, for every source that calls it. */

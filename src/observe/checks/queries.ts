@@ -1,6 +1,6 @@
 /**
- * Each check kind as SQL over a sink's committed rows, in the sink's dialect (DuckDB or PostgreSQL, which agree on
- * everything here but how a timestamp becomes epoch milliseconds). A check that counts violations runs two queries:
+ * Each check kind as SQL over a sink's committed rows, in the sink's dialect (DuckDB, PostgreSQL or ClickHouse, which
+ * agree on everything here but how a timestamp becomes epoch milliseconds). A check that counts violations runs two queries:
  * how many, and a few of them for the report.
  */
 import { quoteIdent } from '../../core/sql.js';
@@ -95,6 +95,9 @@ export function newestQuery(column: string, out: QueryableOutput): string {
   const ms =
     out.dialect === 'postgres'
       ? `(extract(epoch FROM max(${col})) * 1000)::float8`
-      : `epoch_ms(max(TRY_CAST(${col} AS TIMESTAMPTZ)))`;
+      : out.dialect === 'clickhouse'
+        ? // Timestamps are ISO 8601 text there (one width: the greatest is the newest); seconds are enough here.
+          `toUnixTimestamp(parseDateTimeBestEffortOrNull(toString(max(${col})))) * 1000`
+        : `epoch_ms(max(TRY_CAST(${col} AS TIMESTAMPTZ)))`;
   return `SELECT ${ms} AS ms FROM ${out.relation} t`;
 }

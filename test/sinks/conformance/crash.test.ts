@@ -33,12 +33,16 @@ import { sinkDefs } from '../../../sinks/index.js';
 import { TARGETS, useServers, type CommitFailpoint, type Output, type SinkOptions, type Target } from './targets.js';
 
 const FULL = process.env.SLUICE_CRASH_MATRIX === 'full';
-/** The cells `npm test` strikes: DuckDB, Postgres, a file sink on S3, a Parquet replace swap (the soak kills the rest). */
+/**
+ * The cells `npm test` strikes: DuckDB, Postgres, a file sink on S3, a Parquet replace swap, ClickHouse between its
+ * ATTACH and its state row (the soak kills the rest).
+ */
 const QUICK: readonly [string, 'append' | 'replace'][] = [
   ['duckdb', 'append'],
   ['postgres', 'append'],
   ['jsonl-s3', 'append'],
   ['parquet', 'replace'],
+  ['clickhouse', 'append'],
 ];
 
 const servers = useServers();

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, expect } from 'vitest';
 import { runKilledAt, type KilledRun } from '../../../bench/lib/sluice-child.js';
 import type { ComponentDef } from '../../../src/contracts/component.js';
 import { SluiceError } from '../../../src/core/errors.js';
-import type { Logger, Sink } from '../../../src/core/types.js';
+import type { Logger, Sink, WorkUnit } from '../../../src/core/types.js';
 import { startEmulator, type EmulatorHandle } from '../../../src/emulator/server.js';
 import type { RunOptions, RunSummary } from '../../../src/operations/api.js';
 import { runPipeline } from '../../../src/operations/run.js';
@@ -201,7 +201,9 @@ export interface Breakage {
 
 /**
  * The registry, with each sink of `breakages` refusing a unit (a full disk, a revoked grant). Not transient: the run
- * fails, and starts no more units.
+ * fails, and starts no more units. The refusal sticks to its unit, as a full disk would: when the same attempt also
+ * failed for a transient cause (a download cut short by the service's faults), the unit's next attempt is refused
+ * again, rather than the retry passing and the run succeeding without the breakage it was to show.
  */
 export function failingRegistry(breakages: readonly Breakage[]): Registry {
   const wrap = (real: ComponentDef<'sink'>): ComponentDef<'sink'> => ({
@@ -211,6 +213,7 @@ export function failingRegistry(breakages: readonly Breakage[]): Registry {
       const breakage = breakages.find((b) => b.type === real.type && JSON.stringify(config).includes(b.output));
       if (!breakage) return sink;
       let calls = 0;
+      let refused: string | undefined;
       const refuse = (): never => {
         throw new SluiceError(`${sink.describe()}: no space left on device`, { hint: 'free some space' });
       };
@@ -219,7 +222,14 @@ export function failingRegistry(breakages: readonly Breakage[]): Registry {
           const value = Reflect.get(target, prop, receiver) as unknown;
           if (typeof value !== 'function') return value;
           if (prop === 'writeUnit' || prop === 'writeUnitFile')
-            return (...args: unknown[]) => (++calls === breakage.failAt ? refuse() : value.apply(target, args));
+            return (...args: unknown[]) => {
+              const unitId = (args[0] as WorkUnit).id;
+              if (unitId === refused || (refused === undefined && ++calls === breakage.failAt)) {
+                refused = unitId;
+                return refuse();
+              }
+              return value.apply(target, args);
+            };
           return value.bind(target);
         },
       });

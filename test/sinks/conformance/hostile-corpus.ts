@@ -7,7 +7,7 @@
  * The records share one file (one unit): a unit is never lost to one record, so every clean record of it commits.
  */
 
-export type SinkType = 'duckdb' | 'postgres' | 'jsonl' | 'parquet';
+export type SinkType = 'duckdb' | 'postgres' | 'jsonl' | 'parquet' | 'clickhouse';
 
 export interface HostileCase {
   id: number;
@@ -36,7 +36,7 @@ const OVER_DUCKDB_RECORD = 6.5 * 2 ** 20;
 /** Over DuckDB's default `maximum_object_size` (16 MB), which stopped Parquet's publish (issue 23). */
 const OVER_DUCKDB_OBJECT = 40 * 2 ** 20;
 
-const identifiers: SinkType[] = ['duckdb', 'parquet', 'postgres'];
+const identifiers: SinkType[] = ['duckdb', 'parquet', 'postgres', 'clickhouse'];
 const refusedBy = (types: SinkType[], re: RegExp): Partial<Record<SinkType, RegExp>> =>
   Object.fromEntries(types.map((t) => [t, re]));
 
@@ -118,7 +118,7 @@ export const CORPUS: readonly HostileCase[] = [
     id: 20,
     what: 'nesting 1,500 levels deep',
     line: line({ id: 20, deeper: nested(1499) }),
-    refused: refusedBy(['duckdb', 'parquet', 'postgres', 'jsonl'], /nest/),
+    refused: refusedBy(['duckdb', 'parquet', 'postgres', 'jsonl', 'clickhouse'], /nest/),
   },
   {
     id: 21,
@@ -166,14 +166,14 @@ export const CORPUS: readonly HostileCase[] = [
     id: 29,
     what: '1,601 keys (a Postgres table holds 1,600 columns, 1,599 under merge)',
     line: line(Object.fromEntries([['id', 29], ...Array.from({ length: 1600 }, (_, i) => [`c${i}`, `v${i}`])])),
-    refused: { postgres: /columns/, duckdb: /columns/ },
+    refused: { postgres: /columns/, duckdb: /columns/, clickhouse: /columns/ },
     full: true,
   },
   {
     id: 30,
     what: '1,100 numbers (8.8 KB of a Postgres row, which holds 8,160 bytes)',
     line: line(Object.fromEntries([['id', 30], ...Array.from({ length: 1099 }, (_, i) => [`n${i}`, i])])),
-    refused: { postgres: /row of about/, duckdb: /columns/ },
+    refused: { postgres: /row of about/, duckdb: /columns/, clickhouse: /columns/ },
     full: true,
   },
   {

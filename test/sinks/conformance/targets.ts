@@ -5,7 +5,10 @@
  * back from the store itself (not through the sink), and the failpoints of its commit path.
  *
  * A sink is in the suite by being in the registry: registry.test.ts fails when a registered type has no target here
- * (or a file sink that writes to S3 has no S3 target). Every scenario iterates over TARGETS.
+ * (or a file sink that writes to S3 has no S3 target). Every scenario iterates over TARGETS: every target of the
+ * table (ALL_TARGETS) whose server this machine has (ClickHouse comes from a system package: without it its target
+ * is skipped, as test/support/system-packages.ts says at the top of the run), narrowed by
+ * `SLUICE_CONFORMANCE_TARGETS=clickhouse,postgres` (target names, comma-separated) when developing one sink.
  */
 import {
   existsSync,
@@ -22,16 +25,19 @@ import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll } from 'vitest';
 import type { FailpointName } from '../../../src/core/failpoints.js';
 import { canonical } from '../../support/compare-tables.js';
+import { startClickHouse, type ClickHouseServer } from '../../support/clickhouse-server.js';
 import { hasPostgres, startPostgres, type PostgresServer } from '../../support/postgres-server.js';
 import { startS3Server, type S3TestServer } from '../../support/s3-server.js';
+import { systemBinary } from '../../support/system-packages.js';
 import { duckRows, type Obj } from './read.js';
 
-export type Server = 'postgres' | 's3';
+export type Server = 'postgres' | 's3' | 'clickhouse';
 
 /** The servers a file's targets need, started once for the file. */
 export interface Servers {
   postgres?: PostgresServer;
   s3?: S3TestServer;
+  clickhouse?: ClickHouseServer;
 }
 
 /** One output of one pipeline: where its files go, its name (a table, a directory), the servers. */
@@ -172,6 +178,91 @@ const postgres: Target = {
   },
 };
 
+/**
+ * ClickHouse: tables in one database of the file's server, read as a reader reads them (`FINAL` for a `merge`
+ * table, a ReplacingMergeTree). Its `committedRecords` are the records of the units whose rows the state says are
+ * published: `committed`, or `publishing` with their load attached (the step between the ATTACH and the unit's
+ * `committed` row, which the next open settles; sinks/clickhouse/unit.ts) — the table must hold exactly those.
+ */
+const clickhouse: Target = {
+  name: 'clickhouse',
+  type: 'clickhouse',
+  storage: 'clickhouse',
+  needs: ['clickhouse'],
+  sink: (o, { publishEachUnit: _, ...opts } = {}) => ({
+    type: 'clickhouse',
+    // Without the server (a config only looked at, not run): where a local server would be.
+    url: o.servers.clickhouse?.url() ?? 'http://127.0.0.1:8123',
+    database: CH_DATABASE,
+    table: o.name,
+    ...opts,
+  }),
+  async rows(o) {
+    const engine = await ch(o).rows<{ engine: string }>(
+      `SELECT engine FROM system.tables WHERE database = '${CH_DATABASE}' AND name = '${o.name}'`,
+    );
+    if (engine.length === 0) return [];
+    const final = engine[0]!.engine.startsWith('Replacing') ? ' FINAL' : '';
+    return (await ch(o).rows<Obj>(`SELECT * FROM ${CH_DATABASE}.\`${o.name}\`${final}`)).map(
+      (r) => canonical(r) as Obj,
+    );
+  },
+  async checkpoints(o, pipeline) {
+    const rows = await chState(o, pipeline);
+    return new Map(
+      rows
+        .filter((r) => r.status === 'committed' && r.checkpoint !== '')
+        .map((r) => [r.unit_id, JSON.parse(r.checkpoint)]),
+    );
+  },
+  failpoints: {
+    append: ['clickhouse:after-attach=2', 'clickhouse:after-intent=2', 'clickhouse:mid-insert=2000'],
+    replace: ['clickhouse:replace-swap', 'clickhouse:after-swap', 'clickhouse:after-attach=2'],
+  },
+  async leftovers(o) {
+    const tables = await ch(o).rows<{ name: string }>(
+      `SELECT name FROM system.tables WHERE database = '${CH_DATABASE}' AND startsWith(name, '${o.name}__sluice_')`,
+    );
+    return tables.map((t) => t.name);
+  },
+  async committedRecords(o, pipeline) {
+    let n = 0;
+    for (const r of await chState(o, pipeline)) {
+      if (r.status === 'committed') n += r.records;
+      else if (r.status === 'publishing') {
+        const attached = await ch(o).rows(
+          `SELECT 1 FROM ${CH_DATABASE}.\`${o.name}\` WHERE _sluice_load = '${r.load_id}' LIMIT 1`,
+        );
+        if (attached.length > 0) n += r.records;
+      }
+    }
+    return n;
+  },
+};
+
+/** The newest state row of each unit of the output's table (sinks/clickhouse/state.ts), read from the store. */
+async function chState(
+  o: Output,
+  pipeline: string,
+): Promise<{ unit_id: string; status: string; load_id: string; records: number; checkpoint: string }[]> {
+  const exists = await ch(o).rows(
+    `SELECT 1 FROM system.tables WHERE database = '${CH_DATABASE}' AND name = '_sluice_state'`,
+  );
+  if (exists.length === 0) return [];
+  return ch(o).rows(
+    `SELECT unit_id, status, load_id, records, checkpoint FROM ${CH_DATABASE}._sluice_state
+      WHERE pipeline = '${pipeline}' AND table_name = '${CH_DATABASE}.${o.name}'
+      ORDER BY version DESC LIMIT 1 BY unit_id`,
+  );
+}
+
+const CH_DATABASE = 'conformance';
+
+function ch(o: Output): ClickHouseServer {
+  if (!o.servers.clickhouse) throw new Error('the clickhouse target needs the server: useServers() in the test file');
+  return o.servers.clickhouse;
+}
+
 /** The file sinks' failpoints: their shared staging and publish (output-files/). */
 const FILE_APPEND: CommitFailpoint[] = ['files:after-manifest=2', 'files:before-manifest=2', 'files:after-rename=2'];
 const FILE_REPLACE: CommitFailpoint[] = ['replace:after-swap', 'replace:before-swap', 'files:after-rename=1'];
@@ -256,14 +347,25 @@ export const ALL_TARGETS: readonly Target[] = [
   fileTarget('jsonl', 's3'),
   fileTarget('parquet', 'local'),
   fileTarget('parquet', 's3'),
+  clickhouse,
 ];
 
+/** `SLUICE_CONFORMANCE_TARGETS`: the target names to run (all when unset). */
+const ONLY = process.env.SLUICE_CONFORMANCE_TARGETS?.split(',')
+  .map((n) => n.trim())
+  .filter(Boolean);
+
 /**
- * The targets whose servers are here, which every scenario runs on. S3 is s3rver, an npm dependency; PostgreSQL is a
- * system package the global setup installs where it can, and without it the run's first lines name the Postgres
- * targets as skipped.
+ * The targets whose servers are here, which every scenario runs on, narrowed by SLUICE_CONFORMANCE_TARGETS. S3 is
+ * s3rver, an npm dependency; PostgreSQL and ClickHouse are system packages the global setup installs where it can,
+ * and without them the run's first lines name their targets as skipped.
  */
-export const TARGETS: readonly Target[] = ALL_TARGETS.filter((t) => !t.needs.includes('postgres') || hasPostgres());
+export const TARGETS: readonly Target[] = ALL_TARGETS.filter(
+  (t) =>
+    (ONLY === undefined || ONLY.length === 0 || ONLY.includes(t.name)) &&
+    (!t.needs.includes('clickhouse') || systemBinary('clickhouse') !== undefined) &&
+    (!t.needs.includes('postgres') || hasPostgres()),
+);
 
 const DATABASE = 'conformance';
 
@@ -351,10 +453,15 @@ export function useServers(targets: readonly Target[] = TARGETS): Servers {
   const servers: Servers = {};
   const needs = new Set(targets.flatMap((t) => t.needs));
   beforeAll(async () => {
-    const [postgresServer, s3] = await Promise.all([
+    const [postgresServer, s3, clickhouseServer] = await Promise.all([
       needs.has('postgres') ? startPostgres() : undefined,
       needs.has('s3') ? startS3Server() : undefined,
+      needs.has('clickhouse') ? startClickHouse() : undefined,
     ]);
+    if (clickhouseServer) {
+      servers.clickhouse = clickhouseServer;
+      await clickhouseServer.createDatabase(CH_DATABASE);
+    }
     if (postgresServer) {
       servers.postgres = postgresServer;
       await postgresServer.createDatabase(DATABASE);
@@ -366,6 +473,7 @@ export function useServers(targets: readonly Target[] = TARGETS): Servers {
   }, 120_000);
   afterAll(async () => {
     servers.postgres?.stop();
+    servers.clickhouse?.stop();
     await servers.s3?.stop();
   });
   return servers;
