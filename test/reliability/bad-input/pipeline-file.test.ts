@@ -158,7 +158,7 @@ const configCases: ConfigCase[] = [
     name: 'unknown sink type',
     yaml: HEAD + 'source: { type: countries }\nsink: { type: snowflake, path: x }\n',
     error: /sink\.type: unknown sink type "snowflake"/,
-    fix: /^registered sink types: duckdb, parquet, jsonl, postgres$/,
+    fix: /^registered sink types: duckdb, parquet, jsonl, postgres, clickhouse$/,
   },
   {
     name: 'missing required field: the zone of a serp source',
