@@ -50,6 +50,22 @@ describe('RunHistory', () => {
     expect(runs[0]!.cause).toMatch(/ended without recording an outcome/);
   });
 
+  it('writes what a killed attempt paid for on the line that marks it crashed, as its run’s ledger says', async () => {
+    const file = path.join(tempDir(), 'runs.jsonl');
+    await new RunHistory(file).start({ run: 'r1', pipeline: 'p', resumed: false });
+    const paid = {
+      paidCalls: 3,
+      recordsCharged: 0,
+      paid: [{ kind: 'request' as const, for: 'review page', calls: 3, retried: 0, wasted: 0 }],
+    };
+    await new RunHistory(file).start({ run: 'r1', pipeline: 'p', resumed: true }, (crashed) =>
+      crashed.run === 'r1' && crashed.attempt === 1 ? paid : undefined,
+    );
+    const [killed, next] = await readRunHistory(file);
+    expect(killed).toMatchObject({ attempt: 1, status: 'crashed', ...paid });
+    expect(next!.paidCalls).toBeUndefined();
+  });
+
   it('reads an attempt left running by a process gone from this host as crashed at once', async () => {
     const file = path.join(tempDir(), 'runs.jsonl');
     const h = new RunHistory(file);
