@@ -103,7 +103,7 @@ export function paidFigures(lines: readonly PaidLine[]): PaidFigures {
   return { paidCalls, recordsCharged, paid: lines.map((l) => ({ ...l })) };
 }
 
-/** `14 calls (10 review page, 4 from_serp search page; 1 wasted), 15 records charged`: one line for people. */
+/** `14 calls (review page ×10, from_serp search page ×4; 1 wasted), 15 records charged`: one line for people. */
 export function describePaid(f: PaidFigures): string {
   if (f.paidCalls === 0 && f.recordsCharged === 0) return 'nothing';
   const byFor = new Map<string, number>();
@@ -114,7 +114,7 @@ export function describePaid(f: PaidFigures): string {
     retried += l.retried;
     wasted += l.wasted;
   }
-  const parts = [...byFor].map(([what, n]) => `${n} ${what}`);
+  const parts = [...byFor].map(([what, n]) => `${what} ×${n}`);
   const extra = [retried > 0 && `${retried} retried`, wasted > 0 && `${wasted} wasted`].filter(Boolean);
   const detail = parts.length > 0 ? ` (${parts.join(', ')}${extra.length > 0 ? `; ${extra.join(', ')}` : ''})` : '';
   const calls = `${f.paidCalls} call${f.paidCalls === 1 ? '' : 's'}${detail}`;

@@ -27,7 +27,7 @@ describe('PaidLedger', () => {
         { kind: 'request', for: 'from_serp map search page', calls: 1, retried: 0, wasted: 0 },
       ],
     });
-    expect(describePaid(ledger.figures())).toBe('3 calls (2 review page, 1 from_serp map search page; 1 wasted)');
+    expect(describePaid(ledger.figures())).toBe('3 calls (review page ×2, from_serp map search page ×1; 1 wasted)');
   });
 
   it('a page paid again before its unit committed is a retry, after a kill too; one settled is not', async () => {
