@@ -31,6 +31,7 @@ import { removeAfterFile } from '../support/file-cleanup.js';
 import { startPostgres, type PostgresServer } from '../support/postgres-server.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 import { memoryIo } from '../cli/memory-io.js';
+import { emulatorBill, moveClock, type EmulatorBill } from './harness.js';
 
 const FULL = process.env.SLUICE_LEDGER_NIGHTS === 'full';
 const NIGHTS = FULL ? 5 : 2;
@@ -102,25 +103,8 @@ afterAll(async () => {
   pg?.stop();
 });
 
-interface Counters {
-  paid: Record<string, number>;
-  requests: number;
-  records_charged: number;
-}
-const counters = async (): Promise<Counters> =>
-  (await (await fetch(`${emu.url}/_emulator/counters`)).json()) as Counters;
-
-async function setClock(at: number): Promise<void> {
-  const res = await fetch(`${emu.url}/_emulator/clock`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ now: new Date(at).toISOString() }),
-  });
-  expect(res.status).toBe(200);
-}
-
 /** The emulator's bill as the ledger names its kinds. */
-function billed(c: Counters): Record<PaidKind, number> & { records: number } {
+function billed(c: EmulatorBill): Record<PaidKind, number> & { records: number } {
   const bill = Object.fromEntries(PAID_KINDS.map((k) => [k, c.paid[k] ?? 0])) as Record<PaidKind, number>;
   return { ...bill, request: c.requests, records: c.records_charged };
 }
@@ -243,7 +227,7 @@ async function playNight(kind: Kind, night: number): Promise<NightFigure> {
   const kill = KILLS[kind]?.night === night ? KILLS[kind] : undefined;
   if (kill) relocate(kind);
   const file = pipelineFile(kind);
-  const before = billed(await counters());
+  const before = billed(await emulatorBill(emu));
   const known = new Set((await history(kind)).map((r) => `${r.run}#${r.attempt}`));
 
   if (kill) {
@@ -255,7 +239,7 @@ async function playNight(kind: Kind, night: number): Promise<NightFigure> {
   const summary = JSON.parse(run.stdout.at(-1)!) as Record<string, any>;
 
   // Night by night, the ledger's count of each billable call is the emulator's.
-  const after = billed(await counters());
+  const after = billed(await emulatorBill(emu));
   const attempts = (await history(kind)).filter((r) => !known.has(`${r.run}#${r.attempt}`));
   const { records: emuRecords, ...emuCalls } = minus(after, before);
   const { records: ledgerRecords, ...ledgerCalls } = ledgerBill(attempts);
@@ -347,7 +331,7 @@ describe(`what ${NIGHTS} emulated nights paid, per source kind: the ledger, the 
     expect(queryPlan(SEED, LOOKUP_QUERY).available).toBeGreaterThan(0);
     const figures: NightFigure[] = [];
     for (let night = 1; night <= NIGHTS; night++) {
-      await setClock(NIGHT_1 + (night - 1) * DAY);
+      await moveClock(emu, NIGHT_1 + (night - 1) * DAY);
       for (const kind of KINDS) figures.push(await playNight(kind, night));
     }
     console.log(
