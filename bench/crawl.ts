@@ -24,6 +24,7 @@ import type { ComponentDeps } from '../src/contracts/component.js';
 import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import { MemoryStateStore } from '../src/state/state-store.js';
+import { PaidLedger } from '../src/state/paid-ledger.js';
 import { serpSchema, serpSource } from '../src/sources/serp.js';
 import { driveCrawl } from '../test/support/drive-crawl.js';
 
@@ -190,10 +191,12 @@ async function crawl(
   const queries = Array.from({ length: pages }, (_, i) => `bench ${tag} query ${i}`);
   const cfg = serpSchema.parse({ type: 'serp', zone: 'serp_zone', queries, max_pages: 1, concurrency, ...extra });
   const source = serpSource.create(cfg, deps);
+  const state = new MemoryStateStore();
   const ctx: SourceContext = {
     signal: new AbortController().signal,
     log: silent,
-    state: new MemoryStateStore(),
+    state,
+    paid: PaidLedger.open(state, 1),
     counters: { records: 0, bytes: 0, retries: 0, deadLetters: 0 },
     deadLetter: () => undefined,
     baseDir: deps.baseDir,

@@ -1,8 +1,10 @@
 /**
- * The run history as a table for people: one line per attempt, newest first, in human units; below a line, what
- * only some runs have (why it did not succeed, the paid jobs it started, what each sink committed).
+ * The run history as a table for people: one line per attempt, newest first, in human units, with what the attempt
+ * paid the service for (PAID: its billed calls and the records charged, from the run's ledger); below a line, what
+ * only some runs have (why it did not succeed, what it paid for, the paid jobs it started, what each sink committed).
  */
 import { describeWindow } from '../core/checkpoint.js';
+import { describePaid } from '../core/paid-work.js';
 import { printableLine } from '../core/printable.js';
 import type { RunRecord } from '../state/run-history.js';
 import type { StateChange } from '../state/state-changes.js';
@@ -10,7 +12,7 @@ import { formatBytes } from '../core/limits.js';
 import { formatDuration } from '../runtime/progress.js';
 import { formatSchemaChange } from '../operations/summary.js';
 
-const HEADERS = ['RUN', 'STARTED', 'TOOK', 'STATUS', 'UNITS', 'RECORDS', 'BYTES', 'RETRIES', 'DEAD'] as const;
+const HEADERS = ['RUN', 'STARTED', 'TOOK', 'STATUS', 'UNITS', 'RECORDS', 'BYTES', 'RETRIES', 'DEAD', 'PAID'] as const;
 
 /** A line of the history: an attempt, or a change made by hand to the state (`sluice state set/reset/drop`). */
 export type HistoryEntry = RunRecord | StateChange;
@@ -29,7 +31,7 @@ export function formatRuns(runs: readonly HistoryEntry[]): string {
   const rows = runs.map((r) => (isStateChange(r) ? changeCells(r) : cells(r)));
   const widths = HEADERS.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   // Numbers right-aligned, text left-aligned.
-  const right = new Set([4, 5, 6, 7, 8]);
+  const right = new Set([4, 5, 6, 7, 8, 9]);
   const line = (cols: readonly string[]): string =>
     cols
       .map((c, i) => (right.has(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
@@ -62,11 +64,20 @@ function cells(r: RunRecord): string[] {
     r.bytes !== undefined ? formatBytes(r.bytes) : '-',
     r.retries !== undefined ? String(r.retries) : '-',
     r.deadLetters !== undefined ? String(r.deadLetters) : '-',
+    paidCell(r),
   ];
 }
 
+/** `14 calls`, `1 call, 15 rec`: what the attempt paid for; `-` in lines of versions before the ledger. */
+function paidCell(r: RunRecord): string {
+  if (r.paidCalls === undefined) return '-';
+  const calls = `${r.paidCalls} call${r.paidCalls === 1 ? '' : 's'}`;
+  const records = r.recordsCharged ?? 0;
+  return records > 0 ? `${calls}, ${records.toLocaleString('en-US')} rec` : calls;
+}
+
 function changeCells(c: StateChange): string[] {
-  return [c.kind, localTime(c.at), '-', 'done', '-', '-', '-', '-', '-'];
+  return [c.kind, localTime(c.at), '-', 'done', '-', '-', '-', '-', '-', '-'];
 }
 
 function details(r: RunRecord): string[] {
@@ -83,6 +94,10 @@ function details(r: RunRecord): string[] {
     out.push(`units: ${r.units.committed} committed, ${r.units.skipped} already committed, ${r.units.failed} failed`);
   if (r.deadLetterReasons && r.deadLetterReasons.length > 0)
     out.push(`dead letters: ${r.deadLetterReasons.map((d) => `${d.reason} ×${d.count}`).join('; ')}`);
+  if (r.paidCalls !== undefined && (r.paidCalls > 0 || (r.recordsCharged ?? 0) > 0))
+    out.push(
+      `paid: ${describePaid({ paidCalls: r.paidCalls, recordsCharged: r.recordsCharged ?? 0, paid: r.paid ?? [] })}`,
+    );
   for (const j of r.paidJobs ?? [])
     out.push(`paid job: ${j.kind} ${j.id}${j.started_at ? ` started ${localTime(j.started_at)}` : ''}`);
   for (const s of r.sinks ?? [])

@@ -51,6 +51,7 @@ export function datasetsApi(http: HttpCore): DatasetsApi {
           method: 'POST',
           path: '/datasets/filter',
           paid: true,
+          bills: 'filter',
           json: {
             dataset_id: req.dataset_id,
             filter: req.filter,
@@ -69,6 +70,7 @@ export function datasetsApi(http: HttpCore): DatasetsApi {
         method: 'POST',
         path: '/datasets/filter',
         paid: true,
+        bills: 'filter',
         query: { dataset_id: req.dataset_id, records_limit: req.records_limit },
         form,
       });

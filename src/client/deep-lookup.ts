@@ -12,7 +12,8 @@ export function deepLookupApi(http: HttpCore): DeepLookupApi {
   return {
     createPreview: (query) => http.json({ method: 'POST', path: `${BASE}/preview`, json: [{ query }] }),
     getPreview: (id) => http.json({ method: 'GET', path: `${BASE}/preview/${encodeURIComponent(id)}` }),
-    trigger: (body) => http.json({ method: 'POST', path: `${BASE}/trigger`, paid: true, json: [body] }),
+    trigger: (body) =>
+      http.json({ method: 'POST', path: `${BASE}/trigger`, paid: true, bills: 'trigger', json: [body] }),
     status: (id) => http.json({ method: 'GET', path: `${req(id)}/status` }),
     get: (id) => http.json({ method: 'GET', path: req(id) }),
     async download(id, format, opts = {}): Promise<Download> {
@@ -23,7 +24,8 @@ export function deepLookupApi(http: HttpCore): DeepLookupApi {
         ...(opts.signal !== undefined && { signal: opts.signal }),
       });
     },
-    enrich: (id, columns) => http.json({ method: 'POST', path: `${req(id)}/enrich`, paid: true, json: columns }),
+    enrich: (id, columns) =>
+      http.json({ method: 'POST', path: `${req(id)}/enrich`, paid: true, bills: 'enrich', json: columns }),
     cancel: (id) => http.json({ method: 'POST', path: `${req(id)}/cancel` }),
   };
 }

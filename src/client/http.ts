@@ -29,6 +29,7 @@
  */
 import type { Readable } from 'node:stream';
 import { Pool, type Dispatcher, type FormData } from 'undici';
+import type { PaidKind } from '../core/paid-work.js';
 import { redact } from '../core/redact.js';
 import { RetryPolicy, markRetriesSpent, retrying } from '../core/retry.js';
 import type { ClientOptions, RetryNotice } from './api.js';
@@ -55,6 +56,12 @@ export interface CallOptions {
   form?: FormData;
   /** Starts paid or account-changing work: see the retry policy above. */
   paid?: boolean;
+  /**
+   * The service bills this call when it answers it, as the ledger of paid work names it (core/paid-work.ts): the
+   * source that makes the call records it there. Watchers are told such a call is paid (`POST /request` pages too,
+   * which are safe to retry and so not `paid` above).
+   */
+  bills?: PaidKind;
   signal?: AbortSignal;
   /** Told before each retry's wait (in addition to the client-wide `onRetry`). */
   onRetry?: (info: RetryNotice) => void;
@@ -179,7 +186,8 @@ export class HttpCore {
    * any other error it throws while reading the body counts as a network failure after the request was sent.
    */
   async call<T>(call: CallOptions, consume: (res: RawResponse) => Promise<T>): Promise<T> {
-    const ended = this.opts.onCall?.({ method: call.method, path: call.path, paid: call.paid === true });
+    const paid = call.paid === true || call.bills !== undefined;
+    const ended = this.opts.onCall?.({ method: call.method, path: call.path, paid });
     if (!ended) return this.attempts(call, consume);
     try {
       return await this.attempts(call, consume, (status) => ended({ status }));

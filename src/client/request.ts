@@ -1,6 +1,7 @@
 /**
  * `POST /request`: a search or reviews page through a zone. Billed per successful request only (docs/service.md §5.6), so
- * it is not a paid call for the retry policy. The real outcome can hide in headers: the client (http.ts) reads
+ * it is not a paid call for the retry policy, but a billed one (`bills`): the crawl records each answer in the run's
+ * ledger of paid work. The real outcome can hide in headers: the client (http.ts) reads
  * `x-brd-status-code` and the `x-brd-error*` headers before this module sees the answer, so a failure reported that
  * way arrives here as the error it is, the service's code leading its message (error-codes.ts: a zone of the wrong
  * type names the zone and the type it must have). An empty 200 is an error too, never "no results".
@@ -19,6 +20,7 @@ export function requestApi(http: HttpCore): RequestApi {
       const call = {
         method: 'POST' as const,
         path: '/request',
+        bills: 'request' as const,
         json: { zone: req.zone, url: req.url, format },
         zone: req.zone,
         ...(opts.signal && { signal: opts.signal }),

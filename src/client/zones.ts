@@ -9,7 +9,7 @@ export function zonesApi(http: HttpCore): ZonesApi {
     // The success body is undocumented (docs/service.md §7.1: older docs show 201 "Zone added", newer ones JSON). A zone
     // that was created must not be reported as an error because its answer was plain text.
     create: (body) => {
-      const call = { method: 'POST' as const, path: '/zone', paid: true, json: body };
+      const call = { method: 'POST' as const, path: '/zone', paid: true, bills: 'zone_create' as const, json: body };
       return http.call(call, async (res) => {
         const text = (await http.answerText(call, res)).trim();
         if (text === '') return undefined;
@@ -27,8 +27,10 @@ export function zonesApi(http: HttpCore): ZonesApi {
         query: { zone, from: range?.from, to: range?.to },
         classify: badPeriod,
       }),
-    refreshIps: (body) => http.json({ method: 'POST', path: '/zone/ips/refresh', paid: true, json: body }),
-    removeDomain: (body) => http.json({ method: 'DELETE', path: '/zone/domain_perm', paid: true, json: body }),
+    refreshIps: (body) =>
+      http.json({ method: 'POST', path: '/zone/ips/refresh', paid: true, bills: 'ip_refresh', json: body }),
+    removeDomain: (body) =>
+      http.json({ method: 'DELETE', path: '/zone/domain_perm', paid: true, bills: 'domain_perm', json: body }),
     countries: () => http.json({ method: 'GET', path: '/countrieslist' }),
     active: () => http.json({ method: 'GET', path: '/zone/get_active_zones' }),
   };

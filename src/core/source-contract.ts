@@ -4,12 +4,17 @@
  * source author needs only this, and the raw-file types here are what a source hands to the sinks' fast path.
  */
 import type { Limits, DecodeBounds } from './limits.js';
+import type { PaidWork } from './paid-work.js';
 import type { Batch, Counters, DeadLetterFn, Logger, WorkUnit } from './records.js';
 
 /**
  * Durable key/value state of one pipeline run, written atomically before the call returns.
  * Used for things that must survive a crash *before* any unit commits: the snapshot id of a started filter job,
  * a deep lookup's request id, pages discovered by a crawl.
+ *
+ * A new run starts with an empty state, except for the keys under `KEPT_STATE_PREFIX`: what a source paid to learn
+ * and may use again on later nights (the places a search found), kept until a run starts over (`--fresh`,
+ * `--reset-cursor`).
  */
 export interface StateStore {
   get<T = unknown>(key: string): T | undefined;
@@ -17,10 +22,18 @@ export interface StateStore {
   delete(key: string): Promise<void>;
 }
 
+/** State keys that outlive their run (see `StateStore`). */
+export const KEPT_STATE_PREFIX = 'kept:';
+
 export interface SourceContext {
   signal: AbortSignal;
   log: Logger;
   state: StateStore;
+  /**
+   * The run's ledger of paid work (core/paid-work.ts): every billed call the source makes is recorded here as the
+   * service answers it, before the answer is used.
+   */
+  paid: PaidWork;
   counters: Counters;
   deadLetter: DeadLetterFn;
   /** Directory of the pipeline file: relative paths in config resolve against it. */

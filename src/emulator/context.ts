@@ -132,9 +132,6 @@ export class Clock {
   }
 }
 
-/** The route whose every request is billed (a crawl page). */
-export const BILLED_ROUTE = 'POST /request';
-
 /** Counters readable by tests at `GET /_emulator/stats` and through the in-process handle. */
 export class Stats {
   /** `METHOD pattern` → requests received (after auth). */
@@ -151,6 +148,11 @@ export class Stats {
    * carried over through the state file.
    */
   recordsCharged = 0;
+  /**
+   * Crawl requests billed: pages the service answered. Refusals — a throttled zone, a 5xx fault, `no_peers`,
+   * `unexpected_q`, a target's error — are not billed (docs/service.md §5.6), though they reach the route.
+   */
+  billedRequests = 0;
   /** Crawl requests billed by earlier instances sharing the state file (`requests` goes on from there). */
   requestsBefore = 0;
   inFlight = 0;
@@ -168,6 +170,9 @@ export class Stats {
   }
   countPaid(kind: string): void {
     this.paid[kind] = (this.paid[kind] ?? 0) + 1;
+  }
+  billRequest(): void {
+    this.billedRequests++;
   }
   chargeRecords(n: number): void {
     this.recordsCharged += n;
@@ -192,11 +197,12 @@ export class Stats {
       for (const k of Object.keys(o)) delete o[k];
     this.maxInFlight = this.inFlight;
     this.recordsCharged = 0;
+    this.billedRequests = 0;
     this.requestsBefore = 0;
   }
-  /** What the account paid for: paid operations, crawl requests (each one billed) and records charged. */
+  /** What the account paid for: paid operations, crawl requests billed (pages answered) and records charged. */
   counters(): { paid: Record<string, number>; requests: number; paid_calls: number; records_charged: number } {
-    const requests = this.requestsBefore + (this.routes[BILLED_ROUTE] ?? 0);
+    const requests = this.requestsBefore + this.billedRequests;
     const operations = Object.values(this.paid).reduce((a, b) => a + b, 0);
     return {
       paid: { ...this.paid },

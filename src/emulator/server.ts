@@ -8,7 +8,6 @@ import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import { admin, ipBlockAdmin } from './admin.js';
 import {
-  BILLED_ROUTE,
   Clock,
   Stats,
   clockAnchorSchema,
@@ -181,7 +180,6 @@ async function handle(
 
   const routeKey = `${method} ${match.route.pattern}`;
   ctx.stats.enter(routeKey);
-  if (routeKey === BILLED_ROUTE) ctx.state.changed(); // the account's bill outlives the process (--state-file)
   // In flight until the response is fully sent or the connection dropped, not merely until the handler returns:
   // slow bodies and streams outlive it.
   res.once('close', () => ctx.stats.leave(routeKey));

@@ -6,6 +6,7 @@
  *
  * This module sits beside the engine, below it: it imports from core only, the engine imports it, never the reverse.
  */
+import type { PaidLine } from '../core/paid-work.js';
 import type { Logger, SchemaChange, WorkUnit } from '../core/types.js';
 
 /** Which run: on every log line, summary, notification, metric and span. */
@@ -16,7 +17,11 @@ export interface RunIdentity {
   shard?: string;
 }
 
-/** The run's counts so far, read live (periodic metrics pushes) or at the end. */
+/**
+ * The run's counts so far, read live (periodic metrics pushes) or at the end. The paid figures are the run's ledger
+ * of paid work (core/paid-work.ts) for this attempt, the same numbers as the summary's and runs.jsonl's fields of the
+ * same names: watchers may rely on these three names staying as they are.
+ */
 export interface RunTotals {
   units: { total: number; committed: number; skipped: number; failed: number };
   records: number;
@@ -25,7 +30,12 @@ export interface RunTotals {
   deadLetters: number;
   /** Records committed by this run per sink (`sink.describe()`), in the pipeline's sink order. */
   recordsPerSink: { sink: string; records: number }[];
+  /** Calls the service billed: filter jobs, deep lookup triggers and enrichments, `POST /request` pages, zone changes. */
   paidCalls: number;
+  /** Records the service charged (filter jobs' snapshots once ready, deep lookups' matched records). */
+  recordsCharged: number;
+  /** The ledger's lines: each kind of billed call, what it was for, how many, retried, wasted, records charged. */
+  paid: PaidLine[];
 }
 
 export interface RunStarted extends RunIdentity {
@@ -80,7 +90,7 @@ export type ServiceCallEnd = (outcome: { status?: number; error?: unknown }) => 
 export interface ServiceCall {
   method: string;
   path: string;
-  /** Starts paid or account-changing work. */
+  /** Billed by the service, or starts paid or account-changing work (`POST /request` pages included). */
   paid: boolean;
 }
 

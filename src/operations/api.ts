@@ -1,4 +1,5 @@
 /** What the CLI asks of the engine. */
+import type { PaidLine } from '../core/paid-work.js';
 import type { SinkSchemaChanges } from '../core/types.js';
 
 export type { SinkSchemaChanges } from '../core/types.js';
@@ -73,6 +74,15 @@ export interface RunSummary {
   schemaChanges: SinkSchemaChanges[];
   /** Results of the sinks' `checks:` after the load (absent: no sink has checks). */
   checks?: CheckResult[];
+  /**
+   * Calls the service billed during this run (this attempt), every kind together: the run's ledger of paid work
+   * (core/paid-work.ts), the same figure as runs.jsonl's `paidCalls`, webhooks' `paid_calls` and the metrics'.
+   */
+  paidCalls: number;
+  /** Records the service charged during this run (filter jobs' snapshots, deep lookups' matched records). */
+  recordsCharged: number;
+  /** The ledger's lines of this run: each kind of billed call, what for, how many, retried, wasted, records. */
+  paid: PaidLine[];
 }
 
 export interface PlanReport {

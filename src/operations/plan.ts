@@ -11,6 +11,8 @@ import { LINEAGE_COLUMNS } from '../schema/lineage.js';
 import { staleAfterMs } from '../sources/resume-policy.js';
 import { MissingJobError } from '../sources/saved-job.js';
 import { runStartedAt } from '../state/run-id.js';
+import { KEPT_STATE_PREFIX } from '../core/source-contract.js';
+import { PaidLedger } from '../state/paid-ledger.js';
 import { FileStateStore, MemoryStateStore } from '../state/state-store.js';
 import type { PlanReport, SinkColumns } from './api.js';
 import type { RunHooks } from './run-hooks.js';
@@ -29,6 +31,8 @@ export function planPipeline(p: LoadedPipeline, hooks: Pick<RunHooks, 'log' | 'o
       if (stale) notes.push(stale);
       else for (const k of fileState.keys()) state.data.set(k, fileState.get(k));
     }
+    // What earlier runs kept for later ones (the places a search found) the next run uses, whatever run it is.
+    for (const k of fileState.keys(KEPT_STATE_PREFIX)) state.data.set(k, fileState.get(k));
     // An incremental source plans from where the next run starts, as the run would: read under the pipeline's
     // locks, which a run in progress holds — then the plan shows the initial cursor, with a note saying why.
     const next = await rt.peekNextStart().catch((err: unknown) => {
@@ -38,6 +42,8 @@ export function planPipeline(p: LoadedPipeline, hooks: Pick<RunHooks, 'log' | 'o
     const requests: string[] = [];
     const ctx = rt.sourceContext({
       state,
+      // A dry run pays for nothing; its ledger is in memory, like its state.
+      paid: PaidLedger.open(state, 0),
       counters: newRunCounters(),
       dryRun: true,
       report: (kind, text) => (kind === 'request' ? requests : notes).push(text),

@@ -18,7 +18,7 @@ import path from 'node:path';
 import type { SharedOutput, SharedStateStore } from '../contracts/component.js';
 import { errorText } from '../core/error-text.js';
 import { EXIT_CODES, SluiceError } from '../core/errors.js';
-import { paidJobsOf, type PaidJobRecord } from '../core/paid-jobs.js';
+import type { PaidJobRecord } from '../core/paid-work.js';
 import { PRIVATE_FILE } from '../core/private-files.js';
 import type { Logger, StateStore } from '../core/types.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
@@ -26,6 +26,7 @@ import { findDef } from '../pipeline/registry.js';
 import { refuseShardedReplaceSinks, sinkConfigs } from '../runtime/components.js';
 import { withRuntime } from '../runtime/runtime.js';
 import type { PipelinePaths, ShardId } from '../state/paths.js';
+import { PaidLedger } from '../state/paid-ledger.js';
 import { newRunId } from '../state/run-id.js';
 import { FileStateStore } from '../state/state-store.js';
 import type { RunHooks } from './run-hooks.js';
@@ -98,7 +99,9 @@ export function preparePipeline(
     const id = state.get<string>('run:id')!;
     log.info(`${resumed ? 'resuming the prepare' : 'preparing'} ${p.name} (${id})`);
     // The source's own plan, unsharded: the paid job is started, checkpointed and waited for as a run does it.
-    const ctx = rt.sourceContext({ state, counters: newRunCounters() });
+    // The prepare's own ledger, in its own state: the job it pays for is listed in the prepared record.
+    const ledger = PaidLedger.open(state, 1);
+    const ctx = rt.sourceContext({ state, paid: ledger, counters: newRunCounters() });
     await rt.source.preflight?.(ctx);
     const units = await rt.source.plan(ctx);
     const prepared: PreparedJob = {
@@ -107,7 +110,7 @@ export function preparePipeline(
       preparedAt: new Date().toISOString(),
       ...(opts.shards !== undefined && { shards: opts.shards }),
       units: units.length,
-      paidJobs: paidJobsOf(state),
+      paidJobs: ledger.jobs(),
       state: Object.fromEntries(state.keys().flatMap((k) => (k.startsWith('run:') ? [] : [[k, state.get(k)]]))),
     };
     const written = await writePrepared(p, rt.paths, prepared);

@@ -15,6 +15,7 @@ import { Progress } from '../runtime/progress.js';
 import type { RunSession } from '../runtime/session.js';
 import type { RunRestart } from '../sources/resume-policy.js';
 import type { DeadLetterFile } from '../state/dead-letter-file.js';
+import type { PaidLedger } from '../state/paid-ledger.js';
 import type { UnitCounts, UnitsRun } from '../unit/run-units.js';
 import type { UnitLoaded } from '../unit/unit-path.js';
 import type { RunOptions, RunSummary } from './api.js';
@@ -48,6 +49,8 @@ export class RunTally {
   private final: RunSummary | undefined;
   /** The run's watchers, once started: their checks' results go in the summary. */
   watch: RunWatch | undefined;
+  /** The run's ledger of paid work, once its state is open: what this attempt paid goes in the summary. */
+  ledger: PaidLedger | undefined;
 
   constructor(
     readonly p: LoadedPipeline,
@@ -164,6 +167,7 @@ export class RunTally {
         this.budget.topReasons(),
         this.schemaChanges.list(),
         this.committedRecords.total,
+        this.ledger?.figures(),
       ),
       ...(this.watch && this.watch.checks.length > 0 && { checks: this.watch.checks }),
     };

@@ -1,9 +1,11 @@
 /**
  * The engine's side of the run's watchers (src/observe/: notifications, metrics, traces) and of the checks after
- * the load: it keeps what they are told (records per sink, units committed, paid calls, check results) so the
- * run itself only calls it at a handful of points: started, around each unit, each commit, checks after finish, ended.
+ * the load: it keeps what they are told (records per sink, units committed, check results) so the run itself only
+ * calls it at a handful of points: started, around each unit, each commit, checks after finish, ended. What the run
+ * paid for is read from the run's ledger (state/paid-ledger.ts), live, like the summary and runs.jsonl read it.
  */
 import type { ClientOptions } from '../client/api.js';
+import type { PaidFigures } from '../core/paid-work.js';
 import type { CommitResult, Logger, Sink, WorkUnit } from '../core/types.js';
 import type { CheckConfig } from '../observe/checks/config.js';
 import { checksFailure, runChecks } from '../observe/checks/run-checks.js';
@@ -22,6 +24,8 @@ export interface WatchedRun {
   sinks: readonly Sink[];
   counters: RunCounters;
   progress: ProgressState;
+  /** What the run has paid for so far: its ledger's figures for this attempt. */
+  paid: () => PaidFigures;
 }
 
 export class RunWatch {
@@ -29,7 +33,6 @@ export class RunWatch {
   private run: WatchedRun | undefined;
   private recordsPerSink: number[] = [];
   private unitsCommitted = 0;
-  private paidCalls = 0;
   private final: RunSummary['units'] | undefined;
   /** The checks' results, once they ran. */
   checks: CheckResult[] = [];
@@ -49,12 +52,7 @@ export class RunWatch {
   /** The service connection's call hook: none when nobody watches (no cost per request). */
   serviceCalls(): Pick<ClientOptions, 'onCall'> {
     if (this.watchers.length === 0) return {};
-    return {
-      onCall: (call) => {
-        if (call.paid) this.paidCalls++;
-        return this.observers.serviceCall(call);
-      },
-    };
+    return { onCall: (call) => this.observers.serviceCall(call) };
   }
 
   started(run: WatchedRun): void {
@@ -144,7 +142,7 @@ export class RunWatch {
       retries: c.retries,
       deadLetters: c.deadLetters,
       recordsPerSink: run.sinks.map((s, i) => ({ sink: s.describe(), records: this.recordsPerSink[i] ?? 0 })),
-      paidCalls: this.paidCalls,
+      ...run.paid(),
     };
   }
 }

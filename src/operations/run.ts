@@ -9,21 +9,22 @@
  * Exactly-once across crashes comes from three rules: (1) paid job ids are checkpointed in the state file before
  * anyone waits on them (the state is kept across a resume: state/run-state.ts); (2) a unit is committed by the sink
  * together with its id, so a rerun skips it (unit/run-units.ts); (3) a unit that failed half-way committed nothing,
- * so reading it again from the start loses and duplicates nothing.
+ * so reading it again from the start loses and duplicates nothing. What the service billed is recorded once, in the
+ * run's ledger of paid work (state/paid-ledger.ts), which the summary, runs.jsonl, webhooks and metrics all read.
  *
  * One run of a pipeline at a time: the state directory is locked first, then each file sink's output directory. An
  * interrupt (`RunOptions.signal`) stops new units at once; units in flight may commit during its grace
  * (`limits.interrupt_grace_s`, runtime/interrupt.ts), then their reads are aborted; the run ends in InterruptedError.
  */
 import { failpoint } from '../core/failpoints.js';
-import { paidJobsOf } from '../core/paid-jobs.js';
 import type { BackfillWindow, WorkUnit } from '../core/types.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
 import { PipelineRuntime } from '../runtime/runtime.js';
 import { restartAfter, staleAfterMs, staleRestart, startOver, type RunRestart } from '../sources/resume-policy.js';
 import { DeadLetterFile } from '../state/dead-letter-file.js';
+import { PAID_LEDGER_KEY, PaidLedger, paidByAttempt } from '../state/paid-ledger.js';
 import { outcomeOf, RunHistory, runHistoryFile, type RunRecord } from '../state/run-history.js';
-import { openRunState, type RunState } from '../state/run-state.js';
+import { forgetKept, openRunState, type RunState } from '../state/run-state.js';
 import { inShard, runUnits } from '../unit/run-units.js';
 import { UnitPath } from '../unit/unit-path.js';
 import type { RunOptions, RunSummary } from './api.js';
@@ -74,7 +75,7 @@ async function runAttempt(
   try {
     const run = await openRun(rt, tally, hooks, restart);
     recorded = true;
-    const { state, runId } = run;
+    const { state, runId, ledger } = run;
     const dlq = rt.session.hold(
       'closing the dead-letter file',
       new DeadLetterFile(rt.paths.deadLetterFile, runId),
@@ -90,6 +91,7 @@ async function runAttempt(
       sinks: rt.sinkList,
       counters: tally.counters,
       progress: tally.progress.state,
+      paid: () => ledger.figures(),
     });
 
     await rt.openOutputs({ fresh: !run.resumed, runId, deadLetter, counters: tally.counters });
@@ -106,9 +108,12 @@ async function runAttempt(
 
     // Where the cursor starts: a restart for a missing paid job starts a new run, not a new cursor.
     const reset = opts.resetCursor === true || (opts.fresh && restart === undefined);
+    // Starting over forgets what earlier runs paid to learn (the places a search found): it is learnt again.
+    if (reset) await forgetKept(state);
     const checkpoints = await cursorOfRun(rt, tally, runId, reset);
     const sourceRun = {
       state,
+      paid: ledger,
       counters: tally.counters,
       deadLetter,
       ...(run.window && { backfill: run.window }),
@@ -157,7 +162,11 @@ async function runAttempt(
       events: {
         ...(watch.around && { around: watch.around }),
         counted: (u) => tally.counted(u),
-        loaded: (u, loaded) => tally.loaded(u, loaded),
+        loaded: (u, loaded) => {
+          // Committed: a page it paid for is kept, and paid for again only by another run.
+          ledger.settled(u.id);
+          tally.loaded(u, loaded);
+        },
         ...(hooks.afterCommit && { afterCommit: hooks.afterCommit }),
       },
     });
@@ -188,6 +197,8 @@ async function runAttempt(
 
 interface OpenedRun extends RunState {
   window?: BackfillWindow;
+  /** The run's ledger of paid work, this attempt's calls added to it. */
+  ledger: PaidLedger;
 }
 
 /**
@@ -223,23 +234,29 @@ async function openRun(
   if (prepared && opts.shard) await seedPrepared(state, prepared, opts.shard, log);
   await startOver(state, restart ?? staleRestart(run.stale), p.config, log);
   const history = new RunHistory(runHistoryFile(rt.paths.stateDir));
-  const started = await history.start({
-    run: runId,
-    pipeline: p.name,
-    resumed,
-    startedAt: new Date(tally.startedAt).toISOString(),
-    ...(opts.command !== undefined && { command: opts.command }),
-    ...(window && { kind: 'backfill' as const, window }),
-  });
-  const chargedBefore = chargedJobs(state);
-  rt.session.defer(`recording the run in ${history.file}`, (failure) =>
-    history.end({
-      ...attemptRecord(started, tally, failure),
-      paidJobs: paidJobsOf(state),
-      recordsCharged: chargedSince(state, chargedBefore),
-    }),
+  const started = await history.start(
+    {
+      run: runId,
+      pipeline: p.name,
+      resumed,
+      startedAt: new Date(tally.startedAt).toISOString(),
+      ...(opts.command !== undefined && { command: opts.command }),
+      ...(window && { kind: 'backfill' as const, window }),
+    },
+    // A killed attempt's calls are in its run's ledger: reported on the line that marks it crashed.
+    (crashed) =>
+      crashed.run === runId
+        ? paidByAttempt(state.get(PAID_LEDGER_KEY), crashed.attempt)
+        : crashed.run === run.replaced?.runId
+          ? paidByAttempt(run.replaced.paid, crashed.attempt)
+          : undefined,
   );
-  return { ...run, ...(window && { window }) };
+  const ledger = PaidLedger.open(state, started.attempt);
+  tally.ledger = ledger;
+  rt.session.defer(`recording the run in ${history.file}`, (failure) =>
+    history.end({ ...attemptRecord(started, tally, failure), paidJobs: ledger.jobs() }),
+  );
+  return { ...run, ledger, ...(window && { window }) };
 }
 
 /** The cursor this run plans from: undefined for a source that keeps none; empty when reset. */
@@ -287,25 +304,11 @@ function attemptRecord(started: RunRecord, tally: RunTally, failure: unknown): R
     ...(summary.checks && { checks: summary.checks }),
     sinks: tally.perSink(),
     ...(warnings.length > 0 && { warnings }),
+    // What this attempt paid for (its lines of the run's ledger): the attempts of a run add up to its bill.
+    paidCalls: summary.paidCalls,
+    recordsCharged: summary.recordsCharged,
+    paid: summary.paid,
   };
-}
-
-type Charged = Map<string, number>;
-
-/** The paid jobs whose charge is known, by id. */
-function chargedJobs(state: RunState['state']): Charged {
-  return new Map(paidJobsOf(state).flatMap((j) => (j.recordsCharged === undefined ? [] : [[j.id, j.recordsCharged]])));
-}
-
-/**
- * Records the service charged while this attempt ran: the charges of the run's paid jobs that became known during it
- * (a filter job is charged its snapshot's size once it is ready, docs/service.md §2.4). A job started by an earlier
- * attempt of the same run and charged then is not counted again, so the attempts of a run add up to its bill.
- */
-function chargedSince(state: RunState['state'], before: Charged): number {
-  let n = 0;
-  for (const [id, records] of chargedJobs(state)) if (!before.has(id)) n += records;
-  return n;
 }
 
 /** A pool smaller than the source's concurrency silently caps it: say so, once, with the fix. */

@@ -1,5 +1,6 @@
 /** What a run tells at its end: the summary's counts, as text, and a failure carrying them. */
 import { SluiceError } from '../core/errors.js';
+import { describePaid, NO_PAID_WORK, type PaidFigures } from '../core/paid-work.js';
 import { printableLine } from '../core/printable.js';
 import type { Counters, SchemaChange } from '../core/types.js';
 import type { RunSummary, SinkSchemaChanges } from './api.js';
@@ -56,6 +57,7 @@ export function buildSummary(
   deadLetterReasons: RunSummary['deadLetterReasons'] = [],
   schemaChanges: SinkSchemaChanges[] = [],
   committedRecords: number = counters.records,
+  paid: PaidFigures = NO_PAID_WORK,
 ): RunSummary {
   return {
     pipeline,
@@ -71,6 +73,9 @@ export function buildSummary(
     durationMs: Date.now() - startedAt,
     outputs,
     schemaChanges,
+    paidCalls: paid.paidCalls,
+    recordsCharged: paid.recordsCharged,
+    paid: paid.paid,
   };
 }
 
@@ -130,6 +135,8 @@ export function formatSummary(s: RunSummary): string {
     // Said in the summary, not only in the log: a table's columns changing is what downstream queries feel.
     ...(s.schemaChanges ?? []).map((c) => `  schema       ${c.sink}: ${c.changes.map(formatSchemaChange).join(', ')}`),
     ...checkLines(s.checks ?? []),
+    // What the service billed: the same figures as runs.jsonl, webhooks and metrics (the run's ledger).
+    ...(s.paidCalls > 0 || s.recordsCharged > 0 ? [`  paid         ${describePaid(s)}`] : []),
     `  duration     ${formatDuration(s.durationMs)}`,
     `  throughput   ${Math.round(s.records / Math.max(secs, 0.001)).toLocaleString('en-US')} records/s, ${formatBytes(s.bytes / Math.max(secs, 0.001))}/s`,
     ...s.outputs.map((o) => `  output       ${o}`),

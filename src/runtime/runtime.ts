@@ -16,6 +16,7 @@ import type { ComponentDeps } from '../contracts/component.js';
 import { SluiceError } from '../core/errors.js';
 import { errorText } from '../core/error-text.js';
 import type { Limits } from '../core/limits.js';
+import type { PaidWork } from '../core/paid-work.js';
 import { RetryPolicy, retrying } from '../core/retry.js';
 import type {
   Counters,
@@ -83,6 +84,8 @@ export interface SinksOpening {
 /** What a source context is made of beyond the runtime's own parts. */
 export interface SourceRun {
   state: StateStore;
+  /** Where the source records what the service bills (the run's ledger, state/paid-ledger.ts). */
+  paid: PaidWork;
   /** What the source reads under (one attempt at a unit); default: the runtime's, which an interrupt aborts. */
   signal?: AbortSignal;
   counters: Counters;
@@ -247,6 +250,7 @@ export class PipelineRuntime {
       limits: this.limits,
       log: this.log,
       state: run.state,
+      paid: run.paid,
       counters: run.counters,
       deadLetter: run.deadLetter ?? (() => undefined),
       baseDir: this.pipeline.baseDir,

@@ -7,6 +7,7 @@
  */
 import { AmbiguousPaidCallError, type ServiceClient } from '../client/index.js';
 import { SluiceError } from '../core/errors.js';
+import type { PaidCall } from '../core/paid-work.js';
 import { RetryPolicy, retrying } from '../core/retry.js';
 import type { SourceContext } from '../core/types.js';
 import { PRICE_PER_EXTRA_COLUMN, checkBudget } from './deep-lookup-budget.js';
@@ -76,12 +77,14 @@ async function enrichOnce(
     async (call) => {
       try {
         const res = await client.deepLookup.enrich(requestId, [e]);
+        await ctx.paid.paid(enrichment(e));
         ctx.log.info(`enrich ${e.column_name}: ${res.status}, up to ${res.max_additional_cost}`);
         return;
       } catch (err) {
         if (!(err instanceof AmbiguousPaidCallError)) throw err;
         const r = await client.deepLookup.get(requestId);
         if ((r.columns ?? []).some((c) => c.name === e.column_name)) {
+          await ctx.paid.paid(enrichment(e));
           ctx.log.warn(
             `recovered the lost answer of enrich ${e.column_name}: the request has the column (not paid again)`,
           );
@@ -103,6 +106,11 @@ async function enrichOnce(
       signal: ctx.signal,
     },
   );
+}
+
+/** An enrichment as the ledger of paid work counts it: one per column and request, however its answer came. */
+function enrichment(e: EnrichColumn): PaidCall {
+  return { kind: 'enrich', for: `enrichment ${e.column_name}` };
 }
 
 /** Enrich calls per column and run: the first, and one more after each lost answer that provably started nothing. */

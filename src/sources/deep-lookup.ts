@@ -117,6 +117,8 @@ class DeepLookupSource implements Source {
       if (s.status === 'completed' && typeof s.matched_records === 'number') matched = s.matched_records;
       return s.status === 'completed';
     });
+    // Charged per matched record (docs/service.md §4.4): this run's bill if it triggered the request.
+    if (matched !== undefined) await ctx.paid.charged(requestId, matched);
     for (const e of this.cfg.enrich) await enrichColumn(this.cfg, client, ctx, requestId, e);
     // The count is no part of the id: the unit is the same whatever the service says it holds.
     return [matched === undefined ? unit : { ...unit, params: { ...unit.params, matched_records: matched } }];
@@ -179,7 +181,7 @@ class DeepLookupSource implements Source {
         if (err instanceof ServiceError) await ctx.state.delete(attemptKey);
         throw err;
       });
-    const job = await saveJob(ctx.state, this.stateKey, 'deep_lookup', res.request_id);
+    const job = await saveJob(ctx, this.stateKey, { kind: 'trigger', for: 'deep lookup request' }, res.request_id);
     await ctx.state.delete(attemptKey);
     ctx.log.info(`deep lookup request ${res.request_id} triggered (service bound ${res.max_cost ?? 'not given'})`);
     if (this.cfg.max_cost && res.max_cost && parseMoney(res.max_cost) > parseMoney(this.cfg.max_cost)) {

@@ -5,13 +5,17 @@
  *
  * `from_serp` chains the crawls: the places are the place ids (`knowledge.fid` of web result pages, `organic[].fid`
  * of map search pages) on the search pages of the given queries, read inside `plan` through the same rate limiter
- * (crawl/places-from-search.ts).
+ * and kept across runs for `from_serp.refresh_after` (crawl/places-from-search.ts), so a night pays for the searches
+ * only when they are due.
+ *
+ * `max_pages` defaults to 1: the service is known to answer a later review page with the place's first page again
+ * (docs/service.md §5.4), a paid request for nothing per place.
  */
 import { z } from 'zod';
 import type { Source } from '../core/types.js';
 import { fileReferences, type ComponentDef } from '../contracts/component.js';
 import { reviewsBackfill } from './crawl/backfill.js';
-import { crawlFields, extraParamsField } from './crawl/config.js';
+import { crawlFields, extraParamsField, refreshMs, refreshPeriod } from './crawl/config.js';
 import { placesFromSearch } from './crawl/places-from-search.js';
 import { configuredQueries } from './crawl/queries.js';
 import { FID_PATTERN, reviewPages, reviewsIncremental, reviewsPlanNote } from './crawl/review-pages.js';
@@ -41,6 +45,11 @@ const fromSerpSchema = z
       .max(100)
       .default(1)
       .describe('Web result pages per query searched for place ids (the knowledge panel is on page 1).'),
+    refresh_after: refreshPeriod
+      .default('7d')
+      .describe(
+        'How long the places a search found are used before it is made again: each search is paid, and places change slowly while their reviews are what is new each night. "0m": search every run. A run that starts over (--fresh, --reset-cursor) searches again.',
+      ),
     on_no_places: z
       .enum(['warn', 'fail'])
       .default('warn')
@@ -64,7 +73,15 @@ export const reviewsSchema = z
       .describe(
         'Find the places with a search first: the place ids (`fid`) on the result pages of the queries (`knowledge.fid`, `organic[].fid`).',
       ),
-    max_pages: z.number().int().min(1).max(1000).default(10).describe('Review pages per place at most.'),
+    max_pages: z
+      .number()
+      .int()
+      .min(1)
+      .max(1000)
+      .default(1)
+      .describe(
+        'Review pages per place at most. The service is known to answer every later page with the place’s first page again (docs/service.md §5.4): each such page is paid for nothing, so the default reads the first page only. Raise it for a service that pages reviews by `start`.',
+      ),
     sort: z
       .enum(['qualityScore', 'newestFirst', 'ratingHigh', 'ratingLow'])
       .optional()
@@ -105,7 +122,18 @@ export const reviewsSource: ComponentDef<'source', ReviewsConfig, Source> = {
           const fs = cfg.from_serp!;
           const queries = await configuredQueries(fs, ctx.baseDir || deps.baseDir);
           const search = searchPages({ engine: cfg.engine, params: fs.params, vertical: fs.search });
-          return placesFromSearch({ queries, search, maxPages: fs.max_pages, fetch, onNoPlaces: fs.on_no_places }, ctx);
+          return placesFromSearch(
+            {
+              queries,
+              search,
+              maxPages: fs.max_pages,
+              fetch,
+              onNoPlaces: fs.on_no_places,
+              refreshAfterMs: refreshMs(fs.refresh_after),
+              refreshAfter: fs.refresh_after,
+            },
+            ctx,
+          );
         },
         note: (places) => reviewsPlanNote(places, cfg.max_pages),
         ...(cfg.incremental && { incremental: reviewsIncremental(cfg.max_pages) }),

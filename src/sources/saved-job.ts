@@ -1,15 +1,22 @@
 /**
  * Paid jobs a run started and checkpointed (a filter job's snapshot, a deep lookup request), and what a rerun says
  * when the service no longer knows one: it expired, or (base_url `emulator`) the emulator that made it is gone. The
- * rerun cannot wait on it, and must not start another paid job on its own; the engine's `resume.on_missing_job`
- * decides (stages in src/engine/run.ts).
+ * rerun cannot wait on it, and must not start another paid job on its own; `resume.on_missing_job` decides
+ * (operations/run.ts).
  */
 import { ServiceError } from '../client/index.js';
 import { SluiceError } from '../core/errors.js';
-import type { StateStore } from '../core/types.js';
-import { PAID_JOBS_KEY, type PaidJob, type SavedJob } from '../core/paid-jobs.js';
+import type { PaidKind } from '../core/paid-work.js';
+import type { SourceContext, StateStore } from '../core/types.js';
 
-export { PAID_JOBS_KEY, type PaidJob, type SavedJob } from '../core/paid-jobs.js';
+/** A checkpointed paid job. Older state files hold only the id (a string). */
+export interface SavedJob {
+  id: string;
+  /** When the service answered with the id (ISO 8601, local clock). */
+  started_at?: string;
+  /** The run that started it. */
+  run_id?: string;
+}
 
 export function readSavedJob(state: StateStore, key: string): SavedJob | undefined {
   const saved = state.get<string | SavedJob>(key);
@@ -19,24 +26,20 @@ export function readSavedJob(state: StateStore, key: string): SavedJob | undefin
 
 /**
  * Checkpoints a job the service just started (before anyone waits on it: a rerun then reuses it instead of paying
- * again), and adds it to the run's list of paid jobs.
+ * again), and records it in the run's ledger of paid work (`for`: what it is for, e.g. `filter job`).
  */
-export async function saveJob(state: StateStore, key: string, kind: PaidJob['kind'], id: string): Promise<SavedJob> {
-  const runId = state.get<string>('run:id');
+export async function saveJob(
+  ctx: Pick<SourceContext, 'state' | 'paid'>,
+  key: string,
+  paid: { kind: PaidKind; for: string },
+  id: string,
+): Promise<SavedJob> {
+  const runId = ctx.state.get<string>('run:id');
   const job: SavedJob = { id, started_at: new Date().toISOString(), ...(runId !== undefined && { run_id: runId }) };
-  await state.set(key, job);
-  await state.set(PAID_JOBS_KEY, [...(state.get<PaidJob[]>(PAID_JOBS_KEY) ?? []), { kind, ...job }]);
+  // The ledger first: a kill between the two leaves a job the rerun adopts (a lost answer), recorded once.
+  await ctx.paid.paid({ ...paid, job: id, startedAt: job.started_at! });
+  await ctx.state.set(key, job);
   return job;
-}
-
-/** A paid job of this run is charged `records` (a filter job: its snapshot's size, once ready); noted once. */
-export async function noteCharge(state: StateStore, id: string, records: number | undefined): Promise<void> {
-  const jobs = state.get<PaidJob[]>(PAID_JOBS_KEY) ?? [];
-  if (records === undefined || !jobs.some((j) => j.id === id && j.records_charged === undefined)) return;
-  await state.set(
-    PAID_JOBS_KEY,
-    jobs.map((j) => (j.id === id && j.records_charged === undefined ? { ...j, records_charged: records } : j)),
-  );
 }
 
 /**

@@ -14,13 +14,10 @@ import { z } from 'zod';
 import type { Source, SourceContext } from '../core/types.js';
 import { fileReferences, type ComponentDef } from '../contracts/component.js';
 import { serpBackfill } from './crawl/backfill.js';
-import { crawlFields, extraParamsField } from './crawl/config.js';
+import { crawlFields, extraParamsField, refreshMs, refreshPeriod } from './crawl/config.js';
 import { configuredQueries } from './crawl/queries.js';
 import { searchPages } from './crawl/search-pages.js';
 import { crawlSource, type CrawlIncremental } from './crawl/source.js';
-
-const REFRESH = /^(\d+)(m|h|d)$/;
-const UNIT_MS = { m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 
 export const serpSchema = z
   .object({
@@ -34,9 +31,7 @@ export const serpSchema = z
       .describe('File of queries, relative to the pipeline file: a CSV with a `query` column, or one query per line.'),
     max_pages: z.number().int().min(1).max(100).default(5).describe('Pages per query at most.'),
     params: extraParamsField,
-    refresh_after: z
-      .string()
-      .regex(REFRESH, 'a duration such as "7d", "12h" or "90m"')
+    refresh_after: refreshPeriod
       .optional()
       .describe(
         'Skip queries whose pages were fetched and loaded more recently than this ("7d"): a nightly run fetches each query at most once a week.',
@@ -83,8 +78,7 @@ export interface SerpCheckpoint {
  * run's clock (`ctx.now`), the one the pages' fetch times were taken on.
  */
 export function serpRefresh(after: string): CrawlIncremental {
-  const m = REFRESH.exec(after)!;
-  const ms = Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
+  const ms = refreshMs(after);
   return {
     plan(queries: string[], ctx: SourceContext) {
       const last = new Map<string, string>();

@@ -99,7 +99,7 @@ export async function snapshotJob(
   if (started === undefined) return undefined;
   const snapshot_id = started;
   failpoint('snapshot:job-started');
-  const job = await saveJob(ctx.state, key, 'filter', snapshot_id);
+  const job = await saveJob(ctx, key, { kind: 'filter', for: 'filter job' }, snapshot_id);
   await ctx.state.delete(attemptKey);
   failpoint('snapshot:job-checkpointed');
   ctx.log.info(`filter job started: snapshot ${snapshot_id}`);

@@ -50,7 +50,7 @@ import { filterFieldNames } from './filter.js';
 import { unknownId } from './unknown-id.js';
 import { checkDataset, keyRefused, warnUnknownFields, type DatasetFieldNames } from './preflight.js';
 import { nothingMatched, snapshotJob } from './snapshot-filter-job.js';
-import { missingJob, noteCharge, type SavedJob } from './saved-job.js';
+import { missingJob, type SavedJob } from './saved-job.js';
 
 import { snapshotSchema, type SnapshotConfig } from './snapshot-schema.js';
 import { snapshotBackfill, type CursorCheckpoint } from './snapshot-cursor.js';
@@ -128,7 +128,9 @@ class SnapshotSource implements Source {
       nothingMatched(this.cfg, ctx, `snapshot ${snapshotId}: ${meta.warning ?? 'no records matched the filter'}`);
       return [];
     }
-    await noteCharge(ctx.state, snapshotId, meta.dataset_size);
+    // The service charges the snapshot's records once it is ready (docs/service.md §2.4): this run's bill if it
+    // started the job.
+    if (meta.dataset_size !== undefined) await ctx.paid.charged(snapshotId, meta.dataset_size);
     const { format, compress, batch_size } = this.cfg.download;
     // Parts can say "not ready" after the status said ready, as downloads can: waited out within the poll timeout.
     const { parts } = await client.datasets

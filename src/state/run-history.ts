@@ -6,7 +6,9 @@
  * `crashed`. Before that, a reader judges the process a `running` line names as the run lock judges its holder
  * (process-identity.ts: pid, start time, boot, pid namespace): one gone from this host reads as `crashed` at once.
  *
- * A run keeps its id across the attempts that resume it (stages/open-state.ts); `attempt` counts them.
+ * A run keeps its id across the attempts that resume it (run-state.ts); `attempt` counts them. Each attempt's line
+ * says what that attempt paid the service for (its lines of the run's ledger, paid-ledger.ts); a crashed attempt's
+ * are written on the line that marks it crashed, so the lines of a run add up to its bill.
  */
 import { open } from 'node:fs/promises';
 import path from 'node:path';
@@ -14,14 +16,14 @@ import { EXIT_CODES, InterruptedError, SluiceError } from '../core/errors.js';
 import { PRIVATE_FILE } from '../core/private-files.js';
 import type { BackfillWindow } from '../core/types.js';
 import { redact } from '../core/redact.js';
-import type { PaidJobRecord } from '../core/paid-jobs.js';
+import type { PaidFigures, PaidJobRecord, PaidLine } from '../core/paid-work.js';
 import { errorText } from '../core/error-text.js';
 import type { SinkSchemaChanges } from '../core/types.js';
 import type { CheckResult } from '../observe/events.js';
 import { identityOf, judgeHolder, selfIdentity } from './process-identity.js';
 import { readTextIfPresent } from '../core/json-file.js';
 
-export type { PaidJobRecord } from '../core/paid-jobs.js';
+export type { PaidJobRecord, PaidLine } from '../core/paid-work.js';
 
 export type RunStatus = 'running' | 'succeeded' | 'failed' | 'interrupted' | 'crashed';
 
@@ -68,14 +70,21 @@ export interface RunRecord {
   deadLetters?: number;
   /** The most frequent reasons of this run's dead letters. */
   deadLetterReasons?: { reason: string; count: number }[];
-  /** Paid jobs the run started (a filter job's snapshot, a deep lookup request), as checkpointed in its state. */
+  /** Paid jobs the run started (a filter job's snapshot, a deep lookup request), every attempt's, from its ledger. */
   paidJobs?: PaidJobRecord[];
   /**
-   * Records the service charged during this attempt for the run's paid jobs (open-run.ts `chargedSince`): the
+   * Calls the service billed during this attempt, every kind together (its ledger: core/paid-work.ts): the attempts
+   * of a run add up to what it paid for. Absent in lines of earlier versions.
+   */
+  paidCalls?: number;
+  /**
+   * Records the service charged during this attempt (a filter job's snapshot, a deep lookup's matched records): the
    * attempts of a run add up to what it was charged. 0 for a run that paid for no records (absent in lines of
    * earlier versions).
    */
   recordsCharged?: number;
+  /** This attempt's lines of the ledger: each kind of billed call, what for, how many, retried, wasted, records. */
+  paid?: PaidLine[];
   sinks?: SinkOutcome[];
   /** Columns the attempt added to or widened in each sink's table / dataset (only sinks that changed something). */
   schemaChanges?: SinkSchemaChanges[];
@@ -135,12 +144,14 @@ export class RunHistory {
    */
   async start(
     rec: Omit<RunRecord, 'attempt' | 'status' | 'pid' | 'host' | 'startedAt'> & { startedAt?: string },
+    /** What a crashed attempt paid for, as the state it left says (its own line could not say it). */
+    paidBy: (crashed: RunRecord) => PaidFigures | undefined = () => undefined,
   ): Promise<RunRecord> {
     const history = await readRunHistory(this.file, { asWritten: true });
     const now = new Date().toISOString();
     const lines: RunRecord[] = [];
     for (const r of history.filter((h) => h.status === 'running'))
-      lines.push({ ...r, status: 'crashed', cause: CRASHED_CAUSE });
+      lines.push({ ...r, status: 'crashed', cause: CRASHED_CAUSE, ...paidBy(r) });
     const record: RunRecord = {
       ...rec,
       attempt: Math.max(0, ...history.filter((h) => h.run === rec.run).map((h) => h.attempt)) + 1,

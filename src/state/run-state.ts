@@ -4,9 +4,13 @@
  *
  * A run that completed is over: the next invocation is a new run (tonight's load), with a new id. A run that did
  * not complete is resumed, keeping its id, so the units it committed (under run-scoped ids) are recognised and
- * skipped. The state file is where paid job ids are checkpointed before anyone waits on them.
+ * skipped. The state file is where paid job ids are checkpointed before anyone waits on them, and where the run's
+ * ledger of paid work is kept (paid-ledger.ts). A new run starts with an empty state but for the keys a source keeps
+ * across runs (`kept:`, core/source-contract.ts), which a run that starts over forgets (`forgetKept`).
  */
 import { rm } from 'node:fs/promises';
+import { KEPT_STATE_PREFIX } from '../core/source-contract.js';
+import { PAID_LEDGER_KEY } from './paid-ledger.js';
 import { newRunId, runStartedAt } from './run-id.js';
 import { FileStateStore } from './state-store.js';
 
@@ -30,6 +34,11 @@ export interface RunState {
   stale?: { runId: string; startedAt: string };
   /** With `fresh`: puts back the state as it was before (a refused --fresh leaves the last run resumable). */
   undoFresh?: () => Promise<void>;
+  /**
+   * The unfinished run this one replaced (`--fresh`, stale): its id and its ledger of paid work as its state held it,
+   * so what its last attempt paid is still reported when that attempt is marked crashed.
+   */
+  replaced?: { runId: string; paid: unknown };
 }
 
 /** Opens the run's state: the unfinished run resumed, or a new run started (its id written first). */
@@ -54,7 +63,11 @@ export async function openRunState(opts: RunStateOptions): Promise<RunState> {
       await state.clear();
       for (const [k, v] of before) await state.set(k, v);
     });
-  await state.clear();
+  const replaced =
+    last !== undefined && state.get('run:complete') !== true
+      ? { runId: last, paid: state.get(PAID_LEDGER_KEY) }
+      : undefined;
+  await state.clear(KEPT_STATE_PREFIX);
   const runId = opts.runId ?? newRunId(new Date(), last);
   await state.set('run:id', runId);
   return {
@@ -63,5 +76,11 @@ export async function openRunState(opts: RunStateOptions): Promise<RunState> {
     resumed,
     ...(stale && { stale: { runId: last!, startedAt: startedAt.toISOString() } }),
     ...(undoFresh && { undoFresh }),
+    ...(replaced && { replaced }),
   };
+}
+
+/** A run that starts over (`--fresh`, `--reset-cursor`) forgets what earlier runs kept (`kept:` keys). */
+export async function forgetKept(state: FileStateStore): Promise<void> {
+  for (const k of state.keys(KEPT_STATE_PREFIX)) await state.delete(k);
 }

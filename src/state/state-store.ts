@@ -1,7 +1,8 @@
 /**
  * The run's durable state: one JSON file written by temp-file + fsync + rename, so a crash leaves either the old or
  * the new state, never half of one. `set` resolves only when the bytes are on disk: sources checkpoint paid job ids
- * here *before* waiting on them.
+ * here *before* waiting on them. Changes made while a write is on its way share the next write: a crawl's pages,
+ * answered together, each record their checkpoint and their paid request without a write (two fsyncs) apiece.
  */
 import { mkdir, open, readFile, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -14,6 +15,8 @@ export class FileStateStore implements StateStore {
   private data: Record<string, unknown>;
   /** Writes are chained so concurrent `set` calls never interleave partial files. */
   private writing: Promise<void> = Promise.resolve();
+  /** The write queued behind the one on its way, not started yet: it writes every change made before it starts. */
+  private queued: Promise<void> | undefined;
   private wrote = false;
 
   private constructor(
@@ -62,19 +65,26 @@ export class FileStateStore implements StateStore {
     return this.flush();
   }
 
-  async clear(): Promise<void> {
-    this.data = {};
+  /** Forgets every key but those starting with `keepPrefix` (none: all), in one write. */
+  async clear(keepPrefix?: string): Promise<void> {
+    const kept = keepPrefix === undefined ? [] : this.keys(keepPrefix);
+    this.data = Object.fromEntries(kept.map((k) => [k, this.data[k]]));
     await this.flush();
   }
 
   private flush(): Promise<void> {
-    const snapshot = JSON.stringify(this.data, null, 1);
+    if (this.queued) return this.queued;
     if (!this.wrote) {
       this.wrote = true;
       this.writing = this.writing.then(() => removeStaleTemps(this.file));
     }
-    this.writing = this.writing.then(() => writeAtomic(this.file, snapshot));
-    return this.writing;
+    const write = this.writing.then(() => {
+      this.queued = undefined;
+      return writeAtomic(this.file, JSON.stringify(this.data, null, 1));
+    });
+    this.queued = write;
+    this.writing = write;
+    return write;
   }
 }
 

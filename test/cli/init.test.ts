@@ -203,6 +203,28 @@ describe('sluice init: what it writes runs green against the emulator', () => {
     expect(summary.records).toBeGreaterThan(0);
   });
 
+  it('reviews pays for no page the service repeats: one review page per place, the searches once', async () => {
+    // This emulator's clock is today's: it answers a later review page with the first again (docs/service.md §5.4).
+    const dir = tempDir();
+    expect((await init(['reviews', '--sink', 'jsonl', '--dir', dir])).code).toBe(0);
+    const file = path.join(dir, 'reviews_jsonl.yaml');
+    const run = async (): Promise<{ paidCalls: number; paid: { for: string; calls: number; wasted: number }[] }> => {
+      const io = memoryIo({ SLUICE_BASE_URL: emu.url, SLUICE_API_KEY: API_KEY });
+      expect(await runCli(['run', file, '--no-progress', '--log-format', 'json'], io), io.stderr.join('\n')).toBe(0);
+      return JSON.parse(io.stdout[0]!) as Awaited<ReturnType<typeof run>>;
+    };
+    const first = await run();
+    const places = first.paid.find((l) => l.for === 'review page')!;
+    expect(places.calls).toBeGreaterThan(0);
+    expect(first.paid.map((l) => [l.for, l.wasted])).toEqual([
+      ['from_serp search page', 0],
+      ['review page', 0],
+    ]);
+    // The next night finds the places it paid to find: the review pages alone are paid for.
+    const second = await run();
+    expect(second.paid).toEqual([places]);
+  });
+
   it('end to end: the shipped executable writes it; with no variable set it runs on the embedded emulator', async () => {
     const dir = tempDir();
     const { SLUICE_BASE_URL: _url, SLUICE_API_KEY: _key, SLUICE_OUTPUT: _out, ...env } = process.env;

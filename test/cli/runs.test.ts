@@ -56,10 +56,10 @@ describe('sluice runs', () => {
     expect(await runCli(['runs', file, '--limit', '1'], table)).toBe(0);
     const [text, more] = table.stdout;
     const lines = text!.split('\n');
-    expect(lines[0]).toMatch(/^RUN\s+STARTED\s+TOOK\s+STATUS\s+UNITS\s+RECORDS\s+BYTES\s+RETRIES\s+DEAD$/);
+    expect(lines[0]).toMatch(/^RUN\s+STARTED\s+TOOK\s+STATUS\s+UNITS\s+RECORDS\s+BYTES\s+RETRIES\s+DEAD\s+PAID$/);
     expect(lines[1]).toMatch(
       new RegExp(
-        `^${runs[0]!.run}\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d\\s+\\S+ m?s\\s+succeeded\\s+1/1\\s+2\\s+\\S+ (B|KiB)\\s+0\\s+1$`,
+        `^${runs[0]!.run}\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d\\s+\\S+ m?s\\s+succeeded\\s+1/1\\s+2\\s+\\S+ (B|KiB)\\s+0\\s+1\\s+0 calls$`,
       ),
     );
     expect(lines.slice(2)).toEqual([

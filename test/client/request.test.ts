@@ -209,3 +209,22 @@ describe('retries (a page is billed only when it succeeds, so /request is not a 
     expect(delays).toEqual([0]);
   });
 });
+
+describe('a page is billed', () => {
+  it('watchers are told POST /request is paid, though it is safe to retry; a free call is not', async () => {
+    const e = await emulator();
+    const told: [string, boolean][] = [];
+    const c = createClient({
+      baseUrl: e.url,
+      apiKey: 'emulator-key',
+      onCall: (call) => void told.push([`${call.method} ${call.path}`, call.paid]),
+    });
+    cleanups.push(() => c.close());
+    await c.request.page({ zone: 'serp_zone', url: SEARCH });
+    await c.zones.active();
+    expect(told).toEqual([
+      ['POST /request', true],
+      ['GET /zone/get_active_zones', false],
+    ]);
+  });
+});

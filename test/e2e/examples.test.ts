@@ -170,13 +170,10 @@ const checks: Record<string, () => Promise<void>> = {
     expect(queries.length).toBeGreaterThan(0);
     const fids = [...new Set(queries.map((q) => knowledgeFid(SEED, ENGINE, q)).filter((f) => f !== undefined))];
     // The emulator, like the service since it deprecated start for maps, answers every review page with the place's
-    // first: each place's first page is loaded, and the one repeat per place is billed, said, and not loaded. The
+    // first: the example reads each place's first page only (max_pages: 1), so no page is billed for nothing. The
     // search pages the places were found on (one per query) are billed too.
     const expected = fids.flatMap((f) => expectedReviewIds(SEED, f).slice(0, 10));
-    const withReviews = fids.filter((f) => expectedReviewIds(SEED, f).length > 0).length;
-    expect(r.stderr).toContain(
-      `reviews: ${queries.length + fids.length + withReviews} billed page request(s), ${withReviews} of them answered`,
-    );
+    expect(r.stderr).toMatch(new RegExp(`^reviews: ${queries.length + fids.length} billed page request\\(s\\)$`, 'm'));
     expect(expected.length).toBeGreaterThan(0);
     const rows = await query(`SELECT review_id FROM w.reviews`, { duckdb: warehouse });
     expect(rows.map((x) => x.review_id).sort()).toEqual([...expected].sort());

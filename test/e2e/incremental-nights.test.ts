@@ -14,7 +14,7 @@ import { runCli } from '../../src/cli/cli.js';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
 import { reviewIdsAt, reviewPagesUntilKnown } from '../../src/emulator/data/reviews.js';
 import { memoryIo } from '../cli/memory-io.js';
-import { query, type Obj } from './harness.js';
+import { emulatorBill, moveClock, query, type EmulatorBill, type Obj } from './harness.js';
 
 const KEY = 'emulator-key';
 const DAY = 86_400_000;
@@ -35,22 +35,8 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function clock(at: number): Promise<void> {
-  const res = await fetch(`${emu.url}/_emulator/clock`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ now: new Date(at).toISOString() }),
-  });
-  expect(res.status).toBe(200);
-}
-
-interface Counters {
-  paid: Record<string, number>;
-  requests: number;
-  records_charged: number;
-}
-const counters = async (): Promise<Counters> =>
-  (await (await fetch(`${emu.url}/_emulator/counters`)).json()) as Counters;
+const clock = (at: number): Promise<void> => moveClock(emu, at);
+const counters = (): Promise<EmulatorBill> => emulatorBill(emu);
 
 /** Writes the pipeline and runs it in-process (`args`: e.g. a backfill's --from); returns its log lines (stderr). */
 async function run(name: string, body: string[], args: string[] = []): Promise<string> {

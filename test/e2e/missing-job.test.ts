@@ -121,7 +121,8 @@ describe('resume.on_missing_job', () => {
     // The restart is kept in the new run's state for the run history.
     const state = JSON.parse(readFileSync(path.join(ws.pipelines, '.sluice/missing_restart/state.json'), 'utf8'));
     expect(state['run:restart']).toMatchObject({ reason: 'missing_job', from_run: runId, missing: `snapshot ${snap}` });
-    expect(state['run:paid_jobs']).toEqual([expect.objectContaining({ kind: 'filter', id: fresh!.id })]);
+    // And the new job in its ledger of paid work, the only paid call of the new run.
+    expect(state['run:paid'].lines).toEqual([expect.objectContaining({ kind: 'filter', calls: 1, job: fresh!.id })]);
   });
 });
 

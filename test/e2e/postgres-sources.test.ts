@@ -71,7 +71,7 @@ const KINDS: Kind[] = [
     example: 'reviews.yaml',
     changes: [
       [/queries: \[.*\]/, "queries: ['empire state building', 'louvre museum']"],
-      ['max_pages: 10', 'max_pages: 2'],
+      ['max_pages: 1\n', 'max_pages: 2\n'],
     ],
     key: ['review_id'],
     twice: [],

@@ -31,7 +31,7 @@ import { growingDataset, sizeAt } from '../../src/emulator/datasets/growth.js';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
 import { readRunHistory, type RunRecord } from '../../src/state/run-history.js';
 import { memoryIo } from '../cli/memory-io.js';
-import { query } from './harness.js';
+import { emulatorBill, moveClock, query, type EmulatorBill } from './harness.js';
 
 const FULL = process.env.SLUICE_SNAPSHOT_NIGHTS === 'full';
 const REGULAR_NIGHTS = FULL ? 30 : 3;
@@ -64,21 +64,8 @@ async function restartEmulator(faults?: EmulatorOptions['faults']): Promise<void
   emu = await startEmulator({ ...OPTIONS, stateFile, ...(faults !== undefined && { faults }) });
 }
 
-async function setClock(at: number): Promise<void> {
-  const res = await fetch(`${emu.url}/_emulator/clock`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ now: new Date(at).toISOString() }),
-  });
-  expect(res.status).toBe(200);
-}
-
-interface Counters {
-  paid: Record<string, number>;
-  records_charged: number;
-}
-const counters = async (): Promise<Counters> =>
-  (await (await fetch(`${emu.url}/_emulator/counters`)).json()) as Counters;
+const setClock = (at: number): Promise<void> => moveClock(emu, at);
+const counters = (): Promise<EmulatorBill> => emulatorBill(emu);
 
 const db = (): string => path.join(dir, 'nightly.duckdb');
 

@@ -365,3 +365,24 @@ describe('POST /request: errors', () => {
     expect(emu.stats.inFlight).toBe(0);
   });
 });
+
+describe('what a page costs (GET /_emulator/counters `requests`)', () => {
+  it('bills a page answered, never a refusal: a target error, a query the engine cuts, a malformed body, a wrong zone', async () => {
+    const billed = async (): Promise<number> =>
+      ((await (await fetch(`${emu.url}/_emulator/counters`)).json()) as { requests: number }).requests;
+    const before = await billed();
+    await serp('coffee roasters portland');
+    expect(await billed()).toBe(before + 1);
+    const refusals = [
+      { zone: 'serp_zone', url: `https://${ENGINE}/nowhere?q=x&brd_json=1`, format: 'raw' },
+      { zone: 'serp_zone', url: searchUrl(Array.from({ length: 40 }, (_, i) => `w${i}`).join(' ')), format: 'raw' },
+      { zone: 'serp_zone', url: 'not a url', format: 'raw' },
+      { zone: 'no_such_zone', url: searchUrl('x'), format: 'raw' },
+    ];
+    for (const body of refusals) {
+      const res = await post(body);
+      expect(res.status === 200 ? res.headers.get('x-brd-error') : res.status, JSON.stringify(body)).toBeTruthy();
+    }
+    expect(await billed()).toBe(before + 1);
+  });
+});

@@ -15,6 +15,8 @@ const totals = {
   deadLetters: 0,
   recordsPerSink: [{ sink: 'duckdb w.duckdb table t', records: 10 }],
   paidCalls: 1,
+  recordsCharged: 10,
+  paid: [{ kind: 'filter' as const, for: 'filter job', calls: 1, retried: 0, wasted: 0, records: 10, job: 's_1' }],
 };
 const ended = (over: Partial<RunEnded> = {}): RunEnded => ({
   run: 'r1',

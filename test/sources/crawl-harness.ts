@@ -9,6 +9,7 @@ import type { ComponentDeps } from '../../src/contracts/component.js';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
 import type { EmulatorOptions } from '../../src/emulator/context.js';
 import { MemoryStateStore } from '../../src/state/state-store.js';
+import { PaidLedger } from '../../src/state/paid-ledger.js';
 
 export const API_KEY = 'emulator-key';
 
@@ -58,12 +59,13 @@ export function quietLogger(warnings: string[] = []): Logger {
 export function sourceContext(
   h: { deps: { log: Logger }; baseDir: string },
   state = new MemoryStateStore(),
-  extra: Partial<Omit<SourceContext, 'state' | 'counters'>> = {},
-): SourceContext & { state: MemoryStateStore; counters: Counters } {
+  extra: Partial<Omit<SourceContext, 'state' | 'counters' | 'paid'>> = {},
+): SourceContext & { state: MemoryStateStore; counters: Counters; paid: PaidLedger } {
   return {
     signal: new AbortController().signal,
     log: h.deps.log,
     state,
+    paid: PaidLedger.open(state, 1),
     counters: { records: 0, bytes: 0, retries: 0, deadLetters: 0 },
     deadLetter: () => undefined,
     baseDir: h.baseDir,

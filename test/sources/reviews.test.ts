@@ -4,7 +4,7 @@ import { expectedReviewIds, reviewPageStarts, reviewTotal } from '../../src/emul
 import { serpQueryPlan, type SerpQueryPlan } from '../../src/emulator/data/serp.js';
 import { MemoryStateStore } from '../../src/state/state-store.js';
 import { driveCrawl, type DriveResult } from '../support/drive-crawl.js';
-import { REVIEWS_SERP_FIDS_KEY } from '../../src/sources/crawl/places-from-search.js';
+import { REVIEWS_PLACES_KEY, type FoundPlaces } from '../../src/sources/crawl/places-from-search.js';
 import { REVIEWS_STATE_KEY, parseReviewsUnitId } from '../../src/sources/crawl/review-pages.js';
 import { placeFids } from '../../src/sources/crawl/search-pages.js';
 import { reviewsSchema, reviewsSource } from '../../src/sources/reviews.js';
@@ -153,7 +153,9 @@ describe('reviews source', () => {
     await resetStats(h);
     const first = await driveCrawl(reviews(h, cfg), sourceContext(h, state), { concurrency: 4, stopAfter: 2 });
     expect(first.error).toBeUndefined();
-    const found = Object.values(state.get<Record<string, string[]>>(REVIEWS_SERP_FIDS_KEY) ?? {}).flat();
+    const found = Object.values(state.get<Record<string, FoundPlaces>>(REVIEWS_PLACES_KEY) ?? {}).flatMap(
+      (f) => f.fids,
+    );
     expect(new Set(found)).toEqual(expectedFids);
 
     // The rerun (after a "crash") reads the checkpointed fids: no SERP page is fetched again.
@@ -186,7 +188,7 @@ describe('reviews source', () => {
     expect(reported.filter((r) => r.kind === 'request').map((r) => r.text)).toEqual(
       SERP_QUERIES.slice(0, 2).map(
         (q) =>
-          `POST /request https://www.google.com/search?q=${q.replace(/ /g, '+')}&start=0&brd_json=1 (search page read for place ids)`,
+          `POST /request https://www.google.com/search?q=${q.replace(/ /g, '+')}&start=0&brd_json=1 (paid: search page read for place ids)`,
       ),
     );
     expect((await stats(h)).routes[REQUEST_ROUTE] ?? 0).toBe(0);
@@ -203,7 +205,12 @@ describe('reviews source', () => {
     expect(msg({ ...base, fids: ['ChIJ123'] })).toMatch(/0x89c259a9b3117469:0xd134e199a405a163/);
     expect(msg({ ...base, from_serp: {} })).toMatch(/from_serp.queries/);
     expect(msg({ ...base, fids: [FIDS[0]], sort: 'oldest' })).not.toBe('');
-    expect(reviewsSchema.parse({ ...base, fids: [FIDS[0]] })).toMatchObject({ max_pages: 10, concurrency: 8 });
+    // One review page per place by default: the service answers later pages with the first again (§5.4).
+    expect(reviewsSchema.parse({ ...base, fids: [FIDS[0]] })).toMatchObject({ max_pages: 1, concurrency: 8 });
+    expect(reviewsSchema.parse({ ...base, from_serp: { queries: ['q'] } }).from_serp).toMatchObject({
+      refresh_after: '7d',
+    });
+    expect(msg({ ...base, from_serp: { queries: ['q'], refresh_after: 'weekly' } })).toMatch(/a duration such as/);
     expect(
       reviewsSource.create(reviewsSchema.parse({ ...base, fids: [FIDS[0]], concurrency: 5 }), h.deps).concurrency,
     ).toBe(5);
@@ -218,7 +225,8 @@ describe('reviews source', () => {
         reviewsSchema.parse({ type: 'reviews', zone: 'serp_zone', max_pages: 10, fids: FIDS }),
         deps,
       );
-      const result = await driveCrawl(src, sourceContext({ deps, baseDir: d.baseDir }), { concurrency: 4 });
+      const ctx = sourceContext({ deps, baseDir: d.baseDir });
+      const result = await driveCrawl(src, ctx, { concurrency: 4 });
       await src.close?.();
       expect(result.error).toBeUndefined();
       // Each review once: the first page of each place, never its repeats.
@@ -231,6 +239,27 @@ describe('reviews source', () => {
       expect(warnings).toContain(
         `reviews: ${FIDS.length + full} billed page request(s), ${full} of them answered a page not asked for and not loaded`,
       );
+      // The ledger of paid work counts every page billed, the repeats as wasted.
+      expect(ctx.paid.figures().paid).toEqual([
+        { kind: 'request', for: 'review page', calls: FIDS.length + full, retried: 0, wasted: full },
+      ]);
+    } finally {
+      await d.close();
+    }
+  });
+
+  it('the default max_pages on that service: one paid page per place, none wasted', async () => {
+    const d = await startHarness({ seed: SEED });
+    try {
+      const src = reviewsSource.create(reviewsSchema.parse({ type: 'reviews', zone: 'serp_zone', fids: FIDS }), d.deps);
+      const ctx = sourceContext(d);
+      const result = await driveCrawl(src, ctx, { concurrency: 4 });
+      expect(result.error).toBeUndefined();
+      for (const [fid, ids] of idsByFid(result)) expect(ids).toEqual(expectedReviewIds(SEED, fid).slice(0, 10));
+      expect((await stats(d)).routes[REQUEST_ROUTE]).toBe(FIDS.length);
+      expect(ctx.paid.figures().paid).toEqual([
+        { kind: 'request', for: 'review page', calls: FIDS.length, retried: 0, wasted: 0 },
+      ]);
     } finally {
       await d.close();
     }
@@ -269,7 +298,7 @@ describe('reviews source', () => {
       sourceContext(h, new MemoryStateStore(), { dryRun: true, report: (kind, text) => reported.push({ kind, text }) }),
     );
     expect(reported.filter((r) => r.kind === 'note').map((r) => r.text)).toEqual([
-      expect.stringMatching(/^4 places; .* each place .* costs one request more than its pages$/),
+      expect.stringMatching(/^4 places; .* each place .* costs one request more than its pages; /),
     ]);
   });
 });

@@ -1,32 +1,28 @@
 /** Saved paid jobs: checkpointed with when and by which run, listed for the run history, and told apart when gone. */
 import { describe, expect, it } from 'vitest';
 import { ServiceError } from '../../src/client/index.js';
+import { PaidLedger } from '../../src/state/paid-ledger.js';
 import { MemoryStateStore } from '../../src/state/state-store.js';
-import {
-  MissingJobError,
-  PAID_JOBS_KEY,
-  jobGone,
-  missingJob,
-  readSavedJob,
-  saveJob,
-} from '../../src/sources/saved-job.js';
+import { MissingJobError, jobGone, missingJob, readSavedJob, saveJob } from '../../src/sources/saved-job.js';
 import { unknownId } from '../../src/sources/unknown-id.js';
 
 const notFound = (status: number): ServiceError =>
   new ServiceError({ method: 'GET', path: '/datasets/snapshots/snap_1', status, serviceMessage: 'snapshot not found' });
 
 describe('saved jobs', () => {
-  it('checkpoints a job with its start and run, and lists every paid job of the run in order', async () => {
+  it('checkpoints a job with its start and run, and records every paid job of the run in its ledger, in order', async () => {
     const state = new MemoryStateStore();
     await state.set('run:id', '20261123200000-abcdef');
-    const job = await saveJob(state, 'snapshot:job:1', 'filter', 'snap_1');
-    await saveJob(state, 'deep_lookup:request:2', 'deep_lookup', 'ai_2');
+    const ctx = { state, paid: PaidLedger.open(state, 1) };
+    const job = await saveJob(ctx, 'snapshot:job:1', { kind: 'filter', for: 'filter job' }, 'snap_1');
+    await saveJob(ctx, 'deep_lookup:request:2', { kind: 'trigger', for: 'deep lookup request' }, 'ai_2');
     expect(job).toEqual({ id: 'snap_1', started_at: expect.any(String), run_id: '20261123200000-abcdef' });
     expect(readSavedJob(state, 'snapshot:job:1')).toEqual(job);
-    expect(state.get(PAID_JOBS_KEY)).toEqual([
-      { kind: 'filter', ...job },
-      { kind: 'deep_lookup', id: 'ai_2', started_at: expect.any(String), run_id: '20261123200000-abcdef' },
+    expect(ctx.paid.jobs()).toEqual([
+      { kind: 'filter', id: 'snap_1', started_at: job.started_at },
+      { kind: 'deep_lookup', id: 'ai_2', started_at: expect.any(String) },
     ]);
+    expect(ctx.paid.figures().paidCalls).toBe(2);
   });
 
   it('reads the bare id an older state file holds', () => {

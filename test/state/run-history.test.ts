@@ -50,6 +50,22 @@ describe('RunHistory', () => {
     expect(runs[0]!.cause).toMatch(/ended without recording an outcome/);
   });
 
+  it('writes what a killed attempt paid for on the line that marks it crashed, as its run’s ledger says', async () => {
+    const file = path.join(tempDir(), 'runs.jsonl');
+    await new RunHistory(file).start({ run: 'r1', pipeline: 'p', resumed: false });
+    const paid = {
+      paidCalls: 3,
+      recordsCharged: 0,
+      paid: [{ kind: 'request' as const, for: 'review page', calls: 3, retried: 0, wasted: 0 }],
+    };
+    await new RunHistory(file).start({ run: 'r1', pipeline: 'p', resumed: true }, (crashed) =>
+      crashed.run === 'r1' && crashed.attempt === 1 ? paid : undefined,
+    );
+    const [killed, next] = await readRunHistory(file);
+    expect(killed).toMatchObject({ attempt: 1, status: 'crashed', ...paid });
+    expect(next!.paidCalls).toBeUndefined();
+  });
+
   it('reads an attempt left running by a process gone from this host as crashed at once', async () => {
     const file = path.join(tempDir(), 'runs.jsonl');
     const h = new RunHistory(file);
@@ -191,18 +207,25 @@ describe('runPipeline records each attempt', () => {
     expect(run!.cause).toMatch(/^interrupted: 1\/3 units committed; run again to resume$/);
   });
 
-  it('the paid jobs the run state lists', async () => {
+  it('the paid jobs the run ledger lists, and what the attempt paid for', async () => {
     const w = memoryPipeline(new MemorySource(units), { a: {} });
     const p = w.pipeline();
-    const job = { kind: 'filter', id: 'snap_1', started_at: '2026-11-23T03:00:00.000Z', run_id: 'x' };
     const source = new MemorySource(units);
     source.plan = async function (this: MemorySource, ctx) {
-      await ctx.state.set('run:paid_jobs', [job]);
+      await ctx.paid.paid({ kind: 'filter', for: 'filter job', job: 'snap_1', startedAt: '2026-11-23T03:00:00.000Z' });
+      await ctx.paid.charged('snap_1', 7);
       return units.map((u) => ({ id: u.id, params: {} }));
     };
     w.useSource(source);
     await runPipeline(p, quiet, { registry: w.registry, log: recordingLogger() });
     const [run] = await readRunHistory(runHistoryFile(pipelinePaths(p).stateDir));
-    expect(run!.paidJobs).toEqual([{ kind: 'filter', id: 'snap_1', started_at: '2026-11-23T03:00:00.000Z' }]);
+    expect(run!.paidJobs).toEqual([
+      { kind: 'filter', id: 'snap_1', started_at: '2026-11-23T03:00:00.000Z', recordsCharged: 7 },
+    ]);
+    expect(run).toMatchObject({
+      paidCalls: 1,
+      recordsCharged: 7,
+      paid: [{ kind: 'filter', for: 'filter job', calls: 1, retried: 0, wasted: 0, records: 7, job: 'snap_1' }],
+    });
   });
 });

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { newRunId, runStartedAt } from '../../src/state/run-id.js';
-import { openRunState, type RunState, type RunStateOptions } from '../../src/state/run-state.js';
+import { forgetKept, openRunState, type RunState, type RunStateOptions } from '../../src/state/run-state.js';
 import { tempDir } from '../support/in-memory.js';
 
 type Paths = Pick<RunStateOptions, 'stateFile' | 'tmpDir'>;
@@ -62,6 +62,28 @@ describe('openRunState', () => {
       resumed: false,
       runId: 'replay-2',
     });
+  });
+
+  it('a new run keeps what earlier runs kept (`kept:`) and forgets the rest; starting over forgets that too', async () => {
+    const p = paths();
+    const first = await openRunStateAndEnd({ ...p, fresh: false });
+    await first.state.set('kept:reviews:places', { q: { fids: ['0x1:0x2'], searched_at: '2025-03-01T02:30:00Z' } });
+    await first.state.set('reviews:discovered', { a: [0] });
+    await first.state.set('run:complete', true);
+    const second = await openRunStateAndEnd({ ...p, fresh: false });
+    expect(second.resumed).toBe(false);
+    expect(second.state.keys().sort()).toEqual(['kept:reviews:places', 'run:id']);
+    await forgetKept(second.state);
+    expect(second.state.keys()).toEqual(['run:id']);
+  });
+
+  it('a fresh run over an unfinished one hands back that run’s ledger, for its crashed line', async () => {
+    const p = paths();
+    const first = await openRunStateAndEnd({ ...p, fresh: false });
+    await first.state.set('run:paid', { lines: [], open: [] });
+    const fresh = await openRunStateAndEnd({ ...p, fresh: true });
+    expect(fresh.replaced).toEqual({ runId: first.runId, paid: { lines: [], open: [] } });
+    expect(fresh.state.get('run:paid')).toBeUndefined();
   });
 
   it('deletes downloads a killed run left behind', async () => {

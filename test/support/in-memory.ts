@@ -28,6 +28,7 @@ import type {
   WorkUnit,
 } from '../../src/core/types.js';
 import { MemoryStateStore } from '../../src/state/state-store.js';
+import { PaidLedger } from '../../src/state/paid-ledger.js';
 import { describeType, type LogicalType } from '../../src/core/logical-type.js';
 
 export function tempDir(): string {
@@ -47,10 +48,12 @@ export function counters(): Counters {
 
 export function sourceContext(over: Partial<SourceContext> = {}): SourceContext & { letters: DeadLetter[] } {
   const letters: DeadLetter[] = [];
+  const state = over.state ?? new MemoryStateStore();
   return {
     signal: new AbortController().signal,
     log: recordingLogger(),
-    state: new MemoryStateStore(),
+    state,
+    paid: PaidLedger.open(state, 1),
     counters: counters(),
     deadLetter: (d) => void letters.push(d),
     baseDir: tempDir(),

@@ -90,14 +90,19 @@ export const SOURCE_TEMPLATES: Record<string, SourceTemplate> = {
   reviews: {
     options: {
       zone: 'serp_zone',
-      from_serp: { queries: ['empire state building', 'louvre museum'] },
-      max_pages: 3,
+      from_serp: { queries: ['empire state building', 'louvre museum'], refresh_after: '7d' },
+      // The service answers a later review page with the place's first page again (docs/service.md §5.4): a second
+      // page would be paid for nothing, for every place.
+      max_pages: 1,
       rate_limit: '20/s',
     },
     transforms: [{ type: 'normalize', preset: 'reviews' }],
     primaryKey: ['review_id'],
     write: 'replace',
-    cost: 'Each search page and review page is one request through the zone, paid per request.',
+    cost:
+      'Each search page and review page is one request through the zone, paid per request: one review page per place ' +
+      '(the service repeats the first page for later ones), and the searches only when `from_serp.refresh_after` has ' +
+      'passed (their places are kept between runs).',
   },
   datasets: { options: {}, write: 'replace' },
   zone_cost: { options: { zones: ['serp_zone'] }, write: 'replace' },

@@ -156,6 +156,9 @@ const KNOWN = new Set([
   'sinks',
   'schemaChanges',
   'recordsCharged',
+  // The attempt's ledger of paid work (core/paid-work.ts): its billed calls, and their lines by kind and purpose.
+  'paidCalls',
+  'paid',
 ]);
 
 /**

@@ -22,6 +22,8 @@
  *   seconds, and answers every request through it meanwhile with HTTP 200, `x-brd-status-code: 429` and
  *   `x-brd-error-code: sr_rate_limit` (docs/service.md §5.6), unbilled. The server counts such a 429 toward the
  *   client IP's block like one given outright.
+ * - Only a page answered is billed (`GET /_emulator/counters` `requests`): every refusal above, and a fault given
+ *   before the route (a 5xx, a 429), is not.
  */
 import { z } from 'zod';
 import type { EmulatorContext } from '../context.js';
@@ -128,6 +130,8 @@ export function register(router: Router, ctx: EmulatorContext): void {
     const text = structured ? JSON.stringify(page) : html(page);
     const contentType = structured ? 'application/json; charset=utf-8' : 'text/html; charset=utf-8';
     zones.recordTraffic(zone.name, Buffer.byteLength(text), ctx.clock.now());
+    // Billed: a page answered (docs/service.md §5.6). The account's bill outlives the process (--state-file).
+    ctx.stats.billRequest();
     ctx.state.changed();
     if (body.format === 'json') {
       return res.json(200, {

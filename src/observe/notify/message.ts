@@ -108,6 +108,8 @@ export function jsonBody(n: Notice): Record<string, unknown> {
     retries: n.totals.retries,
     dead_letters: n.totals.deadLetters,
     paid_calls: n.totals.paidCalls,
+    records_charged: n.totals.recordsCharged,
+    paid: n.totals.paid,
     ...(n.schemaChanges && { schema_changes: n.schemaChanges }),
     ...(n.checks && { checks: n.checks }),
     host: hostname(),

@@ -45,3 +45,15 @@ export const extraParamsField = z
   .describe('Extra query parameters of the target URL, e.g. { hl: en, gl: us }.');
 
 export type ExtraParams = z.infer<typeof extraParamsField>;
+
+const REFRESH = /^(\d+)(m|h|d)$/;
+const UNIT_MS = { m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** A refresh period, `"7d"`, `"12h"` or `"90m"` (`"0m"`: every run). */
+export const refreshPeriod = z.string().regex(REFRESH, 'a duration such as "7d", "12h" or "90m"');
+
+/** A refresh period (`refreshPeriod`) in ms. */
+export function refreshMs(period: string): number {
+  const m = REFRESH.exec(period)!;
+  return Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
+}

@@ -17,6 +17,9 @@
  *
  * A refusal that is about the zone, not the page (an unknown zone, a zone of the wrong type: every page would get
  * it) ends the crawl: the first such answer is kept and every later page fails with it without a request.
+ *
+ * Every page the service answers is billed (docs/service.md §5.6): it is recorded in the run's ledger of paid work
+ * (`ctx.paid`) with what it was for, before the page is handed on. Refusals are not billed, and not recorded.
  */
 import { setMaxListeners } from 'node:events';
 import { ServiceError, type ServiceClient } from '../../client/index.js';
@@ -25,6 +28,14 @@ import { RetryPolicy, retrying } from '../../core/retry.js';
 import type { Logger, SourceContext } from '../../core/types.js';
 import { InFlightLimiter } from '../../core/concurrency.js';
 import { RateLimiter, realClock, type LimiterClock } from './rate-limit.js';
+
+/** What a page request is for, as the ledger of paid work counts it. */
+export interface PageCall {
+  /** The ledger line: `review page`, `from_serp search page`. */
+  for: string;
+  /** The page within the run (its unit id): billed again before its unit committed, it was paid twice. */
+  key: string;
+}
 
 export interface FetchedPage {
   payload: unknown;
@@ -87,7 +98,14 @@ export class CrawlFetcher {
     });
   }
 
-  async page(url: string, ctx: SourceContext): Promise<FetchedPage> {
+  async page(url: string, ctx: SourceContext, call: PageCall): Promise<FetchedPage> {
+    const res = await this.request(url, ctx);
+    this.billed++;
+    await ctx.paid.paid({ kind: 'request', ...call });
+    return res;
+  }
+
+  private async request(url: string, ctx: SourceContext): Promise<FetchedPage> {
     if (this.zoneRefused) throw this.zoneRefused;
     const client = await this.opts.client();
     const policy = this.policyFor(client);
@@ -119,7 +137,6 @@ export class CrawlFetcher {
             },
           );
           ctx.counters.bytes += res.bytes;
-          this.billed++;
           return res;
         } catch (err) {
           if (signal.aborted) throw err;

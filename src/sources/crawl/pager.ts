@@ -30,6 +30,8 @@ export type PageOutcome = { next: number } | { stop: StopReason };
 export interface Pager {
   /** Names the crawl in log lines (`serp`, `reviews`). */
   readonly name: string;
+  /** What one of its pages is in the ledger of paid work: `search page`, `map search page`, `review page`. */
+  readonly purpose: string;
   /** Key in `ctx.state` under which the crawl's discovered chains are checkpointed. */
   readonly stateKey: string;
   /** The unit param that holds the chain's subject (`query`, `fid`): normalizers read it. */

@@ -45,6 +45,7 @@ export function reviewPages(opts: ReviewPagesOptions): Pager {
   if (opts.hl !== undefined) extra.push(['hl', opts.hl]);
   return {
     name: 'reviews',
+    purpose: 'review page',
     stateKey: REVIEWS_STATE_KEY,
     subjectParam: 'fid',
     chainKey: (fid) => fid,
@@ -59,10 +60,12 @@ export function reviewPages(opts: ReviewPagesOptions): Pager {
 
 /** What `sluice plan` says a review crawl will request: one page per place, and more found while crawling. */
 export function reviewsPlanNote(places: number, maxPages: number): string {
+  if (maxPages === 1) return `${places} places, one review page each (max_pages: 1): one paid request per place`;
   return (
     `${places} places; further review pages are discovered while crawling, up to ${maxPages} per place. A place ` +
     'ends at an empty page (review pages have no end marker and vary in size), so each place whose reviews fit in ' +
-    'fewer pages costs one request more than its pages'
+    'fewer pages costs one request more than its pages; a service that answers a later page with the first page ' +
+    'again (docs/service.md §5.4) costs one request per place for nothing'
   );
 }
 

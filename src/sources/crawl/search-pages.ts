@@ -28,6 +28,7 @@ export function searchPages(opts: SearchPagesOptions): Pager {
   const extra = Object.entries(opts.params);
   return {
     name: 'serp',
+    purpose: 'search page',
     ...queryChains(host),
     url: (at) => targetUrl(opts.engine, '/search', [['q', at.subject], ['start', at.start], ...extra]),
     next: async (payload, at, maxPages) => nextSerpPage(payload, at.start, at.page, maxPages),
@@ -41,6 +42,7 @@ function mapsPages(opts: SearchPagesOptions): Pager {
   const extra = Object.entries(opts.params);
   return {
     name: 'maps',
+    purpose: 'map search page',
     ...queryChains(host),
     url: (at) => targetUrl(opts.engine, `/maps/search/${encodeURIComponent(at.subject)}/`, extra),
     next: async (payload) => (organicCount(payload) === 0 ? { stop: 'empty_page' } : { stop: 'last_page' }),

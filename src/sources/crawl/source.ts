@@ -15,13 +15,13 @@ import type { Batch, Source, SourceContext, UnitEnd, WorkUnit } from '../../core
 import type { ComponentDeps } from '../../contracts/component.js';
 import { ChainStore } from './chains.js';
 import type { CrawlConfig } from './config.js';
-import { CrawlFetcher, type FetchedPage } from './fetcher.js';
+import { CrawlFetcher, type FetchedPage, type PageCall } from './fetcher.js';
 import { pagePayload, type PageOutcome, type PagePosition, type Pager } from './pager.js';
 import { parseRate } from './rate-limit.js';
 import { checkSearchZone } from '../preflight.js';
 
-/** Fetches one page under the crawl's concurrency and rate limiter. */
-export type PageFetch = (url: string, ctx: SourceContext) => Promise<FetchedPage>;
+/** Fetches one page under the crawl's concurrency and rate limiter, recording it in the ledger as `call` says. */
+export type PageFetch = (url: string, ctx: SourceContext, call: PageCall) => Promise<FetchedPage>;
 
 export interface CrawlSourceOptions {
   pager: Pager;
@@ -85,7 +85,7 @@ class CrawlSource implements Source {
   }
 
   async plan(ctx: SourceContext): Promise<WorkUnit[]> {
-    const all = await this.opts.subjects(ctx, (url, c) => this.fetch(c).page(url, c));
+    const all = await this.opts.subjects(ctx, (url, c, call) => this.fetch(c).page(url, c, call));
     const subjects = (await this.opts.incremental?.plan(all, ctx)) ?? all;
     const chains = this.chainStore(ctx);
     const units: WorkUnit[] = [];
@@ -103,7 +103,7 @@ class CrawlSource implements Source {
   /** One page: its row, then the page it leads to and (incremental) its checkpoint. */
   async *read(unit: WorkUnit, ctx: SourceContext): AsyncGenerator<Batch, UnitEnd> {
     const at = this.position(unit);
-    const res = await this.fetch(ctx).page(this.pager.url(at), ctx);
+    const res = await this.fetch(ctx).page(this.pager.url(at), ctx, { for: this.pager.purpose, key: unit.id });
     // On the service's clock (the answer's Date): a later run's SERP `refresh_after` compares it with its own
     // `ctx.now`, the same clock, and relative review dates are resolved against it.
     const fetchedAt = res.fetchedAt;
@@ -111,8 +111,9 @@ class CrawlSource implements Source {
     const wrong = await this.pager.wrongPage?.(payload, at, ctx);
     if (wrong !== undefined) {
       // Its items would land on the requested page's positions, over another page's (or be loaded twice): end the
-      // chain, load nothing. It was billed all the same.
+      // chain, load nothing. It was billed all the same: for nothing.
       this.wrongPages++;
+      await ctx.paid.wasted({ kind: 'request', for: this.pager.purpose });
       ctx.log.warn(`${this.pager.name} "${at.subject}": ${wrong}; its crawl ends here and the page is not loaded`);
       return { next: [] };
     }

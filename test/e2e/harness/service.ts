@@ -10,7 +10,7 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { startEmulator, type EmulatorHandle } from '../../../src/emulator/server.js';
 import type { EmulatorOptions } from '../../../src/emulator/context.js';
 import { API_KEY, type Obj } from './workspace.js';
@@ -18,6 +18,27 @@ import { API_KEY, type Obj } from './workspace.js';
 /** An emulator on 127.0.0.1:0 with the e2e key; small data and fast emulated time unless told otherwise. */
 export function emulator(opts: Partial<EmulatorOptions> = {}): Promise<EmulatorHandle> {
   return startEmulator({ apiKey: API_KEY, size: 3000, timeScale: 50, ...opts });
+}
+
+/** What the account paid for (`GET /_emulator/counters`): paid operations by kind, pages billed, records charged. */
+export interface EmulatorBill {
+  paid: Record<string, number>;
+  requests: number;
+  records_charged: number;
+}
+
+export async function emulatorBill(emu: { url: string }): Promise<EmulatorBill> {
+  return (await (await fetch(`${emu.url}/_emulator/counters`)).json()) as EmulatorBill;
+}
+
+/** Moves the emulator's clock to `at` (ms since the epoch): the next emulated night. */
+export async function moveClock(emu: { url: string }, at: number): Promise<void> {
+  const res = await fetch(`${emu.url}/_emulator/clock`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ now: new Date(at).toISOString() }),
+  });
+  expect(res.status).toBe(200);
 }
 
 /** JSON from the emulator, as a client with the key would get it. */

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ServiceError, createClient, type ServiceClient } from '../../../src/client/index.js';
 import { SluiceError } from '../../../src/core/errors.js';
 import { startEmulator, type EmulatorHandle } from '../../../src/emulator/server.js';
+import { PaidLedger } from '../../../src/state/paid-ledger.js';
 import { MemoryStateStore } from '../../../src/state/state-store.js';
 import { CrawlFetcher } from '../../../src/sources/crawl/fetcher.js';
 import type { LimiterClock } from '../../../src/sources/crawl/rate-limit.js';
@@ -64,16 +65,18 @@ async function setup(
     clock,
     ...(opts.max429 !== undefined && { max429: opts.max429 }),
   });
+  const state = new MemoryStateStore();
   const ctx = {
     signal: new AbortController().signal,
     log: quietLogger(),
-    state: new MemoryStateStore(),
+    state,
+    paid: PaidLedger.open(state, 1),
     counters: { records: 0, bytes: 0, retries: 0, deadLetters: 0 },
     deadLetter: () => undefined,
     baseDir: '.',
     dryRun: false,
   };
-  return { emu, fetcher, clock, page: () => fetcher.page(URL, ctx) };
+  return { emu, fetcher, clock, page: () => fetcher.page(URL, ctx, { for: 'search page', key: 'p1' }) };
 }
 
 describe('CrawlFetcher retries', () => {

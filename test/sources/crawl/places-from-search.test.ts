@@ -1,7 +1,8 @@
 /**
  * `reviews.from_serp` on the real shapes, against the emulator: the places of map search pages (`organic[].fid`),
- * queries that find no place named in a warning, and a search that finds none at all said loudly or, with
- * `on_no_places: fail`, failing the plan before any review page is requested.
+ * queries that find no place named in a warning, a search that finds none at all said loudly or, with
+ * `on_no_places: fail`, failing the plan before any review page is requested; and the places a search found kept
+ * and used again until `refresh_after` has passed, each search in the ledger of paid work when it is made.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SluiceError } from '../../../src/core/errors.js';
@@ -10,6 +11,7 @@ import { mapsPlaceFids, serpQueryPlan } from '../../../src/emulator/data/serp.js
 import { driveCrawl } from '../../support/drive-crawl.js';
 import { parseReviewsUnitId } from '../../../src/sources/crawl/review-pages.js';
 import { reviewsSchema, reviewsSource } from '../../../src/sources/reviews.js';
+import { MemoryStateStore } from '../../../src/state/state-store.js';
 import { REQUEST_ROUTE, resetStats, sourceContext, startHarness, stats, type Harness } from '../crawl-harness.js';
 
 const SEED = 17;
@@ -65,5 +67,80 @@ describe('from_serp on map search pages and searches that find nothing', () => {
     expect((err as SluiceError).hint).toMatch(/on_no_places: warn/);
     // The one map search page only: no review page.
     expect((await stats(h)).routes[REQUEST_ROUTE]).toBe(1);
+  });
+});
+
+describe('from_serp: the places a search found, kept until refresh_after', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ seed: SEED });
+  });
+  afterAll(async () => h.close());
+
+  const HOUR = 3_600_000;
+
+  it('a later run uses the kept places without a search until refresh_after has passed, then searches again', async () => {
+    expect(WITH_PLACES).toHaveLength(2);
+    const state = new MemoryStateStore();
+    const t0 = Date.parse('2025-03-01T02:30:00Z');
+    const fromSerp = { search: 'maps', queries: WITH_PLACES, refresh_after: '3d' };
+    const plan = async (at: number, dryRun = false) => {
+      await resetStats(h);
+      const notes: string[] = [];
+      const requests: string[] = [];
+      const ctx = sourceContext(h, state, {
+        now: () => at,
+        dryRun,
+        report: (kind, text) => (kind === 'note' ? notes : requests).push(text),
+      });
+      // Each plan is an attempt of one run here (one state): what it paid is what its ledger gained.
+      const before = ctx.paid.figures().paidCalls;
+      const units = await reviews(h, fromSerp).plan(ctx);
+      const searched = (await stats(h)).routes[REQUEST_ROUTE] ?? 0;
+      const searches = requests.filter((r) => r.includes('/maps/search/'));
+      return { units: units.map((u) => u.id), searched, paid: ctx.paid.figures().paidCalls - before, notes, searches };
+    };
+    const first = await plan(t0);
+    expect(first.searched).toBe(2);
+    expect(first.paid).toBe(2);
+    expect(sourceContext(h, state).paid.figures().paid).toEqual([
+      { kind: 'request', for: 'from_serp map search page', calls: 2, retried: 0, wasted: 0 },
+    ]);
+    // The next night, and the one after: the same places, no search paid.
+    for (const at of [t0 + 24 * HOUR, t0 + 71 * HOUR]) {
+      const later = await plan(at);
+      expect(later.searched).toBe(0);
+      expect(later.paid).toBe(0);
+      expect(later.units).toEqual(first.units);
+    }
+    // `sluice plan` says so, and lists no search request.
+    const dry = await plan(t0 + 48 * HOUR, true);
+    expect(dry.searches).toEqual([]);
+    expect(dry.notes).toContainEqual(
+      'from_serp: the places of 2 of 2 queries are reused from searches made since 2025-03-01T02:30:00.000Z ' +
+        '(no search request: they are searched again after refresh_after 3d, from 2025-03-04T02:30:00.000Z)',
+    );
+    // Three days on: searched again, paid again.
+    const refreshed = await plan(t0 + 72 * HOUR);
+    expect(refreshed.searched).toBe(2);
+    expect(refreshed.paid).toBe(2);
+    expect(refreshed.units).toEqual(first.units);
+    // Past it, a dry run names the searches a run would pay for.
+    const due = await plan(t0 + 150 * HOUR, true);
+    expect(due.searches).toHaveLength(2);
+    expect(due.searches[0]).toMatch(/^POST \/request .*\/maps\/search\/.* \(paid: search page read for place ids\)$/);
+  });
+
+  it('another search (a parameter changed) is made anew, the other query’s places kept', async () => {
+    const state = new MemoryStateStore();
+    const at = Date.parse('2025-03-01T02:30:00Z');
+    const ctx = () => sourceContext(h, state, { now: () => at });
+    await reviews(h, { search: 'maps', queries: WITH_PLACES }).plan(ctx());
+    await resetStats(h);
+    await reviews(h, { search: 'maps', queries: WITH_PLACES, params: { hl: 'de' } }).plan(ctx());
+    expect((await stats(h)).routes[REQUEST_ROUTE]).toBe(2);
+    await resetStats(h);
+    await reviews(h, { search: 'maps', queries: [WITH_PLACES[0]!], params: { hl: 'de' } }).plan(ctx());
+    expect((await stats(h)).routes[REQUEST_ROUTE] ?? 0).toBe(0);
   });
 });

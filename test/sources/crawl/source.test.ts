@@ -18,6 +18,7 @@ const STATE_KEY = 'test:discovered';
 function scriptedPager(answers: PageOutcome[]): Pager {
   return {
     name: 'test',
+    purpose: 'test page',
     stateKey: STATE_KEY,
     subjectParam: 'topic',
     chainKey: (topic) => `chain:${topic}`,
