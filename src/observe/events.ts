@@ -2,7 +2,8 @@
  * What a run tells the world while it runs: the one interface between the engine and everything that watches it
  * (notifications, metrics, traces). The engine calls it in a handful of places; each watcher implements the events
  * it cares about. Nothing here may fail or slow the load: `observeRun` wraps every watcher so a throw is logged and
- * forgotten, and the only awaited event, `runEnded`, comes after the run's data is committed and its locks released.
+ * forgotten. Two events are awaited: `runEnding`, while the run still holds its state directory (a local file only),
+ * and `runEnded`, after the run's data is committed and its locks released (webhooks and pushes go there).
  *
  * This module sits beside the engine, below it: it imports from core only, the engine imports it, never the reverse.
  */
@@ -33,6 +34,11 @@ export interface RunStarted extends RunIdentity {
   /** ms since the epoch. */
   startedAt: number;
   sinks: string[];
+  /**
+   * The run's state directory (a shard's own, for a sharded run), held by this run alone until it ended: a watcher
+   * keeps there what the next run must find (the metrics' counters).
+   */
+  stateDir: string;
   /** The totals as they are now: watchers that report during the run read them when they report. */
   totals(): RunTotals;
 }
@@ -95,6 +101,11 @@ export interface RunObserver {
   serviceCall?(call: ServiceCall): ServiceCallEnd | undefined;
   /** Columns a sink added or widened while committing a unit. */
   schemaChanged?(e: SinkSchemaChange): void;
+  /**
+   * The run's outcome is known and it still holds its state directory: save what the next run must find (a local
+   * file, never the network: the pipeline's lock waits for it). Told before `runEnded`, with the same outcome.
+   */
+  runEnding?(e: RunEnded): Promise<void>;
   /** The run ended (data committed, locks released): report, flush, stop timers. */
   runEnded?(e: RunEnded): Promise<void>;
 }
@@ -128,6 +139,17 @@ export function observeRun(observers: readonly RunObserver[], log: Logger): Requ
       return (outcome) => ends.forEach((end) => guard('observing a service call', () => end(outcome)));
     },
     schemaChanged: (e) => observers.forEach((o) => guard('observing a schema change', () => o.schemaChanged?.(e))),
+    runEnding: async (e) => {
+      await Promise.all(
+        observers.map(async (o) => {
+          try {
+            await o.runEnding?.(e);
+          } catch (err) {
+            log.warn(`saving the run's metrics: ${(err as Error)?.message ?? String(err)}`);
+          }
+        }),
+      );
+    },
     runEnded: async (e) => {
       await Promise.all(
         observers.map(async (o) => {
