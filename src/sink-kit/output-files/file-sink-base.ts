@@ -11,7 +11,7 @@ import type {
   CompactSummary,
   FileOutput,
   Logger,
-  OutputQuery,
+  DuckDbOutputQuery,
   QueryableOutput,
   Sink,
   SinkContext,
@@ -91,7 +91,7 @@ export abstract class FileSinkBase<C extends FileSinkConfig, O extends OpenedFil
   }
 
   /** Every published file under the output; temp and staged files are never named like one. */
-  outputQuery(limit: number): OutputQuery {
+  outputQuery(limit: number): DuckDbOutputQuery {
     return { sql: `SELECT * FROM ${this.files.reader(quoteString(this.glob()))} LIMIT ${limit}` };
   }
 
