@@ -123,6 +123,18 @@ export function observeRun(observers: readonly RunObserver[], log: Logger): Requ
     }
   };
   const around = observers.filter((o) => o.unit);
+  /** An awaited event, told to every watcher at once; one that throws is a warning. */
+  const awaitEach = async (what: string, tell: (o: RunObserver) => Promise<void> | undefined): Promise<void> => {
+    await Promise.all(
+      observers.map(async (o) => {
+        try {
+          await tell(o);
+        } catch (err) {
+          log.warn(`${what}: ${(err as Error)?.message ?? String(err)}`);
+        }
+      }),
+    );
+  };
   return {
     runStarted: (e) => observers.forEach((o) => guard('observing the run', () => o.runStarted?.(e))),
     unit: <T>(unit: WorkUnit, work: () => Promise<T>): Promise<T> =>
@@ -139,27 +151,7 @@ export function observeRun(observers: readonly RunObserver[], log: Logger): Requ
       return (outcome) => ends.forEach((end) => guard('observing a service call', () => end(outcome)));
     },
     schemaChanged: (e) => observers.forEach((o) => guard('observing a schema change', () => o.schemaChanged?.(e))),
-    runEnding: async (e) => {
-      await Promise.all(
-        observers.map(async (o) => {
-          try {
-            await o.runEnding?.(e);
-          } catch (err) {
-            log.warn(`saving the run's metrics: ${(err as Error)?.message ?? String(err)}`);
-          }
-        }),
-      );
-    },
-    runEnded: async (e) => {
-      await Promise.all(
-        observers.map(async (o) => {
-          try {
-            await o.runEnded?.(e);
-          } catch (err) {
-            log.warn(`reporting the run: ${(err as Error)?.message ?? String(err)}`);
-          }
-        }),
-      );
-    },
+    runEnding: (e) => awaitEach('saving what the next run must find', (o) => o.runEnding?.(e)),
+    runEnded: (e) => awaitEach('reporting the run', (o) => o.runEnded?.(e)),
   };
 }

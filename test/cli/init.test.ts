@@ -108,7 +108,7 @@ describe('sluice init: templates from the registry', () => {
     expect(text).toMatch(/\n {2}# sort: qualityScore\n/);
     expect(text).toMatch(/\n {2}# lineage: false\n/);
     // A mapping too long for a line, one option a line; a placeholder is no value.
-    expect(text).toMatch(/\n# limits:\n#   max_record_bytes: 16 MiB\n(#   .*\n)*#   interrupt_grace_s: 25\n/);
+    expect(text).toMatch(/\n# limits:\n# {3}max_record_bytes: 16 MiB\n(# {3}.*\n)*# {3}interrupt_grace_s: 25\n/);
     expect(text).toMatch(/\n# state_dir:\n/);
     // Every default listed, written in: the file still validates (each is a value its option takes). An option
     // line is `# <option>: <value>` for an option of the section it sits in (not a description that happens to
