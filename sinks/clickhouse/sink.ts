@@ -37,7 +37,7 @@ import type { LogicalType } from '../../src/core/logical-type.js';
 import type {
   Batch,
   CommitResult,
-  OutputQuery,
+  OwnOutputQuery,
   QueryableOutput,
   Row,
   Sink,
@@ -74,6 +74,7 @@ import { createTableSql, initialColumns, logicalColumns, readColumns } from './t
 import { TableState } from './table-state.js';
 import { chTypeName, qualified, quoteIdent } from './types.js';
 import { loadUnit, unitStatus, type UnitScope } from './unit.js';
+import { clickhouseOutputReader } from './read-back.js';
 
 export class ClickHouseSink implements Sink {
   readonly capabilities: SinkCapabilities;
@@ -100,18 +101,14 @@ export class ClickHouseSink implements Sink {
     return `clickhouse ${targetText(this.target)} table ${this.names.stateKey}`;
   }
 
-  /**
-   * `--show` reads through DuckDB, which cannot reach a ClickHouse server: it says how to look instead (the query a
-   * reader runs, FINAL for `merge`), as the postgres sink does, short enough to survive `--show`'s cut of long text.
-   */
-  outputQuery(limit: number): OutputQuery {
-    const sql = `SELECT * FROM ${this.relationSql(readable)} LIMIT ${limit}`;
-    return { sql: `SELECT '${sql.replace(/'/g, "''")}' AS "read with clickhouse-client"` };
+  /** `--show`, `sluice schema` and the report read the table back over a client of their own, read-only. */
+  outputQuery(): OwnOutputQuery {
+    return { reader: async () => clickhouseOutputReader(this.target, this.names, this.config.write === 'merge') };
   }
 
   /** The table as a reader names it: `FINAL` for `merge` (a ReplacingMergeTree). */
-  private relationSql(quote: (name: string) => string = quoteIdent): string {
-    const table = `${quote(this.names.schema)}.${quote(this.names.table)}`;
+  private relationSql(): string {
+    const table = qualified(this.names.schema, this.names.table);
     return this.config.write === 'merge' ? `${table} FINAL` : table;
   }
 
@@ -241,11 +238,6 @@ export class ClickHouseSink implements Sink {
     const { ctx, server } = this.opened.get();
     return { server, ctx, config, names, label, table };
   }
-}
-
-/** A name as a person types it: bare when ClickHouse takes it bare. */
-function readable(name: string): string {
-  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(name) ? name : quoteIdent(name);
 }
 
 export const clickhouseSink: ComponentDef<'sink', ClickHouseSinkConfig, Sink> = {

@@ -4,11 +4,11 @@
  * instance and serialise their writes per table here. The registry is module state on purpose — it mirrors
  * DuckDB's own process-wide instance cache, which it uses.
  */
-import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { LockedError, SluiceError } from '../../src/core/errors.js';
 import { Mutex, RwLock } from '../../src/core/concurrency.js';
+import { makeDir } from '../../src/core/make-dir.js';
 
 interface Entry {
   instance: DuckDBInstance;
@@ -111,7 +111,7 @@ export class DuckDBDatabase {
 
 async function openEntry(file: string, label: string): Promise<Entry> {
   try {
-    await mkdir(path.dirname(file), { recursive: true });
+    await makeDir(path.dirname(file));
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     throw new SluiceError(`${label}: cannot create the directory of ${file} (${code})`, {
@@ -165,6 +165,11 @@ export function classifyOpenFailure(message: string): OpenFailureKind {
   return held ? { kind: 'locked', pid: Number(held[2]), process: held[1]! } : { kind: 'locked' };
 }
 
+/** The filesystem's own refusal, named as the OS names it: a read-only filesystem is not a missing permission. */
+function filesystemRefusal(message: string): string {
+  return /read-only file system|EROFS/i.test(message) ? 'read-only file system (EROFS)' : 'permission denied (EACCES)';
+}
+
 function openFailure(label: string, file: string, err: unknown): SluiceError {
   const msg = err instanceof Error ? err.message : String(err);
   const failure = classifyOpenFailure(msg);
@@ -177,11 +182,13 @@ function openFailure(label: string, file: string, err: unknown): SluiceError {
     });
   }
   return new SluiceError(
-    `${label}: cannot open ${file}: ${failure.kind === 'permission' ? 'permission denied' : msg.split('\n')[0]}`,
+    `${label}: cannot open ${file}: ${failure.kind === 'permission' ? filesystemRefusal(msg) : msg.split('\n')[0]}`,
     {
       hint:
         failure.kind === 'permission'
-          ? `give the user running sluice read and write access to ${file} and its directory, or point \`path\` at a new file`
+          ? /EROFS/.test(filesystemRefusal(msg))
+            ? `the filesystem of ${file} is mounted read-only: mount it read-write, or point \`path\` somewhere writable`
+            : `give the user running sluice read and write access to ${file} and its directory, or point \`path\` at a new file`
           : `check that ${file} is a DuckDB database this user can write, or point \`path\` at a new file`,
       cause: err,
     },

@@ -28,7 +28,7 @@ import type { ComponentDef, ComponentDeps } from '../../src/contracts/component.
 import type {
   Batch,
   CommitResult,
-  OutputQuery,
+  DuckDbOutputQuery,
   QueryableOutput,
   RawFile,
   RecordCheck,
@@ -93,7 +93,7 @@ export class DuckDBSink implements Sink {
     return `duckdb ${displayPath(this.config.path, this.baseDir)} table ${this.config.table}`;
   }
 
-  outputQuery(limit: number): OutputQuery {
+  outputQuery(limit: number): DuckDbOutputQuery {
     const table =
       this.config.schema === undefined
         ? quoteIdent(this.config.table)

@@ -29,7 +29,7 @@ import type { ComponentDef, ComponentDeps } from '../../src/contracts/component.
 import type {
   Batch,
   CommitResult,
-  OutputQuery,
+  OwnOutputQuery,
   QueryableOutput,
   Sink,
   SinkCapabilities,
@@ -40,6 +40,7 @@ import type {
 import type { LogicalType } from '../../src/core/logical-type.js';
 import { Opened } from '../../src/sink-kit/warehouse/opened.js';
 import { readOnlyQuery } from './read-only.js';
+import { postgresOutputReader } from './read-back.js';
 import { AttemptLoad, recordAttempt } from '../../src/sink-kit/warehouse/system-tables.js';
 import {
   connectionUrl,
@@ -104,10 +105,9 @@ export class PostgresSink implements Sink {
     return `postgres ${targetText(this.target)} table ${this.names.schema}.${this.names.table}`;
   }
 
-  /** `--show` reads through DuckDB, which cannot reach a Postgres server here: it says how to look instead. */
-  outputQuery(limit: number): OutputQuery {
-    const sql = `SELECT * FROM ${qualified(this.names.schema, this.names.table)} LIMIT ${limit}`;
-    return { sql: `SELECT ${quoteLiteral(`read it with psql: ${sql}`)} AS postgres` };
+  /** Read back by the sink itself (read-back.ts): DuckDB cannot reach a Postgres server here. */
+  outputQuery(): OwnOutputQuery {
+    return { reader: () => postgresOutputReader(this.config, this.names) };
   }
 
   private get label(): string {
@@ -237,10 +237,6 @@ export class PostgresSink implements Sink {
     const { config, names, label, table, spools } = this;
     return { ...this.opened.get(), config, names, label, table, spools };
   }
-}
-
-function quoteLiteral(s: string): string {
-  return `'${s.replace(/'/g, "''")}'`;
 }
 
 export const postgresSink: ComponentDef<'sink', PostgresSinkConfig, Sink> = {

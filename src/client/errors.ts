@@ -8,7 +8,7 @@
  * may have reached the service. Each error says itself whether trying again can help (`transient`, read by
  * core/retry.ts): never by its message.
  */
-import { NetworkError, SluiceError, type RetryClassified } from '../core/errors.js';
+import { EXIT_CODES, NetworkError, SluiceError, type RetryClassified } from '../core/errors.js';
 import { redact } from '../core/redact.js';
 import { retryableStatus } from '../core/retry.js';
 
@@ -54,7 +54,10 @@ export class ServiceError extends SluiceError implements RetryClassified {
     super(msg, {
       hint: init.hint ?? hintFor(init.status, init.cause),
       cause: init.cause,
-      ...(init.exitCode !== undefined && { exitCode: init.exitCode }),
+      // A refused key is configuration (fix it, then run), never "rerun to resume".
+      ...((init.exitCode !== undefined || init.status === 401) && {
+        exitCode: init.exitCode ?? EXIT_CODES.config,
+      }),
     });
     this.name = 'ServiceError';
     this.method = init.method;

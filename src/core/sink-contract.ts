@@ -107,11 +107,35 @@ export interface CompactSummary {
   written: number;
 }
 
-/** A query that reads a sink's output back through DuckDB (`--show`), and the database file it runs in. */
-export interface OutputQuery {
+/**
+ * How a sink's output is read back outside a run (`--show`'s rows, `sluice schema`'s columns, the report's row
+ * counts), without `open()`: a query DuckDB runs, or, for a store DuckDB cannot reach here, the sink's own reader.
+ */
+export type OutputQuery = DuckDbOutputQuery | OwnOutputQuery;
+
+/** A query that reads the output through DuckDB, and the database file it runs in. */
+export interface DuckDbOutputQuery {
   /** undefined: an in-memory DuckDB (files read with read_parquet / read_json). */
   database?: string;
   sql: string;
+}
+
+/**
+ * The sink reads its own store: a Postgres server, which DuckDB could only read through an extension it downloads
+ * at run time. The reader only reads, and releases what it opened in `close()`.
+ */
+export interface OwnOutputQuery {
+  reader(): Promise<OutputReader>;
+}
+
+export interface OutputReader {
+  /** The first `limit` rows, as the store returns them; none when nothing was written yet. */
+  rows(limit: number): Promise<Row[]>;
+  /** The columns, with the sink's own type names (`Sink.typeName`); undefined when nothing was written yet. */
+  columns(): Promise<{ name: string; type: string }[] | undefined>;
+  /** How many rows the output holds; 0 when nothing was written yet. */
+  count(): Promise<number>;
+  close(): Promise<void>;
 }
 
 /**
@@ -142,7 +166,7 @@ export interface Sink {
   readonly capabilities: SinkCapabilities;
   /** One line for summaries and `plan`: type, where it writes (as typed from the current directory), table. */
   describe(): string;
-  /** `--show`: how to read back what the sink wrote; works without `open()`. */
+  /** `--show`, `sluice schema`, the report: how to read back what the sink wrote; works without `open()`. */
   outputQuery(limit: number): OutputQuery;
   /**
    * Once per run, before any unit. One that throws has released what it took: a transient failure (core/retry.ts)

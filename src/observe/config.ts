@@ -99,7 +99,7 @@ export const metricsSchema = z
       outboundUrl('PUSHGATEWAY_URL')
         .optional()
         .describe(
-          'Push the metrics to this Prometheus Pushgateway (`${PUSHGATEWAY_URL}`) at the end of the run and at each `interval`, grouped by job `sluice`, pipeline and shard. At most one push is out at a time (a push due meanwhile is skipped: the next carries the newest values); each waits 5 s for an answer. `https://user:password@host` is sent as HTTP basic auth; credentials and query values are never logged.',
+          'Push the metrics to this Prometheus Pushgateway (`${PUSHGATEWAY_URL}`) at the end of the run and at each `interval`: a PUT of the group job `sluice`, pipeline and shard (the group replaced whole, so it holds exactly the textfile’s series). At most one push is out at a time (a push due meanwhile is skipped: the next carries the newest values); each waits 5 s for an answer. `https://user:password@host` is sent as HTTP basic auth; credentials and query values are never logged.',
         ),
       'connection',
     ),

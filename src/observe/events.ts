@@ -2,7 +2,8 @@
  * What a run tells the world while it runs: the one interface between the engine and everything that watches it
  * (notifications, metrics, traces). The engine calls it in a handful of places; each watcher implements the events
  * it cares about. Nothing here may fail or slow the load: `observeRun` wraps every watcher so a throw is logged and
- * forgotten, and the only awaited event, `runEnded`, comes after the run's data is committed and its locks released.
+ * forgotten. Two events are awaited: `runEnding`, while the run still holds its state directory (a local file only),
+ * and `runEnded`, after the run's data is committed and its locks released (webhooks and pushes go there).
  *
  * This module sits beside the engine, below it: it imports from core only, the engine imports it, never the reverse.
  */
@@ -43,6 +44,11 @@ export interface RunStarted extends RunIdentity {
   /** ms since the epoch. */
   startedAt: number;
   sinks: string[];
+  /**
+   * The run's state directory (a shard's own, for a sharded run), held by this run alone until it ended: a watcher
+   * keeps there what the next run must find (the metrics' counters).
+   */
+  stateDir: string;
   /** The totals as they are now: watchers that report during the run read them when they report. */
   totals(): RunTotals;
 }
@@ -105,6 +111,11 @@ export interface RunObserver {
   serviceCall?(call: ServiceCall): ServiceCallEnd | undefined;
   /** Columns a sink added or widened while committing a unit. */
   schemaChanged?(e: SinkSchemaChange): void;
+  /**
+   * The run's outcome is known and it still holds its state directory: save what the next run must find (a local
+   * file, never the network: the pipeline's lock waits for it). Told before `runEnded`, with the same outcome.
+   */
+  runEnding?(e: RunEnded): Promise<void>;
   /** The run ended (data committed, locks released): report, flush, stop timers. */
   runEnded?(e: RunEnded): Promise<void>;
 }
@@ -122,6 +133,18 @@ export function observeRun(observers: readonly RunObserver[], log: Logger): Requ
     }
   };
   const around = observers.filter((o) => o.unit);
+  /** An awaited event, told to every watcher at once; one that throws is a warning. */
+  const awaitEach = async (what: string, tell: (o: RunObserver) => Promise<void> | undefined): Promise<void> => {
+    await Promise.all(
+      observers.map(async (o) => {
+        try {
+          await tell(o);
+        } catch (err) {
+          log.warn(`${what}: ${(err as Error)?.message ?? String(err)}`);
+        }
+      }),
+    );
+  };
   return {
     runStarted: (e) => observers.forEach((o) => guard('observing the run', () => o.runStarted?.(e))),
     unit: <T>(unit: WorkUnit, work: () => Promise<T>): Promise<T> =>
@@ -138,16 +161,7 @@ export function observeRun(observers: readonly RunObserver[], log: Logger): Requ
       return (outcome) => ends.forEach((end) => guard('observing a service call', () => end(outcome)));
     },
     schemaChanged: (e) => observers.forEach((o) => guard('observing a schema change', () => o.schemaChanged?.(e))),
-    runEnded: async (e) => {
-      await Promise.all(
-        observers.map(async (o) => {
-          try {
-            await o.runEnded?.(e);
-          } catch (err) {
-            log.warn(`reporting the run: ${(err as Error)?.message ?? String(err)}`);
-          }
-        }),
-      );
-    },
+    runEnding: (e) => awaitEach('saving what the next run must find', (o) => o.runEnding?.(e)),
+    runEnded: (e) => awaitEach('reporting the run', (o) => o.runEnded?.(e)),
   };
 }

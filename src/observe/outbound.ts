@@ -73,17 +73,30 @@ export class NoAnswer extends Error {
   }
 }
 
+interface SendInit {
+  headers: Record<string, string>;
+  body: string;
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
 /** One POST to `dest`, its answer read to ANSWER_LIMIT_BYTES; throws NoAnswer when none came within `timeoutMs`. */
-export async function post(
-  dest: Destination,
-  init: { headers: Record<string, string>; body: string; timeoutMs: number; signal?: AbortSignal },
-): Promise<Answer> {
+export function post(dest: Destination, init: SendInit): Promise<Answer> {
+  return send('POST', dest, init);
+}
+
+/** One PUT to `dest` (a Pushgateway group replaced whole), as `post`. */
+export function put(dest: Destination, init: SendInit): Promise<Answer> {
+  return send('PUT', dest, init);
+}
+
+async function send(method: 'POST' | 'PUT', dest: Destination, init: SendInit): Promise<Answer> {
   const signal = init.signal
     ? AbortSignal.any([init.signal, AbortSignal.timeout(init.timeoutMs)])
     : AbortSignal.timeout(init.timeoutMs);
   try {
     const res = await request(dest.url, {
-      method: 'POST',
+      method,
       headers: { 'user-agent': 'sluice', ...init.headers, ...dest.headers },
       body: init.body,
       signal,

@@ -1,11 +1,12 @@
 /**
  * What a pipeline's outputs hold, read back outside a run: their first rows (`--show`), their columns (`sluice
- * schema`), their row counts (`sluice report`). Each sink says how its output is read (`Sink.outputQuery`, a query
- * DuckDB runs over the sink's table or files) and how it is named (`Sink.describe`): nothing here knows a sink type,
- * and nothing is opened for writing — the sinks are built by the runtime, never opened.
+ * schema`), their row counts (`sluice report`). Each sink says how its output is read (`Sink.outputQuery`: a query
+ * DuckDB runs over the sink's table or files, or the sink's own reader for a store DuckDB cannot reach here, a
+ * Postgres server) and how it is named (`Sink.describe`): nothing here knows a sink type, and nothing is opened for
+ * writing — the sinks are built by the runtime, never opened.
  */
 import { existsSync } from 'node:fs';
-import type { Logger, Row, Sink } from '../core/types.js';
+import type { DuckDbOutputQuery, Logger, OutputReader, OwnOutputQuery, Row, Sink } from '../core/types.js';
 import type { LoadedPipeline } from '../pipeline/load.js';
 import { withRuntime } from '../runtime/runtime.js';
 
@@ -30,8 +31,8 @@ function printable(value: unknown): unknown {
 }
 
 /** Runs `sql` (over the sink's output) in DuckDB; undefined when the sink's database file does not exist yet. */
-async function query(sink: Sink, limit: number, wrap: (sql: string) => string): Promise<Row[] | undefined> {
-  const { database, sql } = sink.outputQuery(limit);
+async function duckdbQuery(q: DuckDbOutputQuery, wrap: (sql: string) => string): Promise<Row[] | undefined> {
+  const { database, sql } = q;
   // Opening a DuckDB file that does not exist would create it.
   if (database !== undefined && !existsSync(database)) return undefined;
   const { DuckDBInstance } = await import('@duckdb/node-api');
@@ -54,10 +55,22 @@ export function isNothingWritten(err: unknown): boolean {
   return err instanceof Error && /No files found/i.test(err.message);
 }
 
+/** A sink that reads its own store (`OwnOutputQuery`): `fn` with its reader, closed after. */
+async function withOwnReader<T>(q: OwnOutputQuery, fn: (r: OutputReader) => Promise<T>): Promise<T> {
+  const reader = await q.reader();
+  try {
+    return await fn(reader);
+  } finally {
+    await reader.close();
+  }
+}
+
 /** The first `limit` rows of what `sink` wrote; none when nothing was written yet. */
 export async function firstRows(sink: Sink, limit: number): Promise<Row[]> {
+  const q = sink.outputQuery(limit);
+  if ('reader' in q) return withOwnReader(q, async (r) => (await r.rows(limit)).map((row) => printable(row) as Row));
   try {
-    return (await query(sink, limit, (sql) => sql)) ?? [];
+    return (await duckdbQuery(q, (sql) => sql)) ?? [];
   } catch (err) {
     if (isNothingWritten(err)) return [];
     throw err;
@@ -67,7 +80,9 @@ export async function firstRows(sink: Sink, limit: number): Promise<Row[]> {
 /** The columns of what `sink` wrote so far; undefined when nothing was written yet or it cannot be read now. */
 export async function writtenColumns(sink: Sink): Promise<{ name: string; type: string }[] | undefined> {
   try {
-    const rows = await query(sink, 1, (sql) => `DESCRIBE ${sql}`);
+    const q = sink.outputQuery(1);
+    if ('reader' in q) return await withOwnReader(q, (r) => r.columns());
+    const rows = await duckdbQuery(q, (sql) => `DESCRIBE ${sql}`);
     return rows?.map((r) => ({ name: String(r.column_name), type: String(r.column_type) }));
   } catch {
     // No table or no files yet, or a run holds the database: the columns are still "inferred from the data".
@@ -77,8 +92,10 @@ export async function writtenColumns(sink: Sink): Promise<{ name: string; type: 
 
 /** How many rows `sink` holds (0 when nothing was written yet). */
 export async function countRows(sink: Sink): Promise<number> {
+  const q = sink.outputQuery(Number.MAX_SAFE_INTEGER);
+  if ('reader' in q) return withOwnReader(q, (r) => r.count());
   try {
-    const rows = await query(sink, Number.MAX_SAFE_INTEGER, (sql) => `SELECT count(*) AS n FROM (${sql})`);
+    const rows = await duckdbQuery(q, (sql) => `SELECT count(*) AS n FROM (${sql})`);
     return Number(rows?.[0]?.n ?? 0);
   } catch (err) {
     if (isNothingWritten(err)) return 0;

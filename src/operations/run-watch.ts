@@ -9,7 +9,7 @@ import type { PaidFigures } from '../core/paid-work.js';
 import type { CommitResult, Logger, Sink, WorkUnit } from '../core/types.js';
 import type { CheckConfig } from '../observe/checks/config.js';
 import { checksFailure, runChecks } from '../observe/checks/run-checks.js';
-import type { RunIdentity, RunObserver } from '../observe/events.js';
+import type { RunEnded, RunIdentity, RunObserver } from '../observe/events.js';
 import { observeRun, startObservers, type CheckResult, type RunTotals, type ObserveConfig } from '../observe/index.js';
 import type { RunSummary } from './api.js';
 import type { ProgressState } from '../runtime/progress.js';
@@ -21,6 +21,8 @@ export interface WatchedRun {
   identity: RunIdentity;
   resumed: boolean;
   startedAt: number;
+  /** The run's state directory (its shard's), held by it until it ends. */
+  stateDir: string;
   sinks: readonly Sink[];
   counters: RunCounters;
   progress: ProgressState;
@@ -62,6 +64,7 @@ export class RunWatch {
       ...run.identity,
       resumed: run.resumed,
       startedAt: run.startedAt,
+      stateDir: run.stateDir,
       sinks: run.sinks.map((s) => s.describe()),
       totals: () => this.totals(),
     });
@@ -101,14 +104,24 @@ export class RunWatch {
     if (failed) throw failed;
   }
 
+  /** Told while the run still holds its state directory: what the next run must find is saved (the metrics' counters). */
+  async ending(failure: unknown, summary: RunSummary): Promise<void> {
+    this.final = summary.units;
+    if (!this.run || this.watchers.length === 0) return;
+    await this.observers.runEnding(this.endedEvent(this.run, failure, summary));
+  }
+
   /** Told last, everything committed and released: a slow webhook cannot hold the pipeline's lock. */
   async ended(failure: unknown, summary: RunSummary): Promise<void> {
-    const run = this.run;
     this.final = summary.units;
-    if (!run || this.watchers.length === 0) return;
+    if (!this.run || this.watchers.length === 0) return;
+    await this.observers.runEnded(this.endedEvent(this.run, failure, summary));
+  }
+
+  private endedEvent(run: WatchedRun, failure: unknown, summary: RunSummary): RunEnded {
     const outcome = outcomeOf(failure);
     const fix = failure === undefined ? undefined : runFailure(failure, summary).hint;
-    await this.observers.runEnded({
+    return {
       ...run.identity,
       outcome:
         outcome.status === 'succeeded' ? 'succeeded' : outcome.status === 'interrupted' ? 'interrupted' : 'failed',
@@ -120,7 +133,7 @@ export class RunWatch {
       totals: this.totals(),
       schemaChanges: summary.schemaChanges,
       checks: this.checks,
-    });
+    };
   }
 
   /** Live while the run goes (from the progress counts), final once it ended. */

@@ -75,6 +75,8 @@ async function runAttempt(
   try {
     const run = await openRun(rt, tally, hooks, restart);
     recorded = true;
+    // While the lock is held (released after this): the metrics' counters the next run restores.
+    rt.session.defer("saving the run's metrics", (f) => watch.ending(f, tally.summary()));
     const { state, runId, ledger } = run;
     const dlq = rt.session.hold(
       'closing the dead-letter file',
@@ -88,6 +90,7 @@ async function runAttempt(
       identity: { ...tally.identity, run: runId },
       resumed: run.resumed,
       startedAt: tally.startedAt,
+      stateDir: rt.paths.stateDir,
       sinks: rt.sinkList,
       counters: tally.counters,
       progress: tally.progress.state,

@@ -151,7 +151,13 @@ export function validatePipelineText(file: string, text: string, env: Env, reg: 
     if (failedPaths.some((f) => isUnder(JSON.stringify(p.path), f))) continue;
     const at = p.key !== undefined ? locateKey(source, p.path, p.key) : locate(source, p.path);
     const error = new ConfigError(file, at.line, at.column, redact(p.message), redact(p.hint ?? GENERIC_HINT));
-    placeOf.set(error, { mapping: JSON.stringify(p.path), unknownKey: p.key !== undefined });
+    // The mapping a problem is about: a key that is missing (`dataset_id` is required) belongs to the mapping that
+    // lacks it, where a misspelt `datset_id` sits as an unknown key.
+    const missing = p.key === undefined && p.path.length > 0 && valueAt(data, p.path) === undefined;
+    placeOf.set(error, {
+      mapping: JSON.stringify(missing ? p.path.slice(0, -1) : p.path),
+      unknownKey: p.key !== undefined,
+    });
     errors.push(error);
   }
   const unique = dedupe(errors).sort((a, b) => a.line - b.line || a.column - b.column);

@@ -45,8 +45,9 @@ export class InterruptGrace {
   start(signal: InterruptSignal): void {
     if (this.timer !== undefined || this.controller.signal.aborted) return;
     const commitMs = unitGraceMs(this.graceMs);
+    // Both numbers, named as the docs name them: the grace (the option) and the part of it units may use.
     this.log.warn(
-      `${signal}: stopping: no new units; units in flight may commit for ${formatSeconds(commitMs)}, then are abandoned (a second signal exits at once)`,
+      `${signal}: stopping: no new units; units in flight may commit for ${formatSeconds(commitMs)}, then are abandoned; the run exits within its grace of ${formatSeconds(this.graceMs)} (limits.interrupt_grace_s; a second signal exits at once)`,
     );
     this.timer = setTimeout(() => {
       this.log.warn(

@@ -9,12 +9,13 @@
  * the source's context — in that order, and `close()` lets it all go. Where the next run starts is asked of
  * `nextStart()` (cursor.ts), by every command alike.
  */
-import { mkdir, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { ClientOptions } from '../client/api.js';
 import type { ComponentDeps } from '../contracts/component.js';
 import { SluiceError } from '../core/errors.js';
 import { errorText } from '../core/error-text.js';
+import { makeDir } from '../core/make-dir.js';
 import type { Limits } from '../core/limits.js';
 import type { PaidWork } from '../core/paid-work.js';
 import { RetryPolicy, retrying } from '../core/retry.js';
@@ -174,7 +175,7 @@ export class PipelineRuntime {
   async lockPipeline(): Promise<RunLock> {
     const file = this.paths.lockFile;
     try {
-      await mkdir(path.dirname(file), { recursive: true });
+      await makeDir(path.dirname(file));
       const lock = await acquireRunLock(file, this.lockOptions);
       return this.session.hold(`releasing the lock ${file}`, lock, (l) => l.release());
     } catch (err) {
@@ -326,14 +327,16 @@ function noServiceCall(command: string): SluiceError {
 
 async function makeOutputDir(dir: string): Promise<void> {
   try {
-    await mkdir(dir, { recursive: true });
+    await makeDir(dir);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     throw new SluiceError(`cannot create the output directory ${dir} (${code})`, {
       hint:
         code === 'EEXIST' || code === 'ENOTDIR'
           ? 'a file is in the way of that directory: move the file, or point the sink somewhere else'
-          : 'give the user running sluice write access there, or point the sink somewhere writable',
+          : code === 'EROFS'
+            ? 'that filesystem is mounted read-only: mount it read-write, or point the sink somewhere writable'
+            : 'give the user running sluice write access there, or point the sink somewhere writable',
       cause: err,
     });
   }

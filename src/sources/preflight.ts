@@ -1,6 +1,7 @@
 /**
  * The sources' service preflight (Source.preflight): free calls that prove, before anything is paid, that the key
- * is accepted and that what the config names exists. Each failure is a `SluiceError` naming the option and the fix.
+ * is accepted and that what the config names exists. Each failure is a `SluiceError` naming the option and the fix,
+ * with the exit code of a configuration error (2): rerunning as it is gives the same.
  */
 import {
   BlockedIpError,
@@ -9,7 +10,7 @@ import {
   UnreachableServiceError,
   type ServiceClient,
 } from '../client/index.js';
-import { SluiceError } from '../core/errors.js';
+import { EXIT_CODES, SluiceError } from '../core/errors.js';
 import { didYouMean } from '../core/suggest.js';
 import type { Logger } from '../core/types.js';
 
@@ -19,6 +20,7 @@ export function keyRefused(err: unknown): unknown {
   return new SluiceError(`the service refused the API key (service.api_key): ${err.serviceMessage}`, {
     ...(err.hint !== undefined && { hint: err.hint }),
     cause: err,
+    exitCode: err.exitCode,
   });
 }
 
@@ -56,6 +58,7 @@ export async function checkSearchZone(client: ServiceClient, zone: string, log: 
         hint: search.length
           ? `set source.zone to one of the account's search zones: ${search.join(', ')}`
           : 'create a search zone (`sluice zones create <name> --yes` makes one of type serp) and set source.zone to it',
+        exitCode: EXIT_CODES.config,
       },
     );
   }
@@ -64,6 +67,7 @@ export async function checkSearchZone(client: ServiceClient, zone: string, log: 
       hint: search.length
         ? `set source.zone to a zone of type ${SEARCH_ZONE_TYPES.join(' or ')}: ${search.join(', ')}`
         : 'create a search zone (`sluice zones create <name> --yes`) and set source.zone to it',
+      exitCode: EXIT_CODES.config,
     });
 }
 
@@ -106,7 +110,10 @@ export async function checkDataset(client: ServiceClient, datasetId: string, log
     const guess = didYouMean(datasetId, ids);
     throw new SluiceError(
       `dataset ${datasetId} does not exist: it is not among the ${ids.length} datasets the service lists${guess ? ` (did you mean "${guess}"?)` : ''}`,
-      { hint: 'check source.dataset_id: `sluice datasets list` shows the ids of the datasets you can filter' },
+      {
+        hint: 'check source.dataset_id: `sluice datasets list` shows the ids of the datasets you can filter',
+        exitCode: EXIT_CODES.config,
+      },
     );
   }
   return client.datasets.metadata(datasetId).then(

@@ -1,6 +1,8 @@
 /**
  * Each exit code of EXIT_CODES, through the CLI as cron sees it, with the message that goes with it; and the same
- * final error as one JSON line under `--log-format json`.
+ * final error as one JSON line under `--log-format json`. The table (docs/guides/nightly-cron.md) holds for every
+ * command: `validate` finding a problem exits 2 as `run` does on the same file, a refused API key is configuration
+ * (2, no resume), an output on a read-only filesystem is a failure (1) that names the filesystem's own error.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +15,7 @@ import { pipelinePaths } from '../../src/state/paths.js';
 import { acquireRunLock } from '../../src/state/run-lock.js';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
 import { loadPipeline } from '../../src/pipeline/load.js';
+import { readOnlyDir, type ReadOnlyDir } from '../support/read-only-dir.js';
 import { memoryIo } from './memory-io.js';
 
 const broken = path.resolve(import.meta.dirname, '../fixtures/broken');
@@ -146,7 +149,7 @@ describe('a refused API key', () => {
   });
   afterAll(() => emulator.close());
 
-  it('exits 1 and names the variable the pipeline reads the key from, not the default one', async () => {
+  it('exits 2, a configuration error: names the variable the pipeline reads the key from, says nothing of resuming', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'sluice-401-'));
     const file = path.join(dir, 'p.yaml');
     writeFileSync(
@@ -155,7 +158,65 @@ describe('a refused API key', () => {
         'source: { type: snapshot, snapshot_id: snap_nope }\nsink: { type: jsonl, path: out }\n',
     );
     const io = memoryIo({ SLUICE_APIKEY: 'a-wrong-key' });
-    expect(await runCli(['run', file, ...quiet], io)).toBe(EXIT_CODES.failure);
+    expect(await runCli(['run', file, ...quiet], io)).toBe(EXIT_CODES.config);
     expect(io.stderr.at(-1)).toBe('  fix: the API key was refused: set SLUICE_APIKEY to a valid key');
+    expect(io.stderr.join('\n')).not.toMatch(/resume|run again|rerun/i);
+    // A command that is no run says the same with the same code.
+    const list = memoryIo({ SLUICE_API_KEY: 'a-wrong-key', SLUICE_BASE_URL: emulator.url });
+    expect(await runCli(['datasets', 'list'], list)).toBe(EXIT_CODES.config);
+    expect(list.stderr.at(-1)).toBe('  fix: the API key was refused: set SLUICE_API_KEY to a valid key');
+  });
+});
+
+describe('validate', () => {
+  it('0 when every file is right; 2 when it finds a problem, the code `run` exits with on the same file', async () => {
+    const good = memoryIo({});
+    expect(await runCli(['validate', filePipeline(['{"id":1}'])], good), good.stdout.join('\n')).toBe(
+      EXIT_CODES.success,
+    );
+    const bad = path.join(broken, 'bad-enum.yaml');
+    const io = memoryIo({});
+    expect(await runCli(['validate', bad], io)).toBe(EXIT_CODES.config);
+    expect(io.stdout.join('\n')).toContain(`${bad}:`);
+    expect(await runCli(['run', bad, ...quiet], memoryIo({}))).toBe(EXIT_CODES.config);
+  });
+});
+
+const readOnly = readOnlyDir();
+
+describe.skipIf('unavailable' in readOnly)('an output directory on a read-only filesystem', () => {
+  const ro = readOnly as ReadOnlyDir;
+  afterAll(() => ro.release());
+
+  it.each([
+    [
+      'parquet',
+      (dir: string) => `{ type: parquet, path: "${dir}/pq" }`,
+      /cannot create the output directory .*\/pq \(EROFS\)$/,
+    ],
+    [
+      'jsonl',
+      (dir: string) => `{ type: jsonl, path: "${dir}/deep/js" }`,
+      /cannot create the output directory .*\/deep\/js \(EROFS\)$/,
+    ],
+    [
+      'duckdb',
+      (dir: string) => `{ type: duckdb, path: "${dir}/w.duckdb", table: t }`,
+      /cannot open .*\/w\.duckdb: read-only file system \(EROFS\)$/,
+    ],
+  ])('%s: exit 1, naming the filesystem’s own error (EROFS), and the fix', async (_kind, sink, error) => {
+    const file = filePipeline(['{"id":1}']).replace(/p\.yaml$/, 'ro.yaml');
+    writeFileSync(
+      file,
+      'version: 1\nname: exit_ro\nsource: { type: file, paths: [in.jsonl], format: jsonl }\n' +
+        `sink: ${sink(ro.path)}\n`,
+    );
+    const io = memoryIo({});
+    expect(await runCli(['run', file, ...quiet], io), io.stderr.join('\n')).toBe(EXIT_CODES.failure);
+    const [e, fix] = io.stderr.slice(-2);
+    expect(e).toMatch(/^error: /);
+    expect(e).toMatch(error);
+    expect(e).not.toContain('ENOENT');
+    expect(fix).toMatch(/^ {2}fix: .*mounted read-only: mount it read-write, or point .* somewhere writable$/);
   });
 });

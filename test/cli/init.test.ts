@@ -15,7 +15,10 @@ import { runCli } from '../../src/cli/cli.js';
 import { referencedVariables, scaffold } from '../../src/cli/init/scaffold.js';
 import { SINK_TEMPLATES, SOURCE_TEMPLATES } from '../../src/cli/init/templates.js';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
-import { registeredTypes, registry } from '../../src/pipeline/registry.js';
+import { limitsSchema as pipelineLimitsSchema } from '../../src/pipeline/limits-schema.js';
+import { findDef, registeredTypes, registry } from '../../src/pipeline/registry.js';
+import { pipelineSchema, serviceSchema } from '../../src/pipeline/schema.js';
+import { objectShape } from '../../src/pipeline/schema-walk.js';
 import { validatePipelineText } from '../../src/pipeline/validate.js';
 import { startClickHouse, type ClickHouseServer } from '../support/clickhouse-server.js';
 import { hasPostgres, startPostgres, type PostgresServer } from '../support/postgres-server.js';
@@ -98,6 +101,51 @@ describe('sluice init: templates from the registry', () => {
     expect(scaffold({ source: 'snapshot', sink: 'parquet', name: 'p' })[0]!.text).toMatch(/\n {2}write: replace\n/);
     // Against the embedded emulator unless SLUICE_BASE_URL says otherwise.
     expect(text).toContain('base_url: ${SLUICE_BASE_URL:-emulator}');
+  });
+
+  it('lists each option it leaves out with the default the docs give it, and every listed default is valid', () => {
+    const [pipeline, ...others] = scaffold({ source: 'reviews', sink: 'duckdb', name: 'p' });
+    const text = pipeline!.text;
+    // Defaults the code applies and the descriptions state, not only zod's own.
+    expect(text).toMatch(/\n {2}# connections: 64\n/);
+    expect(text).toMatch(/\n {2}# retry: \{ retries: 5, base_delay_ms: 500, max_delay_ms: 30000 \}\n/);
+    expect(text).toMatch(/\n {2}# sort: qualityScore\n/);
+    expect(text).toMatch(/\n {2}# lineage: false\n/);
+    // A mapping too long for a line, one option a line; a placeholder is no value.
+    expect(text).toMatch(/\n# limits:\n# {3}max_record_bytes: 16 MiB\n(# {3}.*\n)*# {3}interrupt_grace_s: 25\n/);
+    expect(text).toMatch(/\n# state_dir:\n/);
+    // Every default listed, written in: the file still validates (each is a value its option takes). An option
+    // line is `# <option>: <value>` for an option of the section it sits in (not a description that happens to
+    // start with a word and a colon), or an option of a mapping listed one a line.
+    const options = new Set(
+      [
+        pipelineSchema(registry),
+        serviceSchema,
+        findDef('source', 'reviews').schema,
+        findDef('sink', 'duckdb').schema,
+        pipelineLimitsSchema,
+      ].flatMap((schema) => Object.keys(objectShape(schema) ?? {})),
+    );
+    let listed = 0;
+    const uncommented = text
+      .split('\n')
+      .map((l) => {
+        const m = /^( *)# ( {2})?([a-z_]+):( .+)?$/.exec(l);
+        if (!m || !options.has(m[3]!) || (m[4] === undefined && m[3] !== 'limits')) return l;
+        listed++;
+        return `${m[1]}${m[2] ?? ''}${m[3]}:${m[4] ?? ''}`;
+      })
+      .join('\n');
+    expect(listed).toBeGreaterThan(15);
+    const dir = tempDir();
+    for (const f of others) {
+      mkdirSync(path.dirname(path.join(dir, f.path)), { recursive: true });
+      writeFileSync(path.join(dir, f.path), f.text);
+    }
+    const v = validatePipelineText(path.join(dir, pipeline!.path), uncommented, {}, registry);
+    expect(v.problems.map((p) => p.message)).toEqual([]);
+    expect(v.pipeline?.config.service?.connections).toBe(64);
+    expect(v.pipeline?.config.source.sort).toBe('qualityScore');
   });
 
   it('.env.example names every variable the pipeline reads, and no value', () => {

@@ -1,11 +1,12 @@
 /**
- * Ten emulated nights of an incremental snapshot pipeline (DuckDB merge and Parquet), then `sluice report` over
- * them: the page the README's screenshot shows. Not a test (test/cli/report.test.ts checks the page's values); a
- * script to look at the report as a user would:
+ * Ten emulated nights of an incremental snapshot pipeline (DuckDB merge and Parquet), a cursor set back by hand and a
+ * backfill among them, then `sluice report` over them: the page docs/guides/run-history-report.png shows. Not a test
+ * (test/cli/report.test.ts checks the page's values); a script to look at the report as a user would:
  *
  *   npx tsx test/cli/report-nights.ts /tmp/nights      # → /tmp/nights/report.html
- *   chromium --headless --no-sandbox --disable-gpu --screenshot=/tmp/nights/report.png \
- *     --window-size=1280,1600 file:///tmp/nights/report.html
+ *   chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking \
+ *     --disable-component-update --disable-sync --user-data-dir="$(mktemp -d)" \
+ *     --screenshot=/tmp/nights/report.png --window-size=1280,2800 file:///tmp/nights/report.html
  *
  * Every night is a real run, in this process, against an emulator whose calendar is at that night (the dataset grows
  * with it) and whose faults are that night's: 429s and 503s on downloads one night (retries), a filter route that
@@ -47,6 +48,10 @@ interface Night {
   faults?: unknown;
   cast?: boolean;
   lineage?: boolean;
+  /** Before the night's run: the cursor set back by hand (`sluice state set --cursor`), to load these days again. */
+  setCursor?: string;
+  /** After the night's run: a backfill of a past window (`sluice run --from --to`). */
+  backfill?: { from: string; to: string };
 }
 
 const downloadsFlaky = {
@@ -102,6 +107,10 @@ async function main(): Promise<void> {
       ...(i === 5 && { faults: filterDown }),
       cast: i >= 6,
       lineage: i >= 8,
+      // Night 8: someone sets the cursor back three days by hand, to load those days again (`sluice state set`);
+      // night 9: a backfill of October after the nightly run (`sluice run --from … --to …`).
+      ...(i === 7 && { setCursor: new Date(at - 3 * DAY).toISOString() }),
+      ...(i === 8 && { backfill: { from: '2026-10-01T00:00:00Z', to: '2026-10-15T00:00:00Z' } }),
     });
     // The night the filter route was down: tried again an hour later, when it was back.
     if (i === 5) nights.push({ at: at + 3_600_000, cast: false });
@@ -120,13 +129,33 @@ async function main(): Promise<void> {
     });
     try {
       writeFileSync(file, pipelineText(dir, emu.url, n));
-      const io = memoryIo({ SLUICE_API_KEY: KEY });
-      const code = await runCli(['run', file, '--no-progress', '--log-format', 'json'], io);
-      process.stdout.write(`${new Date(n.at).toISOString()}: exit ${code}\n`);
-      writeFileSync(
-        path.join(dir, `night-${new Date(n.at).toISOString().slice(0, 13)}.log`),
-        io.stderr.join('\n') + '\n',
-      );
+      const command = async (what: string, args: string[]): Promise<void> => {
+        const io = memoryIo({ SLUICE_API_KEY: KEY });
+        const code = await runCli(args, io);
+        process.stdout.write(`${new Date(n.at).toISOString()}: ${what}: exit ${code}\n`);
+        writeFileSync(
+          path.join(dir, `night-${new Date(n.at).toISOString().slice(0, 13)}-${what}.log`),
+          [...io.stdout, ...io.stderr].join('\n') + '\n',
+        );
+      };
+      if (n.setCursor !== undefined) await command('state-set', ['state', 'set', file, '--cursor', n.setCursor]);
+      await command('run', ['run', file, '--no-progress', '--log-format', 'json']);
+      if (n.backfill !== undefined) {
+        setClock(n.at + 2 * 3_600_000);
+        await command('backfill', [
+          'run',
+          file,
+          '--from',
+          n.backfill.from,
+          '--to',
+          n.backfill.to,
+          // The lake appends every load (the warehouse merges): it takes the window's records again, on purpose.
+          '--allow-duplicates',
+          '--no-progress',
+          '--log-format',
+          'json',
+        ]);
+      }
     } finally {
       await emu.close();
     }

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
+import { startEmulator } from '../../src/emulator/server.js';
 import { toPoint } from '../../src/cli/report/series.js';
 import { renderChart } from '../../src/cli/report/svg.js';
 import { readRunHistory, type RunRecord } from '../../src/state/run-history.js';
@@ -93,6 +94,25 @@ describe('sluice report over a real history', () => {
     // Every attempt records what it was charged; a file source pays for nothing: zeros, not gaps.
     expect(seriesValues(html, 'records-charged')).toEqual(field((r) => r.recordsCharged));
     expect(seriesValues(html, 'records-charged')).toEqual([0, 0, 0]);
+    // Every figure runs.jsonl writes is charted under its own name: none left to "a figure this report does not
+    // know"; paid jobs and records charged each on an axis of their own.
+    expect(seriesValues(html, 'records-read')).toEqual(field((r) => r.recordsRead));
+    expect(history.every((r) => r.recordsRead !== undefined && r.bytes !== undefined)).toBe(true);
+    expect(seriesValues(html, 'bytes')).toEqual(field((r) => r.bytes));
+    expect(seriesValues(html, 'units-committed')).toEqual(field((r) => r.units?.committed));
+    expect(seriesValues(html, 'units-skipped')).toEqual(field((r) => r.units?.skipped));
+    // runs.jsonl writes `schemaChanges` only when there were some: none is 0 for an attempt that recorded counts.
+    expect(seriesValues(html, 'schema-changes')).toEqual(
+      field((r) => (r.schemaChanges ?? []).reduce((n, c) => n + c.changes.length, 0)),
+    );
+    expect(charted(html).filter((c) => c.series.startsWith('field:'))).toEqual([]);
+    expect(html).not.toContain('does not know by name');
+    const seriesOf = (chart: string): string[] => {
+      const svg = new RegExp(`<svg [^>]*data-chart="${chart}"[\\s\\S]*?</svg>`).exec(html)![0];
+      return [...new Set([...svg.matchAll(/data-series="([^"]*)"/g)].map((m) => m[1]!))];
+    };
+    expect(seriesOf('paid')).toEqual(['paid-calls']);
+    expect(seriesOf('charged')).toEqual(['records-charged']);
     const sinks = [...new Set(history.flatMap((r) => (r.sinks ?? []).map((s) => s.sink)))];
     expect(sinks).toHaveLength(2);
     sinks.forEach((name, i) =>
@@ -128,6 +148,107 @@ describe('sluice report over a real history', () => {
     expect(html).toContain(`parquet ${path.join(dir, 'out/parquet')}</td><td class="n">${n}</td>`);
     expect(html).toMatch(/3 unit\(s\) committed by every sink/);
   });
+});
+
+describe('the report tells what `sluice state` and `sluice runs` tell', () => {
+  it('its cursor is `sluice state --json`’s after a state set, a backfill and a state reset; each marked on the charts', async () => {
+    const KEY = 'report-state-key-61c2';
+    const emu = await startEmulator({ apiKey: KEY, size: 400, timeScale: 50, jobSchedulingMs: 50 });
+    const dir = mkdtempSync(path.join(tmpdir(), 'sluice-report-state-'));
+    dirs.push(dir);
+    try {
+      const file = path.join(dir, 'p.yaml');
+      writeFileSync(
+        file,
+        [
+          'version: 1',
+          'name: nightly_snapshot',
+          `service: { base_url: "${emu.url}", api_key: "\${SLUICE_API_KEY}" }`,
+          'source:',
+          '  type: snapshot',
+          '  dataset_id: gd_l1vikfnt1wgvvqz95w',
+          '  filter: { name: name, operator: is_not_null }',
+          '  incremental: { cursor: timestamp, initial: "2025-01-01T00:00:00Z" }',
+          '  records_limit: 10000',
+          '  poll: { interval_ms: 20 }',
+          'sink: { type: duckdb, path: w.duckdb, table: t, write: merge, primary_key: [company_id] }',
+          '',
+        ].join('\n'),
+      );
+      const env = { SLUICE_API_KEY: KEY };
+      const cli = async (...args: string[]): Promise<string> => {
+        const io = memoryIo(env);
+        const code = await runCli(args, io);
+        expect(code, [...io.stdout, ...io.stderr].join('\n')).toBe(0);
+        return io.stdout.join('\n');
+      };
+      /** Where the next run starts, as `sluice state --json` says: the cursor, else the initial value. */
+      const stateCursor = async (): Promise<unknown> => {
+        const s = JSON.parse(await cli('state', file, '--json')) as { cursor?: unknown; initial?: unknown };
+        return s.cursor ?? s.initial;
+      };
+      const reportCursor = async (): Promise<unknown> => {
+        const html = await report(file, path.join(dir, 'report.html'));
+        const attr = /data-cursor="([^"]*)"/.exec(html)?.[1];
+        expect(attr, 'the cursor card names the cursor').toBeDefined();
+        return JSON.parse(unescape(attr!));
+      };
+
+      await cli('run', file, '--no-progress', '--quiet');
+      const committed = await stateCursor();
+      expect(committed).not.toBe('2025-01-01T00:00:00Z');
+      expect(await reportCursor()).toEqual(committed);
+
+      const instant = (v: unknown): number => Date.parse(String(v));
+      await cli('state', 'set', file, '--cursor', '2025-03-03T00:00:00Z');
+      const set = await stateCursor();
+      expect(instant(set)).toBe(Date.parse('2025-03-03T00:00:00Z'));
+      expect(await reportCursor()).toEqual(set);
+
+      // A backfill of a past window leaves the nightly cursor where it was.
+      await cli(
+        'run',
+        file,
+        '--from',
+        '2025-01-01T00:00:00Z',
+        '--to',
+        '2025-02-01T00:00:00Z',
+        '--no-progress',
+        '--quiet',
+      );
+      expect(await stateCursor()).toEqual(set);
+      expect(await reportCursor()).toEqual(set);
+
+      await cli('state', 'reset', file, '--yes');
+      const reset = await stateCursor();
+      expect(instant(reset)).toBe(Date.parse('2025-01-01T00:00:00Z'));
+      expect(await reportCursor()).toEqual(reset);
+      await cli('run', file, '--no-progress', '--quiet');
+      expect(await reportCursor()).toEqual(await stateCursor());
+
+      // On every chart: the backfill's column and `B`, a dashed line where each change by hand came between runs.
+      const html = readFileSync(path.join(dir, 'report.html'), 'utf8');
+      const history = await readRunHistory(path.join(dir, '.sluice/nightly_snapshot/runs.jsonl'));
+      expect(history.map((r) => r.kind ?? 'nightly')).toEqual(['nightly', 'backfill', 'nightly']);
+      const chart = [...html.matchAll(/<svg [^>]*data-chart="records"[\s\S]*?<\/svg>/g)][0]![0];
+      expect([...chart.matchAll(/data-backfill="([^"]*)"/g)].map((m) => m[1])).toEqual([history[1]!.run]);
+      expect([...chart.matchAll(/data-change="([^"]*)" data-after="(\d+)"/g)].map((m) => [m[1], m[2]])).toEqual([
+        ['state-set', '1'],
+        ['state-reset', '2'],
+      ]);
+      expect(html.match(/data-chart="/g)?.length).toBe([...html.matchAll(/data-change="state-set"/g)].length - 1);
+      // The table lists the changes among the attempts, newest first; and the backfill's window.
+      expect([...html.matchAll(/<tr class="change-row" data-change="([^"]*)"/g)].map((m) => m[1])).toEqual([
+        'state-reset',
+        'state-set',
+      ]);
+      const window = history[1]!.window!;
+      expect(Date.parse(String(window.from))).toBe(Date.parse('2025-01-01T00:00:00Z'));
+      expect(html).toContain(`backfill of ${window.from} → ${window.to}`);
+    } finally {
+      await emu.close();
+    }
+  }, 120_000);
 });
 
 describe('sluice report over a hostile or unusual runs.jsonl', () => {
@@ -171,7 +292,7 @@ describe('sluice report over a hostile or unusual runs.jsonl', () => {
       endedAt: '2026-11-03T02:31:00Z',
       records: 7,
       recordsRetried: 3,
-      checks: { passed: 4, failed: 1 },
+      audit: { passed: 4, failed: 1 },
       schemaChanges: [{ sink: evil, changes: [{ column: evil, change: 'added', to: 'INT' }] }],
     },
     { ...base, run: 'r3', attempt: 2, status: 'weird<status>', startedAt: '2026-11-03T03:00:00Z' },
@@ -206,7 +327,7 @@ describe('sluice report over a hostile or unusual runs.jsonl', () => {
     expect(seriesValues(html, 'records-charged')).toEqual([10, undefined, undefined, undefined]);
     expect(seriesValues(html, 'schema-changes')).toEqual([undefined, undefined, 1, undefined]);
     expect(seriesValues(html, 'field:recordsRetried')).toEqual([undefined, undefined, 3, undefined]);
-    expect(seriesValues(html, 'field:checks.failed')).toEqual([undefined, undefined, 1, undefined]);
+    expect(seriesValues(html, 'field:audit.failed')).toEqual([undefined, undefined, 1, undefined]);
     expect(charted(html).find((c) => c.series === 'records')?.run).toBe(`r1${evil}`);
     expect([...html.matchAll(/data-status="([^"]*)"/g)].slice(0, 4).map((m) => m[1])).toEqual([
       'succeeded',

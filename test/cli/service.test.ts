@@ -44,7 +44,7 @@ describe('zones commands through the client', () => {
     const emulator = await startEmulator({ apiKey: 'the-right-key-0000' });
     try {
       const io = memoryIo({ SLUICE_BASE_URL: emulator.url, SLUICE_API_KEY: SECRET });
-      expect(await runCli(['zones', 'active', '--debug'], io)).toBe(1);
+      expect(await runCli(['zones', 'active', '--debug'], io)).toBe(2);
       expect(io.stderr[0]).toMatch(/^error: .*401/);
       expect([...io.stdout, ...io.stderr].join('\n')).not.toContain(SECRET);
     } finally {

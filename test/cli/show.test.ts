@@ -3,10 +3,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { describe, expect, it } from 'vitest';
-import type { Sink } from '../../src/core/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BIGINT, listOf, TIMESTAMP, VARCHAR } from '../../src/core/logical-type.js';
+import type { DuckDbOutputQuery, Sink } from '../../src/core/types.js';
 import { loadPipeline, type LoadedPipeline } from '../../src/pipeline/load.js';
-import { firstRows, withOutputs } from '../../src/operations/outputs.js';
+import { countRows, firstRows, withOutputs, writtenColumns } from '../../src/operations/outputs.js';
+import { runPipeline } from '../../src/operations/run.js';
+import { startPostgres, type PostgresServer } from '../support/postgres-server.js';
 import { showOutputs } from '../../src/cli/show.js';
 import { memoryIo } from './memory-io.js';
 
@@ -117,7 +120,7 @@ describe('--show reads outputs back through DuckDB', () => {
       database: path.join(dir, 'a.duckdb'),
       sql: 'SELECT * FROM "s"."we""ird" LIMIT 5',
     });
-    expect((await sinkOf(dir, { type: 'jsonl', path: "it's" })).outputQuery(1).sql).toContain(
+    expect(((await sinkOf(dir, { type: 'jsonl', path: "it's" })).outputQuery(1) as DuckDbOutputQuery).sql).toContain(
       `'${dir}/it''s/**/*.jsonl*'`,
     );
   });
@@ -137,4 +140,65 @@ describe('--show reads outputs back through DuckDB', () => {
     expect(io.stderr.join('\n')).toMatch(/warn: cannot show duckdb .*w\.duckdb table missing: .*missing/);
     expect(io.stdout.at(-1)).toBe(JSON.stringify({ n: 1 }));
   });
+});
+
+describe('--show reads a Postgres table through the sink itself', () => {
+  let server: PostgresServer;
+  beforeAll(async () => {
+    server = await startPostgres();
+    await server.createDatabase('show');
+  }, 120_000);
+  afterAll(() => server?.stop());
+
+  it('its rows, its columns (`sluice schema`) and its count (the report); none before the first run', async () => {
+    const dir = tempDir();
+    writeFileSync(
+      path.join(dir, 'in.jsonl'),
+      [
+        { id: 1, name: 'a', at: '2026-01-02T03:04:05Z', tags: ['x', 'y'] },
+        { id: 2, name: 'b', at: '2026-01-03T00:00:00Z', tags: [] },
+        { id: 3, name: 'c', at: '2026-01-04T00:00:00Z', tags: ['z'] },
+      ]
+        .map((r) => JSON.stringify(r))
+        .join('\n') + '\n',
+    );
+    const file = path.join(dir, 'p.yaml');
+    writeFileSync(
+      file,
+      `version: 1
+name: pg_show
+source: { type: file, paths: [in.jsonl], format: jsonl }
+transforms: [{ type: cast, fields: { at: timestamp } }]
+sink: { type: postgres, url: "${server.socketUrl('show')}", schema: shown, table: "my rows" }
+`,
+    );
+    const pipeline = await loadPipeline(file, {});
+    const before = memoryIo();
+    await showOutputs(before, pipeline, 2);
+    expect(before.stdout.at(-1)).toBe('(no rows)');
+    expect(before.stderr).toEqual([]);
+
+    await runPipeline(pipeline, { fresh: false, logFormat: 'text', quiet: true, progress: false });
+    const io = memoryIo();
+    await showOutputs(io, pipeline, 2);
+    expect(io.stderr).toEqual([]);
+    expect(io.stdout[0]).toMatch(/^\n== postgres .* table shown\.my rows: first 2 rows$/);
+    const rows = io.stdout.slice(1).map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(rows.map((r) => [r.id, r.name, r.at, r.tags]).sort()).toEqual([
+      [1, 'a', '2026-01-02T03:04:05.000Z', ['x', 'y']],
+      [2, 'b', '2026-01-03T00:00:00.000Z', []],
+    ]);
+    expect(io.stdout.join('\n')).not.toContain('psql');
+
+    await withOutputs(pipeline, { log: quiet, command: 'test' }, async ([sink]) => {
+      expect(await countRows(sink!)).toBe(3);
+      const columns = await writtenColumns(sink!);
+      expect(columns?.slice(0, 4)).toEqual([
+        { name: 'id', type: sink!.typeName(BIGINT) },
+        { name: 'name', type: sink!.typeName(VARCHAR) },
+        { name: 'at', type: sink!.typeName(TIMESTAMP) },
+        { name: 'tags', type: sink!.typeName(listOf(VARCHAR)) },
+      ]);
+    });
+  }, 60_000);
 });

@@ -219,7 +219,7 @@ describe('sluice state: values typed for a cursor, and options given empty', () 
     // The same rule for the configured initial value, at its line in the file.
     writeFileSync(file, pipeline('9007199254740993'));
     const refused = await cli('validate', file);
-    expect(refused.code).toBe(1);
+    expect(refused.code).toBe(2);
     // YAML reads the number rounded, as JSON.parse would: refused all the same.
     expect(refused.out).toMatch(
       /p\.yaml:4:\d+: source\.incremental\.initial: the initial cursor value: 9007199254740992 is beyond the integers/,

@@ -26,11 +26,11 @@ describe('sluice validate', () => {
     expect(r.status).toBe(0);
   });
 
-  it('prints every problem of every file as file:line:col and exits 1', () => {
+  it('prints every problem of every file as file:line:col and exits 2, a configuration error', () => {
     const a = 'test/fixtures/broken/many-problems.yaml';
     const b = 'test/fixtures/broken/missing-env.yaml';
     const r = sluice('validate', a, 'pipelines/serp.yaml', b);
-    expect(r.status).toBe(1);
+    expect(r.status).toBe(2);
     const problems = r.stdout.split('\n').filter((l) => /^\S+:\d+:\d+: /.test(l));
     expect(problems).toEqual([
       `${a}:3:7: name: must be letters, digits, \`_\` and \`-\` (at most 64), starting with a letter or digit`,

@@ -36,7 +36,8 @@ describe('fatal errors', () => {
     const r = await sluice(['run', ws.pipeline('company_profiles.yaml'), '--no-progress'], {
       env: { SLUICE_BASE_URL: emu.url, SLUICE_API_KEY: WRONG_KEY },
     });
-    expect(r.code).toBe(1);
+    // Configuration (exit 2): nothing to resume.
+    expect(r.code).toBe(2);
     expect(failure(r)).toEqual({
       // The preflight's first call (before any paid call) is refused; the error names the option, not the route.
       error: 'error: the service refused the API key (service.api_key): Invalid credentials',
@@ -49,7 +50,7 @@ describe('fatal errors', () => {
 
   it('a wrong API key on a service command says the same', async () => {
     const r = await sluice(['datasets', 'list'], { env: { SLUICE_BASE_URL: emu.url, SLUICE_API_KEY: WRONG_KEY } });
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(2);
     expect(failure(r).fix).toBe('fix: the API key was refused: set SLUICE_API_KEY to a valid key');
     expect(r.stdout + r.stderr).not.toContain(WRONG_KEY);
   });
@@ -62,7 +63,7 @@ describe('fatal errors', () => {
     );
     const filters = emu.stats.paid.filter ?? 0;
     const r = await sluiceInProcess(['run', file, '--no-progress'], { service: emu });
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(2);
     const f = failure(r);
     // Not in the dataset list (the metadata, which most datasets lack, decides nothing).
     expect(f.error).toMatch(

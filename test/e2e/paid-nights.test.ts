@@ -166,6 +166,8 @@ const sinkOf = (kind: Kind): string =>
 
 /** Each kind's pipeline directory: moved to a copy before its kill (a child cannot open a DuckDB file held here). */
 const dirs = new Map<Kind, string>();
+/** Each kind's metric counters as the last night left them. */
+const counted = new Map<string, number>();
 
 function pipelineFile(kind: Kind): string {
   let dir = dirs.get(kind);
@@ -302,9 +304,24 @@ async function playNight(kind: Kind, night: number): Promise<NightFigure> {
     paid: hook.body.paid,
   }).toEqual(figures);
   hooks.received.splice(hooks.received.indexOf(hook), 1);
+  // The metrics are counters across nights: a night's increase is its attempts' figures. A SIGKILL may take the
+  // counts of the killed attempt's last moments with it (saved after each commit), never the resume's.
   const textfile = readFileSync(path.join(dirs.get(kind)!, 'paid.prom'), 'utf8');
-  const metric = new RegExp(`^sluice_paid_calls_total\\{pipeline="paid_${kind}"[^}]*\\} (\\d+)$`, 'm').exec(textfile);
-  expect(Number(metric?.[1]), `${label}: sluice_paid_calls_total`).toBe(figures.paidCalls);
+  for (const [name, field] of [
+    ['sluice_paid_calls_total', 'paidCalls'],
+    ['sluice_records_charged_total', 'recordsCharged'],
+  ] as const) {
+    const metric = new RegExp(`^${name}\\{pipeline="paid_${kind}"[^}]*\\} (\\d+)$`, 'm').exec(textfile);
+    const total = Number(metric?.[1]);
+    const key = `${kind} ${name}`;
+    const increase = total - (counted.get(key) ?? 0);
+    counted.set(key, total);
+    const all = attempts.reduce((n, r) => n + (r[field] ?? 0), 0);
+    if (kill) {
+      expect(increase, `${label}: ${name}`).toBeGreaterThanOrEqual(last[field] ?? 0);
+      expect(increase, `${label}: ${name}`).toBeLessThanOrEqual(all);
+    } else expect(increase, `${label}: ${name}`).toBe(all);
+  }
 
   // The places a search found are kept: the searches are paid on the first night only.
   if (kind === 'reviews') {

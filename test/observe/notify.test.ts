@@ -134,6 +134,26 @@ describe('notifications', () => {
     expect(text).toContain(`run \`${summary.run}\``);
   }, 60_000);
 
+  it('Slack’s icon follows the severity: warn checks on a run that succeeded are a warning, a failure an error', async () => {
+    const dir = workspace();
+    const checks = (severity: string): string =>
+      `sink: { type: duckdb, path: out.duckdb, table: t, checks: [{ type: row_count, scope: run, min: 100, severity: ${severity} }] }\nmax_dead_letters: 5\n${notify(', format: slack, on: [checks, failure, success]')}`;
+    await runPipeline(await loadPipeline(pipelineFile(dir, checks('warn')), env(hook.url)), quiet);
+    const warned = hook.received.map((r) => r.body.text as string);
+    expect(warned).toHaveLength(2);
+    expect(warned[0]).toMatch(/^:warning: sluice alerts: 1 check\(s\) warned\n/);
+    expect(warned[1]).toMatch(/^:white_check_mark: sluice alerts succeeded/);
+
+    hook.received.splice(0);
+    const failed = await runPipeline(
+      await loadPipeline(pipelineFile(dir, checks('error')), env(hook.url)),
+      quiet,
+    ).catch((e: unknown) => e as SluiceError);
+    expect((failed as SluiceError).exitCode).toBe(6);
+    expect(hook.received).toHaveLength(1);
+    expect(hook.received[0]!.body.text).toMatch(/^:x: sluice alerts failed \(exit 6\)/);
+  }, 60_000);
+
   it('a stall is told once, while the run goes on', async () => {
     const dir = workspace();
     const file = pipelineFile(

@@ -149,6 +149,26 @@ describe('loadPipeline', () => {
     );
   });
 
+  it('a misspelt required option: the run names the typo, as validate does, not the option it makes missing', async () => {
+    const file = writeTemp(
+      HEAD +
+        'source:\n  type: snapshot\n  datset_id: gd_l1vikfnt1wgvvqz95w\n' +
+        '  filter: { name: followers, operator: ">=", value: 100 }\n  records_limit: 10\n' +
+        'sink: { type: jsonl, path: out }\n',
+    );
+    const { problems } = await validatePipeline(file, {});
+    expect(problems.map((p) => p.message.slice(file.length + 1))).toEqual([
+      '5:3: source.dataset_id: `dataset_id` is required with `filter`',
+      '6:3: source.datset_id: unknown key "datset_id" (did you mean "dataset_id"?)',
+    ]);
+    const err = (await loadPipeline(file, {}).catch((e: unknown) => e)) as PipelineFileError;
+    expect(err).toBeInstanceOf(PipelineFileError);
+    expect(err.message).toBe(
+      `${file}:6:3: source.datset_id: unknown key "datset_id" (did you mean "dataset_id"?) (and 1 more problem: \`sluice validate\` lists them)`,
+    );
+    expect(err.hint).toMatch(/^allowed keys in source \(snapshot\): type, dataset_id, /);
+  });
+
   it('reports an unreadable or empty file as a problem of that file', async () => {
     const missing = path.join(tmpdir(), 'sluice-no-such-pipeline.yaml');
     expect((await validatePipeline(missing, {})).problems.map((p) => p.message)).toEqual([

@@ -196,8 +196,8 @@ describe('the API key never reaches an output, a log or a file', () => {
     const run = await sluice(dir, ['--no-progress', '--debug']);
     expect(run.code, run.stderr).toBe(EXIT_CODES.config);
     const validate = await sluice(dir, [], 'validate');
-    // `validate` reports the problems it found (its documented exit 1), it does not fail on them as a run does.
-    expect(validate.code, validate.stderr).toBe(1);
+    // `validate` reports every problem it found, with the run's exit code for them: a configuration error.
+    expect(validate.code, validate.stderr).toBe(EXIT_CODES.config);
     expect(validate.stdout).toMatch(/querys/);
     expectNoCanary(dir, run, validate);
   });
@@ -211,7 +211,7 @@ describe('the API key never reaches an output, a log or a file', () => {
         // The real process once (what it writes is what a user sees), this process for the JSON form.
         const r =
           format === 'text' ? await executable(dir, args, other.url) : await sluice(dir, args, 'run', other.url);
-        expect(r.code, r.stderr).toBe(EXIT_CODES.failure);
+        expect(r.code, r.stderr).toBe(EXIT_CODES.config);
         // The run's preflight asks the service before any work, names the setting that holds the key and, in the
         // fix, the variable this pipeline reads it from.
         const refused = 'the service refused the API key (service.api_key): Invalid credentials';
@@ -226,7 +226,7 @@ describe('the API key never reaches an output, a log or a file', () => {
             .split('\n')
             .map((line) => JSON.parse(line) as Record<string, unknown>);
           const error = lines.find((line) => line.level === 'error');
-          expect(error).toMatchObject({ msg: refused, fix, exit_code: EXIT_CODES.failure });
+          expect(error).toMatchObject({ msg: refused, fix, exit_code: EXIT_CODES.config });
           expect(error?.stack).toMatch(/^\s+at /m);
           expect(JSON.parse(r.stdout)).toMatchObject({ status: 'failed' });
         }

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { NO_CHECKPOINT } from '../../src/core/checkpoint.js';
 import { NativeLoadRefused } from '../../src/core/errors.js';
-import type { Sink } from '../../src/core/types.js';
+import type { DuckDbOutputQuery, Sink } from '../../src/core/types.js';
 import { sinkDefs } from '../../sinks/index.js';
 import { removeTempDirs, sinkContext, tempDir, unit } from './helpers.js';
 
@@ -59,24 +59,31 @@ describe('describe()', () => {
   });
 });
 
+/** The DuckDB query a sink read through DuckDB answers (`--show`, `sluice schema`, the report). */
+function duckdbQuery(sink: Sink, limit: number): DuckDbOutputQuery {
+  const q = sink.outputQuery(limit);
+  if ('reader' in q) throw new Error(`${sink.describe()} reads its own output, not through DuckDB`);
+  return q;
+}
+
 describe('outputQuery()', () => {
   it('reads a DuckDB table in its database file, schema-qualified when configured', () => {
-    expect(build(configs.duckdb, '/base').outputQuery(5)).toEqual({
+    expect(duckdbQuery(build(configs.duckdb, '/base'), 5)).toEqual({
       database: '/base/out/w.duckdb',
       sql: 'SELECT * FROM "t" LIMIT 5',
     });
-    expect(build({ ...configs.duckdb, table: 'we"ird', schema: 's' }, '/base').outputQuery(1).sql).toBe(
+    expect(duckdbQuery(build({ ...configs.duckdb, table: 'we"ird', schema: 's' }, '/base'), 1).sql).toBe(
       'SELECT * FROM "s"."we""ird" LIMIT 1',
     );
   });
 
   it('reads file outputs with the DuckDB reader for their format, in memory, paths quoted', () => {
-    const pq = build({ ...configs.parquet, path: "it's" }, '/base').outputQuery(3);
+    const pq = duckdbQuery(build({ ...configs.parquet, path: "it's" }, '/base'), 3);
     expect(pq.database).toBeUndefined();
     expect(pq.sql).toBe(
       `SELECT * FROM read_parquet('/base/it''s/**/*.parquet', hive_partitioning = true, union_by_name = true) LIMIT 3`,
     );
-    const jl = build(configs.jsonl, '/base').outputQuery(2);
+    const jl = duckdbQuery(build(configs.jsonl, '/base'), 2);
     expect(jl.database).toBeUndefined();
     expect(jl.sql).toBe(
       `SELECT * FROM read_json_auto('/base/out/jsonl/**/*.jsonl*', format = 'newline_delimited', union_by_name = true) LIMIT 2`,

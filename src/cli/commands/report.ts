@@ -1,7 +1,8 @@
 /**
- * `sluice report <pipeline.yaml> [--out report.html]`: the run history as one self-contained HTML page — charts of
- * records, durations, paid jobs, dead letters, retries and schema changes per attempt, failures marked — with the
- * current cursor and the outputs' sizes. Opens offline in any browser; needs no service.
+ * `sluice report <pipeline.yaml> [--out report.html]`: the run history as one self-contained HTML page — a chart of
+ * every figure runs.jsonl records per attempt, failures, backfills and changes made by hand (`sluice state`) marked —
+ * with the cursor the next run starts from (as `sluice state` tells it) and the outputs' sizes. Opens offline in any
+ * browser; needs no service.
  */
 import type { Argv, CommandModule } from 'yargs';
 import { parseShard, positiveInt } from '../args.js';
@@ -45,7 +46,7 @@ export function reportCommand(ctx: CliContext): CommandModule<object, ReportArgs
       const pipeline = await loadWithoutService(args.pipeline, ctx.io.env);
       const { pipelinePaths } = await import('../../state/paths.js');
       const { runHistoryFile } = await import('../../state/run-history.js');
-      const { attemptsOf, toPoint } = await import('../report/series.js');
+      const { attemptsOf, stateChangesOf, toPoint } = await import('../report/series.js');
       const { renderReport } = await import('../report/page.js');
       const historyFile = runHistoryFile(pipelinePaths(pipeline, args.shard).stateDir);
       const text = await readFile(historyFile, 'utf8').catch((err: NodeJS.ErrnoException) => {
@@ -65,6 +66,7 @@ export function reportCommand(ctx: CliContext): CommandModule<object, ReportArgs
         generatedAt: new Date(),
         points,
         total: history.length,
+        changes: stateChangesOf(text),
         outputs: [],
         ...extras,
       });

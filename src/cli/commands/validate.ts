@@ -1,5 +1,9 @@
-/** `sluice validate <file…>`: every problem of every file as `file:line:col: message`, exit 1 if there is any. */
+/**
+ * `sluice validate <file…>`: every problem of every file as `file:line:col: message`. Exit 2 if there is any: each is
+ * a configuration error, the code `run` exits with on the same file (the exit-code table, docs/guides/nightly-cron.md).
+ */
 import type { Argv, CommandModule } from 'yargs';
+import { EXIT_CODES } from '../../core/errors.js';
 import type { CliContext } from '../context.js';
 
 interface ValidateArgs {
@@ -33,7 +37,7 @@ export function validateCommand(ctx: CliContext): CommandModule<object, Validate
         ctx.io.err(
           `${problems} problem${problems === 1 ? '' : 's'} in ${args.files.length} file${args.files.length === 1 ? '' : 's'}`,
         );
-        ctx.exitCode = 1;
+        ctx.exitCode = EXIT_CODES.config;
       }
     },
   };

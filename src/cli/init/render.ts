@@ -3,7 +3,7 @@
  * has its description above it, and every option of the source, the sink, the service and the file left out is
  * listed commented out with its default. A new option in a schema appears in the next `sluice init` untouched.
  */
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
 import type { z } from 'zod';
 import { descriptionOf, objectShape } from '../../pipeline/schema-walk.js';
 
@@ -58,10 +58,52 @@ function isPlainObject(v: Value): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
-/** What zod fills in for an option left out (undefined: none). */
-function defaultOf(schema: z.ZodType): Value {
-  const r = schema.safeParse(undefined);
-  return r.success ? r.data : undefined;
+/**
+ * What an option left out amounts to (undefined: nothing to show): what zod fills in; else the default its
+ * description states — `(default 64)`, `Default false.`, `the service defaults to qualityScore` — when the option
+ * takes that value as written; else, for a mapping, its own options' defaults. Many options leave their default to
+ * the code that reads them (a pool's size, a retry policy) and say it in words: the listing shows it all the same.
+ */
+export function defaultOf(schema: z.ZodType): Value {
+  const filled = schema.safeParse(undefined);
+  if (filled.success && filled.data !== undefined) return filled.data;
+  const stated = statedDefault(schema);
+  if (stated !== undefined) return stated;
+  const shape = objectShape(schema);
+  if (!shape) return undefined;
+  const fields = Object.entries(shape).flatMap(([k, field]) => {
+    const v = defaultOf(field);
+    return v === undefined ? [] : [[k, v] as const];
+  });
+  if (fields.length === 0) return undefined;
+  const value = Object.fromEntries(fields);
+  return schema.safeParse(value).success ? value : undefined;
+}
+
+const STATED_DEFAULT = [
+  /\(default:? ([^()]+?)\)/i,
+  /\bdefaults? to ([^\s,;()]+)/i,
+  /\bDefault:? ([^\s;()]+?)\.(?:\s|$)/,
+];
+
+function statedDefault(schema: z.ZodType): Value {
+  const text = descriptionOf(schema);
+  if (!text) return undefined;
+  for (const pattern of STATED_DEFAULT) {
+    const said = pattern.exec(text)?.[1]?.replace(/[`"]/g, '').trim();
+    if (!said) continue;
+    let value: Value;
+    try {
+      value = parse(said);
+    } catch {
+      continue;
+    }
+    // Only a value the option takes as it is: "(default: add columns, widen types)" describes, it is no value, and
+    // neither is a placeholder (`.sluice/<name>`).
+    if (value === undefined || value === null || /<[^>]*>/.test(said)) continue;
+    if (schema.safeParse(value).success) return value;
+  }
+  return undefined;
 }
 
 /** One option set in a mapping: one line when it fits and is not a section of its own, else a block. */
@@ -111,7 +153,11 @@ export function renderMapping(value: Record<string, unknown>, section: Section, 
       const dflt = defaultOf(schema);
       if (about) lines.push(...commentLines(firstSentence(about), indent));
       const empty = dflt === undefined || (isPlainObject(dflt) && Object.keys(dflt).length === 0);
-      lines.push(`${pad}# ${key}:${empty ? '' : ` ${flow(dflt)}`}`);
+      const line = `${pad}# ${key}:${empty ? '' : ` ${flow(dflt)}`}`;
+      // A mapping too long for a line is listed as a commented block, one option a line.
+      if (line.length > WIDTH && isPlainObject(dflt))
+        lines.push(`${pad}# ${key}:`, ...Object.entries(dflt).map(([k, v]) => `${pad}#   ${k}: ${flow(v)}`));
+      else lines.push(line);
     }
   }
   return lines;

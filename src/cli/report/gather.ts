@@ -25,6 +25,7 @@ export async function readCursor(pipeline: LoadedPipeline): Promise<CursorInfo> 
       ...(newest && { newest }),
       ...(s.field !== undefined && { field: s.field }),
       ...(s.cursor !== undefined ? { cursor: s.cursor } : s.initial !== undefined && { cursor: s.initial }),
+      ...(s.changes > 0 && { changes: s.changes }),
     };
   } catch (err) {
     // A run holding the pipeline's lock, a database that cannot be reached: a note on the page, not a failed report.
@@ -35,7 +36,7 @@ export async function readCursor(pipeline: LoadedPipeline): Promise<CursorInfo> 
 
 /**
  * Sinks whose row count costs next to nothing: a DuckDB table's count is in its metadata, Parquet's in each file's
- * footer. JSONL would be read whole, and Postgres is not read through DuckDB (its `--show` names a psql query).
+ * footer. JSONL would be read whole, and Postgres counts a table by scanning it.
  */
 const CHEAP_COUNT = new Set(['duckdb', 'parquet']);
 

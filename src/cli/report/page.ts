@@ -3,8 +3,17 @@
  * Content-Security-Policy forbids loading anything, so even text that slipped through escaping could not run).
  * Everything that comes from the history or the pipeline passes through `esc`.
  */
-import { charts, durationMs, paidCalls, num, type RunPoint } from './series.js';
-import { esc, formatValue, renderChart, SERIES_COLORS, shortDuration, STATUS_COLORS } from './svg.js';
+import { charts, durationMs, num, paidCalls, recordsCharged, type RunPoint, type StateChangeMark } from './series.js';
+import {
+  BACKFILL_COLOR,
+  CHANGE_COLOR,
+  esc,
+  formatValue,
+  renderChart,
+  seriesColor,
+  shortDuration,
+  STATUS_COLORS,
+} from './svg.js';
 
 export interface CursorInfo {
   source: string;
@@ -15,6 +24,8 @@ export interface CursorInfo {
   /** A cursor that is one value: its field, and where the next run starts (a value set by hand included). */
   field?: string;
   cursor?: string | number;
+  /** Changes made by hand (`sluice state set/reset`) that the runs apply to what the sinks committed. */
+  changes?: number;
   /** Why the cursor could not be read (a run holds the lock…). */
   note?: string;
 }
@@ -35,6 +46,8 @@ export interface ReportInput {
   points: RunPoint[];
   /** Attempts in the whole history (more than `points` when the report shows the newest only). */
   total: number;
+  /** Changes made by hand (`sluice state set/reset/drop`), oldest first. */
+  changes?: StateChangeMark[];
   cursor?: CursorInfo;
   outputs: OutputInfo[];
 }
@@ -66,6 +79,9 @@ svg .gap line { stroke: #9aa4b1; stroke-width: 1.5; stroke-dasharray: 2 1; }
 svg .line { stroke-linejoin: round; }
 svg .cut { font-size: 10.5px; font-weight: 600; fill: #1d2430; }
 svg .cut-mark { stroke: #fff; stroke-width: 3; fill: none; }
+svg .change-label { font-size: 10px; font-weight: 600; }
+svg .mark, svg .change-label { paint-order: stroke; stroke: #fff; stroke-width: 3px; stroke-linejoin: round; }
+tr.change-row td.about { white-space: normal; overflow-wrap: anywhere; }
 svg .empty { fill: #8a94a3; font-size: 13px; }
 table { border-collapse: collapse; width: 100%; font-size: 12.5px; }
 th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
@@ -113,7 +129,9 @@ function cursorCard(c: CursorInfo | undefined): string {
   if (c.note !== undefined) body = `<p class="about">${esc(c.note)}</p>`;
   else if (!c.incremental) body = `<p>The ${esc(c.source)} source keeps no cursor: every run loads everything.</p>`;
   else if (c.field !== undefined && c.cursor !== undefined)
-    body = `<p>The next run loads records with <code>${esc(c.field)} &gt; ${esc(JSON.stringify(c.cursor))}</code>.</p>`;
+    body =
+      `<p>The next run loads records with <code data-cursor="${esc(JSON.stringify(c.cursor))}">${esc(c.field)} &gt; ${esc(JSON.stringify(c.cursor))}</code>, as <code>sluice state</code> says.</p>` +
+      (c.changes ? `<p class="about">${c.changes} change(s) made by hand (state set / reset) apply.</p>` : '');
   else if (!c.newest) body = `<p>No unit committed by every sink yet: the next run starts from the initial cursor.</p>`;
   else
     body =
@@ -134,10 +152,23 @@ function outputsCard(outputs: readonly OutputInfo[]): string {
   return `<section class="card"><h2>Outputs</h2><table><thead><tr><th>sink</th><th class="n">rows now</th><th></th></tr></thead><tbody>${rows}</tbody></table></section>`;
 }
 
-function runsTable(points: readonly RunPoint[]): string {
-  const rows = [...points]
-    .reverse()
-    .map((p) => {
+/** A change made by hand, as a row of the attempts table. */
+function changeRow(c: StateChangeMark): string {
+  return (
+    `<tr class="change-row" data-change="${esc(c.kind)}"><td class="mono" style="color:${CHANGE_COLOR}">${esc(c.kind.replace('-', ' '))}</td>` +
+    `<td>${esc(c.at.toISOString().slice(0, 19).replace('T', ' '))}</td>` +
+    `<td colspan="8" class="about">${esc(c.what)}${c.by ? ` — ${esc(c.by)}` : ''}</td></tr>`
+  );
+}
+
+function runsTable(points: readonly RunPoint[], changes: readonly StateChangeMark[]): string {
+  // Newest first, changes made by hand between the attempts they came between.
+  const entries: { at: number; html: () => string }[] = [
+    ...changes.map((c) => ({ at: c.at.getTime(), html: () => changeRow(c) })),
+  ];
+  const attemptRows = [...points].map((p) => ({
+    at: p.startedAt?.getTime() ?? 0,
+    html: () => {
       const u = p.raw.units as Record<string, unknown> | undefined;
       const units =
         u && typeof u === 'object' && num(u.total) !== undefined
@@ -151,30 +182,45 @@ function runsTable(points: readonly RunPoint[]): string {
       return (
         `<tr data-run="${esc(p.run)}" data-attempt="${p.attempt}"><td class="mono">${esc(p.run)}${p.attempt > 1 ? ` #${p.attempt}` : ''}</td>` +
         `<td>${esc(p.startedAt ? p.startedAt.toISOString().slice(0, 19).replace('T', ' ') : '?')}</td>` +
-        `<td>${pill(p.status)}${p.resumed ? ' <span class="about">resumed</span>' : ''}</td>` +
+        `<td>${pill(p.status)}${p.resumed ? ' <span class="about">resumed</span>' : ''}` +
+        (p.backfill
+          ? ` <span class="status-pill" style="background:${BACKFILL_COLOR}" title="${esc(`${p.backfill.from ?? '…'} → ${p.backfill.to ?? 'now'}`)}">backfill</span>`
+          : '') +
+        '</td>' +
         cell(durationMs(p), 'ms') +
         `<td class="n">${esc(units)}</td>` +
         cell(num(p.raw.records)) +
         cell(num(p.raw.deadLetters)) +
         cell(num(p.raw.retries)) +
         cell(paidCalls(p)) +
+        cell(recordsCharged(p)) +
         '</tr>' +
         // What went wrong, and why records were set aside: a row of its own, as wide as the table.
-        (p.cause !== undefined || reasons
-          ? `<tr class="detail"><td colspan="9">` +
+        (p.cause !== undefined || reasons || p.backfill
+          ? `<tr class="detail"><td colspan="10">` +
             (p.cause !== undefined
               ? `<div class="cause">${esc(p.cause)}${p.exitCode !== undefined && p.status !== 'succeeded' ? ` (exit ${p.exitCode})` : ''}</div>`
               : '') +
             (reasons ? `<div class="reasons">dead letters: ${esc(reasons)}</div>` : '') +
+            (p.backfill
+              ? `<div class="reasons">backfill of ${esc(p.backfill.from ?? '…')} → ${esc(p.backfill.to ?? 'now')}</div>`
+              : '') +
             '</td></tr>'
           : '')
       );
-    })
+    },
+  }));
+  entries.push(...attemptRows);
+  // Stable: an attempt and a change at the same instant keep the history's order.
+  const rows = entries
+    .map((e, i) => ({ ...e, i }))
+    .sort((a, b) => b.at - a.at || b.i - a.i)
+    .map((e) => e.html())
     .join('');
   return (
-    `<section class="card"><h2>Attempts, newest first</h2><table><thead><tr><th>run</th><th>started (UTC)</th><th>status</th>` +
-    `<th class="n">took</th><th class="n">units</th><th class="n">records</th><th class="n">dead letters</th><th class="n">retries</th>` +
-    `<th class="n">paid jobs</th></tr></thead><tbody>${rows}</tbody></table></section>`
+    `<section class="card"><h2>Attempts and changes made by hand, newest first</h2><table><thead><tr><th>run</th><th>started (UTC)</th><th>status</th>` +
+    `<th class="n">took</th><th class="n">units</th><th class="n">records</th>` +
+    `<th class="n">dead letters</th><th class="n">retries</th><th class="n">paid calls</th><th class="n">charged</th></tr></thead><tbody>${rows}</tbody></table></section>`
   );
 }
 
@@ -190,15 +236,18 @@ export function renderReport(input: ReportInput): string {
   const statusLegend = (['succeeded', 'failed', 'crashed', 'interrupted', 'running'] as const)
     .map((s) => `<span><i class="sw" style="background:${STATUS_COLORS[s]}"></i>${s}</span>`)
     .join('');
+  // Changes made before the first attempt charted are outside the charts (they are in `sluice runs`).
+  const firstAt = points[0]?.startedAt?.getTime();
+  const changes = (input.changes ?? []).filter((c) => firstAt !== undefined && c.at.getTime() >= firstAt);
   const chartCards = charts(points)
     .map((c) => {
       const legend = c.series
         .map(
           (s, k) =>
-            `<span><i class="sw" style="background:${SERIES_COLORS[k % SERIES_COLORS.length]}"></i>${esc(s.label)}${s.values.every((v) => v === undefined) ? ' (not recorded)' : ''}</span>`,
+            `<span><i class="sw" style="background:${seriesColor(s, k)}"></i>${esc(s.label)}${s.values.every((v) => v === undefined) ? ' (not recorded)' : ''}</span>`,
         )
         .join('');
-      return `<section class="card"><h2>${esc(c.title)}</h2><p class="about">${esc(c.about)}</p>${c.series.length > 1 || c.kind === 'lines' ? `<p class="legend">${legend}</p>` : ''}${c.series.length === 0 ? '<p class="about">nothing recorded</p>' : renderChart(c, points)}</section>`;
+      return `<section class="card"><h2>${esc(c.title)}</h2><p class="about">${esc(c.about)}</p>${c.series.length > 1 || c.kind === 'lines' ? `<p class="legend">${legend}</p>` : ''}${c.series.length === 0 ? '<p class="about">nothing recorded</p>' : renderChart(c, points, changes)}</section>`;
     })
     .join('');
   return `<!doctype html>
@@ -213,8 +262,9 @@ export function renderReport(input: ReportInput): string {
 ${tiles(input)}
 <div class="grid2">${cursorCard(input.cursor)}${outputsCard(input.outputs)}</div>
 <p class="legend">Attempt status (the strip under each chart; a tinted column and ✕ mark attempts that did not succeed; a dash on the axis: not recorded): ${statusLegend}</p>
+<p class="legend"><span><i class="sw" style="background:none;border:1.5px dashed ${BACKFILL_COLOR}"></i><b style="color:${BACKFILL_COLOR}">B</b> a backfill (<code>sluice run --from</code>)</span><span><i class="sw" style="background:none;border-left:2px dashed ${CHANGE_COLOR};border-radius:0"></i>a change made by hand between two attempts (<code>sluice state set</code> / <code>reset</code> / <code>drop</code>)</span></p>
 <div class="grid2">${chartCards}</div>
-${runsTable(points)}
+${runsTable(points, changes)}
 </main></body></html>
 `;
 }

@@ -15,16 +15,30 @@ export interface RunPoint {
   cause?: string;
   exitCode?: number;
   resumed: boolean;
+  /** A backfill (`sluice run --from`), with the window it reloaded as runs.jsonl writes it. */
+  backfill?: { from?: string; to?: string };
   /** The whole line as read, for series that look further. */
   raw: Record<string, unknown>;
+}
+
+/** A change made by hand between runs (`sluice state set/reset/drop`), as runs.jsonl records it. */
+export interface StateChangeMark {
+  kind: 'state-set' | 'state-reset' | 'state-drop';
+  at: Date;
+  /** One line: what changed. */
+  what: string;
+  /** `user@host`. */
+  by?: string;
 }
 
 export interface Series {
   /** Stable id: `data-series` in the page, and what the test reads. */
   id: string;
   label: string;
-  unit: 'count' | 'ms';
+  unit: 'count' | 'ms' | 'bytes';
   values: (number | undefined)[];
+  /** A colour of its own (failures in red), instead of the palette's next. */
+  color?: string;
 }
 
 export interface Chart {
@@ -69,9 +83,57 @@ export function attemptsOf(text: string): Obj[] {
   return [...byAttempt.values()];
 }
 
+const CHANGE_KINDS: readonly StateChangeMark['kind'][] = ['state-set', 'state-reset', 'state-drop'];
+
+/**
+ * The changes made by hand that a runs.jsonl text records (lines with a state `kind` and no `run`), oldest first;
+ * a line that does not say when, or what, is skipped.
+ */
+export function stateChangesOf(text: string): StateChangeMark[] {
+  const out: StateChangeMark[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.includes('"kind"')) continue;
+    let r: unknown;
+    try {
+      r = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    if (!isObj(r) || !CHANGE_KINDS.includes(r.kind as StateChangeMark['kind']) || typeof r.at !== 'string') continue;
+    const at = new Date(r.at);
+    if (Number.isNaN(at.getTime())) continue;
+    out.push({
+      kind: r.kind as StateChangeMark['kind'],
+      at,
+      what: typeof r.what === 'string' ? r.what : String(r.kind),
+      ...(typeof r.by === 'string' && { by: r.by }),
+    });
+  }
+  return out.sort((a, b) => a.at.getTime() - b.at.getTime());
+}
+
+/** How many of `points` (oldest first) started before `at`: a change sits after that many attempts. */
+export function attemptsBefore(points: readonly RunPoint[], at: Date): number {
+  let n = 0;
+  points.forEach((p, i) => {
+    if (p.startedAt && p.startedAt.getTime() <= at.getTime()) n = i + 1;
+  });
+  return n;
+}
+
+function windowOf(raw: Obj): { from?: string; to?: string } {
+  const w = isObj(raw.window) ? raw.window : {};
+  const text = (v: unknown): string | undefined =>
+    typeof v === 'string' || typeof v === 'number' ? String(v) : undefined;
+  const from = text(w.from);
+  const to = text(w.to);
+  return { ...(from !== undefined && { from }), ...(to !== undefined && { to }) };
+}
+
 export function toPoint(raw: Obj): RunPoint {
   const started = typeof raw.startedAt === 'string' ? new Date(raw.startedAt) : undefined;
   return {
+    ...(raw.kind === 'backfill' && { backfill: windowOf(raw) }),
     run: String(raw.run),
     attempt: num(raw.attempt) ?? 1,
     status: STATUSES.includes(raw.status as Status) ? (raw.status as Status) : 'unknown',
@@ -95,20 +157,30 @@ function list(v: unknown): unknown[] {
 }
 
 /**
- * Records the service charged during the attempt, as the run history records them (`recordsCharged`, written by
- * every run since it was added: engine/open-run.ts); a gap for lines written before.
+ * Records the service charged during the attempt, as the run history records them (`recordsCharged`, from the
+ * attempt's ledger of paid work: state/paid-ledger.ts); a gap for lines written before.
  */
 export function recordsCharged(p: RunPoint): number | undefined {
   return num(p.raw.recordsCharged);
 }
 
-/** Paid calls: the paid jobs the run started (a gap for lines written before runs recorded them). */
+/**
+ * Calls the service billed during the attempt, every kind together (`paidCalls`, from its ledger of paid work:
+ * filter jobs, deep lookups, enrichments, `POST /request` pages). Lines written before the ledger count the paid
+ * jobs they list; a gap for lines older still. The one place the report counts paid work.
+ */
 export function paidCalls(p: RunPoint): number | undefined {
+  const billed = num(p.raw.paidCalls);
+  if (billed !== undefined) return billed;
   return Array.isArray(p.raw.paidJobs) ? p.raw.paidJobs.length : undefined;
 }
 
+/**
+ * Columns added or widened in the attempt. runs.jsonl writes `schemaChanges` only when there were some: an attempt
+ * that recorded its counts (`units`) and none is 0; a line without counts (cut short, or older) is a gap.
+ */
 export function schemaChangeCount(p: RunPoint): number | undefined {
-  if (!Array.isArray(p.raw.schemaChanges)) return undefined;
+  if (!Array.isArray(p.raw.schemaChanges)) return isObj(p.raw.units) ? 0 : undefined;
   return p.raw.schemaChanges.reduce<number>((n, c) => n + (isObj(c) ? list(c.changes).length : 0), 0);
 }
 
@@ -132,7 +204,10 @@ function perSink(points: readonly RunPoint[], name: string, key: 'records' | 'co
   });
 }
 
-/** Fields the report charts or shows on purpose; any other numeric field gets a chart of its own. */
+/**
+ * Every field runs.jsonl writes (state/run-history.ts `RunRecord`): charted, shown in the table, or not a figure (who
+ * ran it, where). Any other numeric field — written by a newer sluice — gets a chart of its own.
+ */
 const KNOWN = new Set([
   'run',
   'attempt',
@@ -145,20 +220,28 @@ const KNOWN = new Set([
   'resumed',
   'pid',
   'host',
+  'boot',
+  'pidns',
+  'start',
   'command',
+  'kind',
+  'window',
   'units',
   'records',
+  'recordsRead',
   'bytes',
   'retries',
   'deadLetters',
   'deadLetterReasons',
   'paidJobs',
+  'recordsCharged',
   'sinks',
   'schemaChanges',
-  'recordsCharged',
   // The attempt's ledger of paid work (core/paid-work.ts): its billed calls, and their lines by kind and purpose.
   'paidCalls',
   'paid',
+  'checks',
+  'warnings',
 ]);
 
 /**
@@ -185,17 +268,21 @@ function otherSeries(points: readonly RunPoint[]): Series[] {
 
 export function charts(points: readonly RunPoint[]): Chart[] {
   const field = (key: string) => points.map((p) => num(p.raw[key]));
-  const units = (key: 'committed' | 'failed') =>
+  const units = (key: 'committed' | 'skipped' | 'failed') =>
     points.map((p) => (isObj(p.raw.units) ? num(p.raw.units[key]) : undefined));
   const sinks = sinkNames(points);
   const sinkRecords = sinks.some((n) => perSink(points, n, 'records').some((v) => v !== undefined));
   const out: Chart[] = [
     {
       id: 'records',
-      title: 'Records loaded',
-      about: 'Records the attempt read through the pipeline (runs.jsonl `records`).',
+      title: 'Records committed and read',
+      about:
+        'Records the attempt committed (runs.jsonl `records`) and read (`recordsRead`: tries that failed or were not committed included).',
       kind: 'bars',
-      series: [{ id: 'records', label: 'records', unit: 'count', values: field('records') }],
+      series: [
+        { id: 'records', label: 'committed', unit: 'count', values: field('records') },
+        { id: 'records-read', label: 'read', unit: 'count', values: field('recordsRead') },
+      ],
     },
     {
       id: 'sinks',
@@ -219,14 +306,22 @@ export function charts(points: readonly RunPoint[]): Chart[] {
       series: [{ id: 'duration', label: 'duration', unit: 'ms', values: points.map(durationMs) }],
     },
     {
-      id: 'paid',
-      title: 'Paid calls and records charged',
+      id: 'bytes',
+      title: 'Bytes read',
+      about: 'Bytes read from the service or the input files sluice decoded (runs.jsonl `bytes`).',
+      kind: 'bars',
+      series: [{ id: 'bytes', label: 'bytes', unit: 'bytes', values: field('bytes') }],
+    },
+    {
+      id: 'units',
+      title: 'Units by outcome',
       about:
-        'Paid jobs of the run as each attempt ended (`paidJobs`), and the records the service charged during the attempt (`recordsCharged`).',
+        'Work units the attempt committed, found committed by an earlier attempt (skipped) and failed (runs.jsonl `units`).',
       kind: 'bars',
       series: [
-        { id: 'paid-calls', label: 'paid jobs', unit: 'count', values: points.map(paidCalls) },
-        { id: 'records-charged', label: 'records charged', unit: 'count', values: points.map(recordsCharged) },
+        { id: 'units-committed', label: 'committed', unit: 'count', values: units('committed') },
+        { id: 'units-skipped', label: 'skipped', unit: 'count', values: units('skipped') },
+        { id: 'units-failed', label: 'failed', unit: 'count', values: units('failed'), color: '#d33c3c' },
       ],
     },
     {
@@ -239,15 +334,29 @@ export function charts(points: readonly RunPoint[]): Chart[] {
         { id: 'retries', label: 'retries', unit: 'count', values: field('retries') },
       ],
     },
+    // Paid calls and records charged differ by orders of magnitude: each on an axis of its own.
+    {
+      id: 'paid',
+      title: 'Paid calls',
+      about:
+        'Calls the service billed during each attempt (runs.jsonl `paidCalls`: filter jobs, deep lookups, ' +
+        'enrichments, `POST /request` pages).',
+      kind: 'bars',
+      series: [{ id: 'paid-calls', label: 'paid calls', unit: 'count', values: points.map(paidCalls) }],
+    },
+    {
+      id: 'charged',
+      title: 'Records charged',
+      about: 'Records the service charged during the attempt (runs.jsonl `recordsCharged`).',
+      kind: 'bars',
+      series: [{ id: 'records-charged', label: 'records charged', unit: 'count', values: points.map(recordsCharged) }],
+    },
     {
       id: 'changes',
-      title: 'Units failed and schema changes',
-      about: 'Work units that failed (`units.failed`), and columns added or widened in any sink (`schemaChanges`).',
+      title: 'Schema changes',
+      about: 'Columns the attempt added or widened in any sink (runs.jsonl `schemaChanges`).',
       kind: 'bars',
-      series: [
-        { id: 'units-failed', label: 'units failed', unit: 'count', values: units('failed') },
-        { id: 'schema-changes', label: 'schema changes', unit: 'count', values: points.map(schemaChangeCount) },
-      ],
+      series: [{ id: 'schema-changes', label: 'schema changes', unit: 'count', values: points.map(schemaChangeCount) }],
     },
   ];
   const more = otherSeries(points);

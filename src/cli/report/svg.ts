@@ -4,7 +4,7 @@
  * attributes (what test/cli/report.test.ts compares with runs.jsonl) and a <title> a browser shows on hover. A value
  * the history lacks is drawn as a gap marker, never as a zero.
  */
-import type { Chart, RunPoint, Series, Status } from './series.js';
+import { attemptsBefore, type Chart, type RunPoint, type Series, type StateChangeMark, type Status } from './series.js';
 
 const W = 580;
 const H = 220;
@@ -13,6 +13,14 @@ const PLOT_W = W - M.left - M.right;
 const PLOT_H = H - M.top - M.bottom;
 
 export const SERIES_COLORS = ['#2f6db5', '#e08a1e', '#3a9d5d', '#8e5bb5', '#c2497a', '#6b7c8f'];
+/** A series' colour: its own where it has one (failures in red), else the palette's by its place in the chart. */
+export function seriesColor(s: Series, k: number): string {
+  return s.color ?? SERIES_COLORS[k % SERIES_COLORS.length]!;
+}
+
+/** Backfills and changes made by hand: marks of their own, apart from the series' and the statuses' colours. */
+export const BACKFILL_COLOR = '#7b4fc4';
+export const CHANGE_COLOR = '#0f7c8c';
 export const STATUS_COLORS: Record<Status, string> = {
   succeeded: '#3a9d5d',
   failed: '#d33c3c',
@@ -48,8 +56,26 @@ export function shortDuration(ms: number): string {
   return `${Math.floor(s / 3600)}h ${Math.round((s % 3600) / 60)}m`;
 }
 
+const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+
+/** 1536 → "1.5 KiB": byte counts in binary units, as `sluice run`'s summary writes them. */
+export function shortBytes(n: number): string {
+  let v = n;
+  let u = 0;
+  while (Math.abs(v) >= 1024 && u < BYTE_UNITS.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return `${u === 0 ? Math.round(v) : Number(v.toFixed(v < 10 ? 1 : 0))} ${BYTE_UNITS[u]}`;
+}
+
 export function formatValue(v: number, unit: Series['unit']): string {
-  return unit === 'ms' ? shortDuration(v) : v.toLocaleString('en-US');
+  return unit === 'ms' ? shortDuration(v) : unit === 'bytes' ? shortBytes(v) : v.toLocaleString('en-US');
+}
+
+/** An axis tick or a cut value, short. */
+function axisText(v: number, unit: Series['unit']): string {
+  return unit === 'ms' ? shortDuration(v) : unit === 'bytes' ? shortBytes(v) : shortCount(v);
 }
 
 /** A round upper bound for the y axis, and its ticks. */
@@ -61,10 +87,12 @@ export function niceScale(max: number, unit: Series['unit']): number[] {
     const step = steps.find((s) => s * 4 >= max) ?? Math.ceil(max / 4 / 36e5) * 36e5;
     return [0, 1, 2, 3, 4].map((i) => i * step).filter((v, i, a) => i === 0 || a[i - 1]! < max);
   }
-  const raw = max / 4;
+  // Bytes tick at round numbers of their binary unit (0, 2.5 MiB, 5 MiB), counts at round numbers.
+  const scale = unit === 'bytes' ? 1024 ** Math.max(0, Math.floor(Math.log(max) / Math.log(1024))) : 1;
+  const raw = max / 4 / scale;
   const mag = 10 ** Math.floor(Math.log10(raw));
   // Counts are whole: no tick at 0.5 records.
-  const step = Math.max(1, ([1, 2, 2.5, 5, 10].find((f) => f * mag >= raw) ?? 10) * mag);
+  const step = Math.max(1, ([1, 2, 2.5, 5, 10].find((f) => f * mag >= raw) ?? 10) * mag * scale);
   const ticks = [0];
   while (ticks[ticks.length - 1]! < max) ticks.push(ticks.length * step);
   return ticks;
@@ -91,14 +119,23 @@ function dataAttrs(p: RunPoint, s: Series, value: number | undefined): string {
  * increments 1000× smaller): then the axis fits the others, so their night-to-night changes stay visible.
  */
 export function axisMax(chart: Chart): number {
-  const values = chart.series
-    .flatMap((s) => s.values.filter((v): v is number => v !== undefined))
+  // Judged on each attempt's largest value: two series that agree (records committed and read, two sinks) must not
+  // make one night's load look like two.
+  const attempts = Math.max(0, ...chart.series.map((s) => s.values.length));
+  const values = Array.from({ length: attempts }, (_, i) =>
+    Math.max(-Infinity, ...chart.series.map((s) => s.values[i] ?? -Infinity)),
+  )
+    .filter((v) => Number.isFinite(v))
     .sort((a, b) => b - a);
   const [first = 0, second = 0] = values;
   return values.length >= 4 && second > 0 && first > 4 * second ? second * 1.1 : first;
 }
 
-export function renderChart(chart: Chart, points: readonly RunPoint[]): string {
+export function renderChart(
+  chart: Chart,
+  points: readonly RunPoint[],
+  changes: readonly StateChangeMark[] = [],
+): string {
   const n = Math.max(1, points.length);
   const slot = PLOT_W / n;
   const unit = chart.series[0]?.unit ?? 'count';
@@ -117,11 +154,19 @@ export function renderChart(chart: Chart, points: readonly RunPoint[]): string {
       `<rect class="status-band" x="${(M.left + slot * i).toFixed(1)}" y="${M.top}" width="${slot.toFixed(1)}" height="${PLOT_H}" fill="${STATUS_COLORS[p.status]}" opacity="0.12"/>`,
     );
   });
+  // Backfills: a column outlined in their colour behind every chart, `B` over it.
+  points.forEach((p, i) => {
+    if (!p.backfill) return;
+    const window = `${p.backfill.from ?? '…'} → ${p.backfill.to ?? 'now'}`;
+    parts.push(
+      `<rect class="backfill" data-backfill="${esc(p.run)}" data-attempt="${p.attempt}" x="${(M.left + slot * i + 1).toFixed(1)}" y="${M.top}" width="${Math.max(1, slot - 2).toFixed(1)}" height="${PLOT_H}" fill="${BACKFILL_COLOR}" fill-opacity="0.07" stroke="${BACKFILL_COLOR}" stroke-dasharray="3 2"><title>${esc(`backfill ${window} — run ${p.run}`)}</title></rect>`,
+    );
+  });
   for (const t of ticks) {
     const ty = y(t).toFixed(1);
     parts.push(`<line class="grid" x1="${M.left}" x2="${W - M.right}" y1="${ty}" y2="${ty}"/>`);
     parts.push(
-      `<text class="tick" x="${M.left - 6}" y="${ty}" text-anchor="end" dominant-baseline="middle">${esc(unit === 'ms' ? shortDuration(t) : shortCount(t))}</text>`,
+      `<text class="tick" x="${M.left - 6}" y="${ty}" text-anchor="end" dominant-baseline="middle">${esc(axisText(t, unit))}</text>`,
     );
   }
 
@@ -130,13 +175,18 @@ export function renderChart(chart: Chart, points: readonly RunPoint[]): string {
     return `<g class="gap" ${dataAttrs(p, s, undefined)}><title>${esc(tooltip(p, s, undefined))}</title><line x1="${(gx - 3).toFixed(1)}" x2="${(gx + 3).toFixed(1)}" y1="${base - 3}" y2="${base - 3}"/></g>`;
   };
 
-  /** The marks of a value above the axis: a break across its bar (or above its point) and its value over it. */
-  const cut = (x: number, width: number, v: number): string =>
-    `<path class="cut-mark" d="M${(x - width / 2 - 1).toFixed(1)},${M.top + 14} l${(width + 2).toFixed(1)},-6"/>` +
-    `<text class="cut" x="${x.toFixed(1)}" y="${M.top - 4}" text-anchor="middle">${esc(unit === 'ms' ? shortDuration(v) : shortCount(v))}</text>`;
+  /**
+   * The marks of a value above the axis: a break across its bar (or above its point), and the attempt's largest such
+   * value written once over its slot (two series cut at one attempt — committed and read — share one number).
+   */
+  const cutValues = new Map<number, number>();
+  const cut = (i: number, x: number, width: number, v: number): string => {
+    cutValues.set(i, Math.max(v, cutValues.get(i) ?? v));
+    return `<path class="cut-mark" d="M${(x - width / 2 - 1).toFixed(1)},${M.top + 14} l${(width + 2).toFixed(1)},-6"/>`;
+  };
 
   chart.series.forEach((s, k) => {
-    const color = SERIES_COLORS[k % SERIES_COLORS.length]!;
+    const color = seriesColor(s, k);
     if (chart.kind === 'bars') {
       const group = Math.min(slot * 0.78, 44);
       const bw = group / chart.series.length;
@@ -148,7 +198,7 @@ export function renderChart(chart: Chart, points: readonly RunPoint[]): string {
         parts.push(
           `<rect class="bar" ${dataAttrs(p, s, v)} x="${x.toFixed(1)}" y="${(base - h).toFixed(1)}" width="${Math.max(1, bw - 1).toFixed(1)}" height="${h.toFixed(1)}" fill="${color}"><title>${esc(tooltip(p, s, v))}</title></rect>`,
         );
-        if (v > top) parts.push(cut(x + (bw - 1) / 2, Math.max(1, bw - 1), v));
+        if (v > top) parts.push(cut(i, x + (bw - 1) / 2, Math.max(1, bw - 1), v));
       });
       return;
     }
@@ -180,9 +230,35 @@ export function renderChart(chart: Chart, points: readonly RunPoint[]): string {
       parts.push(
         `<circle class="point" ${dataAttrs(p, s, v)} cx="${cx(i).toFixed(1)}" cy="${y(v).toFixed(1)}" r="${radius}" fill="${color}"><title>${esc(tooltip(p, s, v))}</title></circle>`,
       );
-      if (v > top) parts.push(cut(cx(i), 8, v));
+      if (v > top) parts.push(cut(i, cx(i), 8, v));
     });
   });
+
+  for (const [i, v] of cutValues)
+    parts.push(
+      `<text class="cut" x="${cx(i).toFixed(1)}" y="${M.top - 4}" text-anchor="middle">${esc(axisText(v, unit))}</text>`,
+    );
+
+  // Changes made by hand: a dashed line between the attempts they came between, named at its top. Several between
+  // the same two attempts share the line, each named in its title.
+  const byPlace = new Map<number, StateChangeMark[]>();
+  for (const c of changes) {
+    const at = attemptsBefore(points, c.at);
+    byPlace.set(at, [...(byPlace.get(at) ?? []), c]);
+  }
+  for (const [after, marks] of byPlace) {
+    const x = (M.left + slot * after).toFixed(1);
+    const words = marks.map((c) => c.kind.replace('state-', '')).join('+');
+    const title = marks
+      .map((c) => `${c.kind.replace('-', ' ')}: ${c.what} — ${c.by ?? '?'}, ${shortTime(c.at)} UTC`)
+      .join('\n');
+    parts.push(
+      `<g class="change" data-change="${esc(marks.map((c) => c.kind).join(' '))}" data-after="${after}"><title>${esc(title)}</title>` +
+        `<line x1="${x}" x2="${x}" y1="${M.top - 2}" y2="${base}" stroke="${CHANGE_COLOR}" stroke-width="1.5" stroke-dasharray="4 3"/>` +
+        // Written down the line from its top, beside it: clear of the failure and backfill marks over the slots.
+        `<text class="change-label" x="${x}" y="${M.top + 2}" fill="${CHANGE_COLOR}" text-anchor="end" transform="rotate(-90 ${x} ${M.top + 2})" dy="-4">${esc(words)}</text></g>`,
+    );
+  }
 
   // Under the axis: each attempt's status, then its date for every few attempts (as many as fit).
   parts.push(`<line class="axis" x1="${M.left}" x2="${W - M.right}" y1="${base}" y2="${base}"/>`);
@@ -194,6 +270,10 @@ export function renderChart(chart: Chart, points: readonly RunPoint[]): string {
     if (mark)
       parts.push(
         `<text class="mark" x="${cx(i).toFixed(1)}" y="${M.top + 10}" text-anchor="middle" fill="${STATUS_COLORS[p.status]}">${mark}</text>`,
+      );
+    if (p.backfill)
+      parts.push(
+        `<text class="mark" x="${cx(i).toFixed(1)}" y="${M.top + (mark ? 22 : 10)}" text-anchor="middle" fill="${BACKFILL_COLOR}">B</text>`,
       );
   });
   const every = Math.max(1, Math.ceil(n / Math.floor(PLOT_W / 62)));

@@ -74,6 +74,27 @@ export function endNotices(e: RunEnded): Notice[] {
   return notices;
 }
 
+/**
+ * How bad the news is, from what happened to the run, never from the event's name alone: a `checks` message of a run
+ * that succeeded with `warn` checks failing is a warning, the same event of a run that exit 6 ended is an error; a
+ * column added is news, a schema contract refusing the data (exit 5) an error.
+ */
+export type Severity = 'error' | 'warning' | 'info' | 'ok';
+
+export function severityOf(n: Notice): Severity {
+  if (n.status === 'failed') return 'error';
+  if (n.status === 'interrupted' || n.event === 'stall' || n.event === 'checks') return 'warning';
+  if (n.event === 'schema_change') return 'info';
+  return 'ok';
+}
+
+const SLACK_ICONS: Record<Severity, string> = {
+  error: ':x:',
+  warning: ':warning:',
+  info: ':information_source:',
+  ok: ':white_check_mark:',
+};
+
 export function stallNotice(id: RunIdentity, totals: RunTotals, stalledMs: number, after: string): Notice {
   return {
     ...id,
@@ -92,6 +113,7 @@ export function stallNotice(id: RunIdentity, totals: RunTotals, stalledMs: numbe
 export function jsonBody(n: Notice): Record<string, unknown> {
   return redactBody({
     event: n.event,
+    severity: severityOf(n),
     title: n.title,
     status: n.status,
     pipeline: n.pipeline,
@@ -124,7 +146,7 @@ export function jsonBody(n: Notice): Record<string, unknown> {
  * Slack asks (`&`, `<`, `>`), so that `<!channel>` or `<https://…|Click here>` in it is shown, never acted on.
  */
 export function slackBody(n: Notice): { text: string } {
-  const icon = n.event === 'success' ? ':white_check_mark:' : n.event === 'stall' ? ':hourglass:' : ':x:';
+  const icon = n.event === 'stall' ? ':hourglass:' : SLACK_ICONS[severityOf(n)];
   const lines = [`${icon} ${mrkdwn(n.title)}`];
   if (n.fix !== undefined && n.status !== 'succeeded') lines.push(`fix: ${mrkdwn(n.fix)}`);
   for (const s of n.schemaChanges ?? [])

@@ -16,6 +16,7 @@ import type {
   Sink,
   SinkContext,
 } from '../../core/types.js';
+import { SluiceError } from '../../core/errors.js';
 import { quoteString } from '../../core/sql.js';
 import { displayPath } from '../display-path.js';
 import { compactAtFinish } from './compact.js';
@@ -31,6 +32,7 @@ import {
 import type { Manifest } from './manifest.js';
 import { outputRoot, type OutputDir } from './output-dir.js';
 import { publishedFilesQueryable } from './queryable.js';
+import { isS3Url } from './s3-location.js';
 import { fileSharedOutput } from './shared-state.js';
 
 /** The part of a file sink's config this base reads. */
@@ -90,9 +92,25 @@ export abstract class FileSinkBase<C extends FileSinkConfig, O extends OpenedFil
     return `${this.format} ${displayPath(this.config.path, this.options.baseDir)}`;
   }
 
-  /** Every published file under the output; temp and staged files are never named like one. */
+  /**
+   * Every published file under the output; temp and staged files are never named like one. An `s3://` output is not
+   * read back here: DuckDB would fetch its httpfs extension from the internet and know neither the store's endpoint
+   * nor its credentials — said as such, rather than as whatever DuckDB's attempt fails with.
+   */
   outputQuery(limit: number): OutputQuery {
-    return { sql: `SELECT * FROM ${this.files.reader(quoteString(this.glob()))} LIMIT ${limit}` };
+    const glob = this.glob();
+    if (isS3Url(glob)) {
+      const label = this.label;
+      return {
+        reader: () =>
+          Promise.reject(
+            new SluiceError(`${label}: an s3:// output is not read back here (--show, sluice schema, the report)`, {
+              hint: `list or copy it with the S3 tools you use (\`aws s3 ls ${this.config.path}\`), or read it in DuckDB with its httpfs extension and the bucket's credentials`,
+            }),
+          ),
+      };
+    }
+    return { sql: `SELECT * FROM ${this.files.reader(quoteString(glob))} LIMIT ${limit}` };
   }
 
   /** Checks after the load read the published files. */

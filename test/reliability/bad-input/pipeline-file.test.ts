@@ -307,9 +307,9 @@ describe('a wrong pipeline file: file:line:column, what to change, nothing writt
     expectFailure(r, c.error, c.fix, EXIT_CODES.config);
     expect(r.stderr.at(-2)).toContain(r.ws.path('p.yaml'));
     expectNothingWritten(r.ws, r.before);
-    // `validate` says the same, exit 1, and starts nothing either.
+    // `validate` says the same, with the same exit code, and starts nothing either.
     const v = await cli(['validate', r.ws.path('p.yaml')], c.env ?? env());
-    expect(v.code).toBe(1);
+    expect(v.code).toBe(EXIT_CODES.config);
     const lines = [...v.stdout, ...v.stderr].map((l) => l.replace(/^error: /, '').replace(/^.*?(?=p\.yaml:)/, ''));
     expect(
       lines.some((l) => c.error.test(l) || c.error.test(`${r.ws.path('')}${l}`)),

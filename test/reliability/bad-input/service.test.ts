@@ -96,6 +96,7 @@ describe('the service says no: what it said, and which option to change', () => 
       r,
       /^the service refused the API key \(service\.api_key\): Invalid credentials$/,
       /^the API key was refused: set SLUICE_API_KEY to a valid key$/,
+      EXIT_CODES.config,
     );
     expect(r.stderr.join('\n')).not.toContain('not-the-key-1234');
     expect(filterJobs()).toBe(paid);
@@ -108,6 +109,7 @@ describe('the service says no: what it said, and which option to change', () => 
       r,
       /^dataset gd_nosuchdataset9 does not exist: it is not among the \d+ datasets the service lists$/,
       /^check source\.dataset_id: `sluice datasets list`/,
+      EXIT_CODES.config,
     );
     await expectNothingCommitted(r.ws, r.before);
   });
@@ -129,6 +131,7 @@ describe('the service says no: what it said, and which option to change', () => 
       r,
       /^zone "no_such_zone" does not exist in this account/,
       /^set source\.zone to one of the account's search zones: serp_zone$/,
+      EXIT_CODES.config,
     );
     // Found by the preflight: no search request was made.
     expect(emu.stats.routes['POST /request'] ?? 0).toBe(requests);

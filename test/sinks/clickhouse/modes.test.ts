@@ -156,7 +156,6 @@ describe.skipIf(!available)('clickhouse sink: reading, connecting, secrets', () 
   it('says where it writes without the password; a wrong password or a server that is not there fails clearly', async () => {
     const sink = ch.sinkFor({ table: 'x' });
     expect(sink.describe()).toBe(`clickhouse http://127.0.0.1:${ch.server.httpPort}/${DB} table ${DB}.x`);
-    expect(sink.outputQuery(5).sql).toBe(`SELECT 'SELECT * FROM ${DB}.x LIMIT 5' AS "read with clickhouse-client"`);
     const wrong = ch.sinkFor({
       table: 'x',
       url: `http://sluice:not-the-${CH_PASSWORD}@127.0.0.1:${ch.server.httpPort}`,

@@ -18,6 +18,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EXIT_CODES, SluiceError } from '../../../src/core/errors.js';
+import { countRows, firstRows, withOutputs, writtenColumns } from '../../../src/operations/outputs.js';
 import { replayDeadLetters } from '../../../src/operations/replay.js';
 import { LOADED_AT_COLUMN, RUN_ID_COLUMN } from '../../../src/schema/lineage.js';
 import { silentLogger } from '../../../src/runtime/logger.js';
@@ -143,6 +144,31 @@ describe('sink conformance: write dispositions, lineage, dead-letter replay, con
       // `replace`: the last run's rows, and the letter replayed into them.
       expect.soft(idsAndValues(await o.target.rows(o.replaced)), name).toEqual([...day2, '7:7'].sort());
     }
+
+    // What `--show`, `sluice schema` and `sluice report` read back (operations/outputs.ts, each sink's
+    // `outputQuery`): every output's rows as the target's own reader finds them, its count, its columns.
+    const written = outs.flatMap((o) => [
+      { target: o.target, output: o.appended },
+      ...(merging.includes(o) ? [{ target: o.target, output: o.merged }] : []),
+      { target: o.target, output: o.replaced },
+    ]);
+    await withOutputs(p, { log: silentLogger, command: 'show' }, async (sinks) => {
+      expect(sinks).toHaveLength(written.length);
+      for (const [i, sink] of sinks.entries()) {
+        const { target, output: out } = written[i]!;
+        const label = `${target.name}: ${sink.describe()}`;
+        if (target.needs.includes('s3')) {
+          // Not read back here, and said so (DuckDB would download httpfs and know no endpoint or credentials).
+          await expect(firstRows(sink, 1), label).rejects.toThrow(/an s3:\/\/ output is not read back here/);
+          continue;
+        }
+        const shown = await firstRows(sink, 1000);
+        expect.soft(idsAndValues(shown), label).toEqual(idsAndValues(await target.rows(out)));
+        expect.soft(await countRows(sink), label).toBe(shown.length);
+        const columns = (await writtenColumns(sink))?.map((c) => c.name);
+        expect.soft(columns, label).toEqual(expect.arrayContaining(['id', 'v', 'extra']));
+      }
+    });
   });
 
   it('replace with an incremental source holds a full load after every run', async () => {
