@@ -6,10 +6,9 @@
 import { describeWindow } from '../core/checkpoint.js';
 import { describePaid } from '../core/paid-work.js';
 import { printableLine } from '../core/printable.js';
-import type { RunRecord } from '../state/run-history.js';
-import type { StateChange } from '../state/state-changes.js';
+import type { RunRecord, StateChange } from '../operations/history.js';
 import { formatBytes } from '../core/limits.js';
-import { formatDuration } from '../runtime/progress.js';
+import { formatDuration } from '../core/duration.js';
 import { formatSchemaChange } from '../operations/summary.js';
 
 const HEADERS = ['RUN', 'STARTED', 'TOOK', 'STATUS', 'UNITS', 'RECORDS', 'BYTES', 'RETRIES', 'DEAD', 'PAID'] as const;

@@ -7,9 +7,10 @@
  * Both failures are terminal for the call: the service would send the same answer again.
  */
 import type { Readable } from 'node:stream';
-import { DEFAULT_LIMITS, LIMIT_OPTIONS, formatBytes, formatSeconds, type Limits } from '../core/limits.js';
+import { DEFAULT_LIMITS, LIMIT_OPTIONS, formatBytes, type Limits } from '../core/limits.js';
 import { redact } from '../core/redact.js';
 import { ServiceError } from './errors.js';
+import { formatDuration } from '../core/duration.js';
 
 /** The limits that apply to reading answers (core/limits.ts). */
 export type AnswerLimits = Pick<Limits, 'maxAnswerBytes' | 'callTimeoutMs'>;
@@ -111,7 +112,7 @@ export function callDeadline(where: Where, ms: number, callerSignal?: AbortSigna
       where,
       0,
       'callTimeoutMs',
-      `no complete answer within ${formatSeconds(ms)} (${LIMIT_OPTIONS.callTimeoutMs}); the call was abandoned`,
+      `no complete answer within ${formatDuration(ms)} (${LIMIT_OPTIONS.callTimeoutMs}); the call was abandoned`,
     );
     own.abort(expired);
   }, ms);

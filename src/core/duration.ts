@@ -12,3 +12,21 @@ export function parseDuration(text: string): number {
   if (t === '' || parts.map((m) => m[0]).join('') !== t) return NaN;
   return Math.round(parts.reduce((ms, m) => ms + Number(m[1]) * UNIT_MS[m[2]!]!, 0));
 }
+
+/**
+ * `250 ms`, `4.2 s`, `25 s`, `3 min 5 s`, `10 min`, `2 h 5 min`: a duration for people — messages, summaries, the
+ * runs table, the report's charts. One form everywhere, so a figure reads the same wherever it is quoted.
+ */
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  const s = ms / 1000;
+  if (s < 59.5) return `${Number(s.toFixed(s < 10 ? 1 : 0))} s`;
+  const seconds = Math.round(s);
+  if (seconds < 3600) {
+    const rest = seconds % 60;
+    return `${Math.floor(seconds / 60)} min${rest ? ` ${rest} s` : ''}`;
+  }
+  const minutes = Math.round(s / 60);
+  const rest = minutes % 60;
+  return `${Math.floor(minutes / 60)} h${rest ? ` ${rest} min` : ''}`;
+}

@@ -134,14 +134,6 @@ export function formatBytes(n: number): string {
   return `${Number.isInteger(v) ? v : v.toFixed(1)} ${units[i]}`;
 }
 
-/** `25 s`, `10 min`, `4 h`: for messages. */
-export function formatSeconds(ms: number): string {
-  const s = ms / 1000;
-  if (s < 120) return `${Number.isInteger(s) ? s : s.toFixed(1)} s`;
-  if (s < 7200) return `${Math.round(s / 60)} min`;
-  return `${Number((s / 3600).toFixed(1))} h`;
-}
-
 /**
  * What a decoder is told about the unit it reads, beside the bytes: the limits (defaults where absent), how many
  * records the source announced for it, and the signal that cancels the read (an interrupt's grace spent, the unit's

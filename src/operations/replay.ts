@@ -39,6 +39,8 @@ import type { RunOptions, RunSummary } from './api.js';
 import type { RunHooks } from './run-hooks.js';
 import { runPipeline } from './run.js';
 
+export type { StoredDeadLetter } from '../state/dead-letter-file.js';
+
 /** A shard's letters are its own: written, listed and replayed under the shard's state directory. */
 function replayDir(p: LoadedPipeline, shard?: ShardId): string {
   return path.join(pipelinePaths(p, shard).stateDir, 'replay');

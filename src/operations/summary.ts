@@ -7,7 +7,7 @@ import type { RunSummary, SinkSchemaChanges } from './api.js';
 import { errorText } from '../core/error-text.js';
 import { formatReasons } from './failure-budget.js';
 import { formatBytes } from '../core/limits.js';
-import { formatDuration } from '../runtime/progress.js';
+import { formatDuration } from '../core/duration.js';
 import type { CheckResult } from '../observe/events.js';
 import { formatCheck } from '../observe/checks/run-checks.js';
 

@@ -8,9 +8,10 @@
  * the grace whatever the run is doing (src/cli/io.ts), so the process always ends within it.
  */
 import { InterruptedError, SluiceError, type InterruptSignal } from '../core/errors.js';
-import { formatSeconds, unitGraceMs } from '../core/limits.js';
+import { unitGraceMs } from '../core/limits.js';
 import type { Logger } from '../core/types.js';
 import type { UnitCounts } from '../unit/run-units.js';
+import { formatDuration } from '../core/duration.js';
 
 export function interruptSignalOf(signal: AbortSignal): InterruptSignal {
   return signal.reason === 'SIGTERM' ? 'SIGTERM' : 'SIGINT';
@@ -47,11 +48,11 @@ export class InterruptGrace {
     const commitMs = unitGraceMs(this.graceMs);
     // Both numbers, named as the docs name them: the grace (the option) and the part of it units may use.
     this.log.warn(
-      `${signal}: stopping: no new units; units in flight may commit for ${formatSeconds(commitMs)}, then are abandoned; the run exits within its grace of ${formatSeconds(this.graceMs)} (limits.interrupt_grace_s; a second signal exits at once)`,
+      `${signal}: stopping: no new units; units in flight may commit for ${formatDuration(commitMs)}, then are abandoned; the run exits within its grace of ${formatDuration(this.graceMs)} (limits.interrupt_grace_s; a second signal exits at once)`,
     );
     this.timer = setTimeout(() => {
       this.log.warn(
-        `${signal}: units still in flight after ${formatSeconds(commitMs)}: abandoning them; nothing of them is committed`,
+        `${signal}: units still in flight after ${formatDuration(commitMs)}: abandoning them; nothing of them is committed`,
       );
       this.controller.abort(
         new SluiceError(`abandoned: ${signal} arrived and the unit did not commit within its grace`, {

@@ -11,6 +11,7 @@
  */
 import { formatBytes } from '../core/limits.js';
 import type { Counters, Logger } from '../core/types.js';
+import { formatDuration } from '../core/duration.js';
 
 /** The terminal the bars are drawn on: its width now, and a way to hear that it changed. */
 export interface ProgressTerminal {
@@ -160,11 +161,3 @@ export class Progress {
 const BAR_WIDTH = 30;
 /** Narrower than this, a bar tells nothing the counts beside it do not. */
 const MIN_BAR_WIDTH = 5;
-
-export function formatDuration(ms: number): string {
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  const s = ms / 1000;
-  if (s < 60) return `${s.toFixed(1)} s`;
-  const m = Math.floor(s / 60);
-  return `${m} min ${Math.round(s % 60)} s`;
-}

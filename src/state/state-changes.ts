@@ -69,12 +69,17 @@ export async function readStateChanges(historyFile: string): Promise<StateChange
   const out: StateChange[] = [];
   for (const line of text.split('\n')) {
     if (!line.includes('"kind"')) continue;
+    let r: unknown;
     try {
-      const r = JSON.parse(line) as StateChange;
-      if (KINDS.includes(r.kind) && typeof r.at === 'string') out.push(r);
+      r = JSON.parse(line);
     } catch {
-      // a line cut short
+      continue; // a line cut short
     }
+    // A line edited by hand or written by another version: only a change that says what and when.
+    if (typeof r !== 'object' || r === null || Array.isArray(r)) continue;
+    const c = r as Partial<StateChange>;
+    if (!KINDS.includes(c.kind!) || typeof c.at !== 'string' || Number.isNaN(Date.parse(c.at))) continue;
+    out.push({ ...c, what: typeof c.what === 'string' ? c.what : c.kind } as StateChange);
   }
   return out;
 }

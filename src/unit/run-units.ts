@@ -15,11 +15,12 @@ import { createHash } from 'node:crypto';
 import { failpoint } from '../core/failpoints.js';
 import { DecodeError, SluiceError } from '../core/errors.js';
 import { errorText } from '../core/error-text.js';
-import { LIMIT_OPTIONS, LimitExceeded, formatSeconds } from '../core/limits.js';
+import { LIMIT_OPTIONS, LimitExceeded } from '../core/limits.js';
 import { retrying, type RetryPolicy } from '../core/retry.js';
 import type { Counters, Logger, Sink, Source, SourceContext, WorkUnit } from '../core/types.js';
 import { scheduleUnits } from './scheduler.js';
 import type { UnitLoaded, UnitPath } from './unit-path.js';
+import { formatDuration } from '../core/duration.js';
 
 /**
  * Tries per unit, the first included. One budget per cause, not a product of levels: a request the client retried
@@ -194,7 +195,7 @@ function attemptLimit(
       : setTimeout(() => {
           expired = new LimitExceeded(
             'unitTimeoutMs',
-            `${u.id}: not read and committed within ${formatSeconds(ms)} (${LIMIT_OPTIONS.unitTimeoutMs}); its reads were cancelled and nothing of it was committed`,
+            `${u.id}: not read and committed within ${formatDuration(ms)} (${LIMIT_OPTIONS.unitTimeoutMs}); its reads were cancelled and nothing of it was committed`,
             {
               hint:
                 'the service sent the unit too slowly (a body that trickles never pauses long enough for the body ' +

@@ -1,7 +1,7 @@
 /** `sluice dead-letters <pipeline.yaml> [--replay]`: records that failed to decode or transform, and their replay. */
 import type { Argv, CommandModule } from 'yargs';
-import type { StoredDeadLetter } from '../../state/dead-letter-file.js';
-import type { ShardId } from '../../state/paths.js';
+import type { ShardId } from '../../operations/history.js';
+import type { StoredDeadLetter } from '../../operations/replay.js';
 import type { LoadedPipeline } from '../../pipeline/load.js';
 import { parseShard } from '../args.js';
 import type { CliContext } from '../context.js';
@@ -96,8 +96,8 @@ function shardText(shard: ShardId): string {
 
 /** Where a pipeline's letters are: its own state, then each shard's that has state (undefined: the unsharded run). */
 async function letterScopes(pipeline: LoadedPipeline): Promise<(ShardId | undefined)[]> {
-  const { pipelinePaths, shardsWithState } = await import('../../state/paths.js');
-  return [undefined, ...(await shardsWithState(pipelinePaths(pipeline).rootStateDir))];
+  const { shardsOf } = await import('../../operations/history.js');
+  return [undefined, ...(await shardsOf(pipeline))];
 }
 
 async function replay(

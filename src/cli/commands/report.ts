@@ -40,21 +40,14 @@ export function reportCommand(ctx: CliContext): CommandModule<object, ReportArgs
         .example('$0 report pipelines/serp.yaml --out /var/www/serp.html --limit 30', 'The last 30 attempts')
         .strict() as unknown as Argv<ReportArgs>,
     handler: async (args) => {
-      const { readFile } = await import('node:fs/promises');
       const { loadWithoutService } = await import('../offline.js');
       // As `sluice runs`: the history needs no service, so an unset key or address must not stop the report.
       const pipeline = await loadWithoutService(args.pipeline, ctx.io.env);
-      const { pipelinePaths } = await import('../../state/paths.js');
-      const { runHistoryFile } = await import('../../state/run-history.js');
-      const { attemptsOf, stateChangesOf, toPoint } = await import('../report/series.js');
+      const { readHistory } = await import('../../operations/history.js');
+      const { stateChangeMarks, toPoint } = await import('../report/series.js');
       const { renderReport } = await import('../report/page.js');
-      const historyFile = runHistoryFile(pipelinePaths(pipeline, args.shard).stateDir);
-      const text = await readFile(historyFile, 'utf8').catch((err: NodeJS.ErrnoException) => {
-        if (err.code === 'ENOENT') return '';
-        throw err;
-      });
-      const history = attemptsOf(text);
-      const points = history.slice(-args.limit).map(toPoint);
+      const { attempts, changes } = await readHistory(pipeline, args.shard);
+      const points = attempts.slice(-args.limit).map((a) => toPoint(a as unknown as Record<string, unknown>));
       let extras = {};
       if (args.outputs) {
         const { readCursor, readOutputs } = await import('../report/gather.js');
@@ -65,8 +58,8 @@ export function reportCommand(ctx: CliContext): CommandModule<object, ReportArgs
         file: pipeline.file,
         generatedAt: new Date(),
         points,
-        total: history.length,
-        changes: stateChangesOf(text),
+        total: attempts.length,
+        changes: stateChangeMarks(changes),
         outputs: [],
         ...extras,
       });

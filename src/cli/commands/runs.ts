@@ -34,13 +34,11 @@ export function runsCommand(ctx: CliContext): CommandModule<object, RunsArgs> {
       // set first, so a `${VAR:-default}` in state_dir resolves as the run resolved it; then with the unset ones
       // standing for the embedded emulator, which every service setting accepts.
       const pipeline = await loadWithoutService(args.pipeline, ctx.io.env);
-      const { pipelinePaths } = await import('../../state/paths.js');
-      const { readRunHistory, runHistoryFile } = await import('../../state/run-history.js');
-      const { readStateChanges } = await import('../../state/state-changes.js');
+      const { readHistory } = await import('../../operations/history.js');
       const { entryTime } = await import('../runs-table.js');
-      const historyFile = runHistoryFile(pipelinePaths(pipeline, args.shard).stateDir);
+      const { attempts, changes } = await readHistory(pipeline, args.shard);
       // Attempts and changes made by hand (`sluice state set/reset/drop`), newest first.
-      const runs = [...(await readRunHistory(historyFile)), ...(await readStateChanges(historyFile))].sort((a, b) =>
+      const runs = [...attempts, ...changes].sort((a, b) =>
         entryTime(a) < entryTime(b) ? 1 : entryTime(a) > entryTime(b) ? -1 : 0,
       );
       const shown = runs.slice(0, args.limit);
@@ -49,9 +47,9 @@ export function runsCommand(ctx: CliContext): CommandModule<object, RunsArgs> {
         return;
       }
       // A prepared job's shards keep their histories apart: first, whether all of them have committed.
-      const { findPrepared } = await import('../../operations/prepare.js');
+      const { isPrepared } = await import('../../operations/history.js');
       const { formatCompletion, shardCompletion } = await import('../../operations/finalize.js');
-      if (await findPrepared(pipeline, pipelinePaths(pipeline)))
+      if (await isPrepared(pipeline))
         ctx.io.out(
           await shardCompletion(pipeline).then(
             (c) => formatCompletion(c) + (args.shard ? '' : "\n(a shard's attempts: --shard i/n)"),

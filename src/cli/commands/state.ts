@@ -8,7 +8,7 @@
 import type { Argv, CommandModule } from 'yargs';
 import type { CursorState, StateTarget } from '../../operations/state.js';
 export type { CursorState } from '../../operations/state.js';
-import type { StateChange } from '../../state/state-changes.js';
+import type { StateChange } from '../../operations/history.js';
 import { positiveInt } from '../args.js';
 import type { CliContext } from '../context.js';
 import { printableLine } from '../../core/printable.js';

@@ -4,16 +4,8 @@
  * Everything that comes from the history or the pipeline passes through `esc`.
  */
 import { charts, durationMs, num, paidCalls, recordsCharged, type RunPoint, type StateChangeMark } from './series.js';
-import {
-  BACKFILL_COLOR,
-  CHANGE_COLOR,
-  esc,
-  formatValue,
-  renderChart,
-  seriesColor,
-  shortDuration,
-  STATUS_COLORS,
-} from './svg.js';
+import { BACKFILL_COLOR, CHANGE_COLOR, esc, formatValue, renderChart, seriesColor, STATUS_COLORS } from './svg.js';
+import { formatDuration } from '../../core/duration.js';
 
 export interface CursorInfo {
   source: string;
@@ -115,7 +107,7 @@ function tiles(input: ReportInput): string {
       'last run: records',
       last && num(last.raw.records) !== undefined ? esc(formatValue(num(last.raw.records)!, 'count')) : '–',
     ],
-    ['last run: took', lastDuration !== undefined ? esc(shortDuration(lastDuration)) : '–'],
+    ['last run: took', lastDuration !== undefined ? esc(formatDuration(lastDuration)) : '–'],
     ['attempts succeeded', `${ok} / ${points.length}`],
     ['records (charted runs)', esc(sum((p) => num(p.raw.records)).toLocaleString('en-US'))],
     ['dead letters (charted runs)', esc(sum((p) => num(p.raw.deadLetters)).toLocaleString('en-US'))],

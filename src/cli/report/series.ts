@@ -1,8 +1,10 @@
 /**
- * The run history as the report's series: one point per attempt, a value or a gap. runs.jsonl is read as untrusted
- * text: other versions of sluice write more fields, fewer, or the same ones with other types, and a line may be cut
- * short. Whatever a field holds, a point is a finite number or a gap (undefined), and nothing here throws.
+ * The run history as the report's series: one point per attempt, a value or a gap. runs.jsonl is read by the one
+ * reader (operations/history.ts: lines cut short skipped, `null` or a list too), but its fields are untrusted: other
+ * versions of sluice write more fields, fewer, or the same ones with other types. Whatever a field holds, a point is
+ * a finite number or a gap (undefined), and nothing here throws.
  */
+import type { StateChange } from '../../operations/history.js';
 
 export type Status = 'succeeded' | 'failed' | 'interrupted' | 'crashed' | 'running' | 'unknown';
 
@@ -61,55 +63,16 @@ export function num(v: unknown): number | undefined {
 
 const STATUSES: readonly Status[] = ['succeeded', 'failed', 'interrupted', 'crashed', 'running'];
 
-/**
- * The attempts of a runs.jsonl text, oldest first: each attempt's lines merged, later fields winning, as the engine's
- * reader (engine/run-history.ts) merges them. Read here again because the report must take any line — `null`, a
- * list, a line cut short, an event of a kind this version does not know — and skip what is not an attempt.
- */
-export function attemptsOf(text: string): Obj[] {
-  const byAttempt = new Map<string, Obj>();
-  for (const line of text.split('\n')) {
-    if (!line.trim()) continue;
-    let r: unknown;
-    try {
-      r = JSON.parse(line);
-    } catch {
-      continue;
-    }
-    if (!isObj(r) || typeof r.run !== 'string' || num(r.attempt) === undefined) continue;
-    const key = `${r.run}#${String(r.attempt)}`;
-    byAttempt.set(key, { ...byAttempt.get(key), ...r });
-  }
-  return [...byAttempt.values()];
-}
-
-const CHANGE_KINDS: readonly StateChangeMark['kind'][] = ['state-set', 'state-reset', 'state-drop'];
-
-/**
- * The changes made by hand that a runs.jsonl text records (lines with a state `kind` and no `run`), oldest first;
- * a line that does not say when, or what, is skipped.
- */
-export function stateChangesOf(text: string): StateChangeMark[] {
-  const out: StateChangeMark[] = [];
-  for (const line of text.split('\n')) {
-    if (!line.includes('"kind"')) continue;
-    let r: unknown;
-    try {
-      r = JSON.parse(line);
-    } catch {
-      continue;
-    }
-    if (!isObj(r) || !CHANGE_KINDS.includes(r.kind as StateChangeMark['kind']) || typeof r.at !== 'string') continue;
-    const at = new Date(r.at);
-    if (Number.isNaN(at.getTime())) continue;
-    out.push({
-      kind: r.kind as StateChangeMark['kind'],
-      at,
-      what: typeof r.what === 'string' ? r.what : String(r.kind),
-      ...(typeof r.by === 'string' && { by: r.by }),
-    });
-  }
-  return out.sort((a, b) => a.at.getTime() - b.at.getTime());
+/** The changes made by hand (operations/history.ts reads them), as the page marks them, oldest first. */
+export function stateChangeMarks(changes: readonly StateChange[]): StateChangeMark[] {
+  return changes
+    .map((c) => ({
+      kind: c.kind,
+      at: new Date(c.at),
+      what: typeof c.what === 'string' ? c.what : String(c.kind),
+      ...(typeof c.by === 'string' && { by: c.by }),
+    }))
+    .sort((a, b) => a.at.getTime() - b.at.getTime());
 }
 
 /** How many of `points` (oldest first) started before `at`: a change sits after that many attempts. */

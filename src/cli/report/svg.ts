@@ -5,6 +5,8 @@
  * the history lacks is drawn as a gap marker, never as a zero.
  */
 import { attemptsBefore, type Chart, type RunPoint, type Series, type StateChangeMark, type Status } from './series.js';
+import { formatDuration } from '../../core/duration.js';
+import { formatBytes } from '../../core/limits.js';
 
 const W = 580;
 const H = 220;
@@ -48,34 +50,13 @@ export function shortCount(n: number): string {
   return Number.isInteger(n) ? String(n) : n.toFixed(1);
 }
 
-export function shortDuration(ms: number): string {
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  const s = ms / 1000;
-  if (s < 60) return `${Number(s.toFixed(s < 10 ? 1 : 0))} s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m ${Math.round(s % 60)}s`;
-  return `${Math.floor(s / 3600)}h ${Math.round((s % 3600) / 60)}m`;
-}
-
-const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-
-/** 1536 → "1.5 KiB": byte counts in binary units, as `sluice run`'s summary writes them. */
-export function shortBytes(n: number): string {
-  let v = n;
-  let u = 0;
-  while (Math.abs(v) >= 1024 && u < BYTE_UNITS.length - 1) {
-    v /= 1024;
-    u++;
-  }
-  return `${u === 0 ? Math.round(v) : Number(v.toFixed(v < 10 ? 1 : 0))} ${BYTE_UNITS[u]}`;
-}
-
 export function formatValue(v: number, unit: Series['unit']): string {
-  return unit === 'ms' ? shortDuration(v) : unit === 'bytes' ? shortBytes(v) : v.toLocaleString('en-US');
+  return unit === 'ms' ? formatDuration(v) : unit === 'bytes' ? formatBytes(v) : v.toLocaleString('en-US');
 }
 
 /** An axis tick or a cut value, short. */
 function axisText(v: number, unit: Series['unit']): string {
-  return unit === 'ms' ? shortDuration(v) : unit === 'bytes' ? shortBytes(v) : shortCount(v);
+  return unit === 'ms' ? formatDuration(v) : unit === 'bytes' ? formatBytes(v) : shortCount(v);
 }
 
 /** A round upper bound for the y axis, and its ticks. */
