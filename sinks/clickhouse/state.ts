@@ -1,6 +1,6 @@
 /**
  * The system tables in the target database: `_sluice_state` (a unit's row, with its checkpoint) and `_sluice_runs`
- * (a run's row), with the columns the other warehouse sinks give them (sinks/warehouse/system-tables.ts) and three
+ * (a run's row), with the columns the other warehouse sinks give them (src/sink-kit/warehouse/system-tables.ts) and three
  * more, because ClickHouse has no transactions, no unique keys and no UPDATE but by mutation:
  *
  * - `status`: where the unit's commit stands — `publishing` (its rows are staged; the load `load_id` is about to be

@@ -9,7 +9,7 @@
  * (table.ts), text meeting a DATE/TIMESTAMP column decided first (temporal-text.ts). With declared columns
  * (`SinkContext.declared`, a preset's), the table is created with all of them at `open()`, or given the ones it
  * lacks, so its columns do not depend on which fields tonight's data fills; rows are then read with the table's
- * (the declared) types. The schema contract is the engine's (engine/stages/schema-gate.ts): the sink reports the
+ * (the declared) types. The schema contract is the engine's (unit/schema-gate.ts): the sink reports the
  * columns it added or widened for a unit in the unit's `CommitResult.schemaChanges`.
  *
  * The stages, each in its file: the session (session.ts) holds the database while the sink is open; the table is

@@ -102,7 +102,7 @@ export function createPool(url: string | undefined, onIdleError: (err: Error) =>
 }
 
 /**
- * Waits between reads that failed on the link: the engine's unit policy (engine/stages/run-unit.ts), 4 tries with
+ * Waits between reads that failed on the link: the engine's unit policy (unit/run-units.ts), 4 tries with
  * 0.5 s, 1 s, 2 s between them, the time a server takes to come back from a fast restart.
  */
 const READ_RETRY = new RetryPolicy({ attempts: 4, baseMs: 500, maxMs: 30_000 });

@@ -127,7 +127,7 @@ export class NativeLoadRefused extends SluiceError {
   }
 }
 
-/** Who holds a run lock, as its lock file says (engine/run-lock.ts). */
+/** Who holds a run lock, as its lock file says (state/run-lock.ts). */
 export interface LockHolder {
   pid: number;
   host: string;

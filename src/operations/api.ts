@@ -10,14 +10,14 @@ export interface RunOptions {
   fresh: boolean;
   /**
    * `--allow-duplicates`: with `fresh`, load every unit again even into `append` outputs that hold what earlier runs
-   * committed (without it such a run refuses: stages/fresh-guard.ts).
+   * committed (without it such a run refuses: operations/fresh-guard.ts).
    */
   allowDuplicates?: boolean;
   /** `--reset-cursor`: an incremental source starts from its initial cursor (`fresh` implies it). */
   resetCursor?: boolean;
   /**
    * `--from <v> [--to <v>]`: a backfill, a run that loads this window of the source's cursor again and leaves the
-   * nightly cursor where it was (stages/backfill.ts). `allowDuplicates` lets it load into `write: append` outputs.
+   * nightly cursor where it was (operations/backfill.ts). `allowDuplicates` lets it load into `write: append` outputs.
    */
   backfill?: { from: string; to?: string };
   /** Run only the units whose stable hash falls in shard `index` of `count` (0-based index). */

@@ -28,7 +28,7 @@ export async function refuseFreshDuplicates(outputs: readonly FreshOutput[], run
   const held: Held[] = [];
   for (const { sink, write } of outputs) {
     if (write !== 'append') continue;
-    // Sinks see `<run>/<unit>` ids (stages/schedule.ts); ids of versions before that have no run.
+    // Sinks see `<run>/<unit>` ids (unit/run-units.ts); ids of versions before that have no run.
     const earlier = [...(await sink.committedUnits())].filter((id) => !id.startsWith(`${runId}/`));
     if (earlier.length === 0) continue;
     const runs = [...new Set(earlier.map((id) => (id.includes('/') ? id.slice(0, id.indexOf('/')) : '?')))].sort();

@@ -154,7 +154,7 @@ function selectSink(rt: PipelineRuntime, which: string): number {
 /**
  * A mark every earlier run's id sorts below (the lock is held: no run starts meanwhile). `taken()` records it as
  * the last run's id, completed, when no unfinished run is waiting to resume: the next run's id is made to sort
- * after it (stages/open-state.ts `newRunId`) even if the clock went back meanwhile.
+ * after it (state/run-id.ts `newRunId`) even if the clock went back meanwhile.
  */
 async function sinceMark(rt: PipelineRuntime): Promise<{ since: string; unfinished?: string; taken(): Promise<void> }> {
   const state = await FileStateStore.open(rt.paths.stateFile);

@@ -164,7 +164,7 @@ export function validatePipelineText(file: string, text: string, env: Env, reg: 
   if (unique.length > 0 || !parsed.success) return { problems: unique };
 
   const absolute = path.resolve(file);
-  // The variable the key came from, for the 401 fix line (engine/service.ts): not an option, never in the file.
+  // The variable the key came from, for the 401 fix line (runtime/service.ts): not an option, never in the file.
   const apiKeyVariable = interpolation.variables.get(JSON.stringify(['service', 'api_key']))?.[0];
   const config = parsed.data as LoadedPipeline['config'];
   if (apiKeyVariable !== undefined && config.service !== undefined)

@@ -37,7 +37,7 @@ export interface InferOptions {
   /**
    * Type ISO 8601 text as TIMESTAMP (`2024-01-02T03:04:05Z`, with or without offset) or DATE (`2024-01-02`) when
    * every string of a column is one, as DuckDB's JSON reader does. Every sink infers with it, on the native and
-   * the JS path alike, so a column's type does not depend on the path or the sink (test/engine/fast-path-parity).
+   * the JS path alike, so a column's type does not depend on the path or the sink (test/unit/fast-path-parity).
    */
   temporalText?: boolean;
   /**

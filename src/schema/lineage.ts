@@ -1,7 +1,7 @@
 /**
  * The lineage columns (`lineage: true` on a sink): their names, their declaration and the option every sink's schema
  * carries. Facts of the sinks' configuration, kept below them so a sink's config imports nothing above its layer; the
- * engine fills the columns (engine/lineage.ts `withLineage`).
+ * engine fills the columns (runtime/lineage.ts `withLineage`).
  */
 import { z } from 'zod';
 import { column, type DeclaredSchema } from '../core/declared.js';

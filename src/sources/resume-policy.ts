@@ -1,6 +1,6 @@
 /**
  * The pipeline's `resume:` policy: what an unattended rerun does with an unfinished run whose paid job it cannot (or
- * should not) reuse. Applied by the engine (src/engine/run.ts, stages/open-state.ts); documented in the README.
+ * should not) reuse. Applied by the engine (src/operations/run.ts, src/state/run-state.ts); documented in the README.
  *
  * - `stale_after`: an unfinished run older than this is not resumed; a new run starts (a new paid job, when the
  *   source starts one). The saved job may still be valid, but finishing yesterday's snapshot tonight would load
@@ -75,7 +75,7 @@ export function restartAfter(err: unknown, policy: ResumePolicy | undefined): Ru
   };
 }
 
-/** The restart of an unfinished run that `stale_after` did not resume (stages/open-state.ts). */
+/** The restart of an unfinished run that `stale_after` did not resume (src/state/run-state.ts). */
 export function staleRestart(stale: { runId: string; startedAt: string } | undefined): RunRestart | undefined {
   if (stale === undefined) return undefined;
   return {

@@ -3,7 +3,7 @@
  * `<state_dir>/cursor-base.json` rather than written into the sinks: the sinks keep committing checkpoints with their
  * rows exactly as before, and a change by hand only decides which of those earlier checkpoints the next run counts.
  *
- * Each entry has a `since` mark that sorts like a run id (stages/open-state.ts `newRunId`) and is taken while no run
+ * Each entry has a `since` mark that sorts like a run id (state/run-id.ts `newRunId`) and is taken while no run
  * holds the pipeline's lock, so every run that committed before it has an id below it and every later run one above
  * it. Applying an entry to the sinks' checkpoints (`rebase`):
  * - the checkpoints committed before `since` (into the sinks it names, or all) are no longer counted: the source

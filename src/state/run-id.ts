@@ -16,7 +16,7 @@ export function runStartedAt(runId: string): Date | undefined {
 
 /**
  * A run's id: its start to the millisecond, then a random suffix: `20261123194100123-a1b2c3`. The cursor orders the
- * runs' checkpoints by these ids (engine/cursor.ts: the newest run's checkpoint of a unit wins), so an id must sort
+ * runs' checkpoints by these ids (runtime/cursor.ts: the newest run's checkpoint of a unit wins), so an id must sort
  * after the id of the pipeline's run before it (`previous`): never before it when two runs start in one second or
  * millisecond, or the clock went back; a later millisecond than the previous start is taken then. An id of an
  * earlier version (to the second) sorts before every id of the same second with milliseconds ('-' < '0').

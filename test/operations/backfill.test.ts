@@ -1,5 +1,5 @@
 /**
- * A backfill's window across the attempts of its run (stages/backfill.ts): kept in the run's state, resumed as the
+ * A backfill's window across the attempts of its run (operations/backfill.ts): kept in the run's state, resumed as the
  * backfill it is (also by a plain `sluice run`), and never started over another unfinished run.
  */
 import { describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-/** `--fresh` into `append` outputs that hold earlier runs' units (stages/fresh-guard.ts), through runPipeline. */
+/** `--fresh` into `append` outputs that hold earlier runs' units (operations/fresh-guard.ts), through runPipeline. */
 import { describe, expect, it } from 'vitest';
 import { SluiceError } from '../../src/core/errors.js';
 import { pipelinePaths } from '../../src/state/paths.js';

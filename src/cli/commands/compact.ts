@@ -1,6 +1,6 @@
 /**
  * `sluice compact <pipeline.yaml>`: the small files of the pipeline's file sinks (parquet, jsonl) rewritten into
- * files of about `target_file_mb`, under the same commit protocol as a run's (engine/compact.ts). A run in progress
+ * files of about `target_file_mb`, under the same commit protocol as a run's (operations/compact.ts). A run in progress
  * makes it exit 3, as it makes a second run.
  */
 import type { Argv, CommandModule } from 'yargs';

@@ -1,6 +1,6 @@
 /**
  * The report page on disk: readable by its owner alone (0600), as the run history it is drawn from is
- * (engine/run-history.ts): the page quotes what runs.jsonl keeps — failure causes, warnings that name records' values,
+ * (state/run-history.ts): the page quotes what runs.jsonl keeps — failure causes, warnings that name records' values,
  * dead letters' reasons — and a report written where others can read it would hand them what the history does not.
  */
 import { open, rename, rm } from 'node:fs/promises';

@@ -1,7 +1,7 @@
 /**
  * What a file sink committed, for checks after the load: its published files read by an in-memory DuckDB of their
  * own (the files are the table; no database file is locked), locked down so that a check reads those files and
- * nothing else (sinks/duckdb/read-only.ts): the files are listed once — regular files under the output's root, no
+ * nothing else (src/sink-kit/duckdb-read-only.ts): the files are listed once — regular files under the output's root, no
  * link that leads out of it — and DuckDB may open only them. Only local outputs: DuckDB would need the S3 client's
  * credentials and endpoint to read an `s3://` prefix.
  */

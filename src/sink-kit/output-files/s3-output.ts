@@ -74,7 +74,7 @@ export async function openS3Store(opts: OutputDirOptions): Promise<OpenedStore> 
     generation = await S3Generation.open(objects, opts.fresh);
     dataPrefix = generation.prefix;
   } else {
-    // An append onto a `replace` output (a dead-letter replay, engine/dead-letters.ts) joins its live generation,
+    // An append onto a `replace` output (a dead-letter replay, operations/replay.ts) joins its live generation,
     // where readers that follow the pointer look, as a local output's link to its generation makes it do there.
     const live = await s3LiveGeneration(objects);
     if (live !== undefined) dataPrefix = `${S3_GENERATIONS}${live}/`;

@@ -20,7 +20,7 @@ export const SHARED_STATE_NAME = '.sluice-prepared.json';
 
 /**
  * Written by `sluice finalize` once every shard of a prepared job has committed: the shards' manifests, for readers
- * that follow manifests and want to know the set is complete (src/engine/prepare.ts `writeShardsRecord`).
+ * that follow manifests and want to know the set is complete (src/operations/finalize.ts `writeShardsRecord`).
  */
 export const SHARDS_RECORD_NAME = '_sluice_shards.json';
 

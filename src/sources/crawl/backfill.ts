@@ -1,6 +1,6 @@
 /**
  * Backfills of the incremental crawls (`sluice run <p> --from <date>`), a run of their own whose rows merge into the
- * same tables (the engine refuses append and replace outputs: engine/stages/backfill.ts):
+ * same tables (the engine refuses append and replace outputs: operations/backfill.ts):
  *
  * - a review crawl (`incremental: true`) reloads, for every place, the reviews dated after `--from`: it reads the
  *   place's pages from the first until a review dated at or before `--from`, whatever earlier runs committed. Its

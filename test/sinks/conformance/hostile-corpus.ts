@@ -2,7 +2,7 @@
  * The hostile-record corpus: records scraped from the open web that some sink cannot store as they are, beside
  * records that look odd but every sink stores. Each case says, per sink type, whether the record is stored or goes
  * to the dead letters, and what the letter's reason must name. Written from the stores' own limits (probed, see
- * sinks/limits.ts), not from the judge's code.
+ * each sink's `config.ts`, e.g. `duckdbLimits`), not from the judge's code.
  *
  * The records share one file (one unit): a unit is never lost to one record, so every clean record of it commits.
  */

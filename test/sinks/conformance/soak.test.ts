@@ -216,7 +216,7 @@ async function cursorBehind(
   const perSink = await Promise.all(TARGETS.map((t) => t.checkpoints(outputOf(s, t), pipeline)));
   const mine = perSink[TARGETS.indexOf(target)]!;
   const ahead = perSink.flatMap((m) => [...m.keys()]).filter((id) => !mine.has(id));
-  // The cursor is made of the units every sink committed (engine/cursor.ts): none the failing sink lacks.
+  // The cursor is made of the units every sink committed (runtime/cursor.ts): none the failing sink lacks.
   const everywhere = new Set(committedList(perSink).map((c) => `${c.run}/${c.unit}`));
   expect(
     ahead.filter((id) => everywhere.has(id)),

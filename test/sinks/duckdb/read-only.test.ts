@@ -1,5 +1,5 @@
 /**
- * The duckdb sink's `queryable()` runs what checks ask read-only, enforced by DuckDB (sinks/duckdb/read-only.ts): a
+ * The duckdb sink's `queryable()` runs what checks ask read-only, enforced by DuckDB (src/sink-kit/duckdb-read-only.ts): a
  * statement that is not a query, a second statement and a write inside a SELECT are refused on the sink's own
  * database; a file or another table is refused by the locked-down instance the query is bound in first. And the
  * checks leave the sink's hold on its file as it was: another process still cannot open it for writing.

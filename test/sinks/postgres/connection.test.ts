@@ -67,7 +67,7 @@ function twoBatches(rows: Row[]): AsyncIterable<Batch> {
   return batches(rows.slice(0, half), rows.slice(half));
 }
 
-/** `attempt` tried again while it fails transiently, as stages/run-unit.ts does; returns the tries it took. */
+/** `attempt` tried again while it fails transiently, as unit/run-units.ts does; returns the tries it took. */
 async function asTheEngine(attempt: () => Promise<unknown>): Promise<number> {
   const policy = new RetryPolicy({ attempts: UNIT_ATTEMPTS, baseMs: 1, maxMs: 10 });
   for (let n = 1; ; n++) {
