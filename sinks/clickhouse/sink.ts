@@ -103,7 +103,9 @@ export class ClickHouseSink implements Sink {
 
   /** `--show`, `sluice schema` and the report read the table back over a client of their own, read-only. */
   outputQuery(): OwnOutputQuery {
-    return { reader: async () => clickhouseOutputReader(this.target, this.names, this.config.write === 'merge') };
+    const merged = this.config.write === 'merge';
+    // A MergeTree counts its rows from its parts; FINAL (merge) reads every key.
+    return { reader: async () => clickhouseOutputReader(this.target, this.names, merged), countIsCheap: !merged };
   }
 
   /** The table as a reader names it: `FINAL` for `merge` (a ReplacingMergeTree). */

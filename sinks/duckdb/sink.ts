@@ -101,6 +101,7 @@ export class DuckDBSink implements Sink {
     return {
       database: path.resolve(this.baseDir ?? '.', this.config.path),
       sql: `SELECT * FROM ${table} LIMIT ${limit}`,
+      countIsCheap: true,
     };
   }
 

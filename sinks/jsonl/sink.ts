@@ -81,6 +81,7 @@ export class JsonlSink extends FileSinkBase<JsonlSinkConfig> implements Sink {
     super(config, options, 'jsonl', {
       pattern: '*.jsonl*',
       reader: (glob) => `read_json_auto(${glob}, format = 'newline_delimited', union_by_name = true)`,
+      countIsCheap: false,
     });
     const compress = config.compress ?? config.path.endsWith('.gz');
     this.gzipLevel = compress ? config.gzip_level : undefined;

@@ -93,6 +93,7 @@ export class ParquetSink extends FileSinkBase<ParquetSinkConfig, OpenedParquet> 
     super(config, options, 'parquet', {
       pattern: '*.parquet',
       reader: (glob) => `read_parquet(${glob}, hive_partitioning = true, union_by_name = true)`,
+      countIsCheap: true,
     });
     this.targetBytes =
       config.file_size_bytes ?? Math.round((config.target_file_mb ?? DEFAULT_TARGET_FILE_MB) * 2 ** 20);

@@ -107,7 +107,7 @@ export class PostgresSink implements Sink {
 
   /** Read back by the sink itself (read-back.ts): DuckDB cannot reach a Postgres server here. */
   outputQuery(): OwnOutputQuery {
-    return { reader: () => postgresOutputReader(this.config, this.names) };
+    return { reader: () => postgresOutputReader(this.config, this.names), countIsCheap: false };
   }
 
   private get label(): string {

@@ -113,8 +113,17 @@ export interface CompactSummary {
  */
 export type OutputQuery = DuckDbOutputQuery | OwnOutputQuery;
 
+/** What every way of reading an output back says about it. */
+interface OutputQueryCost {
+  /**
+   * Counting the output's rows reads metadata only (a DuckDB table's, Parquet footers, a MergeTree's parts), not
+   * every row: `sluice report` counts only such outputs unasked.
+   */
+  countIsCheap: boolean;
+}
+
 /** A query that reads the output through DuckDB, and the database file it runs in. */
-export interface DuckDbOutputQuery {
+export interface DuckDbOutputQuery extends OutputQueryCost {
   /** undefined: an in-memory DuckDB (files read with read_parquet / read_json). */
   database?: string;
   sql: string;
@@ -124,7 +133,7 @@ export interface DuckDbOutputQuery {
  * The sink reads its own store: a Postgres server, which DuckDB could only read through an extension it downloads
  * at run time. The reader only reads, and releases what it opened in `close()`.
  */
-export interface OwnOutputQuery {
+export interface OwnOutputQuery extends OutputQueryCost {
   reader(): Promise<OutputReader>;
 }
 

@@ -119,6 +119,7 @@ describe('--show reads outputs back through DuckDB', () => {
     ).toEqual({
       database: path.join(dir, 'a.duckdb'),
       sql: 'SELECT * FROM "s"."we""ird" LIMIT 5',
+      countIsCheap: true,
     });
     expect(((await sinkOf(dir, { type: 'jsonl', path: "it's" })).outputQuery(1) as DuckDbOutputQuery).sql).toContain(
       `'${dir}/it''s/**/*.jsonl*'`,

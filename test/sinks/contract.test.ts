@@ -67,10 +67,25 @@ function duckdbQuery(sink: Sink, limit: number): DuckDbOutputQuery {
 }
 
 describe('outputQuery()', () => {
+  it('says whether counting the output reads metadata only (what `sluice report` counts unasked)', () => {
+    const cheap = (c: { type: string; [k: string]: unknown }): boolean => build(c, '/base').outputQuery(0).countIsCheap;
+    expect(Object.fromEntries(Object.entries(configs).map(([type, c]) => [type, cheap(c)]))).toEqual({
+      duckdb: true,
+      parquet: true,
+      jsonl: false,
+    });
+    const url = 'postgres://u@127.0.0.1:1/db';
+    expect(cheap({ type: 'postgres', url, table: 't' })).toBe(false);
+    expect(cheap({ type: 'clickhouse', table: 't' })).toBe(true);
+    expect(cheap({ type: 'clickhouse', table: 't', write: 'merge', primary_key: ['id'] })).toBe(false);
+    expect(cheap({ type: 'parquet', path: 's3://bucket/out' })).toBe(false);
+  });
+
   it('reads a DuckDB table in its database file, schema-qualified when configured', () => {
     expect(duckdbQuery(build(configs.duckdb, '/base'), 5)).toEqual({
       database: '/base/out/w.duckdb',
       sql: 'SELECT * FROM "t" LIMIT 5',
+      countIsCheap: true,
     });
     expect(duckdbQuery(build({ ...configs.duckdb, table: 'we"ird', schema: 's' }, '/base'), 1).sql).toBe(
       'SELECT * FROM "s"."we""ird" LIMIT 1',

@@ -250,8 +250,8 @@ export class MemorySink implements Sink {
     return `memory ${this.name}`;
   }
 
-  outputQuery(limit: number): { sql: string } {
-    return { sql: `SELECT 1 LIMIT ${limit}` };
+  outputQuery(limit: number): { sql: string; countIsCheap: boolean } {
+    return { sql: `SELECT 1 LIMIT ${limit}`, countIsCheap: true };
   }
 
   async open(ctx: SinkContext): Promise<void> {

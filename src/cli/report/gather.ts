@@ -34,20 +34,14 @@ export async function readCursor(pipeline: LoadedPipeline): Promise<CursorInfo> 
   }
 }
 
-/**
- * Sinks whose row count costs next to nothing: a DuckDB table's count is in its metadata, Parquet's in each file's
- * footer. JSONL would be read whole, and Postgres counts a table by scanning it.
- */
-const CHEAP_COUNT = new Set(['duckdb', 'parquet']);
-
 export async function readOutputs(pipeline: LoadedPipeline): Promise<OutputInfo[]> {
   const { countRows, withOutputs } = await import('../../operations/outputs.js');
-  const types = ((pipeline.config.sinks ?? [pipeline.config.sink]) as { type: string }[]).map((c) => c.type);
   return withOutputs(pipeline, { log: quiet, command: `sluice report ${pipeline.file}` }, async (sinks) => {
     const out: OutputInfo[] = [];
-    for (const [i, sink] of sinks.entries()) {
+    for (const sink of sinks) {
       const name = sink.describe();
-      if (!CHEAP_COUNT.has(types[i]!)) {
+      // A count that reads every row (JSONL, a Postgres scan) is not the report's to start.
+      if (!sink.outputQuery(0).countIsCheap) {
         out.push({ sink: name, note: 'not counted here (it would read the whole output)' });
         continue;
       }

@@ -51,6 +51,8 @@ export interface PublishedFiles {
   pattern: string;
   /** The DuckDB table function over the files, given the quoted glob or a list of quoted files: `read_parquet(${files}, …)`. */
   reader: (quotedFiles: string) => string;
+  /** Whether the files say how many rows they hold (Parquet's footers) or must be read through to count them. */
+  countIsCheap: boolean;
 }
 
 const NOTHING_COMPACTED: CompactSummary = { filesBefore: 0, filesAfter: 0, replaced: 0, written: 0 };
@@ -102,6 +104,7 @@ export abstract class FileSinkBase<C extends FileSinkConfig, O extends OpenedFil
     if (isS3Url(glob)) {
       const label = this.label;
       return {
+        countIsCheap: false,
         reader: () =>
           Promise.reject(
             new SluiceError(`${label}: an s3:// output is not read back here (--show, sluice schema, the report)`, {
@@ -110,7 +113,10 @@ export abstract class FileSinkBase<C extends FileSinkConfig, O extends OpenedFil
           ),
       };
     }
-    return { sql: `SELECT * FROM ${this.files.reader(quoteString(glob))} LIMIT ${limit}` };
+    return {
+      sql: `SELECT * FROM ${this.files.reader(quoteString(glob))} LIMIT ${limit}`,
+      countIsCheap: this.files.countIsCheap,
+    };
   }
 
   /** Checks after the load read the published files. */
