@@ -14,11 +14,12 @@ export function parseDuration(text: string): number {
 }
 
 /**
- * `250 ms`, `4.2 s`, `25 s`, `3 min 5 s`, `10 min`, `2 h 5 min`: a duration for people — messages, summaries, the
- * runs table, the report's charts. One form everywhere, so a figure reads the same wherever it is quoted.
+ * `0.25 s`, `4.2 s`, `25 s`, `3 min 5 s`, `10 min`, `2 h 5 min`: a duration for people — messages, summaries, the
+ * runs table, the report's charts. One form everywhere, so a figure reads the same wherever it is quoted; under a
+ * second still in seconds, because the limits it quotes are written in seconds (`call_timeout_s: 0.5`).
  */
 export function formatDuration(ms: number): string {
-  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 1000) return `${Number((ms / 1000).toFixed(3))} s`;
   const s = ms / 1000;
   if (s < 59.5) return `${Number(s.toFixed(s < 10 ? 1 : 0))} s`;
   const seconds = Math.round(s);

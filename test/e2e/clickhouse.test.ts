@@ -133,8 +133,18 @@ describe.skipIf(!available)('clickhouse sink end to end', () => {
       ['not_null(company_id, name)', true],
       ['no_negative', true],
     ]);
-    // --show names the query to run, without the password.
-    expect(run.stdout).toContain(`{"read with clickhouse-client":"SELECT * FROM ${DB}.around LIMIT 2"}`);
+    // --show reads the first rows back through its read-only client, the URL without the password.
+    const lines = run.stdout.split('\n');
+    const header = lines.findIndex((l) =>
+      /^== clickhouse http:\/\/127\.0\.0\.1:\d+\/\S+ table \S+\.around: first 2 rows$/.test(l),
+    );
+    expect(header, run.stdout).toBeGreaterThan(0);
+    const shown = lines.slice(header + 1, header + 3).map((l) => JSON.parse(l) as { company_id: string; name: string });
+    expect(shown).toHaveLength(2);
+    const ids = (await server.rows(`SELECT company_id FROM ${DB}.around`)).map(
+      (r) => (r as { company_id: string }).company_id,
+    );
+    for (const row of shown) expect(ids).toContain(row.company_id);
     expect(run.stdout + run.stderr).not.toContain(CH_PASSWORD);
     expect(
       await server.rows(`SELECT status, units, records FROM ${DB}._sluice_runs WHERE pipeline = 'around'`),
