@@ -56,7 +56,8 @@ import { unitFileStem } from '../../src/sink-kit/output-files/unit-file-name.js'
 import { maxLineBytesOf } from '../../src/sink-kit/raw-jsonl/lines.js';
 import { asNativeRefusal, refuseUnlessJsonl } from '../../src/sink-kit/raw-jsonl/refusal.js';
 import { DEFAULT_TARGET_FILE_MB, JSONL_LIMITS, jsonlSinkSchema, type JsonlSinkConfig } from './config.js';
-import { concatFiles, copyCheckedJsonl } from './copy.js';
+import { copyCheckedJsonl } from '../../src/sink-kit/raw-jsonl/checked-copy.js';
+import { concatFiles } from './copy.js';
 
 /** How the registry (or a test) makes the sink. */
 export type JsonlSinkOptions = FileSinkOptions;
@@ -138,11 +139,12 @@ export class JsonlSink extends FileSinkBase<JsonlSinkConfig> implements Sink {
     const judge = check ?? new RecordJudge(JSONL_LIMITS);
     return this.stage(unit, commit, async (staged, schema) => {
       try {
-        return await copyCheckedJsonl(file.path, staged, this.gzipLevel, {
+        const copied = await copyCheckedJsonl(file.path, staged, this.gzipLevel, {
           schema,
           check: judge,
           maxLineBytes: maxLineBytesOf(file),
         });
+        return copied.records;
       } catch (err) {
         throw asNativeRefusal('jsonl sink', err);
       }

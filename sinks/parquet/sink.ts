@@ -31,6 +31,8 @@ import type {
   CommitResult,
   CompactSummary,
   Logger,
+  RawFile,
+  RecordCheck,
   Sink,
   SinkCapabilities,
   SinkContext,
@@ -53,6 +55,7 @@ import { FileSinkBase, fileSinkDef, type OpenedFileSink } from '../../src/sink-k
 import type { Manifest } from '../../src/sink-kit/output-files/manifest.js';
 import { Mutex } from '../../src/core/concurrency.js';
 import { LONG_LINE, writeNdjson } from '../../src/sink-kit/output-files/ndjson-writer.js';
+import type { InferredSchema } from '../../src/schema/infer.js';
 import {
   CommitIncompleteError,
   outputRoot,
@@ -60,9 +63,19 @@ import {
   type Move,
 } from '../../src/sink-kit/output-files/output-dir.js';
 import { unitFileStem } from '../../src/sink-kit/output-files/unit-file-name.js';
+import { copyCheckedJsonl } from '../../src/sink-kit/raw-jsonl/checked-copy.js';
+import { maxLineBytesOf } from '../../src/sink-kit/raw-jsonl/lines.js';
+import { asNativeRefusal, refuseUnlessJsonl } from '../../src/sink-kit/raw-jsonl/refusal.js';
 import { DEFAULT_TARGET_FILE_MB, parquetLimits, parquetSinkSchema, type ParquetSinkConfig } from './config.js';
-import { restageUnjudged } from './restage.js';
-import { compactParquet, copyToParquet, emptyFiles, listFiles, rewriteIfNeeded } from './write-files.js';
+import { restageRaw, restageUnjudged } from './restage.js';
+import {
+  compactParquet,
+  copyToParquet,
+  emptyFiles,
+  listFiles,
+  readJsonRefused,
+  rewriteIfNeeded,
+} from './write-files.js';
 
 /** Staged NDJSON bytes per Parquet byte before any publish has measured it (company profiles, zstd: ~6). */
 const INITIAL_JSON_PER_PARQUET = 6;
@@ -77,7 +90,10 @@ interface OpenedParquet extends OpenedFileSink {
 }
 
 export class ParquetSink extends FileSinkBase<ParquetSinkConfig, OpenedParquet> implements Sink {
-  /** Rows only: Parquet is written by DuckDB from staged NDJSON that sluice wrote itself. */
+  /**
+   * Parquet is written by DuckDB from staged NDJSON: rows sluice wrote, or (native path) a unit's raw JSONL lines,
+   * staged as they came once each is judged, not parsed into rows and written out again.
+   */
   readonly capabilities: SinkCapabilities;
   private readonly publishing = new Mutex();
   /**
@@ -99,6 +115,7 @@ export class ParquetSink extends FileSinkBase<ParquetSinkConfig, OpenedParquet> 
     this.capabilities = {
       files: this.fileOutput(),
       limits: parquetLimits(config, outputRoot(path.resolve(options.baseDir ?? '.'), config.path)),
+      native: { formats: ['jsonl'], load: (unit, file, commit, check) => this.stageFile(unit, file, commit, check) },
     };
   }
 
@@ -156,14 +173,56 @@ export class ParquetSink extends FileSinkBase<ParquetSinkConfig, OpenedParquet> 
   }
 
   async writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>, commit: UnitCommit): Promise<CommitResult> {
+    return this.stage(unit, commit, async (file, schema) => {
+      const written = await writeNdjson(batches, file, { schema, sync: true });
+      return { rows: written.rows, bytes: written.bytes, longest: written.longestLine };
+    });
+  }
+
+  /**
+   * Native path: the unit's JSONL file (gzip or not) staged as plain text, its lines as they came, each checked to
+   * be one JSON object and judged by `check` on the way (raw-jsonl/checked-copy.ts). A line DuckDB's reader would
+   * still refuse (a key twice in an object, which JSON.parse takes as its last value) is found by the publish that
+   * reads it, which writes the unit again from its rows first (`restageRaw`).
+   */
+  private async stageFile(
+    unit: WorkUnit,
+    file: RawFile,
+    commit: UnitCommit,
+    check: RecordCheck | undefined,
+  ): Promise<CommitResult> {
+    refuseUnlessJsonl('parquet sink', file);
+    const judge = check ?? this.judge();
+    return this.stage(unit, commit, async (staged, schema) => {
+      try {
+        const copied = await copyCheckedJsonl(file.path, staged, undefined, {
+          schema,
+          check: judge,
+          maxLineBytes: maxLineBytesOf(file),
+        });
+        return { rows: copied.records, bytes: (await stat(staged)).size, longest: copied.longest, raw: true };
+      } catch (err) {
+        throw asNativeRefusal('parquet sink', err);
+      }
+    });
+  }
+
+  /** Commits a unit by staging it (output-files/file-sink.ts): `write` puts its lines into the staging file. */
+  private stage(
+    unit: WorkUnit,
+    commit: UnitCommit,
+    write: (
+      file: string,
+      schema: InferredSchema,
+    ) => Promise<{ rows: number; bytes: number; longest: number; raw?: true }>,
+  ): Promise<CommitResult> {
     const out = this.opened().out;
-    if (out.isCommitted(unit.id)) return { committed: false, records: 0 };
+    if (out.isCommitted(unit.id)) return Promise.resolve({ committed: false, records: 0 });
     return stageUnit(out, unit, commit, {
       name: `${unitFileStem(unit.id)}.${randomBytes(4).toString('hex')}.staged`,
       write: async (file, schema) => {
-        const written = await writeNdjson(batches, file, { schema, sync: true });
+        const written = await write(file, schema);
         // The engine's store gate judged every record (schema/storable.ts): this is a last guard.
-
         const cases = schema.conflicts.caseConflicts();
         if (cases.length > 0)
           throw new SluiceError(
@@ -173,7 +232,7 @@ export class ParquetSink extends FileSinkBase<ParquetSinkConfig, OpenedParquet> 
         if (schema.conflicts.size > 0)
           this.opened().ctx.log.warn(`parquet sink: unit ${unit.id}: ${schema.conflicts.format()}`);
         failpoint('parquet:staged');
-        return { rows: written.rows, bytes: written.bytes, longest: written.longestLine };
+        return written;
       },
       // Each staged unit keeps its columns: the publish that writes its file joins them.
       stagedColumns: (schema) => serializeColumns(schema.columns),
@@ -257,6 +316,22 @@ export class ParquetSink extends FileSinkBase<ParquetSinkConfig, OpenedParquet> 
   protected publish(all: boolean): Promise<void> {
     return this.publishing.run(async () => {
       if (!all && !this.stagedEnough()) return;
+      try {
+        await this.publishStaged();
+      } catch (err) {
+        const out = this.opened().out;
+        const raw = Object.entries(out.manifest.units).flatMap(([id, u]) => (u.staged?.raw ? [id] : []));
+        if (raw.length === 0 || !readJsonRefused(err)) throw err;
+        // Text only DuckDB's reader refuses, in units staged as they came: staged again from their rows, once.
+        await restageRaw(out, raw, this.opened().ctx.log, 'parquet sink');
+        await this.publishStaged();
+      }
+    });
+  }
+
+  /** One publish of every staged unit (see `publish`), under the publishing lock. */
+  private async publishStaged(): Promise<void> {
+    {
       const out = this.opened().out;
       const staged = Object.entries(out.manifest.units).filter(([, u]) => u.staged !== undefined);
       if (staged.length === 0) return;
@@ -346,7 +421,7 @@ export class ParquetSink extends FileSinkBase<ParquetSinkConfig, OpenedParquet> 
       } finally {
         if (!keep) await Promise.all([tmpOut, tmpRewrites].map((d) => rm(d, { recursive: true, force: true })));
       }
-    });
+    }
   }
 
   /**
