@@ -46,7 +46,7 @@ export async function loadUnit(conn: DuckDBConnection, load: UnitLoad): Promise<
 }
 
 /** The unit's data statement(s): its file read with the table's types, appended or merged. Returns the rows. */
-async function insertRows(conn: DuckDBConnection, load: UnitLoad): Promise<number> {
+export async function insertRows(conn: DuckDBConnection, load: UnitLoad): Promise<number> {
   const { unit, table: columns } = load;
   const table = qualified(load.names.schema, load.names.target);
   if (unit.columns.size === 0) return insertNullRows(conn, table, columns, unit.rows, load.onNullRowsDropped);
