@@ -176,7 +176,8 @@ export class UnitPath {
         await this.commit(unit, sinkUnit, sinks, this.transformed(unit, this.decoded(unit, raw, ctx)), commit);
         return { path: 'decoded', refusals: [], next: [] };
       }
-      // The unit's reading is over once every sink has read the file (or is done with it).
+      // The unit's reading is over once every sink has read the file and has only its commit left; a sink that
+      // refuses the file has it decoded in JS next, which is reading still.
       let reading = sinks.length;
       const readBy = (k: number): (() => void) => {
         let told = false;
@@ -189,11 +190,16 @@ export class UnitPath {
       };
       const outcomes = await Promise.allSettled(
         sinks.map(async (s, k) => {
-          const done = readBy(k);
           try {
-            return await s.sink.capabilities.native!.load(sinkUnit, raw, commit, await this.judges.for(s.sink), done);
+            return await s.sink.capabilities.native!.load(
+              sinkUnit,
+              raw,
+              commit,
+              await this.judges.for(s.sink),
+              readBy(k),
+            );
           } finally {
-            done();
+            coming[k]!();
           }
         }),
       );
