@@ -57,6 +57,7 @@ import { maxLineBytesOf } from '../../src/sink-kit/raw-jsonl/lines.js';
 import { asNativeRefusal, refuseUnlessJsonl } from '../../src/sink-kit/raw-jsonl/refusal.js';
 import { DEFAULT_TARGET_FILE_MB, JSONL_LIMITS, jsonlSinkSchema, type JsonlSinkConfig } from './config.js';
 import { copyCheckedJsonl } from '../../src/sink-kit/raw-jsonl/checked-copy.js';
+import { CopyWorkers } from '../../src/sink-kit/raw-jsonl/copy-workers.js';
 import { concatFiles } from './copy.js';
 
 /** How the registry (or a test) makes the sink. */
@@ -73,6 +74,8 @@ export class JsonlSink extends FileSinkBase<JsonlSinkConfig> implements Sink {
   /** Copying a raw JSONL file's bytes is this sink's native path. */
   readonly capabilities: SinkCapabilities;
   private readonly publishing = new Mutex();
+  /** The native path's copies on worker threads (raw-jsonl/copy-workers.ts), started with the first one. */
+  private workers: CopyWorkers | undefined;
   private readonly gzipLevel: number | undefined;
   private readonly ext: string;
   private readonly targetBytes: number;
@@ -139,6 +142,19 @@ export class JsonlSink extends FileSinkBase<JsonlSinkConfig> implements Sink {
     const judge = check ?? new RecordJudge(JSONL_LIMITS);
     return this.stage(unit, commit, async (staged, schema) => {
       try {
+        // Units read at once are copied side by side on worker threads when the judge can go with them.
+        if (judge instanceof RecordJudge && judge.stateless && CopyWorkers.available()) {
+          this.workers ??= new CopyWorkers();
+          const copied = await this.workers.copy({
+            src: file.path,
+            dest: staged,
+            gzipLevel: this.gzipLevel,
+            limits: judge.limits,
+            maxLineBytes: maxLineBytesOf(file),
+          });
+          schema.absorb(copied.columns);
+          return copied.records;
+        }
         const copied = await copyCheckedJsonl(file.path, staged, this.gzipLevel, {
           schema,
           check: judge,
@@ -149,6 +165,13 @@ export class JsonlSink extends FileSinkBase<JsonlSinkConfig> implements Sink {
         throw asNativeRefusal('jsonl sink', err);
       }
     });
+  }
+
+  override async close(): Promise<void> {
+    await super.close();
+    const workers = this.workers;
+    this.workers = undefined;
+    await workers?.close();
   }
 
   /** Files are joined as they are, lines in file-name order (gzip members stay members, as a publish joins them). */
