@@ -10,37 +10,8 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RateBudgetSpentError } from '../../src/client/errors.js';
 import { FileBudgetPeers, REFRESH_MS, shareOf } from '../../src/client/shared-budget.js';
-import { ServiceThrottle, SERVICE_WINDOW_MS, type Permit, type ThrottleClock } from '../../src/client/throttle.js';
-
-class ManualClock implements ThrottleClock {
-  t = 1_000_000;
-  private timers: { at: number; fn: () => void }[] = [];
-  now(): number {
-    return this.t;
-  }
-  after(ms: number, fn: () => void): () => void {
-    const timer = { at: this.t + ms, fn };
-    this.timers.push(timer);
-    return () => (this.timers = this.timers.filter((x) => x !== timer));
-  }
-  async advanceTo(target: number): Promise<void> {
-    for (;;) {
-      await flush();
-      this.timers.sort((a, b) => a.at - b.at);
-      const next = this.timers[0];
-      if (!next || next.at > target) break;
-      this.timers.shift();
-      this.t = next.at;
-      next.fn();
-    }
-    this.t = target;
-    await flush();
-  }
-}
-
-async function flush(): Promise<void> {
-  for (let i = 0; i < 10; i++) await Promise.resolve();
-}
+import { ServiceThrottle, SERVICE_WINDOW_MS, type Permit } from '../../src/client/throttle.js';
+import { ManualClock, flush } from './manual-clock.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -87,7 +58,7 @@ describe('shareOf', () => {
 
 describe('a 429 budget shared by four shards through their state directory', () => {
   it('every answer 429: at most 20 in any five minutes across all four, then every shard stops, named', async () => {
-    const clock = new ManualClock();
+    const clock = new ManualClock(1_000_000);
     const throttles = shards(clock, 4);
     const refusedAt: number[] = [];
     const stopped: unknown[] = [];
@@ -119,7 +90,7 @@ describe('a 429 budget shared by four shards through their state directory', () 
   });
 
   it('one shard gets a 429: the others hold too, and count it', async () => {
-    const clock = new ManualClock();
+    const clock = new ManualClock(1_000_000);
     const [a, b] = shards(clock, 2, undefined, 30_000);
     const first = await a!.acquire();
     first.done({ status: 429, retryAfterMs: 5_000 });
@@ -134,7 +105,7 @@ describe('a 429 budget shared by four shards through their state directory', () 
   });
 
   it('a shard run again within five minutes still counts the 429s it got before; older ones are dropped', async () => {
-    const clock = new ManualClock();
+    const clock = new ManualClock(1_000_000);
     const dir = mkdtempSync(path.join(tmpdir(), 'sluice-budget-'));
     const [first] = shards(clock, 1, dir);
     for (let i = 0; i < 3; i++) {
@@ -152,7 +123,7 @@ describe('a 429 budget shared by four shards through their state directory', () 
   });
 
   it('a shard not yet started counts from the start: the first to start takes only its part', async () => {
-    const clock = new ManualClock();
+    const clock = new ManualClock(1_000_000);
     const dir = mkdtempSync(path.join(tmpdir(), 'sluice-budget-'));
     dirs.push(dir);
     const first = new FileBudgetPeers(
@@ -181,7 +152,7 @@ describe('a 429 budget shared by four shards through their state directory', () 
   });
 
   it('a shard that left hands its part to the others: none waits on a part no one uses', async () => {
-    const clock = new ManualClock();
+    const clock = new ManualClock(1_000_000);
     const [a, b] = shards(clock, 2);
     // 19 of the 20 spent: the one left is shard 0's part, and shard 1 may start nothing.
     for (let i = 0; i < 19; i++) {

@@ -8,8 +8,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { startEmulator, type EmulatorHandle } from '../../src/emulator/server.js';
-import { rawRequest } from '../emulator/raw-http.js';
-import { API_KEY, failure, sluice, workspace, type Result } from './harness.js';
+import { API_KEY, failure, sluice, window429, workspace, type Result } from './harness.js';
 
 const SHARDS = 4;
 
@@ -35,21 +34,6 @@ const CRAWL = [
   'sink: { type: jsonl, path: ../out/crawl }',
   '',
 ].join('\n');
-
-interface Window {
-  max_in_window: number;
-  total_429: number;
-  blocked: boolean;
-}
-
-async function window429(e: EmulatorHandle): Promise<Window> {
-  const view = JSON.parse((await rawRequest(`${e.url}/_emulator/ip-block`)).body.toString()) as {
-    ips: Record<string, Window>;
-  };
-  const ips = Object.values(view.ips);
-  expect(ips).toHaveLength(1);
-  return ips[0]!;
-}
 
 function completedOrStopped(r: Result, shard: number): 'completed' | 'stopped' {
   if (r.code === 0) return 'completed';
