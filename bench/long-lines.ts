@@ -20,7 +20,7 @@ import { finished } from 'node:stream/promises';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { stageRawJsonl } from '../sinks/duckdb/stage.js';
-import { copyCheckedJsonl } from '../sinks/jsonl/copy.js';
+import { copyCheckedJsonl } from '../src/sink-kit/raw-jsonl/checked-copy.js';
 import { JsonlLines } from '../src/sink-kit/raw-jsonl/lines.js';
 import { DEFAULT_LIMITS } from '../src/core/limits.js';
 import { checkedBytes, decode } from '../src/decode/index.js';

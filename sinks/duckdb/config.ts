@@ -54,7 +54,7 @@ export const duckdbSinkSchema = z
       .regex(/^\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i, 'a size such as 512MB or 2GB')
       .default(DEFAULT_MEMORY_LIMIT)
       .describe(
-        `DuckDB's memory limit for the database file (shared by the sinks writing to it); beyond it DuckDB spills to \`<file>.tmp/\`. The default ${DEFAULT_MEMORY_LIMIT} keeps a load's peak memory low at no cost in speed (units load one at a time per file); 64MB ran out of memory loading a 10k-record unit.`,
+        `DuckDB's memory limit for the database file (shared by the sinks writing to it); beyond it DuckDB spills to \`<file>.tmp/\`. The default ${DEFAULT_MEMORY_LIMIT} keeps a load's peak memory low at no cost in speed (loads run one at a time per file; appends of raw files commit in groups whose row groups DuckDB writes into the file as it inserts them). A group that runs out of memory (records of 34 columns did at 96MB) makes the sink commit its units one at a time from then on, slower; 64MB ran out of memory loading one 10k-record unit.`,
       ),
     lineage: lineageOption,
     schema_contract: schemaContractOption,

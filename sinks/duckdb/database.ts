@@ -22,6 +22,9 @@ interface Entry {
 
 const databases = new Map<string, Promise<Entry>>();
 
+/** WAL bytes at which DuckDB checkpoints on its own (see `openEntry`). */
+export const CHECKPOINT_THRESHOLD = '256MB';
+
 export class DuckDBDatabase {
   private released = false;
 
@@ -51,13 +54,13 @@ export class DuckDBDatabase {
   }
 
   /**
-   * Runs a unit's load (its transaction, insert to commit) when no other unit is loading into this file, from
-   * any sink. A loading unit's uncommitted rows stay pinned in DuckDB's memory until it commits, so concurrent
-   * loads multiply the memory a load needs (two 10k-record units ran out of a 128 MB limit), and with DuckDB on
-   * one thread they gained nothing: the JS pass over the next units runs meanwhile. Committing the units that
-   * wait here together (one transaction, one `read_json` of their files) gained nothing either: DuckDB only
-   * skips the WAL for a transaction that fills a row group (122,880 rows), and groups of 2–7 units of 10k rows
-   * cost 7.3–8.0 CPU-s over 200k records against 6.5–7.0 one unit at a time (13 or more units: 5.7–6.4).
+   * Runs a load (a transaction, insert to commit: one unit's, or a group's, group.ts) when no other is loading into
+   * this file, from any sink. A load's uncommitted rows stay pinned in DuckDB's memory until it commits, so
+   * concurrent loads multiply the memory a load needs (two 10k-record units ran out of a 128 MB limit), and with
+   * DuckDB on one thread they gained nothing: the JS pass over the next units runs meanwhile. A group pays where a
+   * pair of units did not: DuckDB skips the WAL only for a transaction that fills a row group (122,880 rows), and
+   * groups of 2–7 units of 10k rows cost 7.3–8.0 CPU-s over 200k records against 6.5–7.0 one unit at a time, 13 or
+   * more 5.7–6.4; so a group gathers the units on their way while it inserts (the engine reads ahead for it).
    */
   withLoadSlot<T>(fn: () => Promise<T>): Promise<T> {
     return this.entry.loads.run(fn);
@@ -141,7 +144,7 @@ async function openEntry(file: string, label: string): Promise<Entry> {
     // table's last, growing row group (122,880 rows). At 256 MB of WAL (~11 units of company profiles) that
     // happens about once per row group, and the checkpoint when the last sink releases the file is shorter; 48 or
     // 96 MB cost 15–20% more CPU, 1 GB no less than 256 MB.
-    await probe.run(`SET checkpoint_threshold = '256MB'`);
+    await probe.run(`SET checkpoint_threshold = '${CHECKPOINT_THRESHOLD}'`);
     probe.closeSync();
   } catch (err) {
     throw openFailure(label, file, err);

@@ -44,7 +44,7 @@ export async function commitUnitRows(conn: DuckDBConnection, load: UnitRows): Pr
 }
 
 /** The unit's data statement(s): its file read with the table's types, appended or merged. Returns the rows. */
-async function insertRows(conn: DuckDBConnection, load: UnitRows): Promise<number> {
+export async function insertRows(conn: DuckDBConnection, load: UnitRows): Promise<number> {
   const { unit, table: columns } = load;
   const table = qualified(load.names.schema, load.names.target);
   if (unit.columns.size === 0) return insertNullRows(conn, table, columns, unit.rows, load.onNullRowsDropped);

@@ -11,11 +11,17 @@ import { maxLineBytesOf } from '../../src/sink-kit/raw-jsonl/lines.js';
 import { asNativeRefusal, refuseUnlessJsonl } from '../../src/sink-kit/raw-jsonl/refusal.js';
 import { commitStaged, type CommitScope } from './commit.js';
 import { duckdbLimits } from './config.js';
+import type { UnitGroups } from './group.js';
+import { readJsonRefusal } from './read.js';
 import { discard, stageRawJsonl, type StagedUnit } from './stage.js';
 
 const SINK = 'duckdb sink';
 
-/** Loads the raw file, refusing it (before anything is written) when it is not JSONL as a whole. */
+/**
+ * Loads the raw file, refusing it (before anything is written) when it is not JSONL as a whole. With `groups`, the
+ * staged file is committed with a group of units (group.ts), and `read` is told once it is staged; without (a
+ * `merge`), in a transaction of its own.
+ */
 export async function commitRawFile(
   s: CommitScope,
   unit: WorkUnit,
@@ -23,37 +29,33 @@ export async function commitRawFile(
   commit: UnitCommit,
   check: RecordCheck | undefined,
   isCommitted: () => Promise<boolean>,
+  groups?: { groups: UnitGroups; read?: () => void },
 ): Promise<CommitResult> {
   refuseUnlessJsonl(SINK, file);
   if (await isCommitted()) return { committed: false, records: 0 };
+  const left = groups?.groups.readingOne();
   let staged: StagedUnit;
   try {
     const judge = check ?? new RecordJudge(duckdbLimits(s.config));
     staged = await stageRawJsonl(file.path, await s.session.staging.file(unit.id), judge, maxLineBytesOf(file));
   } catch (err) {
+    left?.();
     throw asNativeRefusal(SINK, err);
   }
   try {
+    if (groups) {
+      // Queued before this unit stops counting as on its way, so its group cannot commit without it.
+      const committed = groups.groups.commit(unit, staged, commit);
+      groups.read?.();
+      left!();
+      return await committed;
+    }
     return await commitStaged(s, unit, staged, commit);
   } catch (err) {
-    const text = readJsonRefusal(err);
+    const text = err instanceof NativeLoadRefused ? undefined : readJsonRefusal(err);
     if (text !== undefined) throw new NativeLoadRefused(SINK, text, err);
     throw err;
   } finally {
     await discard(staged);
   }
-}
-
-/**
- * `read_json`'s refusal of a raw file's text (a failure of the native load, not of the table or the database): the
- * first line of its message, or undefined for any other error. Duplicate keys in an object, which JSON.parse reads
- * as the last, are one.
- */
-function readJsonRefusal(err: unknown): string | undefined {
-  for (let e = err, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
-    const line = e.message.split('\n')[0] ?? '';
-    if (/^Invalid Input Error: JSON transform error/.test(line) || /has duplicate key/.test(line))
-      return `read_json refused it: ${line.replace(/^Invalid Input Error: /, '').slice(0, 300)}`;
-  }
-  return undefined;
 }

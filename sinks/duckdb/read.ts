@@ -26,3 +26,17 @@ export function readStagedSql(unit: StagedUnit, columns: Iterable<[string, strin
 export function literalPath(file: string): string {
   return file.replace(/[*?[]/g, (c) => `[${c}]`);
 }
+
+/**
+ * `read_json`'s refusal of a raw file's text (a failure of the native load, not of the table or the database): the
+ * first line of its message, or undefined for any other error. Duplicate keys in an object, which JSON.parse reads
+ * as the last, are one.
+ */
+export function readJsonRefusal(err: unknown): string | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
+    const line = e.message.split('\n')[0] ?? '';
+    if (/^Invalid Input Error: JSON transform error/.test(line) || /has duplicate key/.test(line))
+      return `read_json refused it: ${line.replace(/^Invalid Input Error: /, '').slice(0, 300)}`;
+  }
+  return undefined;
+}

@@ -17,10 +17,12 @@
  * generations replaced (replace.ts), and the attempt recorded in `_sluice_runs` (state.ts). This file is the
  * `Sink` contract wiring them.
  *
- * Concurrency: the JS work runs for as many units as the engine reads at once; loads (insert to commit, one
+ * Concurrency: the JS work runs for as many units as the engine reads at once; loads (insert to commit, a
  * transaction each) run one at a time per database file, on one DuckDB thread (see database.ts: the
- * measurements); schema changes, merges (deletes) and the `replace` swap also exclude other writers of the
- * table, because DuckDB rejects them next to them.
+ * measurements). Native appends commit in groups (group.ts): the units on their way share one transaction, so a
+ * transaction holds row groups DuckDB writes into the file as it goes instead of through its log; the engine reads
+ * the next units while a group gathers (`committing`). Schema changes, merges (deletes) and the `replace` swap also
+ * exclude other writers of the table, because DuckDB rejects them next to them.
  */
 import path from 'node:path';
 import { SluiceError } from '../../src/core/errors.js';
@@ -47,6 +49,7 @@ import { Opened } from '../../src/sink-kit/warehouse/opened.js';
 import { AttemptLoad, recordAttempt } from '../../src/sink-kit/warehouse/system-tables.js';
 import { commitStaged, unitFailure, type CommitScope } from './commit.js';
 import { duckdbLimits, duckdbSinkSchema, tableNames, type DuckDBSinkConfig, type TableNames } from './config.js';
+import { GROUP_UNITS, UnitGroups } from './group.js';
 import { commitRawFile } from './native.js';
 import { BindSandbox, readOnlyQuery } from '../../src/sink-kit/duckdb-read-only.js';
 import { dropNextGeneration, dropTableAndState, swapInNextGeneration } from './replace.js';
@@ -71,6 +74,8 @@ export class DuckDBSink implements Sink {
   private readonly baseDir: string | undefined;
   /** This attempt's load, for its row in `_sluice_runs`. */
   private readonly load = new AttemptLoad();
+  /** Native loads committed together (group.ts). */
+  private readonly groups = new UnitGroups(() => this.scope());
 
   constructor(
     private readonly config: DuckDBSinkConfig,
@@ -80,7 +85,12 @@ export class DuckDBSink implements Sink {
     this.table = new TableColumns(this.names, this.label);
     this.baseDir = options.baseDir;
     this.capabilities = {
-      native: { formats: ['jsonl'], load: (unit, file, commit, check) => this.loadFile(unit, file, commit, check) },
+      native: {
+        formats: ['jsonl'],
+        load: (unit, file, commit, check, read) => this.loadFile(unit, file, commit, check, read),
+        // Appends commit units in groups (group.ts); a merge deletes rows, one unit at a time.
+        ...(config.write !== 'merge' && { committing: GROUP_UNITS, expecting: () => this.groups.readingOne() }),
+      },
       limits: duckdbLimits(config),
     };
   }
@@ -157,9 +167,16 @@ export class DuckDBSink implements Sink {
     }
   }
 
-  /** Native path: the unit's raw JSONL file (native.ts). */
-  private loadFile(unit: WorkUnit, file: RawFile, commit: UnitCommit, check?: RecordCheck): Promise<CommitResult> {
-    return commitRawFile(this.scope(), unit, file, commit, check, () => this.isCommitted(unit.id));
+  /** Native path: the unit's raw JSONL file (native.ts), committed with a group of units unless merged. */
+  private loadFile(
+    unit: WorkUnit,
+    file: RawFile,
+    commit: UnitCommit,
+    check?: RecordCheck,
+    read?: () => void,
+  ): Promise<CommitResult> {
+    const grouped = this.config.write === 'merge' ? undefined : { groups: this.groups, ...(read && { read }) };
+    return commitRawFile(this.scope(), unit, file, commit, check, () => this.isCommitted(unit.id), grouped);
   }
 
   /** `replace`: the new table takes the old one's place, with its checkpoints, in one transaction. */

@@ -56,7 +56,9 @@ import { unitFileStem } from '../../src/sink-kit/output-files/unit-file-name.js'
 import { maxLineBytesOf } from '../../src/sink-kit/raw-jsonl/lines.js';
 import { asNativeRefusal, refuseUnlessJsonl } from '../../src/sink-kit/raw-jsonl/refusal.js';
 import { DEFAULT_TARGET_FILE_MB, JSONL_LIMITS, jsonlSinkSchema, type JsonlSinkConfig } from './config.js';
-import { concatFiles, copyCheckedJsonl } from './copy.js';
+import { copyCheckedJsonl } from '../../src/sink-kit/raw-jsonl/checked-copy.js';
+import { CopyWorkers } from '../../src/sink-kit/raw-jsonl/copy-workers.js';
+import { concatFiles } from './copy.js';
 
 /** How the registry (or a test) makes the sink. */
 export type JsonlSinkOptions = FileSinkOptions;
@@ -72,6 +74,8 @@ export class JsonlSink extends FileSinkBase<JsonlSinkConfig> implements Sink {
   /** Copying a raw JSONL file's bytes is this sink's native path. */
   readonly capabilities: SinkCapabilities;
   private readonly publishing = new Mutex();
+  /** The native path's copies on worker threads (raw-jsonl/copy-workers.ts), started with the first one. */
+  private workers: CopyWorkers | undefined;
   private readonly gzipLevel: number | undefined;
   private readonly ext: string;
   private readonly targetBytes: number;
@@ -139,15 +143,36 @@ export class JsonlSink extends FileSinkBase<JsonlSinkConfig> implements Sink {
     const judge = check ?? new RecordJudge(JSONL_LIMITS);
     return this.stage(unit, commit, async (staged, schema) => {
       try {
-        return await copyCheckedJsonl(file.path, staged, this.gzipLevel, {
+        // Units read at once are copied side by side on worker threads when the judge can go with them.
+        if (judge instanceof RecordJudge && judge.stateless && CopyWorkers.available()) {
+          this.workers ??= new CopyWorkers();
+          const copied = await this.workers.copy({
+            src: file.path,
+            dest: staged,
+            gzipLevel: this.gzipLevel,
+            limits: judge.limits,
+            maxLineBytes: maxLineBytesOf(file),
+          });
+          schema.absorb(copied.columns);
+          return copied.records;
+        }
+        const copied = await copyCheckedJsonl(file.path, staged, this.gzipLevel, {
           schema,
           check: judge,
           maxLineBytes: maxLineBytesOf(file),
         });
+        return copied.records;
       } catch (err) {
         throw asNativeRefusal('jsonl sink', err);
       }
     });
+  }
+
+  override async close(): Promise<void> {
+    await super.close();
+    const workers = this.workers;
+    this.workers = undefined;
+    await workers?.close();
   }
 
   /** Files are joined as they are, lines in file-name order (gzip members stay members, as a publish joins them). */

@@ -29,6 +29,58 @@ export interface RestageOptions {
 
 type Staged = NonNullable<ManifestUnit['staged']>;
 
+/**
+ * Units staged by the native path (their raw lines as they came) written again from their rows: each line parsed and
+ * written out as JSON, as the rows path writes it. Done when a publish found text in them DuckDB's reader refuses
+ * where JSON.parse does not (a key twice in an object: the last value, as the JS path keeps it); one manifest swap
+ * points the units at their new files and removes the old ones. The records, their order and the unit's columns do
+ * not change.
+ */
+export async function restageRaw(out: OutputDir, ids: readonly string[], log: Logger, label: string): Promise<void> {
+  const changed = new Map<string, Staged>();
+  for (const id of ids) {
+    const staged = out.manifest.units[id]?.staged;
+    if (!staged?.raw) continue;
+    const file = await out.stagedFile(staged.file);
+    const name = `${path.basename(staged.file).replace(/\.staged$/, '')}-rows.staged`;
+    const schema = new InferredSchema({ temporalText: true });
+    const written = await writeNdjson(
+      (async function* () {
+        let batch: Batch = [];
+        for await (const { row } of stagedRows(file)) {
+          batch.push(row);
+          if (batch.length >= 1000) {
+            yield batch;
+            batch = [];
+          }
+        }
+        if (batch.length > 0) yield batch;
+      })(),
+      path.join(out.stagedDir, name),
+      { schema, sync: true },
+    );
+    changed.set(id, {
+      file: `${out.stagedRel}/${name}`,
+      bytes: written.bytes,
+      schema: staged.schema,
+      longest: written.longestLine,
+    });
+  }
+  if (changed.size === 0) return;
+  await out.commit({
+    moves: [],
+    apply: (m) => {
+      for (const [id, staged] of changed) {
+        const unit = m.units[id];
+        if (unit?.staged) unit.staged = staged;
+      }
+    },
+  });
+  log.warn(
+    `${label}: DuckDB's reader refused the text of ${changed.size} unit(s) staged as they came (a key twice in an object): staged them again from their rows`,
+  );
+}
+
 /** Judges and, where needed, restages every unit staged without a judge. */
 export async function restageUnjudged(out: OutputDir, o: RestageOptions): Promise<void> {
   const legacy = Object.entries(out.manifest.units).filter(([, u]) => u.staged && u.staged.longest === undefined);

@@ -21,7 +21,7 @@
  * the earlier files that need it (`rewriteIfNeeded`), under their own names, in the publish's manifest swap.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, rm, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { EXIT_CODES, SluiceError } from '../../src/core/errors.js';
@@ -31,6 +31,8 @@ import type {
   CommitResult,
   CompactSummary,
   Logger,
+  RawFile,
+  RecordCheck,
   Sink,
   SinkCapabilities,
   SinkContext,
@@ -38,31 +40,30 @@ import type {
   WorkUnit,
 } from '../../src/core/types.js';
 import { duckdbType } from '../../src/schema/duckdb-types.js';
-import { VARCHAR, type LogicalType } from '../../src/core/logical-type.js';
+import type { LogicalType } from '../../src/core/logical-type.js';
 import { RecordJudge, unstorablePolicy } from '../../src/schema/storable.js';
 import {
   deserializeColumns,
   joinDataset,
   schemaChanges,
   serializeColumns,
-  textifies,
 } from '../../src/sink-kit/output-files/dataset-schema.js';
 import { compactOutput } from '../../src/sink-kit/output-files/compact.js';
-import { newPublishId, stageUnit, type FileSinkOptions } from '../../src/sink-kit/output-files/file-sink.js';
+import { stageUnit, type FileSinkOptions } from '../../src/sink-kit/output-files/file-sink.js';
 import { FileSinkBase, fileSinkDef, type OpenedFileSink } from '../../src/sink-kit/output-files/file-sink-base.js';
 import type { Manifest } from '../../src/sink-kit/output-files/manifest.js';
 import { Mutex } from '../../src/core/concurrency.js';
-import { LONG_LINE, writeNdjson } from '../../src/sink-kit/output-files/ndjson-writer.js';
-import {
-  CommitIncompleteError,
-  outputRoot,
-  type OutputDir,
-  type Move,
-} from '../../src/sink-kit/output-files/output-dir.js';
+import { writeNdjson } from '../../src/sink-kit/output-files/ndjson-writer.js';
+import type { InferredSchema } from '../../src/schema/infer.js';
+import { outputRoot, type OutputDir } from '../../src/sink-kit/output-files/output-dir.js';
 import { unitFileStem } from '../../src/sink-kit/output-files/unit-file-name.js';
+import { copyCheckedJsonl } from '../../src/sink-kit/raw-jsonl/checked-copy.js';
+import { maxLineBytesOf } from '../../src/sink-kit/raw-jsonl/lines.js';
+import { asNativeRefusal, refuseUnlessJsonl } from '../../src/sink-kit/raw-jsonl/refusal.js';
 import { DEFAULT_TARGET_FILE_MB, parquetLimits, parquetSinkSchema, type ParquetSinkConfig } from './config.js';
-import { restageUnjudged } from './restage.js';
-import { compactParquet, copyToParquet, emptyFiles, listFiles, rewriteIfNeeded } from './write-files.js';
+import { publishStaged } from './publish.js';
+import { restageRaw, restageUnjudged } from './restage.js';
+import { compactParquet, readJsonRefused } from './write-files.js';
 
 /** Staged NDJSON bytes per Parquet byte before any publish has measured it (company profiles, zstd: ~6). */
 const INITIAL_JSON_PER_PARQUET = 6;
@@ -77,7 +78,10 @@ interface OpenedParquet extends OpenedFileSink {
 }
 
 export class ParquetSink extends FileSinkBase<ParquetSinkConfig, OpenedParquet> implements Sink {
-  /** Rows only: Parquet is written by DuckDB from staged NDJSON that sluice wrote itself. */
+  /**
+   * Parquet is written by DuckDB from staged NDJSON: rows sluice wrote, or (native path) a unit's raw JSONL lines,
+   * staged as they came once each is judged, not parsed into rows and written out again.
+   */
   readonly capabilities: SinkCapabilities;
   private readonly publishing = new Mutex();
   /**
@@ -100,6 +104,7 @@ export class ParquetSink extends FileSinkBase<ParquetSinkConfig, OpenedParquet> 
     this.capabilities = {
       files: this.fileOutput(),
       limits: parquetLimits(config, outputRoot(path.resolve(options.baseDir ?? '.'), config.path)),
+      native: { formats: ['jsonl'], load: (unit, file, commit, check) => this.stageFile(unit, file, commit, check) },
     };
   }
 
@@ -157,14 +162,56 @@ export class ParquetSink extends FileSinkBase<ParquetSinkConfig, OpenedParquet> 
   }
 
   async writeUnit(unit: WorkUnit, batches: AsyncIterable<Batch>, commit: UnitCommit): Promise<CommitResult> {
+    return this.stage(unit, commit, async (file, schema) => {
+      const written = await writeNdjson(batches, file, { schema, sync: true });
+      return { rows: written.rows, bytes: written.bytes, longest: written.longestLine };
+    });
+  }
+
+  /**
+   * Native path: the unit's JSONL file (gzip or not) staged as plain text, its lines as they came, each checked to
+   * be one JSON object and judged by `check` on the way (raw-jsonl/checked-copy.ts). A line DuckDB's reader would
+   * still refuse (a key twice in an object, which JSON.parse takes as its last value) is found by the publish that
+   * reads it, which writes the unit again from its rows first (`restageRaw`).
+   */
+  private async stageFile(
+    unit: WorkUnit,
+    file: RawFile,
+    commit: UnitCommit,
+    check: RecordCheck | undefined,
+  ): Promise<CommitResult> {
+    refuseUnlessJsonl('parquet sink', file);
+    const judge = check ?? this.judge();
+    return this.stage(unit, commit, async (staged, schema) => {
+      try {
+        const copied = await copyCheckedJsonl(file.path, staged, undefined, {
+          schema,
+          check: judge,
+          maxLineBytes: maxLineBytesOf(file),
+        });
+        return { rows: copied.records, bytes: (await stat(staged)).size, longest: copied.longest, raw: true };
+      } catch (err) {
+        throw asNativeRefusal('parquet sink', err);
+      }
+    });
+  }
+
+  /** Commits a unit by staging it (output-files/file-sink.ts): `write` puts its lines into the staging file. */
+  private stage(
+    unit: WorkUnit,
+    commit: UnitCommit,
+    write: (
+      file: string,
+      schema: InferredSchema,
+    ) => Promise<{ rows: number; bytes: number; longest: number; raw?: true }>,
+  ): Promise<CommitResult> {
     const out = this.opened().out;
-    if (out.isCommitted(unit.id)) return { committed: false, records: 0 };
+    if (out.isCommitted(unit.id)) return Promise.resolve({ committed: false, records: 0 });
     return stageUnit(out, unit, commit, {
       name: `${unitFileStem(unit.id)}.${randomBytes(4).toString('hex')}.staged`,
       write: async (file, schema) => {
-        const written = await writeNdjson(batches, file, { schema, sync: true });
+        const written = await write(file, schema);
         // The engine's store gate judged every record (schema/storable.ts): this is a last guard.
-
         const cases = schema.conflicts.caseConflicts();
         if (cases.length > 0)
           throw new SluiceError(
@@ -174,7 +221,7 @@ export class ParquetSink extends FileSinkBase<ParquetSinkConfig, OpenedParquet> 
         if (schema.conflicts.size > 0)
           this.opened().ctx.log.warn(`parquet sink: unit ${unit.id}: ${schema.conflicts.format()}`);
         failpoint('parquet:staged');
-        return { rows: written.rows, bytes: written.bytes, longest: written.longestLine };
+        return written;
       },
       // Each staged unit keeps its columns: the publish that writes its file joins them.
       stagedColumns: (schema) => serializeColumns(schema.columns),
@@ -258,131 +305,31 @@ export class ParquetSink extends FileSinkBase<ParquetSinkConfig, OpenedParquet> 
   protected publish(all: boolean): Promise<void> {
     return this.publishing.run(async () => {
       if (!all && !this.stagedEnough()) return;
-      const out = this.opened().out;
-      const staged = Object.entries(out.manifest.units).filter(([, u]) => u.staged !== undefined);
-      if (staged.length === 0) return;
-      // Starting from what earlier publishes wrote keeps one column and struct-field order across all the files of
-      // the directory, whichever unit a field first appeared in, and gives new files the dataset's widened types.
-      const published = out.manifest.schema && deserializeColumns(out.manifest.schema);
-      const parts = [...(published ? [published] : []), ...staged.map(([, u]) => deserializeColumns(u.staged!.schema))];
-      const { columns: joined, conflicts } = joinDataset(parts, this.opened().ctx.declared);
-      const columns = joined ?? new Map<string, LogicalType>();
-      // A partition column no record filled yet: null for all of them (the default partition), as DuckDB names it.
-      if (columns.size > 0)
-        for (const col of this.config.partition_by ?? []) if (!columns.has(col)) columns.set(col, VARCHAR);
-      const cases = conflicts.caseConflicts();
-      if (cases.length > 0)
-        throw new SluiceError(
-          `parquet sink: field names that differ only in case: ${cases.map((c) => c.path).join(', ')}`,
-          {
-            hint: 'rename one of each pair with the `rename` transform',
-          },
-        );
-      for (const col of this.config.partition_by ?? []) {
-        const t = columns.get(col);
-        if (t === undefined || t.kind === 'list' || t.kind === 'struct')
-          throw new SluiceError(
-            `parquet sink: partition column "${col}" is ${t === undefined ? 'not in the data' : `a ${t.kind.toUpperCase()}`}`,
-            {
-              hint: 'partition by top-level scalar fields (e.g. `partition_by: [country_code]`), or flatten the field first',
-            },
-          );
-      }
-      const stagedPaths = await Promise.all(staged.map(([, u]) => out.stagedFile(u.staged!.file)));
-      const jsonBytes = staged.reduce((n, [, u]) => n + u.staged!.bytes, 0);
-      const publishId = newPublishId(out);
-      const tmpOut = out.tempPath(`publish-${publishId}`, 'dir');
-      const tmpRewrites = out.tempPath(`rewrite-${publishId}`, 'dir');
-      let keep = false;
       try {
-        let written: string[] = [];
-        if (columns.size > 0) {
-          await copyToParquet(this.opened().conn, this.config, {
-            files: stagedPaths,
-            // Units staged without it were measured when the output opened (restage.ts).
-            longestLine: Math.max(...staged.map(([, u]) => u.staged!.longest ?? LONG_LINE)),
-            columns,
-            dir: tmpOut,
-            publishId,
-            targetBytes: this.targetBytes,
-          });
-          written = await listFiles(tmpOut);
-        } else {
-          // No value decided a column and none is declared: like the DuckDB sink without a table, nothing to store.
-          const records = staged.reduce((n, [, u]) => n + u.records, 0);
-          this.opened().ctx.log.warn(
-            `parquet sink: ${records} record(s) with only null values and no columns: not stored`,
-          );
-        }
-        const moves: Move[] = published ? await this.rewrites(published, columns, tmpRewrites) : [];
-        const rewritten = moves.length;
-        let parquetBytes = 0;
-        const empty = await emptyFiles(this.opened().conn, tmpOut, written);
-        for (const rel of written) {
-          if (empty.has(rel)) continue;
-          moves.push({ from: path.join(tmpOut, rel), to: rel.replace(/\.tmp$/, '.parquet') });
-          parquetBytes += (await stat(path.join(tmpOut, rel))).size;
-        }
-        const files = moves.slice(rewritten).map((m) => m.to);
-        await out.commit({
-          moves,
-          apply: (m) => {
-            for (const [id] of staged) {
-              const u = m.units[id];
-              if (!u) continue;
-              delete u.staged;
-              u.files = files;
-            }
-            if (columns.size > 0) m.schema = serializeColumns(columns);
-          },
-        });
-        if (parquetBytes > 0) this.jsonPerParquet = Math.max(1, jsonBytes / parquetBytes);
-        this.opened().ctx.log.info(
-          `parquet sink: published ${staged.length} unit(s) as ${files.length} file(s), ${(parquetBytes / 2 ** 20).toFixed(1)} MB` +
-            (rewritten > 0 ? `; rewrote ${rewritten} earlier file(s) for columns that became text or JSON` : ''),
-        );
+        await this.publishStaged();
       } catch (err) {
-        keep = err instanceof CommitIncompleteError;
-        throw err;
-      } finally {
-        if (!keep) await Promise.all([tmpOut, tmpRewrites].map((d) => rm(d, { recursive: true, force: true })));
+        const out = this.opened().out;
+        const raw = Object.entries(out.manifest.units).flatMap(([id, u]) => (u.staged?.raw ? [id] : []));
+        if (raw.length === 0 || !readJsonRefused(err)) throw err;
+        // Text only DuckDB's reader refuses, in units staged as they came: staged again from their rows, once.
+        await restageRaw(out, raw, this.opened().ctx.log, 'parquet sink');
+        await this.publishStaged();
       }
     });
   }
 
-  /**
-   * Published files whose rows a union of the directory would not read as the DuckDB sink's table holds them once
-   * the dataset's columns widen from `published` to `columns` (see `rewriteIfNeeded`), rewritten into `tmpDir`.
-   * Only a widening into text or JSON needs it. The moves put them back under their own names in the publish's
-   * manifest swap, before the new files: a reader never sees a row twice.
-   */
-  private async rewrites(
-    published: ReadonlyMap<string, LogicalType>,
-    columns: ReadonlyMap<string, LogicalType>,
-    tmpDir: string,
-  ): Promise<Move[]> {
-    let any = false;
-    for (const [k, t] of published) {
-      const u = columns.get(k);
-      if (u !== undefined && textifies(t, u)) any = true;
-    }
-    if (!any) return [];
-    const out = this.opened().out;
-    const moves: Move[] = [];
-    const files = [...new Set(Object.values(out.manifest.units).flatMap((u) => u.files))].sort();
-    await mkdir(tmpDir, { recursive: true });
-    for (const [i, rel] of files.entries()) {
-      const to = path.join(tmpDir, `${i}.tmp`);
-      const file = await out.localFile(rel);
-      try {
-        if (await rewriteIfNeeded(this.opened().conn, this.config, file, to, published, columns))
-          moves.push({ from: to, to: rel });
-      } finally {
-        // On S3 `file` is a download into the temp directory.
-        if (file !== path.join(out.dataDir, rel)) await rm(file, { force: true });
-      }
-    }
-    return moves;
+  /** One publish of every staged unit (see `publish`), under the publishing lock. */
+  private async publishStaged(): Promise<void> {
+    const { out, conn, ctx } = this.opened();
+    const measured = await publishStaged({
+      out,
+      conn,
+      config: this.config,
+      log: ctx.log,
+      declared: ctx.declared,
+      targetBytes: this.targetBytes,
+    });
+    if (measured) this.jsonPerParquet = Math.max(1, measured.jsonBytes / measured.parquetBytes);
   }
 }
 

@@ -48,6 +48,16 @@ function fileOptions(c: ParquetSinkConfig): string[] {
   ];
 }
 
+/**
+ * Whether `err` (a failed publish) is DuckDB's reader refusing a staged file's text: a key twice in an object, or
+ * bytes that are not JSON. Raw staged units can hold such text; rows sluice wrote cannot.
+ */
+export function readJsonRefused(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++)
+    if (/JSON transform error|Malformed JSON|has duplicate key/.test(e.message)) return true;
+  return false;
+}
+
 export async function copyToParquet(conn: DuckDBConnection, config: ParquetSinkConfig, w: ParquetWrite): Promise<void> {
   const { files, columns, dir, publishId } = w;
   // Timestamps are read as TIMESTAMPTZ (DuckDB's TIMESTAMP parser drops a UTC offset in the text) and cast back

@@ -4,6 +4,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { ServiceError } from './errors.js';
+import type { BudgetPeers } from './shared-budget.js';
 import type { ThrottleClock } from './throttle.js';
 
 export interface ClientOptions {
@@ -33,6 +34,8 @@ export interface ClientOptions {
     initialWindow?: number;
     /** Test seam. */
     clock?: ThrottleClock;
+    /** The other processes behind this address the budget is shared with (shards: shared-budget.ts). */
+    peers?: BudgetPeers;
   };
   /**
    * The largest JSON answer (bytes) and the longest call (ms, request to last byte) accepted; defaults in

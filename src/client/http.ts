@@ -139,6 +139,7 @@ export class HttpCore {
       clock: opts.throttle?.clock ?? realThrottleClock,
       ...(opts.throttle?.budget !== undefined && { budget: opts.throttle.budget }),
       ...(opts.throttle?.initialWindow !== undefined && { initialWindow: opts.throttle.initialWindow }),
+      ...(opts.throttle?.peers !== undefined && { peers: opts.throttle.peers }),
     });
   }
 

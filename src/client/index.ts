@@ -19,6 +19,7 @@ export {
 export { pollSnapshot, type PollOptions } from './poll.js';
 export { SEARCH_ZONE_TYPES } from './error-codes.js';
 export { costPeriodProblem } from './zones.js';
+export { FileBudgetPeers, type BudgetPeers } from './shared-budget.js';
 
 export function createClient(options: ClientOptions): ServiceClient {
   // Registered before any request, so no error or log line can carry the key.

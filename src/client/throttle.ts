@@ -19,9 +19,13 @@
  * - **Stop before the block.** When the budget is spent, the run stops with `RateBudgetSpentError` (every waiting
  *   and later request gets it): risking the block would cost more than the run.
  *
+ * - **Shared with the other shards** behind the same address (`peers`, shared-budget.ts): their 429s count in the
+ *   window and their holds hold this process too, and it has in flight at most its share of what is left.
+ *
  * Time here is this machine's: a window of five real minutes is at least as strict as the service's own.
  */
 import { RateBudgetSpentError } from './errors.js';
+import { shareOf, type BudgetPeers } from './shared-budget.js';
 
 /** The service blocks an IP at this many 429s within `SERVICE_WINDOW_MS`. */
 export const SERVICE_BLOCK_AFTER = 25;
@@ -51,7 +55,12 @@ export interface ThrottleOptions {
   holdBaseMs: number;
   holdMaxMs: number;
   clock: ThrottleClock;
+  /** The processes this budget is shared with (the pipeline's other shards); none: this process has it alone. */
+  peers?: BudgetPeers;
 }
+
+/** While requests wait on what the other shards hold or spent, how often their files are looked at again. */
+const PEER_POLL_MS = 250;
 
 /** What a request tells the throttle when its answer's status is known (or when it got none). */
 export type Outcome = { status: number; retryAfterMs?: number } | 'no_answer';
@@ -88,10 +97,14 @@ export class ServiceThrottle {
     this.window = Math.max(1, Math.min(opts.initialWindow ?? DEFAULT_INITIAL_WINDOW, opts.maxWindow));
   }
 
-  /** 429s answered within the window now. */
+  /** 429s answered within the window now: to this process, and to the shards it shares the budget with. */
   count429(): number {
-    this.prune(this.opts.clock.now());
-    return this.recent429.length;
+    return this.recent(this.opts.clock.now());
+  }
+
+  private recent(now: number): number {
+    this.prune(now);
+    return this.recent429.length + (this.opts.peers?.view(now - this.windowMs, now).count ?? 0);
   }
 
   /** 429s answered over the client's life. */
@@ -134,6 +147,20 @@ export class ServiceThrottle {
   private mayStart(): boolean {
     const now = this.opts.clock.now();
     if (now < this.holdUntil) return false;
+    const peers = this.opts.peers;
+    if (peers) {
+      const view = peers.view(now - this.windowMs, now);
+      if (now < view.holdUntil) return false;
+      this.prune(now);
+      const recent = this.recent429.length + view.count;
+      // The other shards spent it: this one stops as they do.
+      if (recent >= this.budget) {
+        this.spend(recent);
+        return false;
+      }
+      // Every request in flight of every shard may still be refused: each shard's must fit in its share.
+      return this.inFlight < Math.floor(this.window) && this.inFlight + 1 <= shareOf(this.budget - recent, view.share);
+    }
     this.prune(now);
     // Every request in flight may still be refused: together they must fit in what is left of the budget.
     return this.inFlight < Math.floor(this.window) && this.inFlight + 1 <= this.budget - this.recent429.length;
@@ -175,21 +202,27 @@ export class ServiceThrottle {
     }
     const hold = Math.min(this.opts.holdMaxMs, retryAfterMs ?? this.opts.holdBaseMs * 2 ** (this.streak - 1));
     this.holdUntil = Math.max(this.holdUntil, now + hold);
-    this.prune(now);
-    if (this.recent429.length >= this.budget) this.spend();
+    this.opts.peers?.record(now, this.holdUntil);
+    const recent = this.recent(now);
+    if (recent >= this.budget) this.spend(recent);
   }
 
-  private spend(): void {
-    this.spent = new RateBudgetSpentError(this.opts.address, this.recent429.length, SERVICE_BLOCK_AFTER);
+  private spend(recent: number): void {
+    this.spent ??= new RateBudgetSpentError(this.opts.address, recent, SERVICE_BLOCK_AFTER);
     for (const w of this.waiters.splice(0)) w.reject(this.spent);
   }
 
   /** Grants permits to waiters in arrival order while they fit; arms one timer for the end of a hold. */
   private wake(): void {
-    if (this.spent) return;
+    if (this.spent) {
+      for (const w of this.waiters.splice(0)) w.reject(this.spent);
+      return;
+    }
     while (this.waiters.length > 0 && this.mayStart()) this.waiters.shift()!.resolve(this.grant());
     if (this.waiters.length === 0 || this.cancelHold !== undefined) return;
-    const wait = this.holdUntil - this.opts.clock.now();
+    const own = this.holdUntil - this.opts.clock.now();
+    // What the other shards hold or spent changes without an answer here: look again while requests wait.
+    const wait = this.opts.peers ? Math.min(Math.max(own, 0) || PEER_POLL_MS, PEER_POLL_MS) : own;
     if (wait <= 0) return;
     this.cancelHold = this.opts.clock.after(wait, () => {
       this.cancelHold = undefined;
@@ -199,6 +232,7 @@ export class ServiceThrottle {
 
   /** Rejects what still waits and drops the timer (the client is closing). */
   close(reason: unknown): void {
+    this.opts.peers?.leave(this.opts.clock.now());
     this.cancelHold?.();
     this.cancelHold = undefined;
     for (const w of this.waiters.splice(0)) w.reject(reason);

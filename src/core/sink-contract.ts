@@ -82,7 +82,25 @@ export interface NativeLoad {
    * other error fails the unit like an error of `writeUnit`. `check` is the engine's record judge for this sink:
    * every record must pass it, or the file is refused.
    */
-  load(unit: WorkUnit, file: RawFile, commit: UnitCommit, check?: RecordCheck): Promise<CommitResult>;
+  load(
+    unit: WorkUnit,
+    file: RawFile,
+    commit: UnitCommit,
+    check?: RecordCheck,
+    read?: () => void,
+  ): Promise<CommitResult>;
+  /**
+   * A sink that commits several units together (one transaction) calls `read` once it has read all it needs of the
+   * file and only its store's part is left, and may have up to `committing` units so at once: the engine reads the
+   * next units meanwhile. Absent: the sink reads and commits one unit before the engine reads the next in its place.
+   */
+  readonly committing?: number;
+  /**
+   * Told that a unit is on its way to this sink (its source is reading it: a download, before `load`): a sink that
+   * commits units together may wait for it. The function returned is called once the unit is no longer on its way
+   * (its `load`'s `read` was told, or the unit ended).
+   */
+  expecting?(): () => void;
 }
 
 /** A file output's own lock and compaction (`SinkCapabilities.files`). */

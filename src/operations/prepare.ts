@@ -82,6 +82,8 @@ export function preparePipeline(
   const runtime = {
     command: opts.command ?? 'sluice prepare',
     log,
+    // Its 429s count in the budget of the shards that start right after it.
+    budgetMember: 'prepare',
     ...(opts.waitForLockMs !== undefined && { waitForLockMs: opts.waitForLockMs }),
     ...(opts.signal && { signal: opts.signal }),
     ...(hooks.onService && { onService: hooks.onService }),

@@ -35,7 +35,7 @@ import type { LoadedPipeline } from '../pipeline/load.js';
 import type { Registry } from '../pipeline/registry.js';
 import { resolveContract, type SchemaContractOption } from '../schema/contract.js';
 import { unstorablePolicy } from '../schema/storable.js';
-import { pipelinePaths, type PipelinePaths, type ShardId } from '../state/paths.js';
+import { pipelinePaths, shardDirName, type PipelinePaths, type ShardId } from '../state/paths.js';
 import { acquireRunLock, type LockOptions, type RunLock } from '../state/run-lock.js';
 import { stateDirUnusable } from '../state/state-store.js';
 import { UNIT_ATTEMPTS } from '../unit/run-units.js';
@@ -52,6 +52,11 @@ export interface RuntimeOptions {
   log: Logger;
   /** `--shard i/n`: the shard's own state directory, and file outputs' shard manifests. */
   shard?: ShardId;
+  /**
+   * Takes part in the 429 budget the pipeline's shards share (client/shared-budget.ts) under this name, though not
+   * a shard: `sluice prepare`, whose 429s count for the shards that follow it. A shard always takes part.
+   */
+  budgetMember?: string;
   /** An interrupt (SIGINT/SIGTERM): waits stop at once; units in flight get the pipeline's grace. */
   signal?: AbortSignal;
   /** How long to wait for another run's lock (`--wait`); default 0: fail at once (exit 3). */
@@ -132,6 +137,14 @@ export class PipelineRuntime {
       emulatorStateFile: path.join(this.paths.rootStateDir, 'emulator.json'),
       limits: this.limits,
       ...(opts.onCall && { onCall: opts.onCall }),
+      // Shards behind one address share one 429 budget, through the state directory they share.
+      ...((opts.shard || opts.budgetMember !== undefined) && {
+        sharedBudget: {
+          dir: path.join(this.paths.rootStateDir, 'service-budget'),
+          self: opts.shard ? shardDirName(opts.shard) : opts.budgetMember!,
+          shard: opts.shard,
+        },
+      }),
     });
     this.session.hold('closing the service connection', this.service, (s) => s.close());
     opts.onService?.(this.service);

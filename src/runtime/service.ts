@@ -7,7 +7,8 @@
  */
 import path from 'node:path';
 import type { ClientOptions } from '../client/api.js';
-import { createClient, type ServiceClient } from '../client/index.js';
+import { FileBudgetPeers, createClient, type ServiceClient } from '../client/index.js';
+import { SERVICE_WINDOW_MS } from '../client/throttle.js';
 import { ConfigError, SluiceError } from '../core/errors.js';
 import { registerSecret } from '../core/redact.js';
 import type { Limits } from '../core/limits.js';
@@ -47,6 +48,11 @@ export interface ServiceConnectionOptions {
   onCall?: ClientOptions['onCall'];
   /** The pipeline's bounds on answers (`limits:`, core/limits.ts); the client's defaults when absent. */
   limits?: Pick<Limits, 'maxAnswerBytes' | 'callTimeoutMs'>;
+  /**
+   * A shard's share of the 429 budget: the directory the pipeline's shards share (its root state directory's
+   * `service-budget/`), this shard's name there and its place among them (client/shared-budget.ts).
+   */
+  sharedBudget?: { dir: string; self: string; shard: { index: number; count: number } | undefined };
 }
 
 export class ServiceConnection {
@@ -132,6 +138,7 @@ export class ServiceConnection {
         ...(r.max_delay_ms !== undefined && { maxDelayMs: r.max_delay_ms }),
       },
       ...(this.options.onCall && { onCall: this.options.onCall }),
+      ...(this.options.sharedBudget && { throttle: { peers: this.budgetPeers(this.options.sharedBudget) } }),
       onRetry: (info) => {
         this.counter.retries++;
         this.log.warn(`retrying ${info.method} ${info.path} in ${Math.round(info.delayMs)} ms: ${info.reason}`, {
@@ -139,6 +146,20 @@ export class ServiceConnection {
         });
       },
     });
+  }
+
+  private budgetPeers(b: NonNullable<ServiceConnectionOptions['sharedBudget']>): FileBudgetPeers {
+    try {
+      return new FileBudgetPeers(b.dir, b.self, b.shard, this.log, Date.now(), SERVICE_WINDOW_MS);
+    } catch (err) {
+      throw new SluiceError(
+        `cannot share the 429 budget with the other shards through ${b.dir}: ${(err as Error).message}`,
+        {
+          hint: 'the shards of a pipeline share its state directory: give the user running sluice write access to it',
+          cause: err,
+        },
+      );
+    }
   }
 
   async close(): Promise<void> {

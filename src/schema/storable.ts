@@ -83,6 +83,14 @@ export class RecordJudge implements RecordCheck {
     this.root = this.topNames ? new Place() : FREE;
   }
 
+  /**
+   * Whether its verdicts depend on nothing but the record: no names are remembered (the store's names are free), so
+   * a judge of the same limits elsewhere (a worker thread's) refuses exactly what this one does.
+   */
+  get stateless(): boolean {
+    return this.limits.names === 'none';
+  }
+
   /** The store's columns as committed: names spelt otherwise in case differ from them (and count as columns). */
   know(columns: ReadonlyMap<string, LogicalType>): void {
     if (!this.topNames) return;

@@ -12,6 +12,7 @@
  * committed.
  */
 import { createHash } from 'node:crypto';
+import { getMaxListeners, setMaxListeners } from 'node:events';
 import { failpoint } from '../core/failpoints.js';
 import { DecodeError, SluiceError } from '../core/errors.js';
 import { errorText } from '../core/error-text.js';
@@ -101,15 +102,23 @@ export async function runUnits(opts: RunUnitsOptions): Promise<UnitsRun> {
   const committedPerSink = sinks.map(() => 0);
   const counted = (): void => events?.counted?.(units);
 
+  // Units whose files every sink took whole, waiting to be committed together (a sink's group), while the next are
+  // read: as many as the sink that takes fewest allows.
+  const committing = Math.min(...sinks.map((s) => s.capabilities.native?.committing ?? 0));
+  // Each unit in flight listens on the run's signals until its attempt ends: that many listeners are expected.
+  const inFlight = opts.source.concurrency + committing;
+  for (const signal of [opts.signal, opts.cancel])
+    if (signal) setMaxListeners(Math.max(getMaxListeners(signal), inFlight + 10), signal);
   const result = await scheduleUnits(opts.planned, {
     concurrency: opts.source.concurrency,
+    committing,
     ...(opts.shard && { accepts: (u: WorkUnit) => inShard(u, opts.shard!) }),
     isCommitted: (u) => pending(u).length === 0,
-    run: async (u) => {
+    run: async (u, read) => {
       const into = pending(u);
       let next: readonly WorkUnit[] = [];
       const work = async (): Promise<void> => {
-        const loaded = await loadWithRetries(u, into, opts);
+        const loaded = await loadWithRetries(u, into, opts, read);
         next = loaded.next;
         events?.loaded?.(u, loaded);
       };
@@ -149,13 +158,22 @@ export async function runUnits(opts: RunUnitsOptions): Promise<UnitsRun> {
   return { units, committedPerSink, ...(result.failure !== undefined && { failure: result.failure }) };
 }
 
-/** One unit, its attempts: each a load under its own deadline, again while the failure is transient. */
-function loadWithRetries(u: WorkUnit, into: readonly Sink[], opts: RunUnitsOptions): Promise<UnitLoaded> {
+/**
+ * One unit, its attempts: each a load under its own deadline, again while the failure is transient. `read`: the
+ * unit's reading is over (its file taken whole by every sink); an attempt after that reads outside the scheduler's
+ * readers, as a retry of a request does.
+ */
+function loadWithRetries(
+  u: WorkUnit,
+  into: readonly Sink[],
+  opts: RunUnitsOptions,
+  read: () => void,
+): Promise<UnitLoaded> {
   return retrying(
     async () => {
       const limit = attemptLimit(u, opts);
       try {
-        return await opts.path.load(u, sinkUnit(opts.runId, u), into, limit.signal);
+        return await opts.path.load(u, sinkUnit(opts.runId, u), into, limit.signal, read);
       } catch (thrown) {
         // Out of time, whatever the read made of its abort (a transport error, a sink's rollback).
         throw limit.expired() ?? thrown;

@@ -4,19 +4,29 @@
  * page still knows its next page); the first failure stops new units from starting while those in flight finish. A
  * run's units go through it (run-units.ts), and so do the crawl driver of the tests and the crawl benchmark
  * (test/support/drive-crawl.ts), which run a bare source with it.
+ *
+ * Reading and committing are bounded apart: `concurrency` units read at once, and a unit may say its reading is
+ * over before it has committed (`read()`: a sink took its file whole and only has its database's part left to do),
+ * which lets the next unit start reading while it commits; at most `committing` units wait so (default 0: a unit
+ * reads until it has committed, as a source's `concurrency` has always meant). A sink that commits several units
+ * together (the DuckDB sink's group of units, sinks/duckdb/group.ts) so gets units to commit while the next are read.
  */
-import pLimit from 'p-limit';
 import type { WorkUnit } from '../core/types.js';
 
 export interface ScheduleHooks {
   /** Units read at once. */
   concurrency: number;
+  /** Units read but not yet committed at once (see the file's comment); default 0. */
+  committing?: number;
   /** Units outside this run's share (another shard's) are neither run nor counted. Default: all are in. */
   accepts?(unit: WorkUnit): boolean;
   /** Committed by an earlier run: not run again. */
   isCommitted(unit: WorkUnit): boolean;
-  /** Reads and commits the unit, handing back the units it leads to; a throw is the run's failure. */
-  run(unit: WorkUnit): Promise<readonly WorkUnit[] | void>;
+  /**
+   * Reads and commits the unit, handing back the units it leads to; a throw is the run's failure. `read` may be
+   * called once the unit's reading is over, before it has committed.
+   */
+  run(unit: WorkUnit, read: () => void): Promise<readonly WorkUnit[] | void>;
   /** The units a unit committed earlier (skipped) leads to. */
   discover?(unit: WorkUnit): readonly WorkUnit[];
   /** Stop starting units (an interrupt, a budget): those in flight finish. */
@@ -39,7 +49,7 @@ export interface ScheduleResult {
 
 export async function scheduleUnits(planned: Iterable<WorkUnit>, hooks: ScheduleHooks): Promise<ScheduleResult> {
   const result: ScheduleResult = { scheduled: 0, skipped: 0, committed: 0, failed: 0 };
-  const limit = pLimit(Math.max(1, hooks.concurrency));
+  const slots = new ReadSlots(Math.max(1, hooks.concurrency), Math.max(0, hooks.committing ?? 0));
   const seen = new Set<string>();
   const running: Promise<void>[] = [];
   const halted = (): boolean => result.failure !== undefined || hooks.stopped?.() === true;
@@ -57,21 +67,26 @@ export async function scheduleUnits(planned: Iterable<WorkUnit>, hooks: Schedule
       return;
     }
     running.push(
-      limit(async () => {
-        if (halted()) return;
-        let next: readonly WorkUnit[] | void;
+      (async () => {
+        const slot = await slots.take();
         try {
-          next = await hooks.run(u);
-        } catch (err) {
-          result.failed++;
-          result.failure ??= err;
-          hooks.onFailed?.(u, err);
-          return;
+          if (halted()) return;
+          let next: readonly WorkUnit[] | void;
+          try {
+            next = await hooks.run(u, () => slot.read());
+          } catch (err) {
+            result.failed++;
+            result.failure ??= err;
+            hooks.onFailed?.(u, err);
+            return;
+          }
+          result.committed++;
+          hooks.onCommitted?.(u);
+          for (const n of next ?? []) schedule(n);
+        } finally {
+          slot.done();
         }
-        result.committed++;
-        hooks.onCommitted?.(u);
-        for (const n of next ?? []) schedule(n);
-      }),
+      })(),
     );
   };
 
@@ -79,4 +94,64 @@ export async function scheduleUnits(planned: Iterable<WorkUnit>, hooks: Schedule
   // Units discovered while waiting are pushed onto `running`: drain until nothing new was added.
   while (running.length > 0) await Promise.all(running.splice(0));
   return result;
+}
+
+/** A unit's hold on the scheduler: `read()` moves it from reading to committing (if there is room), `done()` ends it. */
+interface Slot {
+  read(): void;
+  done(): void;
+}
+
+/**
+ * At most `readers` units reading and `committers` read but committing; waiters start in arrival order. A unit that
+ * said its reading is over while every committer's place was taken stays a reader until one frees up.
+ */
+class ReadSlots {
+  private reading = 0;
+  private committing = 0;
+  private readonly waiters: (() => void)[] = [];
+  /** Readers done reading, waiting for a committer's place. */
+  private readonly readDone: (() => void)[] = [];
+
+  constructor(
+    private readonly readers: number,
+    private readonly committers: number,
+  ) {}
+
+  async take(): Promise<Slot> {
+    if (this.reading >= this.readers || this.waiters.length > 0)
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    else this.reading++;
+    let state: 'reading' | 'committing' | 'done' = 'reading';
+    const toCommitting = (): void => {
+      if (state !== 'reading') return;
+      state = 'committing';
+      this.reading--;
+      this.committing++;
+    };
+    return {
+      read: () => {
+        if (state !== 'reading' || this.committers === 0) return;
+        this.readDone.push(toCommitting);
+        this.wake();
+      },
+      done: () => {
+        if (state === 'done') return;
+        const waiting = this.readDone.indexOf(toCommitting);
+        if (waiting >= 0) this.readDone.splice(waiting, 1);
+        if (state === 'reading') this.reading--;
+        else this.committing--;
+        state = 'done';
+        this.wake();
+      },
+    };
+  }
+
+  private wake(): void {
+    while (this.committing < this.committers && this.readDone.length > 0) this.readDone.shift()!();
+    while (this.reading < this.readers && this.waiters.length > 0) {
+      this.reading++;
+      this.waiters.shift()!();
+    }
+  }
 }

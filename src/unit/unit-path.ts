@@ -99,12 +99,19 @@ export class UnitPath {
 
   /**
    * One attempt: `unit` read (as the source knows it) and committed into `into` (the sinks that have not committed
-   * it yet) as `sinkUnit` (the run-scoped id the sinks see), reading under `signal`.
+   * it yet) as `sinkUnit` (the run-scoped id the sinks see), reading under `signal`. `readDone` is told when the
+   * unit's reading is over before it has committed (its raw file read by every sink that loads it natively).
    */
-  async load(unit: WorkUnit, sinkUnit: WorkUnit, into: readonly Sink[], signal: AbortSignal): Promise<UnitLoaded> {
+  async load(
+    unit: WorkUnit,
+    sinkUnit: WorkUnit,
+    into: readonly Sink[],
+    signal: AbortSignal,
+    readDone: () => void = () => undefined,
+  ): Promise<UnitLoaded> {
     const ctx = this.parts.context(signal);
     const sinks = this.parts.sinks.filter((s) => into.includes(s.sink));
-    if (this.takesRawFile(sinks)) return this.loadRawFile(unit, sinkUnit, sinks, ctx);
+    if (this.takesRawFile(sinks)) return this.loadRawFile(unit, sinkUnit, sinks, ctx, readDone);
     // Read (the source decodes what it downloads as it reads) → transforms → each sink's gates and commit.
     const read = new DrainedRead(unit.id, this.parts.source.read(unit, ctx));
     await this.commit(unit, sinkUnit, sinks, this.transformed(unit, read), read.commit);
@@ -139,17 +146,62 @@ export class UnitPath {
     sinkUnit: WorkUnit,
     sinks: readonly PathSink[],
     ctx: SourceContext,
+    readDone: () => void,
   ): Promise<UnitLoaded> {
-    await mkdir(this.parts.tmpDir, { recursive: true });
-    const raw = await this.parts.source.rawFile!(unit, ctx, this.parts.tmpDir);
+    // Every sink that commits units together knows this one is on its way while the source reads it.
+    const coming = sinks.map((s) => once(s.sink.capabilities.native!.expecting?.()));
+    try {
+      await mkdir(this.parts.tmpDir, { recursive: true });
+      const raw = await this.parts.source.rawFile!(unit, ctx, this.parts.tmpDir);
+      return await this.loadRaw(unit, sinkUnit, sinks, ctx, raw, coming, readDone);
+    } finally {
+      for (const gone of coming) gone();
+    }
+  }
+
+  private async loadRaw(
+    unit: WorkUnit,
+    sinkUnit: WorkUnit,
+    sinks: readonly PathSink[],
+    ctx: SourceContext,
+    raw: RawFile,
+    coming: readonly (() => void)[],
+    readDone: () => void,
+  ): Promise<UnitLoaded> {
     const commit = knownCheckpoint(raw.checkpoint);
     try {
       if (!sinks.every((s) => s.sink.capabilities.native!.formats.includes(raw.decode.format))) {
+        // Not coming natively after all: a sink's group must not wait for it.
+        for (const gone of coming) gone();
         await this.commit(unit, sinkUnit, sinks, this.transformed(unit, this.decoded(unit, raw, ctx)), commit);
         return { path: 'decoded', refusals: [], next: [] };
       }
+      // The unit's reading is over once every sink has read the file and has only its commit left; a sink that
+      // refuses the file has it decoded in JS next, which is reading still.
+      let reading = sinks.length;
+      const readBy = (k: number): (() => void) => {
+        let told = false;
+        return () => {
+          if (told) return;
+          told = true;
+          coming[k]!();
+          if (--reading === 0) readDone();
+        };
+      };
       const outcomes = await Promise.allSettled(
-        sinks.map(async (s) => s.sink.capabilities.native!.load(sinkUnit, raw, commit, await this.judges.for(s.sink))),
+        sinks.map(async (s, k) => {
+          try {
+            return await s.sink.capabilities.native!.load(
+              sinkUnit,
+              raw,
+              commit,
+              await this.judges.for(s.sink),
+              readBy(k),
+            );
+          } finally {
+            coming[k]!();
+          }
+        }),
       );
       const failed = outcomes.find(
         (o): o is PromiseRejectedResult => o.status === 'rejected' && !(o.reason instanceof NativeLoadRefused),
@@ -292,4 +344,14 @@ function contractRefusal(err: unknown): SchemaContractError | undefined {
   for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++)
     if (e instanceof SchemaContractError) return e;
   return undefined;
+}
+
+/** `fn` (or nothing) callable any number of times, run once. */
+function once(fn: (() => void) | undefined): () => void {
+  let called = false;
+  return () => {
+    if (called) return;
+    called = true;
+    fn?.();
+  };
 }

@@ -5,38 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { RateBudgetSpentError } from '../../src/client/errors.js';
-import { ServiceThrottle, type Permit, type ThrottleClock } from '../../src/client/throttle.js';
-
-/** Time moves only when the test says; `after` timers fire in order as it passes them. */
-class ManualClock implements ThrottleClock {
-  t = 0;
-  private timers: { at: number; fn: () => void }[] = [];
-  now(): number {
-    return this.t;
-  }
-  after(ms: number, fn: () => void): () => void {
-    const timer = { at: this.t + ms, fn };
-    this.timers.push(timer);
-    return () => (this.timers = this.timers.filter((x) => x !== timer));
-  }
-  async advanceTo(target: number): Promise<void> {
-    for (;;) {
-      await flush();
-      this.timers.sort((a, b) => a.at - b.at);
-      const next = this.timers[0];
-      if (!next || next.at > target) break;
-      this.timers.shift();
-      this.t = next.at;
-      next.fn();
-    }
-    this.t = target;
-    await flush();
-  }
-}
-
-async function flush(): Promise<void> {
-  for (let i = 0; i < 10; i++) await Promise.resolve();
-}
+import { ServiceThrottle, type Permit } from '../../src/client/throttle.js';
+import { ManualClock, flush } from './manual-clock.js';
 
 function throttle(clock: ManualClock, extra: Partial<ConstructorParameters<typeof ServiceThrottle>[0]> = {}) {
   return new ServiceThrottle({

@@ -24,6 +24,7 @@ import {
   runOkInProcess,
   sluiceInProcess,
   variant,
+  window429,
   workspace,
   type Result,
 } from './harness.js';
@@ -174,21 +175,6 @@ const DOWNLOAD = [
   'sink: { type: jsonl, path: ../out/download }',
   '',
 ].join('\n');
-
-interface Window {
-  max_in_window: number;
-  total_429: number;
-  blocked: boolean;
-}
-
-async function window429(e: EmulatorHandle): Promise<Window> {
-  const view = JSON.parse((await rawRequest(`${e.url}/_emulator/ip-block`)).body.toString()) as {
-    ips: Record<string, Window>;
-  };
-  const ips = Object.values(view.ips);
-  expect(ips).toHaveLength(1);
-  return ips[0]!;
-}
 
 /** Exit 0, or the budget's stop (exit 1) said as such: never a block, never another failure. */
 function completedOrStopped(r: Result): 'completed' | 'stopped' {

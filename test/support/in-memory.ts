@@ -190,6 +190,8 @@ export interface MemorySinkOptions {
   lockPath?: string;
   /** Runs when a unit's rows were read, before they are committed (a commit under way). */
   beforeCommit?: (id: string) => void | Promise<void>;
+  /** A native load says its reading is over (`read()`) once it has parsed the file, before it commits. */
+  readEarly?: boolean;
 }
 
 /** Commits units into a map; loads JSONL raw files "natively" by parsing their lines. */
@@ -212,7 +214,9 @@ export class MemorySink implements Sink {
   ) {
     const formats = opts.nativeFormats ?? [];
     this.capabilities = {
-      ...(formats.length > 0 && { native: { formats, load: (u, f, c) => this.loadFile(u, f, c) } }),
+      ...(formats.length > 0 && {
+        native: { formats, load: (u, f, c, _check, read) => this.loadFile(u, f, c, read) },
+      }),
       ...(opts.lockPath !== undefined && {
         files: {
           lockFile: opts.lockPath,
@@ -280,7 +284,7 @@ export class MemorySink implements Sink {
     if (this.closeError) throw this.closeError;
   }
 
-  private async loadFile(unit: WorkUnit, file: RawFile, commit: UnitCommit): Promise<CommitResult> {
+  private async loadFile(unit: WorkUnit, file: RawFile, commit: UnitCommit, read?: () => void): Promise<CommitResult> {
     this.writes.push({ id: unit.id, path: 'native' });
     if (this.opts.failNative) throw this.opts.failNative;
     const reason = this.opts.refuse?.(file);
@@ -291,6 +295,8 @@ export class MemorySink implements Sink {
       .split('\n')
       .filter((l) => l !== '')
       .map((l) => JSON.parse(l) as Row);
+    if (this.opts.readEarly) read?.();
+    await this.opts.beforeCommit?.(unit.id);
     return this.commit(unit, rows, commit);
   }
 

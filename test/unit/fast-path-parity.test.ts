@@ -112,10 +112,19 @@ function sinkYaml(sink: SinkType, name: string): string {
 }
 
 /** Sinks that load JSONL natively (`capabilities.nativeFormats`): there the fast path must really be taken. */
-const nativeJsonl: SinkType[] = ['duckdb', 'jsonl'];
+const nativeJsonl: SinkType[] = ['duckdb', 'parquet', 'jsonl'];
 
 async function run(format: Format, gz: boolean, sink: SinkType, fast: boolean): Promise<string> {
   const name = `${format}${gz ? '_gz' : ''}_${sink}_${fast ? 'fast' : 'js'}`;
+  const summary = await runFile(name, `in/data.${format}${gz ? '.gz' : ''}`, format, sink, fast);
+  expect(summary.records).toBe(records.length);
+  expect(summary.deadLetters).toBe(0);
+  expect(summary.nativeFallbacks).toBe(0);
+  expect(summary.nativeLoads).toBe(fast && format === 'jsonl' && nativeJsonl.includes(sink) ? 1 : 0);
+  return name;
+}
+
+async function runFile(name: string, input: string, format: Format, sink: SinkType, fast: boolean) {
   const file = path.join(root, `${name}.yaml`);
   writeFileSync(
     file,
@@ -123,22 +132,17 @@ async function run(format: Format, gz: boolean, sink: SinkType, fast: boolean): 
       'version: 1',
       `name: ${name}`,
       'service: { base_url: emulator, api_key: emulator-key }',
-      `source: { type: file, paths: [in/data.${format}${gz ? '.gz' : ''}], format: ${format} }`,
+      `source: { type: file, paths: [${input}], format: ${format} }`,
       `fast_path: ${fast}`,
       `sink: ${sinkYaml(sink, name)}`,
       '',
     ].join('\n'),
   );
-  const summary = await runPipeline(
+  return runPipeline(
     await loadPipeline(file),
     { fresh: false, logFormat: 'text', quiet: true, progress: false },
     { log: silentLogger },
   );
-  expect(summary.records).toBe(records.length);
-  expect(summary.deadLetters).toBe(0);
-  expect(summary.nativeFallbacks).toBe(0);
-  expect(summary.nativeLoads).toBe(fast && format === 'jsonl' && nativeJsonl.includes(sink) ? 1 : 0);
-  return name;
 }
 
 interface Output {
@@ -236,5 +240,41 @@ describe('every sink types the same records alike', () => {
       });
     // The offset is applied: 03:04:05+02:00 is 01:04:05 UTC.
     expect(duck!.rows[0]!.at_local).toBe('2024-01-02T01:04:05.000Z');
+  });
+});
+
+/**
+ * Lines JSON.parse reads but a native reader would not, as the JS path reads them: bytes that are not UTF-8 (read
+ * with replacement characters) in every sink, and a key twice in an object (its last value) where DuckDB reads the
+ * text (its reader refuses duplicate keys; the jsonl sink copies such a line as it came, for readers that take the
+ * last value, which DuckDB's is not).
+ */
+describe('lines only JSON.parse reads give the JS path’s rows on the fast path too', () => {
+  const good = records.slice(0, 2).map((r) => JSON.stringify(r));
+  const notUtf8 = Buffer.concat([Buffer.from('{"id":6,"name":"bad '), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
+  const twice = '{"id":7,"name":"first","name":"second","score":1.5}';
+  writeFileSync(
+    path.join(inDir, 'hostile-utf8.jsonl'),
+    Buffer.concat([Buffer.from(`${good.join('\n')}\n`), notUtf8, Buffer.from('\n')]),
+  );
+  writeFileSync(path.join(inDir, 'hostile-keys.jsonl'), `${good.join('\n')}\n${twice}\n`);
+  const hostile = [
+    ...sinks.map((sink) => ({ input: 'hostile-utf8', sink })),
+    ...(['duckdb', 'parquet'] as const).map((sink) => ({ input: 'hostile-keys', sink })),
+  ];
+  it.each(hostile)('$input → $sink', async ({ input, sink }) => {
+    const outputs = await Promise.all(
+      [true, false].map(async (fast) => {
+        const name = `${input.replace('-', '_')}_${sink}_${fast ? 'fast' : 'js'}`;
+        const summary = await runFile(name, `in/${input}.jsonl`, 'jsonl', sink, fast);
+        expect(summary.records).toBe(3);
+        expect(summary.deadLetters).toBe(0);
+        return readBack(sink, name);
+      }),
+    );
+    const [fast, js] = outputs as [Output, Output];
+    expect(fast.types).toEqual(js.types);
+    expect(fast.rows).toEqual(js.rows);
+    expect(js.rows).toHaveLength(3);
   });
 });

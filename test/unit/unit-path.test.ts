@@ -67,6 +67,35 @@ describe('the unit path', () => {
     expect(source.reads).toEqual([]);
   });
 
+  it('tells the scheduler the unit’s reading is over once every sink read the file, never while one decodes it', async () => {
+    const source = new MemorySource([{ id: 'u1', rows }], { rawFormat: 'jsonl' });
+    const told: string[] = [];
+    const sinks = (refuse: boolean): Sink[] => [
+      new MemorySink('a', {
+        nativeFormats: ['jsonl'],
+        readEarly: true,
+        beforeCommit: () => void told.push('a commits'),
+      }),
+      new MemorySink('b', {
+        nativeFormats: ['jsonl'],
+        readEarly: true,
+        ...(refuse && { refuse: () => 'no' }),
+        beforeCommit: () => void told.push('b commits'),
+      }),
+    ];
+    const read = (): void => void told.push('read over');
+    const both = sinks(false);
+    await unitPath(source, both).path.load(unit, scoped, both, attempt(), read);
+    // Told once, when the last sink to read the file did, before that one commits: the next unit may be read then.
+    expect(told.filter((t) => t === 'read over')).toHaveLength(1);
+    expect(told.indexOf('read over')).toBeLessThan(told.indexOf('b commits'));
+    told.length = 0;
+    // One refuses: it decodes the file in JS, which is reading still; the unit's place is held until it ends.
+    const refusing = sinks(true);
+    await unitPath(source, refusing).path.load(unit, scoped, refusing, attempt(), read);
+    expect(told).not.toContain('read over');
+  });
+
   it('fails the unit on a native load error that is not a refusal (no silent fallback)', async () => {
     const source = new MemorySource([{ id: 'u1', rows }], { rawFormat: 'jsonl' });
     const broken = new MemorySink('broken', { nativeFormats: ['jsonl'], failNative: new Error('database is locked') });

@@ -117,7 +117,7 @@ export interface StageUnitOptions {
    * Writes the unit's lines into `file`, observing its rows into `schema`; checks may throw (nothing commits).
    * `longest`: bytes of its longest line, kept with the staged entry when given.
    */
-  write(file: string, schema: InferredSchema): Promise<{ rows: number; bytes: number; longest?: number }>;
+  write(file: string, schema: InferredSchema): Promise<{ rows: number; bytes: number; longest?: number; raw?: true }>;
   /** What the staged entry keeps of the unit's columns, for the publish that writes its file. */
   stagedColumns(schema: InferredSchema): SerializedColumns;
   /**
@@ -150,7 +150,7 @@ export async function stageUnit(
   const schema = new InferredSchema({ temporalText: true });
   let committed = false;
   try {
-    const { rows, bytes, longest } = await o.write(file, schema);
+    const { rows, bytes, longest, raw } = await o.write(file, schema);
     const entry: ManifestUnit = { records: rows, files: [], committed_at: new Date().toISOString() };
     if (rows > 0)
       entry.staged = {
@@ -158,6 +158,7 @@ export async function stageUnit(
         bytes,
         schema: o.stagedColumns(schema),
         ...(longest !== undefined && { longest }),
+        ...(raw && { raw }),
       };
     const checkpoint = commit.checkpoint();
     if (checkpoint !== undefined) entry.checkpoint = checkpoint;

@@ -53,6 +53,11 @@ export interface ManifestUnit {
      * 2026-11-26, whose records were not judged before staging: the sink judges them when it opens.
      */
     longest?: number;
+    /**
+     * The unit's raw JSONL lines as they came (the Parquet sink's native path), not rows sluice wrote: a publish
+     * that DuckDB's reader refuses over such a file's text (a key twice in an object) writes it again from its rows.
+     */
+    raw?: true;
   };
   /** The unit's `checkpoint` (incremental loads), recorded by the same manifest swap as its rows. */
   checkpoint?: unknown;

@@ -4,6 +4,7 @@
  * line that is not makes the native path refuse the whole file; the engine then decodes it in JS, which sends that
  * record to the dead letters, so a native path never keeps less than the JS one, nor a record the JS path refuses.
  */
+import { isUtf8 } from 'node:buffer';
 import type { RecordCheck, Row } from '../../core/types.js';
 
 /** A line of a raw JSONL file that is not one JSON object; `offset` is its byte offset in the decompressed bytes. */
@@ -17,8 +18,13 @@ export class BadJsonlLine extends Error {
   }
 }
 
-/** The object on bytes `start`–`end` of `buf` (a line without its `\n`), or undefined for a blank line. */
+/**
+ * The object on bytes `start`–`end` of `buf` (a line without its `\n`), or undefined for a blank line. A line that
+ * is not UTF-8 is refused: JSON.parse would read its bytes with replacement characters, as the JS path does, while
+ * the native readers refuse it (DuckDB's) or would pass the bytes on as they are (a copy).
+ */
 export function parseObjectLine(buf: Buffer, start: number, end: number, offset: number): Row | undefined {
+  if (!isUtf8(buf.subarray(start, end))) throw new BadJsonlLine(offset, `the line at byte ${offset} is not UTF-8`);
   const text = buf.toString('utf8', start, end);
   let v: unknown;
   try {

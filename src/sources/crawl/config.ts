@@ -22,7 +22,7 @@ export const crawlFields = {
     .refine(isValidRate, { error: 'rate_limit looks like "20/s", "600/m" or "5000/h"' })
     .optional()
     .describe(
-      'Requests per second/minute/hour for the whole crawl ("20/s", "600/m"); slowed down automatically on 429s.',
+      'Requests per second/minute/hour for the whole crawl ("20/s", "600/m"), shared by its shards (each `--shard i/n` takes 1/n of it); slowed down automatically on 429s.',
     ),
   format: z
     .enum(['raw', 'json'])

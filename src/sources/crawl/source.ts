@@ -200,7 +200,8 @@ class CrawlSource implements Source {
       zone: crawl.zone,
       format: crawl.format,
       concurrency: crawl.concurrency,
-      ...(crawl.rate_limit !== undefined && { perSecond: parseRate(crawl.rate_limit) }),
+      // `rate_limit` is the pipeline's: the shards behind one address each take their part of it.
+      ...(crawl.rate_limit !== undefined && { perSecond: parseRate(crawl.rate_limit) / (this.deps.shard?.count ?? 1) }),
       log: ctx.log,
     });
     return this.fetcher;

@@ -56,6 +56,22 @@ export async function api(emu: { url: string }, method: string, urlPath: string,
   return JSON.parse(text);
 }
 
+/** What the emulator counted of its answers of 429 for one client IP (`GET /_emulator/ip-block`). */
+export interface Ip429 {
+  max_in_window: number;
+  total_429: number;
+  blocked: boolean;
+}
+
+/** The emulator's 429 counts of the one IP that called it (the tests' 127.0.0.1). */
+export async function window429(emu: { url: string }): Promise<Ip429> {
+  const res = await fetch(`${emu.url}/_emulator/ip-block`);
+  const view = (await res.json()) as { ips: Record<string, Ip429> };
+  const ips = Object.values(view.ips);
+  if (ips.length !== 1) throw new Error(`the emulator counted ${ips.length} IPs, not one`);
+  return ips[0]!;
+}
+
 /** The emulator's snapshots (all filter jobs it started), with their final metadata. */
 export async function snapshots(emu: { url: string }): Promise<Obj[]> {
   const list = (await api(emu, 'GET', '/datasets/snapshots')) as Obj[];

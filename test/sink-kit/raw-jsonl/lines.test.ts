@@ -2,7 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stageRawJsonl } from '../../../sinks/duckdb/stage.js';
-import { copyCheckedJsonl } from '../../../sinks/jsonl/copy.js';
+import { copyCheckedJsonl } from '../../../src/sink-kit/raw-jsonl/checked-copy.js';
 import { BadJsonlLine } from '../../../src/sink-kit/raw-jsonl/line.js';
 import { JsonlLines } from '../../../src/sink-kit/raw-jsonl/lines.js';
 import { removeTempDirs, tempDir } from '../../sinks/helpers.js';
@@ -75,7 +75,7 @@ describe('the native paths refuse a line over the record size limit, whole and v
     await writeFile(src, text);
     const copy = (maxLineBytes: number): Promise<unknown> =>
       copyCheckedJsonl(src, path.join(dir, 'out.jsonl'), undefined, { maxLineBytes }).catch((e: unknown) => e);
-    expect(await copy(big.length)).toBe(3);
+    expect(await copy(big.length)).toMatchObject({ records: 3 });
     expect(await copy(1024)).toMatchObject({
       offset: 9,
       message: 'the line at byte 9 is over the record size limit of 1 KiB (limits.max_record_bytes): not read further',

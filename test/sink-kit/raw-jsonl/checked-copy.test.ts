@@ -2,9 +2,10 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
-import { concatFiles, copyCheckedJsonl } from '../../../sinks/jsonl/copy.js';
+import { concatFiles } from '../../../sinks/jsonl/copy.js';
+import { copyCheckedJsonl } from '../../../src/sink-kit/raw-jsonl/checked-copy.js';
 import { BadJsonlLine } from '../../../src/sink-kit/raw-jsonl/line.js';
-import { removeTempDirs, tempDir } from '../helpers.js';
+import { removeTempDirs, tempDir } from '../../sinks/helpers.js';
 
 afterAll(removeTempDirs);
 
@@ -16,7 +17,7 @@ describe('copyCheckedJsonl', () => {
     const src = path.join(dir, 'in.jsonl.gz');
     const compressed = gzipSync(text);
     await writeFile(src, compressed);
-    expect(await copyCheckedJsonl(src, path.join(dir, 'out.jsonl.gz'), 6)).toBe(2);
+    expect(await copyCheckedJsonl(src, path.join(dir, 'out.jsonl.gz'), 6)).toEqual({ records: 2, longest: 15 });
     expect(await readFile(path.join(dir, 'out.jsonl.gz'))).toEqual(compressed);
   });
 
@@ -24,7 +25,7 @@ describe('copyCheckedJsonl', () => {
     const dir = await tempDir();
     const src = path.join(dir, 'in.jsonl');
     await writeFile(src, text);
-    expect(await copyCheckedJsonl(src, path.join(dir, 'out.jsonl.gz'), 1)).toBe(2);
+    expect((await copyCheckedJsonl(src, path.join(dir, 'out.jsonl.gz'), 1)).records).toBe(2);
     expect(gunzipSync(await readFile(path.join(dir, 'out.jsonl.gz'))).toString()).toBe(text);
   });
 
@@ -32,12 +33,12 @@ describe('copyCheckedJsonl', () => {
     const dir = await tempDir();
     const cut = '{"a":1}\n{"a":2}';
     await writeFile(path.join(dir, 'in.jsonl.gz'), gzipSync(cut));
-    expect(await copyCheckedJsonl(path.join(dir, 'in.jsonl.gz'), path.join(dir, 'a.jsonl.gz'), 1)).toBe(2);
+    expect((await copyCheckedJsonl(path.join(dir, 'in.jsonl.gz'), path.join(dir, 'a.jsonl.gz'), 1)).records).toBe(2);
     const copied = await readFile(path.join(dir, 'a.jsonl.gz'));
     expect(copied.subarray(0, gzipSync(cut).length)).toEqual(gzipSync(cut));
     expect(gunzipSync(copied).toString()).toBe(`${cut}\n`);
     await writeFile(path.join(dir, 'in.jsonl'), cut);
-    expect(await copyCheckedJsonl(path.join(dir, 'in.jsonl'), path.join(dir, 'b.jsonl'), undefined)).toBe(2);
+    expect((await copyCheckedJsonl(path.join(dir, 'in.jsonl'), path.join(dir, 'b.jsonl'), undefined)).records).toBe(2);
     expect(await readFile(path.join(dir, 'b.jsonl'), 'utf8')).toBe(`${cut}\n`);
 
     await concatFiles([path.join(dir, 'a.jsonl.gz'), path.join(dir, 'a.jsonl.gz')], path.join(dir, 'both.jsonl.gz'));
