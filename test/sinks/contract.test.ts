@@ -38,7 +38,7 @@ describe('sink capabilities', () => {
     const formats = Object.fromEntries(
       Object.entries(configs).map(([type, c]) => [type, [...(build(c, '/base').capabilities.native?.formats ?? [])]]),
     );
-    expect(formats).toEqual({ duckdb: ['jsonl'], parquet: [], jsonl: ['jsonl'] });
+    expect(formats).toEqual({ duckdb: ['jsonl'], parquet: ['jsonl'], jsonl: ['jsonl'] });
   });
 });
 
