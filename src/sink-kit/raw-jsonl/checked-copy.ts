@@ -51,9 +51,7 @@ export async function copyCheckedJsonl(
 ): Promise<CheckedCopy> {
   const srcGzip = await isGzipFile(src);
   const checker = new LineChecker(checks);
-  const streams: (NodeJS.ReadableStream | NodeJS.WritableStream)[] = [
-    createReadStream(src, { highWaterMark: CHUNK }),
-  ];
+  const streams: (NodeJS.ReadableStream | NodeJS.WritableStream)[] = [createReadStream(src, { highWaterMark: CHUNK })];
   if (srcGzip) streams.push(createGunzip({ chunkSize: CHUNK }));
   streams.push(checker);
   const sameEncoding = srcGzip === (gzipLevel !== undefined);
