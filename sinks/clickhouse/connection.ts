@@ -13,9 +13,9 @@
  */
 import { Readable } from 'node:stream';
 import { ClickHouseError, ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
-import { SluiceError, type RetryClassified } from '../../src/core/errors.js';
+import { SluiceError } from '../../src/core/errors.js';
 import { redact, registerSecret } from '../../src/core/redact.js';
-import { RetryPolicy, retrying } from '../../src/core/retry.js';
+import { sinkFailures, WarehouseSinkError } from '../../src/sink-kit/warehouse/failures.js';
 import { SourceFailure } from '../../src/sink-kit/warehouse/source-failure.js';
 import { UNCOMMITTED_HINT } from '../../src/sink-kit/warehouse/unit-result.js';
 
@@ -165,15 +165,8 @@ export function isTransientClickHouseError(err: unknown): boolean {
   return false;
 }
 
-/** A failure of the sink, typed for core/retry.ts: transient when the server or the link failed. */
-export class ClickHouseSinkError extends SluiceError implements RetryClassified {
-  readonly transient: boolean;
-  constructor(message: string, opts: { hint: string; cause: unknown; transient: boolean }) {
-    super(redact(message), { hint: opts.hint, cause: opts.cause });
-    this.name = 'ClickHouseSinkError';
-    this.transient = opts.transient;
-  }
-}
+/** A failure of the ClickHouse sink, typed for core/retry.ts: transient when the server or the link failed. */
+export class ClickHouseSinkError extends WarehouseSinkError {}
 
 /** First line of an error's text, with any secret taken out and 18.16's `e.what()` tail dropped. */
 export function errorLine(err: unknown): string {
@@ -182,33 +175,15 @@ export function errorLine(err: unknown): string {
   return redact(first.length > 500 ? `${first.slice(0, 500)}…` : first);
 }
 
-/** A failure of the sink's work, typed for retries: transient when the server or the link failed. */
-export function sinkFailure(label: string, what: string, err: unknown): ClickHouseSinkError {
-  const transient = isTransientClickHouseError(err);
-  return new ClickHouseSinkError(`${label}: ${what}: ${errorLine(err)}`, {
-    hint: transient
-      ? 'the connection to the server failed; what the unit staged is not visible to readers: run again (committed units are skipped)'
-      : UNCOMMITTED_HINT,
-    cause: err,
-    transient,
-  });
-}
+export const { sinkFailure, guarded } = sinkFailures({
+  isTransient: isTransientClickHouseError,
+  errorLine,
+  transientHint:
+    'the connection to the server failed; what the unit staged is not visible to readers: run again (committed units are skipped)',
+  error: ClickHouseSinkError,
+});
 
 export { SourceFailure };
-
-/**
- * Runs `fn`; a failure that is not already a SluiceError becomes one (`sinkFailure`), a source's failure mid-unit
- * is rethrown as the source threw it.
- */
-export async function guarded<T>(label: string, what: string, fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    if (err instanceof SourceFailure) throw err.original;
-    if (err instanceof SluiceError) throw err;
-    throw sinkFailure(label, what, err);
-  }
-}
 
 /** Why `open()` failed: could not reach the server, or reached it and it refused. */
 export function openFailure(label: string, target: Target, err: unknown): SluiceError {
@@ -227,15 +202,4 @@ export function openFailure(label: string, target: Target, err: unknown): Sluice
     cause: err,
     transient,
   });
-}
-
-/**
- * Waits between reads that failed on the link: 4 tries with 0.5 s, 1 s, 2 s between them, the time a server takes
- * to come back from a restart.
- */
-const READ_RETRY = new RetryPolicy({ attempts: 4, baseMs: 500, maxMs: 30_000 });
-
-/** A read the engine makes once per run (committed units, checkpoints, columns), tried again while the link fails. */
-export async function readRetrying<T>(read: () => Promise<T>, policy: RetryPolicy = READ_RETRY): Promise<T> {
-  return retrying(read, { policy });
 }

@@ -47,6 +47,7 @@ import type {
   WorkUnit,
 } from '../../src/core/types.js';
 import { Opened } from '../../src/sink-kit/warehouse/opened.js';
+import { readRetrying } from '../../src/sink-kit/warehouse/failures.js';
 import { AttemptLoad, recordAttempt } from '../../src/sink-kit/warehouse/system-tables.js';
 import {
   DEFAULT_URL,
@@ -60,7 +61,6 @@ import {
   errorLine,
   guarded,
   openFailure,
-  readRetrying,
   resolveTarget,
   Server,
   sinkFailure,
@@ -230,7 +230,7 @@ export class ClickHouseSink implements Sink {
     await opened.server.close().catch(() => undefined);
   }
 
-  /** A read outside any unit (connection.ts `readRetrying`), its failure typed as `guarded` types it. */
+  /** A read outside any unit (`readRetrying`), its failure typed as `guarded` types it. */
   private reading<T>(what: string, fn: () => Promise<T>): Promise<T> {
     return readRetrying(() => guarded(this.label, what, fn));
   }

@@ -7,11 +7,10 @@
  * secret before anything connects, so no log line or error message can carry it.
  */
 import pg from 'pg';
-import { SluiceError, type RetryClassified } from '../../src/core/errors.js';
+import { SluiceError } from '../../src/core/errors.js';
 import { redact, registerSecret } from '../../src/core/redact.js';
-import { RetryPolicy, retrying } from '../../src/core/retry.js';
+import { sinkFailures, WarehouseSinkError } from '../../src/sink-kit/warehouse/failures.js';
 import { SourceFailure } from '../../src/sink-kit/warehouse/source-failure.js';
-import { UNCOMMITTED_HINT } from '../../src/sink-kit/warehouse/unit-result.js';
 
 /** Connections at most: the engine reads 4 units at once by default, and each unit commits in its own transaction. */
 const POOL_SIZE = 4;
@@ -102,21 +101,6 @@ export function createPool(url: string | undefined, onIdleError: (err: Error) =>
 }
 
 /**
- * Waits between reads that failed on the link: the engine's unit policy (unit/run-units.ts), 4 tries with
- * 0.5 s, 1 s, 2 s between them, the time a server takes to come back from a fast restart.
- */
-const READ_RETRY = new RetryPolicy({ attempts: 4, baseMs: 500, maxMs: 30_000 });
-
-/**
- * A read the engine makes once per run (committed units, checkpoints, columns), tried again while it fails on the
- * server or the link: right after a restart the pool still holds connections the server closed, and the first
- * query on each fails. Units have the engine's retries; these reads are outside any unit.
- */
-export async function readRetrying<T>(read: () => Promise<T>, policy: RetryPolicy = READ_RETRY): Promise<T> {
-  return retrying(read, { policy });
-}
-
-/**
  * SQLSTATE classes and codes that say the server or the link failed, not the statement: the unit committed
  * nothing, and the same unit again can succeed (08 connection exception, 57P01–03 shutdown / starting up,
  * 53300 too many connections, 40001 / 40P01 serialisation failure / deadlock).
@@ -134,15 +118,8 @@ export function isTransientPgError(err: unknown): boolean {
   );
 }
 
-/** A failure of the sink, typed for core/retry.ts: transient when the server or the link failed. */
-export class PostgresSinkError extends SluiceError implements RetryClassified {
-  readonly transient: boolean;
-  constructor(message: string, opts: { hint: string; cause: unknown; transient: boolean }) {
-    super(redact(message), { hint: opts.hint, cause: opts.cause });
-    this.name = 'PostgresSinkError';
-    this.transient = opts.transient;
-  }
-}
+/** A failure of the Postgres sink, typed for core/retry.ts: transient when the server or the link failed. */
+export class PostgresSinkError extends WarehouseSinkError {}
 
 /** First line of an error's text, with any secret taken out. */
 export function errorLine(err: unknown): string {
@@ -227,31 +204,13 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => 
   }
 }
 
-/** A failure of the sink's work, typed for retries: transient when the server or the link failed. */
-export function sinkFailure(label: string, what: string, err: unknown): PostgresSinkError {
-  const transient = isTransientPgError(err);
-  return new PostgresSinkError(`${label}: ${what}: ${errorLine(err)}`, {
-    hint: transient
-      ? 'the connection to the server failed; nothing of the unit was committed: run again (committed units are skipped)'
-      : UNCOMMITTED_HINT,
-    cause: err,
-    transient,
-  });
-}
-
-/**
- * Runs `fn`; a failure that is not already a SluiceError becomes one (`sinkFailure`), a source's failure mid-unit
- * is rethrown as the source threw it.
- */
-export async function guarded<T>(label: string, what: string, fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    if (err instanceof SourceFailure) throw err.original;
-    if (err instanceof SluiceError) throw err;
-    throw sinkFailure(label, what, err);
-  }
-}
+export const { sinkFailure, guarded } = sinkFailures({
+  isTransient: isTransientPgError,
+  errorLine,
+  transientHint:
+    'the connection to the server failed; nothing of the unit was committed: run again (committed units are skipped)',
+  error: PostgresSinkError,
+});
 
 export { SourceFailure };
 

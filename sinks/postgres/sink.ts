@@ -41,6 +41,7 @@ import type { LogicalType } from '../../src/core/logical-type.js';
 import { Opened } from '../../src/sink-kit/warehouse/opened.js';
 import { readOnlyQuery } from './read-only.js';
 import { postgresOutputReader } from './read-back.js';
+import { readRetrying } from '../../src/sink-kit/warehouse/failures.js';
 import { AttemptLoad, recordAttempt } from '../../src/sink-kit/warehouse/system-tables.js';
 import {
   connectionUrl,
@@ -56,7 +57,6 @@ import {
   guarded,
   inTransaction,
   openFailure,
-  readRetrying,
   resolveTarget,
   sinkFailure,
   targetText,
@@ -228,7 +228,7 @@ export class PostgresSink implements Sink {
     );
   }
 
-  /** A read outside any unit (connection.ts `readRetrying`), its failure typed as `guarded` types it. */
+  /** A read outside any unit (`readRetrying`), its failure typed as `guarded` types it. */
   private reading<T>(what: string, fn: () => Promise<T>): Promise<T> {
     return readRetrying(() => guarded(this.label, what, fn));
   }

@@ -121,7 +121,7 @@ export class ServiceThrottle {
   acquire(signal?: AbortSignal): Promise<Permit> {
     if (this.spent) return Promise.reject(this.spent);
     signal?.throwIfAborted();
-    if (this.waiters.length === 0 && this.mayStart()) return Promise.resolve(this.grant());
+    if (this.waiters.length === 0 && this.mayStart(this.opts.clock.now())) return Promise.resolve(this.grant());
     return new Promise<Permit>((resolve, reject) => {
       const waiter: Waiter = {
         resolve: (p) => {
@@ -144,8 +144,7 @@ export class ServiceThrottle {
     });
   }
 
-  private mayStart(): boolean {
-    const now = this.opts.clock.now();
+  private mayStart(now: number): boolean {
     if (now < this.holdUntil) return false;
     const peers = this.opts.peers;
     if (peers) {
@@ -218,9 +217,12 @@ export class ServiceThrottle {
       for (const w of this.waiters.splice(0)) w.reject(this.spent);
       return;
     }
-    while (this.waiters.length > 0 && this.mayStart()) this.waiters.shift()!.resolve(this.grant());
+    // One reading of the clock for the decision and the timer: read twice, a hold that ends between the two reads
+    // would leave its waiters with neither a permit nor a timer.
+    const now = this.opts.clock.now();
+    while (this.waiters.length > 0 && this.mayStart(now)) this.waiters.shift()!.resolve(this.grant());
     if (this.waiters.length === 0 || this.cancelHold !== undefined) return;
-    const own = this.holdUntil - this.opts.clock.now();
+    const own = this.holdUntil - now;
     // What the other shards hold or spent changes without an answer here: look again while requests wait.
     const wait = this.opts.peers ? Math.min(Math.max(own, 0) || PEER_POLL_MS, PEER_POLL_MS) : own;
     if (wait <= 0) return;

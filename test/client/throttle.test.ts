@@ -130,3 +130,24 @@ describe('ServiceThrottle', () => {
     expect(two.granted).toHaveLength(2);
   });
 });
+
+describe('ServiceThrottle, time moving on between its readings', () => {
+  it('a hold that ends while a waiter is queued still lets it in: one reading of the clock per decision', async () => {
+    // Each reading of the clock is later than the one before (as the real clock is): the hold ends between the
+    // throttle deciding a waiter may not start and working out how long to wait for it.
+    class DriftingClock extends ManualClock {
+      override now(): number {
+        return (this.t += 0.4);
+      }
+    }
+    const clock = new DriftingClock();
+    const t = throttle(clock, { holdBaseMs: 1, holdMaxMs: 1 });
+    const first = await t.acquire();
+    first.done({ status: 429 });
+    // The hold is 1 ms from the 429; the next acquire reads the clock twice around its end.
+    const next = acquireAll(t, 1);
+    await clock.advanceTo(clock.t + 5);
+    expect(next.errors).toEqual([]);
+    expect(next.granted).toHaveLength(1);
+  });
+});
