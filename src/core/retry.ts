@@ -189,7 +189,7 @@ export function pollPolicy(firstMs: number, maxMs: number): RetryPolicy {
 export interface PollUntilOptions {
   /** The waits between asks: its backoff with jitter (`factor` for a gentler growth), Retry-After honoured. */
   policy: RetryPolicy;
-  /** No wait is started that would end later than this after the first ask. */
+  /** No wait is started that would end later than this after the first ask; 0: no wait at all, not even of 0 ms. */
   timeoutMs: number;
   /** The error when the time is up. */
   timedOut: () => Error;
@@ -208,7 +208,8 @@ export async function pollUntil<T>(ask: (attempt: number) => Promise<T | NotYet>
     const answer = await ask(attempt);
     if (!isNotYet(answer)) return answer;
     const delayMs = opts.policy.waitMs(attempt, answer.retryAfterMs);
-    if (Date.now() + delayMs > deadline) throw opts.timedOut();
+    // Without a budget the first "not yet" is the answer: a Retry-After of 0 within the same millisecond is no licence.
+    if (opts.timeoutMs <= 0 || Date.now() + delayMs > deadline) throw opts.timedOut();
     opts.onWait?.(attempt, delayMs);
     await realSleep(delayMs, opts.signal);
   }

@@ -193,6 +193,17 @@ describe('pollUntil', () => {
     }).catch((e: unknown) => e);
     expect([asks, err]).toEqual([1, late]);
   });
+
+  it('without time allowed, the first "not yet" is the answer, even one asking to wait 0 ms', async () => {
+    let asks = 0;
+    const late = new SluiceError('not ready');
+    const err = await pollUntil(async () => (asks++, notYet(0)), {
+      policy: gentle,
+      timeoutMs: 0,
+      timedOut: () => late,
+    }).catch((e: unknown) => e);
+    expect([asks, err]).toEqual([1, late]);
+  });
 });
 
 /**
