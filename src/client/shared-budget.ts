@@ -93,25 +93,24 @@ export class FileBudgetPeers implements BudgetPeers {
   private readonly own: string;
   /** This member's own 429s from before this process started (its throttle starts without them). */
   private readonly earlier: Entry[];
-  private readonly shards: readonly string[];
   private cache: { at: number; members: Member[] } | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private warned = false;
 
   /**
-   * `dir`: the shared directory (created); `shard`: this process's shard and the run's shard count, or undefined for
-   * a process that is no shard; `windowMs`: this member's entries older than this are dropped as it joins.
+   * `dir`: the shared directory (created); `shards`: the names of the run's shards in index order (this process's
+   * among them when it is one), none for a process that is no shard; `windowMs`: this member's entries older than
+   * this are dropped as it joins.
    */
   constructor(
     private readonly dir: string,
     private readonly self: string,
-    shard: Share | undefined,
+    private readonly shards: readonly string[],
     private readonly log: { warn(msg: string): void },
     now: number,
     windowMs: number,
   ) {
     this.own = path.join(dir, `${self}${SUFFIX}`);
-    this.shards = shard ? Array.from({ length: shard.count }, (_, i) => `shard-${i}-of-${shard.count}`) : [];
     mkdirSync(dir, { recursive: true });
     this.earlier = readMember(this.own, self).entries.filter((e) => e.at > now - windowMs);
     writeFileSync(this.own, `joined ${Math.round(now)}\n${this.earlier.map(line).join('')}`, { mode: 0o600 });

@@ -142,7 +142,9 @@ export class PipelineRuntime {
         sharedBudget: {
           dir: path.join(this.paths.rootStateDir, 'service-budget'),
           self: opts.shard ? shardDirName(opts.shard) : opts.budgetMember!,
-          shard: opts.shard,
+          shards: opts.shard
+            ? Array.from({ length: opts.shard.count }, (_, index) => shardDirName({ index, count: opts.shard!.count }))
+            : [],
         },
       }),
     });

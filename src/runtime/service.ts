@@ -52,7 +52,7 @@ export interface ServiceConnectionOptions {
    * A shard's share of the 429 budget: the directory the pipeline's shards share (its root state directory's
    * `service-budget/`), this shard's name there and its place among them (client/shared-budget.ts).
    */
-  sharedBudget?: { dir: string; self: string; shard: { index: number; count: number } | undefined };
+  sharedBudget?: { dir: string; self: string; shards: readonly string[] };
 }
 
 export class ServiceConnection {
@@ -150,7 +150,7 @@ export class ServiceConnection {
 
   private budgetPeers(b: NonNullable<ServiceConnectionOptions['sharedBudget']>): FileBudgetPeers {
     try {
-      return new FileBudgetPeers(b.dir, b.self, b.shard, this.log, Date.now(), SERVICE_WINDOW_MS);
+      return new FileBudgetPeers(b.dir, b.self, b.shards, this.log, Date.now(), SERVICE_WINDOW_MS);
     } catch (err) {
       throw new SluiceError(
         `cannot share the 429 budget with the other shards through ${b.dir}: ${(err as Error).message}`,

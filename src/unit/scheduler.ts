@@ -11,6 +11,7 @@
  * reads until it has committed, as a source's `concurrency` has always meant). A sink that commits several units
  * together (the DuckDB sink's group of units, sinks/duckdb/group.ts) so gets units to commit while the next are read.
  */
+import pLimit, { type LimitFunction } from 'p-limit';
 import type { WorkUnit } from '../core/types.js';
 
 export interface ScheduleHooks {
@@ -49,7 +50,10 @@ export interface ScheduleResult {
 
 export async function scheduleUnits(planned: Iterable<WorkUnit>, hooks: ScheduleHooks): Promise<ScheduleResult> {
   const result: ScheduleResult = { scheduled: 0, skipped: 0, committed: 0, failed: 0 };
-  const slots = new ReadSlots(Math.max(1, hooks.concurrency), Math.max(0, hooks.committing ?? 0));
+  const held = holding(
+    pLimit(Math.max(1, hooks.concurrency)),
+    (hooks.committing ?? 0) > 0 ? pLimit(hooks.committing!) : undefined,
+  );
   const seen = new Set<string>();
   const running: Promise<void>[] = [];
   const halted = (): boolean => result.failure !== undefined || hooks.stopped?.() === true;
@@ -67,26 +71,21 @@ export async function scheduleUnits(planned: Iterable<WorkUnit>, hooks: Schedule
       return;
     }
     running.push(
-      (async () => {
-        const slot = await slots.take();
+      held(async (read) => {
+        if (halted()) return;
+        let next: readonly WorkUnit[] | void;
         try {
-          if (halted()) return;
-          let next: readonly WorkUnit[] | void;
-          try {
-            next = await hooks.run(u, () => slot.read());
-          } catch (err) {
-            result.failed++;
-            result.failure ??= err;
-            hooks.onFailed?.(u, err);
-            return;
-          }
-          result.committed++;
-          hooks.onCommitted?.(u);
-          for (const n of next ?? []) schedule(n);
-        } finally {
-          slot.done();
+          next = await hooks.run(u, read);
+        } catch (err) {
+          result.failed++;
+          result.failure ??= err;
+          hooks.onFailed?.(u, err);
+          return;
         }
-      })(),
+        result.committed++;
+        hooks.onCommitted?.(u);
+        for (const n of next ?? []) schedule(n);
+      }),
     );
   };
 
@@ -96,62 +95,32 @@ export async function scheduleUnits(planned: Iterable<WorkUnit>, hooks: Schedule
   return result;
 }
 
-/** A unit's hold on the scheduler: `read()` moves it from reading to committing (if there is room), `done()` ends it. */
-interface Slot {
-  read(): void;
-  done(): void;
-}
-
 /**
- * At most `readers` units reading and `committers` read but committing; waiters start in arrival order. A unit that
- * said its reading is over while every committer's place was taken stays a reader until one frees up.
+ * Runs each unit's work under a reader's place; when the work says its reading is over (`read()`) and there are
+ * committers, it moves to a committer's place as soon as one is free — holding its reader's place until then — and
+ * keeps that until it ends. Waiters start in arrival order (p-limit's queues).
  */
-class ReadSlots {
-  private reading = 0;
-  private committing = 0;
-  private readonly waiters: (() => void)[] = [];
-  /** Readers done reading, waiting for a committer's place. */
-  private readonly readDone: (() => void)[] = [];
-
-  constructor(
-    private readonly readers: number,
-    private readonly committers: number,
-  ) {}
-
-  async take(): Promise<Slot> {
-    if (this.reading >= this.readers || this.waiters.length > 0)
-      await new Promise<void>((resolve) => this.waiters.push(resolve));
-    else this.reading++;
-    let state: 'reading' | 'committing' | 'done' = 'reading';
-    const toCommitting = (): void => {
-      if (state !== 'reading') return;
-      state = 'committing';
-      this.reading--;
-      this.committing++;
-    };
-    return {
-      read: () => {
-        if (state !== 'reading' || this.committers === 0) return;
-        this.readDone.push(toCommitting);
-        this.wake();
-      },
-      done: () => {
-        if (state === 'done') return;
-        const waiting = this.readDone.indexOf(toCommitting);
-        if (waiting >= 0) this.readDone.splice(waiting, 1);
-        if (state === 'reading') this.reading--;
-        else this.committing--;
-        state = 'done';
-        this.wake();
-      },
-    };
-  }
-
-  private wake(): void {
-    while (this.committing < this.committers && this.readDone.length > 0) this.readDone.shift()!();
-    while (this.reading < this.readers && this.waiters.length > 0) {
-      this.reading++;
-      this.waiters.shift()!();
-    }
-  }
+function holding(
+  readers: LimitFunction,
+  committers: LimitFunction | undefined,
+): (work: (read: () => void) => Promise<void>) => Promise<void> {
+  return (work) =>
+    new Promise<void>((resolve, reject) => {
+      void readers(async () => {
+        let readOver = (): void => undefined;
+        const reading = new Promise<void>((r) => (readOver = r));
+        const outcome = work(() => readOver());
+        const ended = outcome.then(
+          () => undefined,
+          () => undefined,
+        );
+        outcome.then(resolve, reject);
+        await Promise.race([reading, ended]);
+        if (!committers) return ended;
+        let placed = (): void => undefined;
+        const place = new Promise<void>((r) => (placed = r));
+        void committers(() => (placed(), ended));
+        await Promise.race([place, ended]);
+      });
+    });
 }

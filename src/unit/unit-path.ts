@@ -179,15 +179,11 @@ export class UnitPath {
       // The unit's reading is over once every sink has read the file and has only its commit left; a sink that
       // refuses the file has it decoded in JS next, which is reading still.
       let reading = sinks.length;
-      const readBy = (k: number): (() => void) => {
-        let told = false;
-        return () => {
-          if (told) return;
-          told = true;
+      const readBy = (k: number): (() => void) =>
+        once(() => {
           coming[k]!();
           if (--reading === 0) readDone();
-        };
-      };
+        });
       const outcomes = await Promise.allSettled(
         sinks.map(async (s, k) => {
           try {

@@ -36,7 +36,7 @@ function shards(clock: ManualClock, count: number, dir?: string, holdMaxMs = 10)
         peers: new FileBudgetPeers(
           shared,
           `shard-${index}-of-${count}`,
-          { index, count },
+          Array.from({ length: count }, (_, i) => `shard-${i}-of-${count}`),
           quiet,
           clock.now(),
           SERVICE_WINDOW_MS,
@@ -129,7 +129,7 @@ describe('a 429 budget shared by four shards through their state directory', () 
     const first = new FileBudgetPeers(
       dir,
       'shard-0-of-4',
-      { index: 0, count: 4 },
+      ['shard-0-of-4', 'shard-1-of-4', 'shard-2-of-4', 'shard-3-of-4'],
       quiet,
       clock.now(),
       SERVICE_WINDOW_MS,
