@@ -5,14 +5,17 @@
  *
  * How files reach the target size: a unit is often small (a SERP page is a few KB), and one file per unit left
  * thousands of tiny files. So a unit is committed by *staging* it: its lines — in the output's encoding, gzip or
- * not — go to a synced file under `.sluice-staged/`, recorded in the manifest as committed-but-staged (exactly-once
- * holds from that moment). Once the staged bytes reach the target, the staged units are concatenated in commit
- * order into files of about the target size under `.sluice-tmp/`, recorded in the manifest in one atomic manifest
- * swap and then renamed into place; the staged files are then deleted. A run publishes only full files; `finish()`
- * publishes the rest, so the last file of a run may be smaller. Concatenating costs no second encode: gzip files
- * are joined as gzip members (RFC 1952 allows several; gunzip, DuckDB and zlib read them as one stream), and the
- * native path (copy.ts) stages a raw file's bytes as they are. A unit is never split: one larger than the target is
- * a file of its own. Staged units a crash left behind are committed: the next run that finishes publishes them.
+ * not — are appended to a synced spool file under `.sluice-staged/` (spools.ts), recorded in the manifest as
+ * committed-but-staged, a range of that spool (exactly-once holds from that moment). Once a spool holds the target
+ * size it is published as it is: linked under `.sluice-tmp/`, recorded in the manifest in one atomic manifest swap
+ * and then renamed into place — no byte is copied. Units staged at once go to spools of their own, so a file holds
+ * its units in the order they committed to it. A run publishes only full files; `finish()` publishes the rest, so
+ * a run's last files (one per unit staged at once) may be smaller. Gzip files are gzip members one after the other
+ * (RFC 1952 allows several; gunzip, DuckDB and zlib read them as one stream), and the native path (copy.ts) stages
+ * a raw file's bytes as they are. A unit is never split: one larger than the target is most of a file of its own.
+ * Staged units a crash left behind are committed: the next run that finishes publishes them, copying their ranges
+ * into files of about the target size. On S3 every unit is staged in a file of its own (a staged file is uploaded
+ * once, when the manifest first names it) and published by joining copies.
  *
  * Lines are the records as they came, except that with declared columns every line has every declared key, first
  * and null when absent. The manifest keeps the dataset's columns (output-files/dataset-schema.ts: inferred from
@@ -20,7 +23,7 @@
  * `currentColumns()`, the schema contract and the changes a commit reports.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, rm, stat } from 'node:fs/promises';
+import { link, mkdir, rm, stat, truncate } from 'node:fs/promises';
 import path from 'node:path';
 import type {
   Batch,
@@ -58,15 +61,18 @@ import { asNativeRefusal, refuseUnlessJsonl } from '../../src/sink-kit/raw-jsonl
 import { DEFAULT_TARGET_FILE_MB, JSONL_LIMITS, jsonlSinkSchema, type JsonlSinkConfig } from './config.js';
 import { copyCheckedJsonl } from '../../src/sink-kit/raw-jsonl/checked-copy.js';
 import { CopyWorkers } from '../../src/sink-kit/raw-jsonl/copy-workers.js';
-import { concatFiles } from './copy.js';
+import { concatFiles, concatRanges } from './copy.js';
+import { Spools, type Spool } from './spools.js';
+import { isErrno } from '../../src/sink-kit/output-files/fs-durable.js';
 
 /** How the registry (or a test) makes the sink. */
 export type JsonlSinkOptions = FileSinkOptions;
 
-/** A staged unit as a publish takes it: its id and its staged file (relative to the data directory). */
+/** A staged unit as a publish takes it: its id, its staged file (relative to the data directory) and range there. */
 interface StagedUnit {
   id: string;
   file: string;
+  offset: number;
   bytes: number;
 }
 
@@ -79,6 +85,8 @@ export class JsonlSink extends FileSinkBase<JsonlSinkConfig> implements Sink {
   private readonly gzipLevel: number | undefined;
   private readonly ext: string;
   private readonly targetBytes: number;
+  /** This run's spools (spools.ts); undefined on S3, where each unit is staged in a file of its own. */
+  private spools: Spools | undefined;
 
   constructor(config: JsonlSinkConfig, options: JsonlSinkOptions = {}) {
     // Gzip or not; temp and staged files are never named `.jsonl` (`stagedName`).
@@ -104,7 +112,9 @@ export class JsonlSink extends FileSinkBase<JsonlSinkConfig> implements Sink {
   }
 
   async open(ctx: SinkContext): Promise<void> {
-    this.setOpened({ ctx, out: await this.openOutput(ctx) });
+    const out = await this.openOutput(ctx);
+    this.spools = out.isLocal ? new Spools() : undefined;
+    this.setOpened({ ctx, out });
   }
 
   /**
@@ -121,8 +131,14 @@ export class JsonlSink extends FileSinkBase<JsonlSinkConfig> implements Sink {
     const { out, ctx } = this.opened();
     if (out.isCommitted(unit.id)) return { committed: false, records: 0 };
     const keys = ctx.declared?.map((c) => c.name);
-    return this.stage(unit, commit, async (file, schema) => {
-      const { rows } = await writeNdjson(batches, file, { gzipLevel: this.gzipLevel, sync: true, schema, keys });
+    return this.stage(unit, commit, async (file, schema, append) => {
+      const { rows } = await writeNdjson(batches, file, {
+        gzipLevel: this.gzipLevel,
+        sync: true,
+        schema,
+        keys,
+        append,
+      });
       return rows;
     });
   }
@@ -141,7 +157,7 @@ export class JsonlSink extends FileSinkBase<JsonlSinkConfig> implements Sink {
     refuseUnlessJsonl('jsonl sink', file);
     if (this.opened().out.isCommitted(unit.id)) return { committed: false, records: 0 };
     const judge = check ?? new RecordJudge(JSONL_LIMITS);
-    return this.stage(unit, commit, async (staged, schema) => {
+    return this.stage(unit, commit, async (staged, schema, append) => {
       try {
         // Units read at once are copied side by side on worker threads when the judge can go with them.
         if (judge instanceof RecordJudge && judge.stateless && CopyWorkers.available()) {
@@ -152,15 +168,18 @@ export class JsonlSink extends FileSinkBase<JsonlSinkConfig> implements Sink {
             gzipLevel: this.gzipLevel,
             limits: judge.limits,
             maxLineBytes: maxLineBytesOf(file),
+            append,
           });
           schema.absorb(copied.columns);
           return copied.records;
         }
-        const copied = await copyCheckedJsonl(file.path, staged, this.gzipLevel, {
-          schema,
-          check: judge,
-          maxLineBytes: maxLineBytesOf(file),
-        });
+        const copied = await copyCheckedJsonl(
+          file.path,
+          staged,
+          this.gzipLevel,
+          { schema, check: judge, maxLineBytes: maxLineBytesOf(file) },
+          append,
+        );
         return copied.records;
       } catch (err) {
         throw asNativeRefusal('jsonl sink', err);
@@ -194,29 +213,62 @@ export class JsonlSink extends FileSinkBase<JsonlSinkConfig> implements Sink {
 
   /**
    * Commits a unit as staged (output-files/file-sink.ts): `write` puts its lines (each ending in a newline, in the
-   * output's encoding) into the staging file and returns the records.
+   * output's encoding) into the staging file — after its bytes when `append` (a spool) — and returns the records.
    */
-  private stage(
+  private async stage(
     unit: WorkUnit,
     commit: UnitCommit,
-    write: (file: string, schema: InferredSchema) => Promise<number>,
+    write: (file: string, schema: InferredSchema, append: boolean) => Promise<number>,
   ): Promise<CommitResult> {
     const { out, ctx } = this.opened();
-    return stageUnit(out, unit, commit, {
-      name: stagedName(unit.id),
-      write: async (file, schema) => {
-        const rows = await write(file, schema);
-        return { rows, bytes: rows > 0 ? (await stat(file)).size : 0 };
-      },
+    const common = {
       // The unit's own columns are not kept: each commit joins them into the manifest's `schema` at once, and
       // thousands of small staged units would otherwise repeat them in every manifest write.
       stagedColumns: () => [],
-      joinColumns: (m, schema) => this.addToSchema(m, schema.columns),
-      stagedEnough: () => stagedBytes(out.manifest) >= this.targetBytes,
-      publish: () => this.publish(false),
+      joinColumns: (m: Manifest, schema: InferredSchema) => this.addToSchema(m, schema.columns),
       label: 'jsonl sink',
       log: ctx.log,
-    });
+    };
+    const spools = this.spools;
+    if (!spools)
+      return stageUnit(out, unit, commit, {
+        ...common,
+        name: stagedName(unit.id),
+        write: async (file, schema) => {
+          const rows = await write(file, schema, false);
+          return { rows, bytes: rows > 0 ? (await stat(file)).size : 0 };
+        },
+        stagedEnough: () => stagedBytes(out.manifest) >= this.targetBytes,
+        publish: () => this.publish(false),
+      });
+    const spool = spools.take();
+    let result: CommitResult;
+    try {
+      const file = path.join(out.stagedDir, spool.name);
+      await cutToCommitted(file, spool);
+      let added = 0;
+      result = await stageUnit(out, unit, commit, {
+        ...common,
+        name: spool.name,
+        offset: spool.size,
+        write: async (f, schema) => {
+          const rows = await write(f, schema, true);
+          added = rows > 0 ? (await stat(f)).size - spool.size : 0;
+          return { rows, bytes: added };
+        },
+        // The spool is published once it is back in the pool, below.
+        stagedEnough: () => false,
+        publish: async () => undefined,
+      });
+      if (result.committed) spool.size += added;
+    } finally {
+      spools.give(spool);
+    }
+    if (spool.size >= this.targetBytes)
+      await this.publish(false).catch((err: unknown) =>
+        ctx.log.warn(`jsonl sink: publishing staged units failed, retried at the end: ${String(err)}`),
+      );
+    return result;
   }
 
   /**
@@ -249,25 +301,52 @@ export class JsonlSink extends FileSinkBase<JsonlSinkConfig> implements Sink {
   }
 
   /**
-   * Staged units → files of about the target size, moved into place with one manifest swap. Unless `all`, only
-   * full files: units that triggered a publish while another was running must not make a small file.
+   * Staged units → files of about the target size, moved into place with one manifest swap: this run's full spools
+   * linked as they are, units staged elsewhere copied into files. Unless `all`, only full files: units that
+   * triggered a publish while another was running must not make a small file.
    */
   protected publish(all: boolean): Promise<void> {
     return this.publishing.run(async () => {
       const { out, ctx } = this.opened();
       const staged = stagedUnits(out.manifest);
-      const files = all ? this.pack(staged) : this.fullFiles(staged);
+      const filling = this.spools?.names() ?? new Set<string>();
+      const spools = this.spools?.takeFull(all ? 0 : this.targetBytes) ?? [];
+      const ofSpool = new Map(spools.map((sp) => [`${out.stagedRel}/${sp.name}`, sp]));
+      const inSpools = new Map<Spool, StagedUnit[]>(spools.map((sp) => [sp, []]));
+      const others: StagedUnit[] = [];
+      for (const u of staged) {
+        const sp = ofSpool.get(u.file);
+        if (sp) inSpools.get(sp)!.push(u);
+        else if (!filling.has(path.posix.basename(u.file))) others.push(u);
+      }
+      const taken = [...inSpools].filter(([, us]) => us.length > 0);
+      const files: PublishFile[] = taken
+        .filter(([sp]) => sp.size >= this.targetBytes)
+        .map(([spool, units]) => ({ spool, units }));
+      if (all) {
+        const packs = this.pack(others);
+        const last = packs.at(-1);
+        const looseUnits = last && bytesOf(last) < this.targetBytes ? packs.pop()! : [];
+        files.push(...packs.map((units) => ({ units })));
+        const small = taken.filter(([sp]) => sp.size < this.targetBytes).sort(([a], [b]) => b.size - a.size);
+        files.push(
+          ...this.joinSmall([
+            ...small.map(([spool, units]) => ({ spool, units })),
+            ...looseUnits.map((u) => ({ units: [u] })),
+          ]),
+        );
+      } else files.push(...this.fullFiles(others).map((units) => ({ units })));
       if (files.length === 0) return;
       const publishId = newPublishId(out);
       const moves: Move[] = [];
       const fileOf = new Map<string, string>();
       let keep = false;
       try {
-        for (const [i, group] of files.entries()) {
+        for (const [i, { units, spool }] of files.entries()) {
           const tmp = out.tempPath(`publish-${publishId}-${i}`);
           moves.push({ from: tmp, to: `part-${publishId}-${i}${this.ext}` });
-          await concatFiles(await Promise.all(group.map((u) => out.stagedFile(u.file))), tmp);
-          for (const u of group) fileOf.set(u.id, moves[i]!.to);
+          await this.writeFile(out, { units, ...(spool && { spool }) }, tmp);
+          for (const u of units) fileOf.set(u.id, moves[i]!.to);
         }
         await out.commit({
           moves,
@@ -280,25 +359,78 @@ export class JsonlSink extends FileSinkBase<JsonlSinkConfig> implements Sink {
             }
           },
         });
-        const bytes = files.flat().reduce((n, u) => n + u.bytes, 0);
+        const bytes = files.flatMap((f) => f.units).reduce((n, u) => n + u.bytes, 0);
+        const copied = files.filter((f) => !f.spool).length;
         ctx.log.info(
-          `jsonl sink: published ${fileOf.size} unit(s) as ${files.length} file(s), ${(bytes / 2 ** 20).toFixed(1)} MB`,
+          `jsonl sink: published ${fileOf.size} unit(s) as ${files.length} file(s), ${(bytes / 2 ** 20).toFixed(1)} MB` +
+            (copied > 0 ? ` (${copied} of them joined from staged files)` : ''),
         );
       } catch (err) {
         keep = err instanceof CommitIncompleteError;
         if (keep) {
           // Recorded but not all in place: the staged files the manifest no longer names are published data's
-          // second copy (the temp files are moved in by finish() or the next open).
+          // second name or copy (the temp files are moved in by finish() or the next open).
           const still = new Set(stagedUnits(out.manifest).map((u) => u.file));
-          const done = files.flat().filter((u) => !still.has(u.file));
-          const copies = await Promise.all(done.map((u) => out.stagedFile(u.file)));
-          await Promise.all(copies.map((f) => rm(f, { force: true })));
+          const done = [...new Set(files.flatMap((f) => f.units).map((u) => u.file))].filter((f) => !still.has(f));
+          const gone = await Promise.all(done.map((f) => out.stagedFile(f)));
+          await Promise.all(gone.map((f) => rm(f, { force: true })));
         }
         throw err;
       } finally {
         if (!keep) await Promise.all(moves.map((m) => rm(m.from, { force: true })));
       }
     });
+  }
+
+  /**
+   * A run's smaller remainders (its spools under the target, largest first, then units staged elsewhere) joined as
+   * `pack` joins units: a file closes once it holds the target size, so a run ends with one small file, not one per
+   * unit staged at once. Each file starts with a spool where one is left, so only the smaller remainders are copied.
+   */
+  private joinSmall(items: PublishFile[]): PublishFile[] {
+    const files: PublishFile[] = [];
+    let current: PublishFile | undefined;
+    let bytes = 0;
+    for (const item of items) {
+      const b = bytesOf(item.units);
+      if (current && bytes < this.targetBytes) {
+        current.units.push(...item.units);
+        bytes += b;
+      } else {
+        current = { units: [...item.units], ...(item.spool && { spool: item.spool }) };
+        files.push(current);
+        bytes = b;
+      }
+    }
+    return files;
+  }
+
+  /**
+   * A published file's bytes at `tmp`. Its spool (whose units hold it from its first byte to its last) is cut to
+   * its committed length, the other units' ranges added after it, and linked; without a spool, or where the file
+   * system has no hard links, every unit's range is copied.
+   */
+  private async writeFile(out: OutputDir, file: PublishFile, tmp: string): Promise<void> {
+    const ranges = await Promise.all(
+      file.units.map(async (u) => ({ path: await out.stagedFile(u.file), start: u.offset, bytes: u.bytes })),
+    );
+    const spool = file.spool;
+    const own = spool ? file.units.findIndex((u) => path.posix.basename(u.file) !== spool.name) : 0;
+    const base = own < 0 ? file.units.length : own;
+    if (spool && base > 0 && whole(file.units.slice(0, base), spool.size)) {
+      const at = ranges[0]!.path;
+      await truncate(at, spool.size);
+      // Bytes after the committed ones are no unit's until the publish commits: a crash before leaves them to the
+      // next cut.
+      if (base < ranges.length) await concatRanges(ranges.slice(base), at, { append: true });
+      try {
+        await link(at, tmp);
+        return;
+      } catch (err) {
+        if (!isErrno(err, 'EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EXDEV', 'EMLINK')) throw err;
+      }
+    }
+    await concatRanges(ranges, tmp);
   }
 
   /** Joins a committed unit's columns into the dataset's (under the commit lock); returns what that changed. */
@@ -315,8 +447,40 @@ export class JsonlSink extends FileSinkBase<JsonlSinkConfig> implements Sink {
 function stagedUnits(m: Manifest): StagedUnit[] {
   const out: StagedUnit[] = [];
   for (const [id, u] of Object.entries(m.units))
-    if (u.staged) out.push({ id, file: u.staged.file, bytes: u.staged.bytes });
+    if (u.staged) out.push({ id, file: u.staged.file, offset: u.staged.offset ?? 0, bytes: u.staged.bytes });
   return out;
+}
+
+/** A file a publish writes: its units, in the order of their bytes; started by this run's `spool` when given. */
+interface PublishFile {
+  units: StagedUnit[];
+  spool?: Spool;
+}
+
+function bytesOf(units: readonly StagedUnit[]): number {
+  return units.reduce((n, u) => n + u.bytes, 0);
+}
+
+/** Whether `units` (in commit order) hold a spool of `size` bytes from its first byte to its last, nothing else. */
+function whole(units: readonly StagedUnit[], size: number): boolean {
+  let at = 0;
+  for (const u of units) {
+    if (u.offset !== at) return false;
+    at += u.bytes;
+  }
+  return at === size;
+}
+
+/**
+ * Cuts the spool to the bytes committed units hold of it: what a unit that failed or was not committed left there
+ * (its cut may have failed too) goes before another unit's range starts. A new spool is not there yet.
+ */
+async function cutToCommitted(file: string, spool: Spool): Promise<void> {
+  try {
+    await truncate(file, spool.size);
+  } catch (err) {
+    if (!(spool.size === 0 && isErrno(err, 'ENOENT'))) throw err;
+  }
 }
 
 function stagedBytes(m: Manifest): number {

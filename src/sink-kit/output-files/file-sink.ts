@@ -5,7 +5,7 @@
  * the sink.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, rm, stat } from 'node:fs/promises';
+import { mkdir, rm, stat, truncate } from 'node:fs/promises';
 import path from 'node:path';
 import type { CommitResult, Logger, SchemaChange, SinkContext, UnitCommit, WorkUnit } from '../../core/types.js';
 import { InferredSchema } from '../../schema/infer.js';
@@ -114,6 +114,12 @@ export interface StageUnitOptions {
   /** The staged file's name in the staging directory (no glob for data files may list it). */
   name: string;
   /**
+   * The staging file is a spool other units of the run already hold bytes of (sinks/jsonl/spools.ts): `write`
+   * appends the unit's lines after its first `offset` bytes, the entry records the range, and a unit that is not
+   * committed (or holds no records) cuts the file back to `offset` rather than removing it.
+   */
+  offset?: number;
+  /**
    * Writes the unit's lines into `file`, observing its rows into `schema`; checks may throw (nothing commits).
    * `longest`: bytes of its longest line, kept with the staged entry when given.
    */
@@ -156,6 +162,7 @@ export async function stageUnit(
       entry.staged = {
         file: `${out.stagedRel}/${o.name}`,
         bytes,
+        ...(o.offset !== undefined && { offset: o.offset }),
         schema: o.stagedColumns(schema),
         ...(longest !== undefined && { longest }),
         ...(raw && { raw }),
@@ -171,7 +178,7 @@ export async function stageUnit(
         if (rows > 0) changes = o.joinColumns(m, schema);
       },
     });
-    if (rows === 0) await rm(file, { force: true });
+    if (rows === 0) await discardStaged(file, o.offset);
     if (committed && o.stagedEnough())
       await o
         .publish()
@@ -180,6 +187,13 @@ export async function stageUnit(
         );
     return { committed, records: committed ? rows : 0, ...(changes.length > 0 && { schemaChanges: changes }) };
   } finally {
-    if (!committed) await rm(file, { force: true });
+    if (!committed) await discardStaged(file, o.offset);
   }
+}
+
+/** A staged unit's bytes that no entry names: its file, or (a spool) what the unit added after `offset`. */
+async function discardStaged(file: string, offset: number | undefined): Promise<void> {
+  if (offset === undefined) await rm(file, { force: true });
+  // Best effort: the spool is cut to its committed length again before anything is added to it or published.
+  else await truncate(file, offset).catch(() => undefined);
 }

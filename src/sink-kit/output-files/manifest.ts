@@ -47,6 +47,11 @@ export interface ManifestUnit {
   staged?: {
     file: string;
     bytes: number;
+    /**
+     * Where the unit's bytes start in `file` (`bytes` of them): a JSONL output's units share their staging file, the
+     * file they are published as (sinks/jsonl/spools.ts). Absent: the file holds this unit alone, from its start.
+     */
+    offset?: number;
     schema: [string, SerializedType][];
     /**
      * Bytes of the file's longest line (Parquet: DuckDB's reader is sized to it). Absent: staged by a sluice before
@@ -142,6 +147,9 @@ function checkNames(m: Manifest, file: string): void {
     });
     if (u.staged !== undefined && !STAGED_NAME.test(relativeName(u.staged?.file, at('staged.file'))))
       refuse(u.staged.file, at('staged.file'), 'not a file of the staging area .sluice-staged/');
+    const range = u.staged && [u.staged.offset ?? 0, u.staged.bytes];
+    if (range && !range.every((n) => Number.isSafeInteger(n) && n >= 0))
+      refuse(range.join('+'), at('staged.offset/bytes'), 'not a range of bytes in its staging file');
   }
 }
 

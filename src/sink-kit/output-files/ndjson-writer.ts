@@ -36,6 +36,8 @@ export interface NdjsonOptions {
   schema?: InferredSchema;
   /** fsync before returning (committed data must survive a power cut; DuckDB staging files need not). */
   sync?: boolean;
+  /** Add the lines after the file's bytes (a spool of several units) rather than replace them. */
+  append?: boolean;
   /**
    * Keys every line has, first and in this order (a declared schema's columns): an absent or undefined value is
    * written as null, so every line of the output has the same declared keys. Other keys follow as they come.
@@ -60,7 +62,7 @@ export async function writeNdjson(
       yield* ndjsonChunks(keys ? withKeys(batch, keys) : batch, longest);
     }
   }
-  const out = createWriteStream(file, { highWaterMark: 1 << 16 });
+  const out = createWriteStream(file, { highWaterMark: 1 << 16, ...(opts.append && { flags: 'a' }) });
   if (opts.gzipLevel !== undefined)
     await pipeline(Readable.from(lines()), createGzip({ level: opts.gzipLevel, chunkSize: 1 << 16 }), out);
   else await pipeline(Readable.from(lines()), out);

@@ -116,6 +116,11 @@ export class OutputDir {
     private readonly generation?: Generation,
   ) {}
 
+  /** Staged files stay where later runs read them (a local directory), not uploaded once named (S3). */
+  get isLocal(): boolean {
+    return !isS3Url(this.opts.root);
+  }
+
   /** Where readers find the output: the directory, or the S3 URL of the data prefix (a generation's for replace). */
   get location(): string {
     return this.store.location;

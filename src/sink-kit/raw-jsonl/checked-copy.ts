@@ -41,14 +41,16 @@ export interface CheckedCopy {
 
 /**
  * Copies `src` (gzip or not) to `dest` (gzip when `gzipLevel` is set), checking every line as `checks` says, and
- * syncs it.
+ * syncs it. `append`: the copy goes after `dest`'s bytes (a spool of several units) instead of replacing them.
  */
 export async function copyCheckedJsonl(
   src: string,
   dest: string,
   gzipLevel: number | undefined,
   checks: CopyChecks = {},
+  append = false,
 ): Promise<CheckedCopy> {
+  const flags = append ? 'a' : 'w';
   const srcGzip = await isGzipFile(src);
   const checker = new LineChecker(checks);
   const streams: (NodeJS.ReadableStream | NodeJS.WritableStream)[] = [createReadStream(src, { highWaterMark: CHUNK })];
@@ -57,10 +59,15 @@ export async function copyCheckedJsonl(
   const sameEncoding = srcGzip === (gzipLevel !== undefined);
   if (sameEncoding) {
     await pipeline([...streams, discard()]);
-    await copyFile(src, dest);
+    if (append)
+      await pipeline(
+        createReadStream(src, { highWaterMark: CHUNK }),
+        createWriteStream(dest, { flags, highWaterMark: CHUNK }),
+      );
+    else await copyFile(src, dest);
   } else {
     if (gzipLevel !== undefined) streams.push(createGzip({ level: gzipLevel, chunkSize: 1 << 16 }));
-    await pipeline([...streams, createWriteStream(dest, { highWaterMark: CHUNK })]);
+    await pipeline([...streams, createWriteStream(dest, { flags, highWaterMark: CHUNK })]);
   }
   // The missing newline, as a gzip member of its own when gzip: the copied bytes stay as they are, and gunzip reads
   // the members as one stream.

@@ -17,6 +17,8 @@ export interface CopyJob {
   /** The sink's store limits: its judge holds nothing between records (`RecordJudge.stateless`). */
   limits: StoreLimits;
   maxLineBytes: number;
+  /** The copy goes after `dest`'s bytes (a spool of several units). */
+  append: boolean;
 }
 
 export type CopyAnswer =
@@ -25,11 +27,17 @@ export type CopyAnswer =
 
 parentPort?.on('message', (job: CopyJob) => {
   const schema = new InferredSchema({ temporalText: true });
-  copyCheckedJsonl(job.src, job.dest, job.gzipLevel, {
-    schema,
-    check: new RecordJudge(job.limits),
-    maxLineBytes: job.maxLineBytes,
-  }).then(
+  copyCheckedJsonl(
+    job.src,
+    job.dest,
+    job.gzipLevel,
+    {
+      schema,
+      check: new RecordJudge(job.limits),
+      maxLineBytes: job.maxLineBytes,
+    },
+    job.append,
+  ).then(
     (copied) => parentPort!.postMessage({ ok: true, ...copied, columns: serializeColumns(schema.columns) }),
     (err: unknown) => {
       const e = err as NodeJS.ErrnoException;

@@ -31,10 +31,13 @@ async function workers(): Promise<Workers> {
 const EXPECTED = { a: 'DOUBLE', t: 'TIMESTAMP', b: 'STRUCT<{c: VARCHAR}>' };
 
 describe('the checked copy on worker threads', () => {
-  it('copies side by side, decompressing, with the records, longest line and columns', async () => {
+  it('copies side by side, decompressing, with the records, longest line and columns; appends when told', async () => {
     const dir = await tempDir();
     const text = ['{"a":1,"t":"2024-01-02T03:04:05Z"}', '{"a":2.5,"b":{"c":"x"}}', ''].join('\n');
     await writeFile(path.join(dir, 'in.jsonl.gz'), gzipSync(text));
+    const before = '{"earlier":"unit"}\n';
+    await writeFile(path.join(dir, 'one.jsonl'), before);
+    await writeFile(path.join(dir, 'two.jsonl'), before);
     const w = await workers();
     try {
       const [one, two] = await Promise.all(
@@ -45,9 +48,11 @@ describe('the checked copy on worker threads', () => {
             gzipLevel: undefined,
             limits: JSONL_LIMITS,
             maxLineBytes: 1024,
+            append: n === 'two',
           }),
         ),
       );
+      expect(await readFile(path.join(dir, 'two.jsonl'), 'utf8')).toBe(before + text);
       for (const c of [one!, two!]) {
         expect(c.records).toBe(2);
         expect(c.longest).toBe(34);
@@ -74,6 +79,7 @@ describe('the checked copy on worker threads', () => {
           gzipLevel: undefined,
           limits: JSONL_LIMITS,
           maxLineBytes: 1 << 20,
+          append: false,
         })
         .catch((e: unknown) => e);
     const { BadJsonlLine } = (await import(compiled('line.js'))) as { BadJsonlLine: typeof Bad };

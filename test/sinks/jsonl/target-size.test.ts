@@ -2,7 +2,7 @@
  * The JSONL sink's files of a target size: units staged, then published together as files of about the target
  * size (the last one of a run smaller), each row exactly once whatever interrupts a run between staging and publish.
  */
-import { readFile, readdir, stat, writeFile } from 'node:fs/promises';
+import { appendFile, readFile, readdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
@@ -146,12 +146,16 @@ describe('jsonl sink: files of about the target size', () => {
     const first = await openSink({ target_file_mb: 1 }, { fresh: true });
     for (const u of range(0, 7)) await first.writeUnit(unit(`u${u}`), batches(rowsOf(u)), NO_CHECKPOINT);
     expect(await visible()).toEqual([]);
-    expect(await leftIn('.sluice-staged')).toHaveLength(7);
-    // The staging file of a unit the kill cut before the manifest recorded it.
+    // One unit at a time: all seven in one spool.
+    const [spool, ...more] = await leftIn('.sluice-staged');
+    expect(more).toEqual([]);
+    // The lines of a unit the kill cut before the manifest recorded it: in the spool after the committed units'
+    // bytes, and in a staging file of their own (an earlier sluice's).
+    await appendFile(path.join(dir, 'out', '.sluice-staged', spool!), '{"unit":7,"i":0}\n{"uni');
     await writeFile(path.join(dir, 'out', '.sluice-staged', 'run1_u7-0000.1234.staged'), '{"unit":7,"i":0}\n{"uni');
 
     const rerun = await openSink({ target_file_mb: 1 });
-    expect(await leftIn('.sluice-staged')).toHaveLength(7);
+    expect(await leftIn('.sluice-staged')).toEqual([spool]);
     expect(await rerun.committedUnits()).toEqual(new Set(range(0, 7).map((u) => `run1/u${u}`)));
     for (const u of range(0, 10)) {
       const r = await rerun.writeUnit(unit(`u${u}`), batches(rowsOf(u)), NO_CHECKPOINT);
@@ -183,5 +187,54 @@ describe('jsonl sink: files of about the target size', () => {
     await reopened.finish();
     expect(await keysSeen()).toEqual(allKeys(range(0, 13)));
     expect((await visible()).length).toBe(recorded.size + 1);
+  });
+  it('a full spool is published as it is: the file readers see is the staging file, not a copy of it', async () => {
+    const sink = await openSink({}, { fresh: true });
+    let staged: { name: string; ino: number } | undefined;
+    for (const u of range(0, 20)) {
+      const names = await leftIn('.sluice-staged');
+      if (names.length === 1) {
+        const ino = (await stat(path.join(dir, 'out', '.sluice-staged', names[0]!))).ino;
+        staged = { name: names[0]!, ino };
+      }
+      await sink.writeUnit(unit(`u${u}`), batches(rowsOf(u)), NO_CHECKPOINT);
+      if ((await visible()).length > 0) break;
+    }
+    const [file, ...more] = await visible();
+    expect(more).toEqual([]);
+    expect(file!.bytes).toBeGreaterThanOrEqual(TARGET);
+    expect((await stat(path.join(dir, 'out', file!.name))).ino).toBe(staged!.ino);
+    expect(await leftIn('.sluice-staged')).not.toContain(staged!.name);
+    await sink.finish();
+  });
+
+  it('units staged at once take spools of their own; the run still ends with one smaller file', async () => {
+    const sink = await openSink({ target_file_mb: 1 }, { fresh: true });
+    for (const u of range(0, 4)) {
+      await Promise.all(
+        [0, 1, 2].map((k) => sink.writeUnit(unit(`u${u * 3 + k}`), batches(rowsOf(u * 3 + k)), NO_CHECKPOINT)),
+      );
+    }
+    expect((await leftIn('.sluice-staged')).length).toBeGreaterThan(1);
+    await sink.finish();
+    expect(await visible()).toHaveLength(1);
+    expect(await keysSeen()).toEqual(allKeys(range(0, 12)));
+    expect(await leftIn('.sluice-staged')).toEqual([]);
+  });
+
+  it('a unit refused while it is appended leaves none of its lines in the spool', async () => {
+    // Two megabytes of good lines, then one that is not JSON: the checked copy has written the good ones by then.
+    const good = `${JSON.stringify({ unit: 999, i: 0, pad: 'y'.repeat(1000) })}\n`.repeat(2048);
+    await writeFile(path.join(dir, 'broken.jsonl.gz'), gzipSync(`${good}not json\n`));
+    const broken = { path: path.join(dir, 'broken.jsonl.gz'), decode: { format: 'jsonl' as const }, temporary: false };
+    const sink = await openSink({ target_file_mb: 1 }, { fresh: true });
+    for (const u of range(0, 6)) {
+      if (u % 2 === 1) {
+        const load = sink.capabilities.native!.load(unit(`u${u}`), broken, NO_CHECKPOINT);
+        await expect(load).rejects.toThrow(/not JSON at byte/);
+      } else await sink.writeUnit(unit(`u${u}`), batches(rowsOf(u)), NO_CHECKPOINT);
+    }
+    await sink.finish();
+    expect(await keysSeen()).toEqual(allKeys([0, 2, 4]));
   });
 });
