@@ -108,7 +108,7 @@ class FileSource implements Source {
       path: file,
       decode: { ...this.decodeOptions, bounds: localFileBounds(ctx) },
       temporary: false,
-      ...checkpointOf(unit),
+      ...(await checkpointOf(unit)),
     };
   }
 
@@ -143,12 +143,17 @@ class FileSource implements Source {
           unchanged++;
           continue;
         }
-        const sha256 = await sha256Of(read);
-        if (last !== undefined && last.size === size && last.sha256 === sha256) {
-          unchanged++;
-          continue;
+        // The content decides only against a load of the same size; otherwise the file is hashed when its unit
+        // starts (`fingerprintOf`), beside the other units' work rather than before any of it.
+        let sha256: string | undefined;
+        if (last !== undefined && last.size === size) {
+          sha256 = await sha256Of(read);
+          if (last.sha256 === sha256) {
+            unchanged++;
+            continue;
+          }
         }
-        const fingerprint: FileCheckpoint = { path: rel, size, mtimeMs, sha256 };
+        const fingerprint: PlannedFingerprint = { path: rel, size, mtimeMs, ...(sha256 !== undefined && { sha256 }) };
         units.push({ id, params: { path: read, fingerprint } });
       }
     }
@@ -192,6 +197,7 @@ class FileSource implements Source {
   async *read(unit: WorkUnit, ctx: SourceContext): AsyncGenerator<Batch, UnitEnd> {
     // Without following a link: the name was checked when the unit was planned, and what it names now is read.
     const file = unit.params.path as string;
+    const end = await checkpointOf(unit);
     const handle = await open(file, READ_NO_FOLLOW).catch((err: unknown) => {
       throw (err as NodeJS.ErrnoException).code === 'ELOOP' ? replacedByLink(file) : err;
     });
@@ -202,17 +208,26 @@ class FileSource implements Source {
       deadLetter: ctx.deadLetter,
       bounds: localFileBounds(ctx),
     });
-    return checkpointOf(unit);
+    return end;
   }
 }
 
+/** A fingerprint as planned: its hash is taken when the unit starts unless the plan needed it. */
+type PlannedFingerprint = Omit<FileCheckpoint, 'sha256'> & { sha256?: string };
+
 /**
- * An incremental file's checkpoint: its fingerprint, taken when the unit was planned. A file rewritten between plan
- * and read is committed with its old fingerprint, so the next run sees it changed and loads it again — never skips it.
+ * An incremental file's checkpoint: its fingerprint, size and mtime as planned, the content hashed before a byte of
+ * it is loaded. A file rewritten after that is committed with a fingerprint of what it was before, so the next run
+ * sees it changed and loads it again — never skips it.
  */
-function checkpointOf(unit: WorkUnit): UnitEnd {
-  const fingerprint = unit.params.fingerprint;
-  return fingerprint === undefined ? {} : { checkpoint: fingerprint };
+async function checkpointOf(unit: WorkUnit): Promise<UnitEnd> {
+  const planned = unit.params.fingerprint as PlannedFingerprint | undefined;
+  if (planned === undefined) return {};
+  const fingerprint: FileCheckpoint = {
+    ...planned,
+    sha256: planned.sha256 ?? (await sha256Of(unit.params.path as string)),
+  };
+  return { checkpoint: fingerprint };
 }
 
 /** Opens a file for reading, failing (ELOOP) when its name is now a symbolic link; plain read where there is none. */

@@ -57,14 +57,15 @@ describe('file source, incremental', () => {
       mtimeMs: 1_700_000_000_000,
       sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
     });
+    // The raw file hands over the same checkpoint as the read (the fast path commits it).
+    const raw = await source.rawFile!(first[1]!, sourceContext(), dir);
+    expect(raw.checkpoint).toEqual(await checkpointOf(source, first[1]!));
+    const firstRun = await committed(source, first);
 
     put(dir, 'b.jsonl', '{"id":9}\n', 1_700_000_100); // same size, new bytes
     put(dir, 'c.jsonl', '{"id":3}\n', 1_700_000_100); // touched only
     put(dir, 'd.jsonl', '{"id":4}\n', 1_700_000_100); // new
-    // The raw file hands over the same checkpoint as the read (the fast path commits it).
-    const raw = await source.rawFile!(first[1]!, sourceContext(), dir);
-    expect(raw.checkpoint).toEqual(await checkpointOf(source, first[1]!));
-    const ctx = sourceContext({ checkpoints: await committed(source, first) });
+    const ctx = sourceContext({ checkpoints: firstRun });
     const second = await source.plan(ctx);
     expect(names(second)).toEqual(['b.jsonl', 'd.jsonl']);
     // A changed file is a new unit: its id is not the one committed before.
@@ -74,8 +75,27 @@ describe('file source, incremental', () => {
     );
 
     // Older runs first: the newest fingerprint of b decides.
-    const both = new Map([...(await committed(source, first)), ...(await committed(source, second))]);
+    const both = new Map([...firstRun, ...(await committed(source, second))]);
     expect(await source.plan(sourceContext({ checkpoints: both }))).toEqual([]);
+  });
+
+  it('a file is fingerprinted as its unit starts: rewritten before, it is loaded as it is then; after, again', async () => {
+    const { dir, source } = setup();
+    put(dir, 'e.jsonl', '{"id":1}\n', 1_700_000_000);
+    const [planned] = await source.plan(sourceContext({ checkpoints: new Map() }));
+    // Rewritten between the plan and the unit's start (same size): the unit loads the new bytes, and its
+    // fingerprint is theirs, so the next run, which finds those bytes, has nothing to load.
+    put(dir, 'e.jsonl', '{"id":2}\n', 1_700_000_100);
+    const read = await readUnit(source, planned!, sourceContext());
+    expect(read.rows).toEqual([{ id: 2 }]);
+    const loaded = new Map([[planned!.id, read.end.checkpoint]]);
+    expect(await source.plan(sourceContext({ checkpoints: loaded }))).toEqual([]);
+    // Rewritten once the unit started (its fingerprint taken): the next run loads it again.
+    const [next] = await source.plan(sourceContext({ checkpoints: new Map() }));
+    const started = await source.rawFile!(next!, sourceContext(), dir);
+    put(dir, 'e.jsonl', '{"id":3}\n', 1_700_000_200);
+    const again = await source.plan(sourceContext({ checkpoints: new Map([[next!.id, started.checkpoint]]) }));
+    expect(names(again)).toEqual(['e.jsonl']);
   });
 
   it('with `incremental: false` plans every file and keeps no cursor', async () => {
