@@ -62,4 +62,9 @@ export type UnstorablePolicy = 'dead_letter' | 'repair';
 export interface RecordCheck {
   /** Why the store cannot hold `row` as it is; undefined when it can (its names are then the store's). */
   refusal(row: Row): string | undefined;
+  /**
+   * `refusal` of a record parsed from one JSON line of `lineBytes` bytes: the same verdict, sooner where the line's
+   * length bounds what the full walk measures.
+   */
+  refusalOfLine?(row: Row, lineBytes: number): string | undefined;
 }

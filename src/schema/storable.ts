@@ -71,9 +71,17 @@ interface Walk {
 /** Bytes an out-of-line value leaves in a Postgres row (a TOAST pointer, aligned): longer values are moved out. */
 const OUT_OF_LINE_BYTES = 24;
 
+/**
+ * JSON text of a record parsed from a line is at most this many times the line's bytes: whitespace and escapes
+ * only shrink, and the widest a number grows is `1e20` (4 bytes) written out as 21 digits.
+ */
+const LINE_TO_JSON = 6;
+
 export class RecordJudge implements RecordCheck {
   private readonly root: Place;
   private readonly topNames: boolean;
+  /** Only the records' nesting and size can make the store refuse them (no names, no row, no partitions). */
+  private readonly shapeOnly: boolean;
 
   constructor(
     readonly limits: StoreLimits,
@@ -81,6 +89,11 @@ export class RecordJudge implements RecordCheck {
   ) {
     this.topNames = limits.names !== 'none';
     this.root = this.topNames ? new Place() : FREE;
+    this.shapeOnly =
+      limits.names === 'none' &&
+      Object.keys(limits.reservedNames ?? {}).length === 0 &&
+      limits.maxRowBytes === undefined &&
+      limits.partitions === undefined;
   }
 
   /**
@@ -103,6 +116,16 @@ export class RecordJudge implements RecordCheck {
     if (walk.problems.length === 0) return undefined;
     for (const undo of walk.added.reverse()) undo();
     return describe(walk.problems);
+  }
+
+  /**
+   * `refusal` of a record parsed from a JSON line: where only nesting and size matter and the line is short enough
+   * that its JSON cannot reach the size limit, only the nesting is looked at (a record that nests too deep is then
+   * walked as `refusal` walks it, for the same reason in the same words).
+   */
+  refusalOfLine(row: Row, lineBytes: number): string | undefined {
+    if (!this.shapeOnly || lineBytes * LINE_TO_JSON > this.limits.maxRecordBytes) return this.refusal(row);
+    return nestsDeeper(row, 0, this.limits.maxNesting) ? this.refusal(row) : undefined;
   }
 
   judge(row: Row): Verdict {
@@ -255,6 +278,27 @@ export class RecordJudge implements RecordCheck {
       };
     return undefined;
   }
+}
+
+/**
+ * Whether a list or object inside `container` (at nesting `level`; the record is 0) sits deeper than `max`, as the
+ * judge's walk counts nesting for parsed JSON, where every object is a plain one.
+ */
+function nestsDeeper(container: object, level: number, max: number): boolean {
+  const next = level + 1;
+  if (Array.isArray(container)) {
+    for (let i = 0; i < container.length; i++) {
+      const x: unknown = container[i];
+      if (typeof x === 'object' && x !== null && (next > max || nestsDeeper(x, next, max))) return true;
+    }
+    return false;
+  }
+  const obj = container as Record<string, unknown>;
+  for (const k in obj) {
+    const x = obj[k];
+    if (typeof x === 'object' && x !== null && (next > max || nestsDeeper(x, next, max))) return true;
+  }
+  return false;
 }
 
 /** Bytes a top-level value takes in a table row: fixed-size values as stored, others at most an out-of-line pointer. */

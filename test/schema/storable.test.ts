@@ -88,6 +88,33 @@ describe('the record judge', () => {
     expect('row' in j.judge({ at: new Date(0), deep: { x: new Date(0) } })).toBe(true);
   });
 
+  it('judges a record parsed from a line as it judges the record: nesting looked at, size bounded by the line', () => {
+    const lines = [
+      '{"a":1}',
+      `{"a":${JSON.stringify(nest(2))}}`,
+      `{"a":${JSON.stringify(nest(3))}}`,
+      '{"a":{"b":{"c":1}}}',
+      '{"a":[{"b":[1]}]}',
+      '{"a":[1,2,{"b":{}}],"c":"x"}',
+      `{"a":"${'y'.repeat(150)}"}`,
+      `{"a":"${'y'.repeat(250)}"}`,
+      `{"n":[${Array.from({ length: 12 }, () => '1e20').join(',')}]}`,
+    ];
+    for (const limits of [FILES, { ...FILES, maxRecordBytes: 1 << 20 }, PG]) {
+      const judge = new RecordJudge(limits);
+      for (const line of lines) {
+        const row = JSON.parse(line) as Row;
+        expect(judge.refusalOfLine(row, Buffer.byteLength(line)), `${limits.store} ${line}`).toBe(
+          new RecordJudge(limits).refusal(row),
+        );
+      }
+    }
+    // The cases above do both: a record refused for its nesting, one for its size (1e20 grows to 21 digits).
+    const files = new RecordJudge(FILES);
+    expect(files.refusalOfLine(JSON.parse(lines[2]!) as Row, lines[2]!.length)).toMatch(/nested more than 2 levels/);
+    expect(files.refusalOfLine(JSON.parse(lines[8]!) as Row, lines[8]!.length)).toMatch(/bytes as JSON/);
+  });
+
   it('refuses partition values that are no directory name, or that a reader takes for null', () => {
     const j = new RecordJudge({
       ...FILES,

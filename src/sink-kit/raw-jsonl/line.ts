@@ -48,7 +48,7 @@ export function checkedObjectLine(
 ): Row | undefined {
   const row = parseObjectLine(buf, start, end, offset);
   if (row === undefined || check === undefined) return row;
-  const refusal = check.refusal(row);
+  const refusal = check.refusalOfLine ? check.refusalOfLine(row, end - start) : check.refusal(row);
   if (refusal !== undefined) throw new BadJsonlLine(offset, `the record at byte ${offset}: ${refusal}`);
   return row;
 }
