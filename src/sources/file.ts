@@ -8,7 +8,7 @@
  * that was only touched or copied over with the same bytes is not loaded again.
  */
 import { createHash } from 'node:crypto';
-import { constants, createReadStream } from 'node:fs';
+import { constants } from 'node:fs';
 import { lstat, open, readdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
@@ -78,9 +78,16 @@ function lastLoaded(checkpoints: ReadonlyMap<string, unknown> | undefined): Map<
   return byPath;
 }
 
+/** Into one buffer, reused: a stream's new buffer per chunk kept the collector busy beside the units' work. */
 async function sha256Of(file: string): Promise<string> {
   const hash = createHash('sha256');
-  for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);
+  const fh = await open(file, 'r');
+  try {
+    const buf = Buffer.allocUnsafe(1 << 20);
+    for (let n; (n = (await fh.read(buf, 0, buf.length, null)).bytesRead) > 0; ) hash.update(buf.subarray(0, n));
+  } finally {
+    await fh.close();
+  }
   return hash.digest('hex');
 }
 
