@@ -84,7 +84,8 @@ async function sha256Of(file: string): Promise<string> {
   const fh = await open(file, 'r');
   try {
     const buf = Buffer.allocUnsafe(1 << 20);
-    for (let n; (n = (await fh.read(buf, 0, buf.length, null)).bytesRead) > 0; ) hash.update(buf.subarray(0, n));
+    let n: number;
+    while ((n = (await fh.read(buf, 0, buf.length, null)).bytesRead) > 0) hash.update(buf.subarray(0, n));
   } finally {
     await fh.close();
   }
