@@ -9,8 +9,9 @@
  * committed-but-staged, a range of that spool (exactly-once holds from that moment). Once a spool holds the target
  * size it is published as it is: linked under `.sluice-tmp/`, recorded in the manifest in one atomic manifest swap
  * and then renamed into place — no byte is copied. Units staged at once go to spools of their own, so a file holds
- * its units in the order they committed to it. A run publishes only full files; `finish()` publishes the rest, so
- * a run's last files (one per unit staged at once) may be smaller. Gzip files are gzip members one after the other
+ * its units in the order they committed to it. A run publishes only full files; `finish()` publishes the rest,
+ * the spools' remainders joined (the largest linked, the others appended to it), so the last file of a run may be
+ * smaller. Gzip files are gzip members one after the other
  * (RFC 1952 allows several; gunzip, DuckDB and zlib read them as one stream), and the native path (copy.ts) stages
  * a raw file's bytes as they are. A unit is never split: one larger than the target is most of a file of its own.
  * Staged units a crash left behind are committed: the next run that finishes publishes them, copying their ranges
@@ -238,8 +239,10 @@ export class JsonlSink extends FileSinkBase<JsonlSinkConfig> implements Sink {
           const rows = await write(file, schema, false);
           return { rows, bytes: rows > 0 ? (await stat(file)).size : 0 };
         },
-        stagedEnough: () => stagedBytes(out.manifest) >= this.targetBytes,
-        publish: () => this.publish(false),
+        publishing: {
+          stagedEnough: () => stagedBytes(out.manifest) >= this.targetBytes,
+          publish: () => this.publish(false),
+        },
       });
     const spool = spools.take();
     let result: CommitResult;
@@ -256,9 +259,7 @@ export class JsonlSink extends FileSinkBase<JsonlSinkConfig> implements Sink {
           added = rows > 0 ? (await stat(f)).size - spool.size : 0;
           return { rows, bytes: added };
         },
-        // The spool is published once it is back in the pool, below.
-        stagedEnough: () => false,
-        publish: async () => undefined,
+        // No `publishing`: the spool is published once it is back in the pool, below.
       });
       if (result.committed) spool.size += added;
     } finally {

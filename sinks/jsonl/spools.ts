@@ -5,7 +5,8 @@
  * spool is a range of it (the manifest's `staged.offset` and `bytes`, from the spool's start, in commit order).
  *
  * A spool is written by one unit at a time: the units staged at once each take their own, so a run has at most as
- * many spools as units staged at once, and as many files smaller than the target at its end. Only bytes the
+ * many spools as units staged at once; what they hold at its end is joined into one smaller file (sink.ts
+ * `joinSmall`). Only bytes the
  * manifest names are ever published: a unit that fails or is not committed is cut off again, and a spool is cut to
  * its committed length before another unit adds to it (whatever a failed cut left) and before it is published.
  * Units staged in other files (an interrupted run's spools, or one file per unit by an earlier sluice) are published

@@ -233,8 +233,7 @@ export class ParquetSink extends FileSinkBase<ParquetSinkConfig, OpenedParquet> 
         this.datasets.set(m, after);
         return after ? schemaChanges(before, after, (t) => this.typeName(t)) : [];
       },
-      stagedEnough: () => this.stagedEnough(),
-      publish: () => this.publish(false),
+      publishing: { stagedEnough: () => this.stagedEnough(), publish: () => this.publish(false) },
       label: 'parquet sink',
       log: this.opened().ctx.log,
     });

@@ -152,7 +152,7 @@ class FileSource implements Source {
           continue;
         }
         // The content decides only against a load of the same size; otherwise the file is hashed when its unit
-        // starts (`fingerprintOf`), beside the other units' work rather than before any of it.
+        // starts (`checkpointOf`), beside the other units' work rather than before any of it.
         let sha256: string | undefined;
         if (last !== undefined && last.size === size) {
           sha256 = await sha256Of(read);

@@ -131,9 +131,11 @@ export interface StageUnitOptions {
    * columns into the dataset's; returns the changes that made.
    */
   joinColumns(m: Manifest, schema: InferredSchema): SchemaChange[];
-  /** Whether enough is staged, after this commit, to publish files of about the target size. */
-  stagedEnough(): boolean;
-  publish(): Promise<void>;
+  /**
+   * Once enough is staged after this commit (`stagedEnough`), `publish` makes files of about the target size.
+   * Absent: the caller publishes (the JSONL spools, once the unit's spool is free again).
+   */
+  publishing?: { stagedEnough(): boolean; publish(): Promise<void> };
   /** For messages: `jsonl sink`. */
   label: string;
   log: Logger;
@@ -179,8 +181,8 @@ export async function stageUnit(
       },
     });
     if (rows === 0) await discardStaged(file, o.offset);
-    if (committed && o.stagedEnough())
-      await o
+    if (committed && o.publishing?.stagedEnough())
+      await o.publishing
         .publish()
         .catch((err: unknown) =>
           o.log.warn(`${o.label}: publishing staged units failed, retried at the end: ${String(err)}`),

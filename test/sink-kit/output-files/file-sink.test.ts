@@ -64,9 +64,11 @@ describe('stageUnit', () => {
       },
       stagedColumns: () => [],
       joinColumns: (_m, schema) => [{ column: [...schema.columns.keys()].join(','), change: 'added', to: 'n' }],
-      stagedEnough: () => true,
-      publish: async () => {
-        published++;
+      publishing: {
+        stagedEnough: () => true,
+        publish: async () => {
+          published++;
+        },
       },
       label: 'test sink',
       log,
@@ -121,8 +123,11 @@ describe('stageUnit', () => {
     expect(existsSync(path.join(out.stagedDir, refused.o.name))).toBe(false);
 
     const unpublished = options(out, ['{"n":1}\n'], {
-      publish: async () => {
-        throw new Error('disk full');
+      publishing: {
+        stagedEnough: () => true,
+        publish: async () => {
+          throw new Error('disk full');
+        },
       },
     });
     expect(await stageUnit(out, { id: 'kept', params: {} }, NO_CHECKPOINT, unpublished.o)).toMatchObject({
