@@ -19,16 +19,14 @@ import { once } from 'node:events';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readdir, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
-import { pipeline } from 'node:stream';
 import { finished } from 'node:stream/promises';
-import { createGunzip } from 'node:zlib';
 import type { Batch, RecordCheck, Row } from '../../src/core/types.js';
 import { InferredSchema } from '../../src/schema/infer.js';
 import { decidedColumns, type LogicalType } from '../../src/core/logical-type.js';
 import { ensureWritableDir } from '../../src/sink-kit/output-files/fs-durable.js';
 import { writeNdjson } from '../../src/sink-kit/output-files/ndjson-writer.js';
 import { unitFileStem } from '../../src/sink-kit/output-files/unit-file-name.js';
-import { isGzipFile } from '../../src/sink-kit/raw-jsonl/gzip.js';
+import { gunzipFile, isGzipFile } from '../../src/sink-kit/raw-jsonl/gzip.js';
 import { checkedObjectLine } from '../../src/sink-kit/raw-jsonl/line.js';
 import { JsonlLines } from '../../src/sink-kit/raw-jsonl/lines.js';
 
@@ -148,9 +146,8 @@ export async function scanJsonl(
 ): Promise<ScannedJsonl> {
   const gzip = await isGzipFile(file);
   const lines = new LineScanner((row) => schema.observeRow(row), check, maxLineBytes);
-  const source = createReadStream(file, { highWaterMark: CHUNK });
-  // `pipeline` destroys both streams when either fails or the loop below stops early.
-  const chunks = gzip ? pipeline(source, createGunzip({ chunkSize: CHUNK }), () => undefined) : source;
+  // Either stream is destroyed when the loop below stops early.
+  const chunks = gzip ? gunzipFile(file, CHUNK) : createReadStream(file, { highWaterMark: CHUNK });
   const out = gzip ? createWriteStream(stagingPath, { highWaterMark: CHUNK }) : undefined;
   // Failures of the staging file surface through `once` and `finished` below; this keeps them from being unhandled.
   out?.on('error', () => undefined);

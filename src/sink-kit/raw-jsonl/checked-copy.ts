@@ -9,11 +9,11 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { appendFile, copyFile, open } from 'node:fs/promises';
 import { Transform, Writable, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { createGunzip, createGzip, gzipSync } from 'node:zlib';
+import { createGzip, gzipSync } from 'node:zlib';
 import type { RecordCheck } from '../../core/types.js';
 import type { InferredSchema } from '../../schema/infer.js';
 import { fsyncFile } from '../output-files/fs-durable.js';
-import { isGzipFile } from './gzip.js';
+import { gunzipFile, isGzipFile } from './gzip.js';
 import { checkedObjectLine } from './line.js';
 import { JsonlLines } from './lines.js';
 
@@ -53,9 +53,10 @@ export async function copyCheckedJsonl(
   const flags = append ? 'a' : 'w';
   const srcGzip = await isGzipFile(src);
   const checker = new LineChecker(checks);
-  const streams: (NodeJS.ReadableStream | NodeJS.WritableStream)[] = [createReadStream(src, { highWaterMark: CHUNK })];
-  if (srcGzip) streams.push(createGunzip({ chunkSize: CHUNK }));
-  streams.push(checker);
+  const streams: (NodeJS.ReadableStream | NodeJS.WritableStream)[] = [
+    srcGzip ? gunzipFile(src, CHUNK) : createReadStream(src, { highWaterMark: CHUNK }),
+    checker,
+  ];
   const sameEncoding = srcGzip === (gzipLevel !== undefined);
   if (sameEncoding) {
     await pipeline([...streams, discard()]);
