@@ -12,12 +12,16 @@
  * the client's own logger is off (what fails comes back as an error, redacted here).
  */
 import { Readable } from 'node:stream';
-import { ClickHouseError, ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
+import type * as ClickHouseDriver from '@clickhouse/client';
+import type { ClickHouseClient } from '@clickhouse/client';
 import { SluiceError } from '../../src/core/errors.js';
+import { lazyPackage } from '../../src/core/lazy-package.js';
 import { redact, registerSecret } from '../../src/core/redact.js';
 import { sinkFailures, WarehouseSinkError } from '../../src/sink-kit/warehouse/failures.js';
 import { SourceFailure } from '../../src/sink-kit/warehouse/source-failure.js';
 import { UNCOMMITTED_HINT } from '../../src/sink-kit/warehouse/unit-result.js';
+
+const driver = lazyPackage<typeof ClickHouseDriver>('@clickhouse/client');
 
 /** Connections at most: the engine reads 4 units at once by default, each streams one insert, and a few statements. */
 const MAX_CONNECTIONS = 8;
@@ -72,6 +76,7 @@ export class Server {
   readonly client: ClickHouseClient;
 
   constructor(target: Target & { password: string }) {
+    const { createClient, ClickHouseLogLevel } = driver();
     this.client = createClient({
       url: target.url.href,
       username: target.user,
@@ -116,7 +121,7 @@ export class Server {
 
 /** The server's error code (`Code: 60, …` in 18.16's text; `ClickHouseError.code` where the client parsed it). */
 export function errorCode(err: unknown): number | undefined {
-  if (err instanceof ClickHouseError && /^\d+$/.test(err.code)) return Number(err.code);
+  if (err instanceof driver().ClickHouseError && /^\d+$/.test(err.code)) return Number(err.code);
   const msg = err instanceof Error ? err.message : typeof err === 'string' ? err : '';
   const m = /^\s*Code: (\d+)[,.]/.exec(msg);
   return m ? Number(m[1]) : undefined;

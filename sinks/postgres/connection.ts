@@ -6,11 +6,14 @@
  * PGUSER, PGPASSWORD, PGDATABASE, PGSSLMODE and ~/.pgpass; `sslmode` in the URL). The password is registered as a
  * secret before anything connects, so no log line or error message can carry it.
  */
-import pg from 'pg';
+import type pg from 'pg';
 import { SluiceError } from '../../src/core/errors.js';
+import { lazyPackage } from '../../src/core/lazy-package.js';
 import { redact, registerSecret } from '../../src/core/redact.js';
 import { sinkFailures, WarehouseSinkError } from '../../src/sink-kit/warehouse/failures.js';
 import { SourceFailure } from '../../src/sink-kit/warehouse/source-failure.js';
+
+const driver = lazyPackage<typeof pg>('pg');
 
 /** Connections at most: the engine reads 4 units at once by default, and each unit commits in its own transaction. */
 const POOL_SIZE = 4;
@@ -62,7 +65,7 @@ export function resolveTarget(url: string | undefined): Target {
   }
   let c: pg.Client;
   try {
-    c = new pg.Client(clientConfig(url));
+    c = new (driver().Client)(clientConfig(url));
   } catch (err) {
     throw new SluiceError(`postgres sink: \`url\` is not a connection URL: ${errorLine(err)}`, {
       hint: 'write it as postgres://user@host:5432/database (percent-encode special characters of the password), or leave it empty to use PGHOST, PGUSER, …',
@@ -88,7 +91,7 @@ export function targetText(t: Target): string {
 }
 
 export function createPool(url: string | undefined, onIdleError: (err: Error) => void): pg.Pool {
-  const pool = new pg.Pool({ ...clientConfig(url), max: POOL_SIZE, idleTimeoutMillis: 30_000 });
+  const pool = new (driver().Pool)({ ...clientConfig(url), max: POOL_SIZE, idleTimeoutMillis: 30_000 });
   // A connection that breaks while idle (the server restarted) is dropped by the pool; without a listener the
   // process would die of the 'error' event.
   pool.on('error', onIdleError);

@@ -20,11 +20,15 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { finished, pipeline } from 'node:stream/promises';
 import type pg from 'pg';
-import { from as copyFrom, type CopyStreamQuery } from 'pg-copy-streams';
+import type * as CopyStreams from 'pg-copy-streams';
+import type { CopyStreamQuery } from 'pg-copy-streams';
 import { failpoint } from '../../src/core/failpoints.js';
+import { lazyPackage } from '../../src/core/lazy-package.js';
 import type { Batch, Row } from '../../src/core/types.js';
 import { CopyBuffer, RowEncoder, UnstorableValue } from './encode.js';
 import { quoteIdent } from '../../src/core/sql.js';
+
+const copyStreams = lazyPackage<typeof CopyStreams>('pg-copy-streams');
 
 /** COPY text per CopyData message: large enough that the protocol's and the socket's per-message costs vanish. */
 const CHUNK_BYTES = 1 << 18;
@@ -130,7 +134,7 @@ export class CopyWriter {
     private readonly onUnstorable: (row: Row, reason: string) => void,
     private readonly spool?: Spool,
   ) {
-    this.stream = client.query(copyFrom(copyStatement(table, columns)));
+    this.stream = client.query(copyStreams().from(copyStatement(table, columns)));
     // Listening from the start: the server may refuse the COPY while this writer awaits the source, and an
     // 'error' nobody listens to would end the process.
     this.stream.on('error', (err) => {
@@ -230,7 +234,7 @@ export async function copySpool(
   spool: Spool,
 ): Promise<number> {
   if (spool.bytes === 0) return 0;
-  const stream = client.query(copyFrom(copyStatement(table, columns)));
+  const stream = client.query(copyStreams().from(copyStatement(table, columns)));
   await pipeline(spool.read(), stream);
   return stream.rowCount;
 }

@@ -8,28 +8,18 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import {
-  AbortMultipartUploadCommand,
-  CompleteMultipartUploadCommand,
-  CopyObjectCommand,
-  CreateMultipartUploadCommand,
-  DeleteObjectsCommand,
-  GetObjectCommand,
-  ListMultipartUploadsCommand,
-  ListObjectsV2Command,
-  PutObjectCommand,
-  S3Client,
-  UploadPartCommand,
-  type CompletedPart,
-  type S3ClientConfig,
-} from '@aws-sdk/client-s3';
+import type * as S3Sdk from '@aws-sdk/client-s3';
+import type { CompletedPart, S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import { SluiceError } from '../../core/errors.js';
 import { failpoint } from '../../core/failpoints.js';
+import { lazyPackage } from '../../core/lazy-package.js';
 import type { S3Location, S3Options } from './s3-location.js';
 
 // Where an output is lives in s3-location.ts; named here too, as the place the file sinks' S3 code is found.
 export { isS3Url, parseS3Url, s3LockPath, s3Option, s3WorkDir } from './s3-location.js';
 export type { S3Location, S3Options } from './s3-location.js';
+
+const sdk = lazyPackage<typeof S3Sdk>('@aws-sdk/client-s3');
 
 /** Part size of a multipart upload; a file up to this size is one PutObject. */
 const PART_BYTES = 8 * 2 ** 20;
@@ -58,11 +48,13 @@ export function s3Client(opts: S3Options = {}): S3Client {
   // Without a region anywhere the SDK would also look in the profile; a custom endpoint rarely cares.
   if (region !== undefined) config.region = region;
   else if (endpoint !== undefined) config.region = 'us-east-1';
-  return new S3Client(config);
+  return new (sdk().S3Client)(config);
 }
 
 /** One output's objects: keys are relative to the output's prefix. */
 export class S3Store {
+  private readonly sdk = sdk();
+
   constructor(
     readonly client: S3Client,
     readonly loc: S3Location,
@@ -95,7 +87,7 @@ export class S3Store {
   /** The object's text, or undefined when there is none. */
   async getText(rel: string): Promise<string | undefined> {
     try {
-      const r = await this.client.send(new GetObjectCommand({ Bucket: this.loc.bucket, Key: this.key(rel) }));
+      const r = await this.client.send(new this.sdk.GetObjectCommand({ Bucket: this.loc.bucket, Key: this.key(rel) }));
       return await r.Body!.transformToString();
     } catch (err) {
       if (isNotFound(err)) return undefined;
@@ -106,7 +98,7 @@ export class S3Store {
   async putText(rel: string, text: string): Promise<void> {
     try {
       await this.client.send(
-        new PutObjectCommand({
+        new this.sdk.PutObjectCommand({
           Bucket: this.loc.bucket,
           Key: this.key(rel),
           Body: text,
@@ -131,7 +123,7 @@ export class S3Store {
       failpoint('files:mid-upload', size);
       try {
         await this.client.send(
-          new PutObjectCommand({
+          new this.sdk.PutObjectCommand({
             Bucket: this.loc.bucket,
             Key: this.key(rel),
             Body: createReadStream(file),
@@ -146,14 +138,14 @@ export class S3Store {
     let uploadId: string | undefined;
     try {
       const created = await this.client.send(
-        new CreateMultipartUploadCommand({ Bucket: this.loc.bucket, Key: this.key(rel) }),
+        new this.sdk.CreateMultipartUploadCommand({ Bucket: this.loc.bucket, Key: this.key(rel) }),
       );
       uploadId = created.UploadId;
       if (!uploadId) throw new Error('the store answered without an UploadId');
       await this.putText(journal, JSON.stringify({ key: rel, upload_id: uploadId } satisfies UploadJournal));
       const parts = await this.uploadParts(file, size, rel, uploadId);
       await this.client.send(
-        new CompleteMultipartUploadCommand({
+        new this.sdk.CompleteMultipartUploadCommand({
           Bucket: this.loc.bucket,
           Key: this.key(rel),
           UploadId: uploadId,
@@ -183,7 +175,7 @@ export class S3Store {
           const buf = Buffer.allocUnsafe(Math.min(PART_BYTES, size - start));
           const { bytesRead } = await fh.read(buf, 0, buf.length, start);
           const r = await this.client.send(
-            new UploadPartCommand({
+            new this.sdk.UploadPartCommand({
               Bucket: this.loc.bucket,
               Key: this.key(rel),
               UploadId: uploadId,
@@ -207,7 +199,7 @@ export class S3Store {
   async abortUpload(rel: string, uploadId: string): Promise<void> {
     try {
       await this.client.send(
-        new AbortMultipartUploadCommand({ Bucket: this.loc.bucket, Key: this.key(rel), UploadId: uploadId }),
+        new this.sdk.AbortMultipartUploadCommand({ Bucket: this.loc.bucket, Key: this.key(rel), UploadId: uploadId }),
       );
     } catch (err) {
       const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
@@ -243,7 +235,7 @@ export class S3Store {
 
   async downloadFile(rel: string, file: string): Promise<void> {
     try {
-      const r = await this.client.send(new GetObjectCommand({ Bucket: this.loc.bucket, Key: this.key(rel) }));
+      const r = await this.client.send(new this.sdk.GetObjectCommand({ Bucket: this.loc.bucket, Key: this.key(rel) }));
       await pipeline(r.Body as Readable, createWriteStream(file));
     } catch (err) {
       throw this.fail('downloading', rel, err);
@@ -254,7 +246,7 @@ export class S3Store {
   async copy(from: string, to: string): Promise<void> {
     try {
       await this.client.send(
-        new CopyObjectCommand({
+        new this.sdk.CopyObjectCommand({
           Bucket: this.loc.bucket,
           Key: this.key(to),
           CopySource: encodeURIComponent(`${this.loc.bucket}/${this.key(from)}`).replace(/%2F/g, '/'),
@@ -281,7 +273,11 @@ export class S3Store {
     try {
       do {
         const r = await this.client.send(
-          new ListObjectsV2Command({ Bucket: this.loc.bucket, Prefix: this.key(rel), ContinuationToken: token }),
+          new this.sdk.ListObjectsV2Command({
+            Bucket: this.loc.bucket,
+            Prefix: this.key(rel),
+            ContinuationToken: token,
+          }),
         );
         for (const o of r.Contents ?? []) if (o.Key) out.set(o.Key.slice(this.loc.prefix.length), o.Size ?? 0);
         token = r.IsTruncated ? r.NextContinuationToken : undefined;
@@ -297,7 +293,7 @@ export class S3Store {
       const chunk = rels.slice(i, i + 1000);
       try {
         const r = await this.client.send(
-          new DeleteObjectsCommand({
+          new this.sdk.DeleteObjectsCommand({
             Bucket: this.loc.bucket,
             Delete: { Objects: chunk.map((k) => ({ Key: this.key(k) })), Quiet: true },
           }),
@@ -320,12 +316,12 @@ export class S3Store {
     let n = 0;
     try {
       const r = await this.client.send(
-        new ListMultipartUploadsCommand({ Bucket: this.loc.bucket, Prefix: this.key(rel) }),
+        new this.sdk.ListMultipartUploadsCommand({ Bucket: this.loc.bucket, Prefix: this.key(rel) }),
       );
       for (const u of r.Uploads ?? []) {
         if (!u.Key || !u.UploadId || !mine(u.Key.slice(this.loc.prefix.length))) continue;
         await this.client.send(
-          new AbortMultipartUploadCommand({ Bucket: this.loc.bucket, Key: u.Key, UploadId: u.UploadId }),
+          new this.sdk.AbortMultipartUploadCommand({ Bucket: this.loc.bucket, Key: u.Key, UploadId: u.UploadId }),
         );
         n++;
       }
