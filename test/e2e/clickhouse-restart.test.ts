@@ -57,6 +57,11 @@ class Restarts {
   readonly struck: Point[] = [];
   /** The server was stopped and waits for the engine's retry to start it again. */
   private down = false;
+  /**
+   * The start `retrying` began. The engine may reach the server before the start has seen it answer, and strike the
+   * next point: that point waits for the start to finish instead of killing a server still starting.
+   */
+  private starting: Promise<void> = Promise.resolve();
 
   constructor(private readonly server: ClickHouseServer) {}
 
@@ -67,20 +72,30 @@ class Restarts {
   }
 
   async restart(point: Point): Promise<void> {
-    if (this.once(point)) await this.server.restart();
+    if (!this.once(point)) return;
+    await this.starting;
+    await this.server.restart();
   }
 
   async stop(point: Point): Promise<void> {
     if (!this.once(point)) return;
+    await this.starting;
     await this.server.stopServer();
     this.down = true;
   }
 
   /** The engine said it will try again (a sink open, a unit): the server comes back before it does. */
-  async retrying(): Promise<void> {
+  retrying(): void {
     if (!this.down) return;
     this.down = false;
-    await this.server.startServer();
+    const start = this.server.startServer();
+    start.catch(() => undefined); // surfaced by started()
+    this.starting = start;
+  }
+
+  /** Throws what the last start `retrying` began failed with. */
+  async started(): Promise<void> {
+    await this.starting;
   }
 }
 
@@ -148,7 +163,7 @@ async function restartedRun(n: number): Promise<void> {
     info: (m) => void lines.push(m),
     warn: (m) => {
       lines.push(m);
-      if (/opening it again|reading it again/.test(m)) void r.retrying();
+      if (/opening it again|reading it again/.test(m)) r.retrying();
     },
     error: (m) => void lines.push(m),
   };
@@ -167,6 +182,7 @@ async function restartedRun(n: number): Promise<void> {
     throw new Error(`run ${n} failed after restarts at ${r.struck.join(', ')}: ${String(err)}\n${lines.join('\n')}`);
   });
 
+  await r.started();
   expect(r.struck.sort()).toEqual(
     ['open', 'plan', 'ddl', 'insert', 'before-attach', 'before-commit', 'after-commit', 'reset', '503'].sort(),
   );
