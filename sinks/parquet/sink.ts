@@ -128,7 +128,7 @@ export class ParquetSink extends FileSinkBase<ParquetSinkConfig, OpenedParquet> 
     await conn.run('SET threads = 1');
     await conn.run(`SET allocator_flush_threshold = '32MB'`);
     // Freed pages handed back between publishes too, not only when the next one allocates: peak RSS over 1M company
-    // profiles 486–707 MB without, 537–615 MB with, the time the same (22–24 s); over 10M 739 → 641 MB.
+    // profiles 486–707 MB without, 537–615 MB with, the time the same (22–24 s); over 10M 739 → 641–650 MB.
     await conn.run('SET allocator_background_threads = true');
     await restageUnjudged(out, {
       judge: this.judge(),
