@@ -135,9 +135,9 @@ const SYNC_AHEAD = 8 << 20;
 const WRITE_BYTES = 1 << 20;
 
 /**
- * `streams` piped into `dest` (opened with `flags`) and synced: every `SYNC_AHEAD` bytes a datasync is started
- * without waiting for it, then all of them and a last fsync are waited for — through one handle opened before the
- * first write, so that a write-back error an early sync met is this copy's failure too.
+ * `streams` piped into `dest` (opened with `flags`), `WRITE_BYTES` per write, and synced: every `SYNC_AHEAD` bytes a
+ * datasync is started without waiting for it, then all of them and a last fsync are waited for — through one handle
+ * opened before the first write, so that a write-back error an early sync met is this copy's failure too.
  */
 async function writeSynced(
   dest: string,
@@ -151,7 +151,7 @@ async function writeSynced(
     let since = 0;
     let held: Buffer[] = [];
     let heldBytes = 0;
-    const ahead = new Transform({
+    const writes = new Transform({
       transform(chunk: Buffer, _enc, done) {
         since += chunk.length;
         if (since >= SYNC_AHEAD) {
@@ -172,7 +172,7 @@ async function writeSynced(
         done(null, heldBytes > 0 ? Buffer.concat(held, heldBytes) : undefined);
       },
     });
-    await pipeline([...streams, ahead, createWriteStream(dest, { flags, highWaterMark: WRITE_BYTES })]);
+    await pipeline([...streams, writes, createWriteStream(dest, { flags, highWaterMark: WRITE_BYTES })]);
     await Promise.all(syncs);
     await syncing.sync();
   } finally {
