@@ -33,13 +33,17 @@ export interface DecodeOptions {
 }
 
 /**
- * Batches are sized by input bytes first. The records of a batch outlive V8's young-generation collections, and
- * the bigger the batch the more of them get copied and promoted: on company profiles (~3 KB each), decoding with
- * 1 MiB batches cost 1.1× (JSONL) to 1.4× (CSV) the CPU of 256 KiB batches; 128–512 KiB were about equal
- * (bench/decode.ts `--batch-bytes`). The record cap keeps batches of tiny records reasonable.
+ * Batches are sized by input bytes first. The records of a batch outlive V8's young-generation collections while
+ * the batch goes through transforms, judge and sink, and the bigger the batch the more of them get copied and
+ * promoted, to be collected again by a full collection. Through a whole pipeline (company profiles, ~3 KB each,
+ * normalized, two units at once) 256 KiB batches promoted 1.3 MB per scavenge, 64 KiB ones 0.11 MB: the client's
+ * CPU into Postgres fell 13% (7.3–7.7 → 6.3–6.6 s), its peak RSS from ~300 to ~200 MB, and the JSONL rows path's
+ * CPU 17%; 16 and 32 KiB were no better (`npm run bench`, docs/guides/development.md). Decoding alone does not
+ * show it (bench/decode.ts `--batch-bytes`: 64–512 KiB about equal; 1 MiB 1.1–1.4× the CPU). The record cap keeps
+ * batches of tiny records reasonable.
  */
 export const DEFAULT_BATCH_SIZE = 2000;
-export const DEFAULT_BATCH_BYTES = 256 * 1024;
+export const DEFAULT_BATCH_BYTES = 64 * 1024;
 
 /** The decoders' context: batch sizes, the record size limit, and the records the unit may hold at most. */
 export function decodeContext(opts: DecodeOptions): DecodeContext {
