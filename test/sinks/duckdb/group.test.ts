@@ -2,7 +2,7 @@
  * The duckdb sink's groups of units (sinks/duckdb/group.ts): native loads that arrive while others are on their way
  * commit in one transaction, each unit exactly once with its `_sluice_state` row; one unit whose file DuckDB's
  * reader refuses is refused alone and the others commit; a group that runs out of memory commits its units one at a
- * time, and every later unit too.
+ * time, and every later unit too; a group ends before a unit that would leave row groups DuckDB's checkpoint rewrites.
  */
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { NO_CHECKPOINT } from '../../../src/core/checkpoint.js';
 import { NativeLoadRefused } from '../../../src/core/errors.js';
 import type { CommitResult } from '../../../src/core/types.js';
+import { keepsRowGroups } from '../../../sinks/duckdb/group.js';
 import type { DuckDBSink } from '../../../sinks/duckdb/sink.js';
 import { armed } from '../../support/failpoints.js';
 import { query, sinkContext, unit } from '../helpers.js';
@@ -112,5 +113,33 @@ describe('duckdb sink, units committed in groups', () => {
     expect(
       ctx.logs.filter((l) => /ran out of memory_limit 128MB; committing units one at a time/.test(l)),
     ).toHaveLength(1);
+  });
+
+  it('a group ends before a unit that would leave a small partial row group for the checkpoint to rewrite', async () => {
+    // Two units of 100k rows leave a partial row group of 77,120 rows; a third would leave one of 54,240, which the
+    // next transaction's could join in a rewrite.
+    expect([100_000, 200_000, 300_000, 240_000, 260_000].map(keepsRowGroups)).toEqual([
+      false,
+      true,
+      false,
+      true,
+      false,
+    ]);
+    const seen: number[] = [];
+    armed('duckdb:after-data', async () => {
+      const [r] = await query('SELECT count(*)::INT AS n FROM t', h.db);
+      seen.push(Number(r!.n));
+    });
+    const sink = await h.openSink();
+    const files = await Promise.all([0, 1, 2].map((k) => jsonl(`r${k}.jsonl`, rows(k * 100_000, 100_000))));
+    const outcomes = await loadTogether(sink, files);
+    expect(outcomes.map((o) => (o.status === 'fulfilled' ? o.value.records : o.reason))).toEqual([
+      100_000, 100_000, 100_000,
+    ]);
+    // Whichever two arrive first commit together; the third, in a transaction of its own, sees them committed.
+    expect(seen).toEqual([0, 0, 200_000]);
+    expect(await query('SELECT count(*)::INT AS n, count(DISTINCT id)::INT AS d FROM t', h.db)).toEqual([
+      { n: 300_000, d: 300_000 },
+    ]);
   });
 });
