@@ -2,7 +2,8 @@
  * The measured cases of `npm run bench`, each run by bench/lib/child.ts in a process of its own.
  *
  * Floors: what the machine can do without sluice — the JS floor (gunzip + split + JSON.parse) and DuckDB's own
- * `read_json` of the same .jsonl.gz into a table and into Parquet, with DuckDB's defaults.
+ * `read_json` of the same part files sluice reads into a table and into Parquet, with DuckDB's defaults (its threads
+ * read several files at once). DuckDB's load of the one .jsonl.gz is shown beside them (one file: one reader).
  * Sluice: real pipelines (a pipeline file, `runPipeline`, a `file` source over the workload's parts, one work unit
  * per part) into each sink; decoders (src/decode) on the JSON-array and CSV files.
  * References: stream-json's StreamArray and csv-parse, the libraries sluice's own JSON-array and CSV decoders
@@ -45,24 +46,30 @@ async function sluicePipeline(a: CaseArgs, sink: Record<string, unknown>, output
 
 /**
  * DuckDB's own load in a database of its own, its settings DuckDB's defaults; `records` counts what it wrote.
- * `readOptions`: `sample_size = -1` makes DuckDB's reader see every key before it decides the columns, as sluice
- * must (a sampled reader drops the keys and widenings it did not sample, silently): the floor the sluice paths are
- * held to. The sampled load is shown beside it.
+ * `fullSample`: `sample_size = -1`, and every file sampled (DuckDB samples the first 32 files otherwise), makes
+ * DuckDB's reader see every key before it decides the columns, as sluice must (a sampled reader drops the keys and
+ * widenings it did not sample, silently): the floor the sluice paths are held to. The sampled load is shown beside
+ * it. `from`: the workload's part files (the ones sluice reads), or its one .jsonl.gz.
  */
 async function duckdbOwn(
   a: CaseArgs,
   statement: (source: string) => string,
   records: string,
-  readOptions = '',
+  fullSample: boolean,
+  from: 'parts' | 'one file' = 'parts',
 ): Promise<Run> {
   const { DuckDBInstance } = await import('@duckdb/node-api');
   const { quoteString } = await import('../../src/core/sql.js');
+  const { readdir } = await import('node:fs/promises');
   const file = path.join(a.outDir, 'own.duckdb');
+  const input = from === 'parts' ? path.join(a.partsDir, '*.jsonl.gz') : a.jsonlGz;
+  const files = from === 'parts' ? (await readdir(a.partsDir)).filter((f) => f.endsWith('.jsonl.gz')).length : 1;
+  const sample = fullSample ? `, sample_size = -1, maximum_sample_files = ${files}` : '';
   return async () => {
     const db = await DuckDBInstance.create(file);
     const conn = await db.connect();
     try {
-      await conn.run(statement(`read_json(${quoteString(a.jsonlGz)}, format = 'newline_delimited'${readOptions})`));
+      await conn.run(statement(`read_json(${quoteString(input)}, format = 'newline_delimited'${sample})`));
       const n = Number((await conn.runAndReadAll(records)).getRows()[0]![0]);
       await conn.run('CHECKPOINT');
       return { records: n, outputBytes: await sizeOf(a.outDir) };
@@ -83,13 +90,15 @@ async function decoder(file: string, format: 'jsonl' | 'json' | 'csv'): Promise<
   return async () => ({ records: await decodeRecords(file, format) });
 }
 
-function duckdbOwnParquet(a: CaseArgs, readOptions = ''): Promise<Run> {
+const ownTable = (src: string): string => `CREATE TABLE t AS SELECT * FROM ${src}`;
+
+function duckdbOwnParquet(a: CaseArgs, fullSample: boolean): Promise<Run> {
   const out = path.join(a.outDir, 'own.parquet').replaceAll("'", "''");
   return duckdbOwn(
     a,
     (src) => `COPY (SELECT * FROM ${src}) TO '${out}' (FORMAT parquet, COMPRESSION zstd)`,
     `SELECT count(*) FROM '${out}'`,
-    readOptions,
+    fullSample,
   );
 }
 
@@ -98,15 +107,15 @@ export const CASES: Record<string, CaseFn<CaseArgs>> = {
 
   'js-floor': (a) => jsFloor(a.jsonlGz),
 
-  'duckdb-own-table': (a) =>
-    duckdbOwn(a, (src) => `CREATE TABLE t AS SELECT * FROM ${src}`, 'SELECT count(*) FROM t', ', sample_size = -1'),
+  'duckdb-own-table': (a) => duckdbOwn(a, ownTable, 'SELECT count(*) FROM t', true),
 
-  'duckdb-own-table-sampled': (a) =>
-    duckdbOwn(a, (src) => `CREATE TABLE t AS SELECT * FROM ${src}`, 'SELECT count(*) FROM t'),
+  'duckdb-own-table-sampled': (a) => duckdbOwn(a, ownTable, 'SELECT count(*) FROM t', false),
 
-  'duckdb-own-parquet': (a) => duckdbOwnParquet(a, ', sample_size = -1'),
+  'duckdb-own-table-one-file': (a) => duckdbOwn(a, ownTable, 'SELECT count(*) FROM t', true, 'one file'),
 
-  'duckdb-own-parquet-sampled': (a) => duckdbOwnParquet(a),
+  'duckdb-own-parquet': (a) => duckdbOwnParquet(a, true),
+
+  'duckdb-own-parquet-sampled': (a) => duckdbOwnParquet(a, false),
 
   'sluice-duckdb': (a) => sluicePipeline(a, { type: 'duckdb', path: 'out.duckdb', table: 'companies' }, 'out.duckdb'),
 
