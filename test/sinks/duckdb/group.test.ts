@@ -2,7 +2,7 @@
  * The duckdb sink's groups of units (sinks/duckdb/group.ts): native loads that arrive while others are on their way
  * commit in one transaction, each unit exactly once with its `_sluice_state` row; one unit whose file DuckDB's
  * reader refuses is refused alone and the others commit; a group that runs out of memory commits its units one at a
- * time, and every later unit too; a group ends before a unit that would leave row groups DuckDB's checkpoint rewrites.
+ * time, and every later unit too; a group ends once its rows leave row groups DuckDB's checkpoint keeps as they are.
  */
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -115,9 +115,9 @@ describe('duckdb sink, units committed in groups', () => {
     ).toHaveLength(1);
   });
 
-  it('a group ends before a unit that would leave a small partial row group for the checkpoint to rewrite', async () => {
-    // Two units of 100k rows leave a partial row group of 77,120 rows; a third would leave one of 54,240, which the
-    // next transaction's could join in a rewrite.
+  it('a group ends once its rows leave row groups the checkpoint keeps; the next unit starts another', async () => {
+    // One unit of 100k rows is less than a row group; two leave a partial one of 77,120 rows, which no other partial
+    // row group fits beside (a checkpoint rewrites adjacent row groups that fit into fewer); three, one of 54,240.
     expect([100_000, 200_000, 300_000, 240_000, 260_000].map(keepsRowGroups)).toEqual([
       false,
       true,
