@@ -52,9 +52,9 @@ export function keepsRowGroups(rows: number): boolean {
 }
 
 /**
- * Units staged and not yet committed at once (the scheduler's `committing` places): a row group of 10k-record parts
- * and the next group's first half, read while DuckDB writes the first row group out (its slowest insert); each
- * holds its staged file on disk until it commits.
+ * Units staged and not yet committed at once (the scheduler's `committing` places): a group of 10k-record parts
+ * (19, `keepsRowGroups`) and the first units of the next, staged while the group's last inserts and commit run; each
+ * holds its staged file on disk until it commits. Groups of smaller units end here at the latest.
  */
 export const GROUP_UNITS = 24;
 
