@@ -61,12 +61,19 @@ import { copyCheckedJsonl } from '../../src/sink-kit/raw-jsonl/checked-copy.js';
 import { maxLineBytesOf } from '../../src/sink-kit/raw-jsonl/lines.js';
 import { asNativeRefusal, refuseUnlessJsonl } from '../../src/sink-kit/raw-jsonl/refusal.js';
 import { DEFAULT_TARGET_FILE_MB, parquetLimits, parquetSinkSchema, type ParquetSinkConfig } from './config.js';
+import { PublishesBeside } from './beside.js';
 import { publishStaged } from './publish.js';
 import { restageRaw, restageUnjudged } from './restage.js';
 import { compactParquet, readJsonRefused } from './write-files.js';
 
 /** Staged NDJSON bytes per Parquet byte before any publish has measured it (company profiles, zstd: ~6). */
 const INITIAL_JSON_PER_PARQUET = 6;
+
+/**
+ * DuckDB threads of the publish in `finish()`, when no unit is staging any more: the run's last file is written with
+ * both cores (the other publishes run beside the JS pass, on one).
+ */
+const FINISH_THREADS = 2;
 
 /** How the registry (or a test) makes the sink. */
 export type ParquetSinkOptions = FileSinkOptions;
@@ -91,6 +98,10 @@ export class ParquetSink extends FileSinkBase<ParquetSinkConfig, OpenedParquet> 
   private readonly datasets = new WeakMap<Manifest, Map<string, LogicalType> | undefined>();
   private readonly targetBytes: number;
   private jsonPerParquet = INITIAL_JSON_PER_PARQUET;
+  /** Publishes commits start, run beside the next units' staging (beside.ts). */
+  private readonly beside = new PublishesBeside((err) =>
+    this.opened().ctx.log.warn(`parquet sink: publishing staged units failed, retried at the end: ${String(err)}`),
+  );
 
   constructor(config: ParquetSinkConfig, options: ParquetSinkOptions = {}) {
     // Every published file, partition columns read back from the directory names.
@@ -236,7 +247,7 @@ export class ParquetSink extends FileSinkBase<ParquetSinkConfig, OpenedParquet> 
         this.datasets.set(m, after);
         return after ? schemaChanges(before, after, (t) => this.typeName(t)) : [];
       },
-      publishing: { stagedEnough: () => this.stagedEnough(), publish: () => this.publish(false) },
+      publishing: { stagedEnough: () => this.stagedEnough(), publish: () => this.publishBeside() },
       label: 'parquet sink',
       log: this.opened().ctx.log,
     });
@@ -294,10 +305,24 @@ export class ParquetSink extends FileSinkBase<ParquetSinkConfig, OpenedParquet> 
   }
 
   /** Staged rows would make a file of about the target size. */
-  private stagedEnough(): boolean {
+  private stagedEnough(files = 1): boolean {
     let n = 0;
     for (const u of Object.values(this.opened().out.manifest.units)) n += u.staged?.bytes ?? 0;
-    return n >= this.targetBytes * this.jsonPerParquet;
+    return n >= files * this.targetBytes * this.jsonPerParquet;
+  }
+
+  /** A publish a commit made due, beside the next units' staging; a commit waits once two files' worth is staged. */
+  private publishBeside(): Promise<void> {
+    return this.beside.start(
+      () => this.publish(false),
+      () => this.stagedEnough(2),
+    );
+  }
+
+  override async close(): Promise<void> {
+    // DuckDB's connection is closed by `release`: a publish still writing with it ends first.
+    await this.beside.ended();
+    await super.close();
   }
 
   /**
@@ -307,6 +332,8 @@ export class ParquetSink extends FileSinkBase<ParquetSinkConfig, OpenedParquet> 
   protected publish(all: boolean): Promise<void> {
     return this.publishing.run(async () => {
       if (!all && !this.stagedEnough()) return;
+      const { conn } = this.opened();
+      if (all) await conn.run(`SET threads = ${FINISH_THREADS}`);
       try {
         await this.publishStaged();
       } catch (err) {
@@ -316,6 +343,8 @@ export class ParquetSink extends FileSinkBase<ParquetSinkConfig, OpenedParquet> 
         // Text only DuckDB's reader refuses, in units staged as they came: staged again from their rows, once.
         await restageRaw(out, raw, this.opened().ctx.log, 'parquet sink');
         await this.publishStaged();
+      } finally {
+        if (all) await conn.run('SET threads = 1');
       }
     });
   }

@@ -113,18 +113,77 @@ describe('parquet sink', () => {
     expect(m.units['run1/u2']).toMatchObject({ records: 20 / 2, files });
   });
 
-  it('publishes during the run once staged rows make a file of the target size', async () => {
-    // ~25 KB of JSON per unit; the first publish waits for ~6 × 10 KB.
+  it('publishes during the run once staged rows make a file of the target size, beside the next units', async () => {
+    // ~21 KB of JSON per unit; the first publish waits for ~6 × 10 KB.
     const sink = await openSink({ file_size_bytes: 10_000 });
-    for (let u = 0; u < 4; u++) await sink.writeUnit(unit(`u${u}`), batches(rows(u * 10, 10, 2_000)), NO_CHECKPOINT);
-    const early = await parquetFiles();
-    expect(early.length).toBeGreaterThan(0);
-    await sink.writeUnit(unit('u9'), batches(rows(90, 10, 2_000)), NO_CHECKPOINT);
+    // The publish is held where it is about to record its files (the units' own commits stage, and move no file).
+    let reached!: () => void;
+    const publishing = new Promise<void>((r) => (reached = r));
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const disarm = armed('files:before-manifest', async () => {
+      reached();
+      await released;
+    });
+    // The third unit makes a publish due; its commit returns while that publish is held.
+    for (let u = 0; u < 3; u++) await sink.writeUnit(unit(`u${u}`), batches(rows(u * 10, 10, 2_000)), NO_CHECKPOINT);
+    await publishing;
+    expect(await parquetFiles()).toEqual([]);
+    disarm();
+    release();
+    for (let u = 3; u < 5; u++) await sink.writeUnit(unit(`u${u}`), batches(rows(u * 10, 10, 2_000)), NO_CHECKPOINT);
+    expect((await parquetFiles()).length).toBeGreaterThan(0);
     await sink.finish();
     expect(await query(`SELECT count(*) AS n, count(DISTINCT id) AS d FROM read_parquet('${glob()}')`)).toEqual([
       { n: 50, d: 50 },
     ]);
     expect(Object.values((await manifest()).units).every((u) => u.files.length > 0 && !u.staged)).toBe(true);
+  });
+
+  it('closes only once the publish a commit started has ended', async () => {
+    const sink = await openSink({ file_size_bytes: 10_000 });
+    let reached!: () => void;
+    const publishing = new Promise<void>((r) => (reached = r));
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    armed('files:before-manifest', async () => {
+      reached();
+      await released;
+    });
+    for (let u = 0; u < 3; u++) await sink.writeUnit(unit(`u${u}`), batches(rows(u * 10, 10, 2_000)), NO_CHECKPOINT);
+    await publishing;
+    let closed = false;
+    const closing = sink.close().then(() => (closed = true));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(closed).toBe(false);
+    release();
+    await closing;
+    const m = await manifest();
+    expect(Object.values(m.units).every((u) => u.files.length > 0 && !u.staged)).toBe(true);
+    expect(await query(`SELECT count(*) AS n FROM read_parquet('${glob()}')`)).toEqual([{ n: 30 }]);
+  });
+
+  it('says a publish a commit started failed, and publishes those units at finish', async () => {
+    const ctx = sinkContext(dir);
+    const sink = new ParquetSink(config({ file_size_bytes: 10_000 }));
+    await sink.open(ctx);
+    let reached!: () => void;
+    const publishing = new Promise<void>((r) => (reached = r));
+    const disarm = armed('files:before-manifest', () => {
+      reached();
+      throw new Error('disk full');
+    });
+    for (let u = 0; u < 3; u++) await sink.writeUnit(unit(`u${u}`), batches(rows(u * 10, 10, 2_000)), NO_CHECKPOINT);
+    await publishing;
+    disarm();
+    await sink.finish();
+    await sink.close();
+    expect(
+      ctx.logs.filter((l) => /publishing staged units failed, retried at the end: .*disk full/.test(l)),
+    ).toHaveLength(1);
+    expect(await query(`SELECT count(*) AS n, count(DISTINCT id) AS d FROM read_parquet('${glob()}')`)).toEqual([
+      { n: 30, d: 30 },
+    ]);
   });
 
   it('leaves out the empty file DuckDB opens when the last row group takes a file past the size limit', async () => {
