@@ -53,7 +53,12 @@ import type { Manifest } from '../../src/sink-kit/output-files/manifest.js';
 import { Mutex } from '../../src/core/concurrency.js';
 import { writeNdjson } from '../../src/sink-kit/output-files/ndjson-writer.js';
 import { compactOutput } from '../../src/sink-kit/output-files/compact.js';
-import { newPublishId, stageUnit, type FileSinkOptions } from '../../src/sink-kit/output-files/file-sink.js';
+import {
+  newPublishId,
+  publishFailed,
+  stageUnit,
+  type FileSinkOptions,
+} from '../../src/sink-kit/output-files/file-sink.js';
 import { FileSinkBase, fileSinkDef } from '../../src/sink-kit/output-files/file-sink-base.js';
 import { CommitIncompleteError, type OutputDir, type Move } from '../../src/sink-kit/output-files/output-dir.js';
 import { unitFileStem } from '../../src/sink-kit/output-files/unit-file-name.js';
@@ -266,9 +271,7 @@ export class JsonlSink extends FileSinkBase<JsonlSinkConfig> implements Sink {
       spools.give(spool);
     }
     if (spool.size >= this.targetBytes)
-      await this.publish(false).catch((err: unknown) =>
-        ctx.log.warn(`jsonl sink: publishing staged units failed, retried at the end: ${String(err)}`),
-      );
+      await this.publish(false).catch((err: unknown) => ctx.log.warn(publishFailed('jsonl sink', err)));
     return result;
   }
 

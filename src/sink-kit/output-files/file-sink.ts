@@ -182,15 +182,19 @@ export async function stageUnit(
     });
     if (rows === 0) await discardStaged(file, o.offset);
     if (committed && o.publishing?.stagedEnough())
-      await o.publishing
-        .publish()
-        .catch((err: unknown) =>
-          o.log.warn(`${o.label}: publishing staged units failed, retried at the end: ${String(err)}`),
-        );
+      await o.publishing.publish().catch((err: unknown) => o.log.warn(publishFailed(o.label, err)));
     return { committed, records: committed ? rows : 0, ...(changes.length > 0 && { schemaChanges: changes }) };
   } finally {
     if (!committed) await discardStaged(file, o.offset);
   }
+}
+
+/**
+ * What a sink says of a publish during the run that failed: its units stay committed and staged, and `finish()`
+ * publishes them (and fails the run if it cannot).
+ */
+export function publishFailed(label: string, err: unknown): string {
+  return `${label}: publishing staged units failed, retried at the end: ${String(err)}`;
 }
 
 /** A staged unit's bytes that no entry names: its file, or (a spool) what the unit added after `offset`. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PublishesBeside } from '../../../sinks/parquet/beside.js';
+import { settled } from '../../support/settled.js';
 
 /** A publish that runs until the test ends it. */
 function heldPublish(): { publish: () => Promise<void>; started: () => number; end: (err?: Error) => void } {
@@ -13,17 +14,6 @@ function heldPublish(): { publish: () => Promise<void>; started: () => number; e
     started: () => starts,
     end: (err) => end(err),
   };
-}
-
-/** Whether `p` has settled once everything already queued has run. */
-async function settled(p: Promise<unknown>): Promise<boolean> {
-  let done = false;
-  void p.then(
-    () => (done = true),
-    () => (done = true),
-  );
-  await new Promise((r) => setImmediate(r));
-  return done;
 }
 
 describe('publishes beside the next units', () => {

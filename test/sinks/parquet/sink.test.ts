@@ -18,6 +18,7 @@ import {
   unit,
 } from '../helpers.js';
 import { armed, failWith } from '../../support/failpoints.js';
+import { settled } from '../../support/settled.js';
 
 afterAll(removeTempDirs);
 
@@ -62,6 +63,27 @@ function rows(from: number, n: number, pad = 0): Row[] {
     text: 'x'.repeat(pad),
     at: new Date(Date.UTC(2024, 0, 1) + (from + i) * 1000),
   }));
+}
+
+/**
+ * Holds a publish where it is about to record its files (a unit's own commit stages, moves no file, and is not held):
+ * `reached` once a publish is there, `release` lets it go on.
+ */
+function holdPublish(): { reached: Promise<void>; release: () => void; disarm: () => void } {
+  let arrived!: () => void;
+  const reached = new Promise<void>((r) => (arrived = r));
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  const disarm = armed('files:before-manifest', async () => {
+    arrived();
+    await released;
+  });
+  return { reached, release, disarm };
+}
+
+/** Units `u<from>` … `u<to - 1>` of 10 rows each, ~21 KB of JSON, written one after another. */
+async function writeUnits(sink: ParquetSink, from: number, to: number): Promise<void> {
+  for (let u = from; u < to; u++) await sink.writeUnit(unit(`u${u}`), batches(rows(u * 10, 10, 2_000)), NO_CHECKPOINT);
 }
 
 describe('parquet sink', () => {
@@ -114,24 +136,15 @@ describe('parquet sink', () => {
   });
 
   it('publishes during the run once staged rows make a file of the target size, beside the next units', async () => {
-    // ~21 KB of JSON per unit; the first publish waits for ~6 × 10 KB.
+    // The first publish waits for ~6 × 10 KB: the third unit makes it due, and its commit returns while it is held.
     const sink = await openSink({ file_size_bytes: 10_000 });
-    // The publish is held where it is about to record its files (the units' own commits stage, and move no file).
-    let reached!: () => void;
-    const publishing = new Promise<void>((r) => (reached = r));
-    let release!: () => void;
-    const released = new Promise<void>((r) => (release = r));
-    const disarm = armed('files:before-manifest', async () => {
-      reached();
-      await released;
-    });
-    // The third unit makes a publish due; its commit returns while that publish is held.
-    for (let u = 0; u < 3; u++) await sink.writeUnit(unit(`u${u}`), batches(rows(u * 10, 10, 2_000)), NO_CHECKPOINT);
-    await publishing;
+    const held = holdPublish();
+    await writeUnits(sink, 0, 3);
+    await held.reached;
     expect(await parquetFiles()).toEqual([]);
-    disarm();
-    release();
-    for (let u = 3; u < 5; u++) await sink.writeUnit(unit(`u${u}`), batches(rows(u * 10, 10, 2_000)), NO_CHECKPOINT);
+    held.disarm();
+    held.release();
+    await writeUnits(sink, 3, 5);
     expect((await parquetFiles()).length).toBeGreaterThan(0);
     await sink.finish();
     expect(await query(`SELECT count(*) AS n, count(DISTINCT id) AS d FROM read_parquet('${glob()}')`)).toEqual([
@@ -142,21 +155,12 @@ describe('parquet sink', () => {
 
   it('closes only once the publish a commit started has ended', async () => {
     const sink = await openSink({ file_size_bytes: 10_000 });
-    let reached!: () => void;
-    const publishing = new Promise<void>((r) => (reached = r));
-    let release!: () => void;
-    const released = new Promise<void>((r) => (release = r));
-    armed('files:before-manifest', async () => {
-      reached();
-      await released;
-    });
-    for (let u = 0; u < 3; u++) await sink.writeUnit(unit(`u${u}`), batches(rows(u * 10, 10, 2_000)), NO_CHECKPOINT);
-    await publishing;
-    let closed = false;
-    const closing = sink.close().then(() => (closed = true));
-    await new Promise((r) => setTimeout(r, 300));
-    expect(closed).toBe(false);
-    release();
+    const held = holdPublish();
+    await writeUnits(sink, 0, 3);
+    await held.reached;
+    const closing = sink.close();
+    expect(await settled(closing)).toBe(false);
+    held.release();
     await closing;
     const m = await manifest();
     expect(Object.values(m.units).every((u) => u.files.length > 0 && !u.staged)).toBe(true);
@@ -173,7 +177,7 @@ describe('parquet sink', () => {
       reached();
       throw new Error('disk full');
     });
-    for (let u = 0; u < 3; u++) await sink.writeUnit(unit(`u${u}`), batches(rows(u * 10, 10, 2_000)), NO_CHECKPOINT);
+    await writeUnits(sink, 0, 3);
     await publishing;
     disarm();
     await sink.finish();
